@@ -1,0 +1,150 @@
+"""fastload vs torch's DataLoader on the same ImageNet-like folder, in one run.
+
+Loaders, each with num_workers = cores and the standard ResNet-50 training
+transform (RandomResizedCrop 224, horizontal flip, float32, ImageNet
+normalize), batch 64:
+
+* torch + PIL/v1:   torchvision ImageFolder, Pillow decode, transforms v1
+* torch + tv.io/v2: torchvision.io.decode_jpeg, transforms v2 on uint8 tensors
+* fastload:         fastload.ImageFolder, same transform, fastload.DataLoader
+
+Each runs in its own subprocess (so peak RSS is its own) for a warm-up epoch
+and ``--epochs`` timed ones; the table reports images/s, the ratio to the
+faster torch loader, and peak RSS of the process tree. Run with no arguments
+it first generates the built-in sample folder (2,000 JPEGs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+LOADERS = ("torch + PIL/v1", "torch + tv.io/v2", "fastload")
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def _decode_with_torchvision(path: str):
+    import torchvision.io
+    return torchvision.io.decode_jpeg(torchvision.io.read_file(path),
+                                      mode=torchvision.io.ImageReadMode.RGB)
+
+
+def _make_loader(name: str, root: str, batch_size: int, workers: int):
+    import torch
+    import torchvision
+    from torchvision import transforms as v1
+    from torchvision.transforms import v2
+
+    import fastload
+    if name == "torch + PIL/v1":
+        transform = v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(),
+                                v1.ToTensor(), v1.Normalize(MEAN, STD)])
+        dataset = torchvision.datasets.ImageFolder(root, transform)
+        return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                                           num_workers=workers, drop_last=True)
+    if name == "torch + tv.io/v2":
+        transform = v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip(),
+                                v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+        dataset = torchvision.datasets.ImageFolder(root, transform, loader=_decode_with_torchvision)
+        return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                                           num_workers=workers, drop_last=True)
+    transform = fastload.transforms.Compose([
+        fastload.transforms.RandomResizedCrop(224), fastload.transforms.RandomHorizontalFlip(),
+        fastload.transforms.ToDtype(torch.float32, scale=True), fastload.transforms.Normalize(MEAN, STD)])
+    return fastload.DataLoader(fastload.ImageFolder(root, transform), batch_size=batch_size,
+                               shuffle=True, num_workers=workers, drop_last=True)
+
+
+def _peak_rss_mb() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return (own + children) / 1024  # the peaks of the parent and its worker processes
+
+
+def run_one(name: str, root: str, batch_size: int, workers: int, epochs: int, progress: bool) -> dict:
+    """Time one loader in this process; returns its measurements."""
+    import warnings
+    warnings.filterwarnings("ignore", category=UserWarning, module="torchvision")
+    from tqdm import tqdm
+    loader = _make_loader(name, root, batch_size, workers)
+    images, seconds = 0, 0.0
+    for epoch in range(epochs + 1):  # epoch 0 warms up page cache, threads and allocators
+        bar = tqdm(total=len(loader) * batch_size, desc=f"{name:17s} epoch {epoch}", unit="img",
+                   disable=not progress, file=sys.stderr, leave=False)
+        started = time.perf_counter()
+        count = 0
+        for batch, _labels in loader:
+            count += batch.shape[0]
+            bar.update(batch.shape[0])
+        elapsed = time.perf_counter() - started
+        bar.close()
+        if epoch:
+            images, seconds = images + count, seconds + elapsed
+    return {"name": name, "images_per_s": images / seconds, "peak_rss_mb": _peak_rss_mb()}
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import PIL
+    import torch
+    pillow = f"Pillow {PIL.__version__}" + (" (SIMD)" if "post" in PIL.__version__ else "")
+    return (f"{os.cpu_count()} cores ({cpu}), {'GPU' if torch.cuda.is_available() else 'no GPU'}, "
+            f"torch {torch.__version__}, {pillow}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", nargs="?", help="ImageFolder root (default: the built-in sample)")
+    parser.add_argument("--images", type=int, default=2000, help="size of the generated sample")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
+    parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one loader, print JSON
+    args = parser.parse_args(argv)
+
+    if args.one:
+        result = run_one(args.one, args.root, args.batch_size, args.workers, args.epochs, True)
+        print(json.dumps(result))
+        return 0
+    root = args.root
+    if root is None:
+        from fastload.sample_data import default_sample_root, make_sample_folder
+        root = str(default_sample_root())
+        print(f"sample folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
+        make_sample_folder(root, num_images=args.images)
+    results = []
+    for name in args.loaders.split(","):
+        command = [sys.executable, os.path.abspath(__file__), root, "--one", name,
+                   "--batch-size", str(args.batch_size), "--workers", str(args.workers),
+                   "--epochs", str(args.epochs)]
+        output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+        results.append(json.loads(output.strip().splitlines()[-1]))
+    best_torch = max((r["images_per_s"] for r in results if r["name"] != "fastload"), default=None)
+    print(f"\nmachine: {machine()}")
+    print(f"data: {root}; batch {args.batch_size}, num_workers {args.workers}, "
+          f"RandomResizedCrop(224) + flip + float32 + normalize; {args.epochs} timed epochs\n")
+    print(f"{'loader':<18} {'images/s':>9} {'vs best torch':>14} {'peak RSS MB':>12}")
+    for r in results:
+        ratio = f"{r['images_per_s'] / best_torch:.2f}x" if best_torch else "-"
+        print(f"{r['name']:<18} {r['images_per_s']:>9.0f} {ratio:>14} {r['peak_rss_mb']:>12.0f}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "results": results}, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""fastload: a drop-in, thread-based replacement for torch.utils.data.DataLoader for image training."""
+
+from . import transforms
+from .errors import DecodeError, LoaderError
+from .loader import DataLoader
+from .sources import FileList, ImageFolder, Source
+from .stats import Stats
+
+__all__ = ["DataLoader", "ImageFolder", "FileList", "Source", "transforms", "DecodeError",
+           "LoaderError", "Stats"]
+__version__ = "0.1.0"

@@ -1,0 +1,200 @@
+"""The thread pool that runs batches: the only module of fastload that starts threads.
+
+A batch is a ``Job``: one task per item (read, decode, augment one sample;
+or call ``dataset[i]``), and a ``finish`` step that runs once, on the thread
+that completed the job's last item (collate, or normalize the staged batch).
+The consumer keeps at most ``max_in_flight`` jobs queued, takes their
+outputs in order, and re-raises a job's error in the training loop.
+
+Shutdown is explicit (``close()``) and automatic: on exhaustion, when the
+iterator is garbage-collected (after a ``break``), and at interpreter exit
+through ``threading._register_atexit``, which runs before Python joins
+non-daemon threads (plain ``atexit`` runs after, too late). Threads are
+non-daemon so none is killed inside a C decoder at exit.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import queue
+import threading
+import time
+import weakref
+from typing import Any, Callable, Iterator
+
+_LIVE: "weakref.WeakSet[ThreadPipeline]" = weakref.WeakSet()
+_COUNTER = itertools.count()
+THREAD_PREFIX = "fastload-"
+END = object()  # a job output meaning "the data ran out": iteration stops there
+
+
+def _close_all_at_exit() -> None:
+    for pipeline in list(_LIVE):
+        pipeline.close()
+
+
+try:
+    threading._register_atexit(_close_all_at_exit)
+except (AttributeError, RuntimeError):  # not in this Python, or already shutting down
+    import atexit
+    atexit.register(_close_all_at_exit)
+
+
+class Job:
+    """One batch in flight: ``tasks[i](report)`` per item, then ``finish(results)``.
+
+    A task may call ``report(stage, what)`` so that a timeout can say which
+    stage and which file are stuck.
+    """
+
+    def __init__(self, tasks: list[Callable[[Callable[[str, str], None]], Any]],
+                 finish: Callable[[list], Any]):
+        self.tasks = tasks
+        self.finish = finish
+        self.results: list = [None] * len(tasks)
+        self.stages: list = [("queued", "")] * len(tasks)
+        self.remaining = len(tasks)
+        self.error: BaseException | None = None
+        self.output: Any = None
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def run_item(self, i: int) -> None:
+        if self.error is None:
+            def report(stage: str, what: str, _i=i) -> None:
+                self.stages[_i] = (stage, what)
+            try:
+                self.results[i] = self.tasks[i](report)
+            except BaseException as error:  # delivered to the consumer, never lost
+                with self._lock:
+                    self.error = self.error or error
+        self.stages[i] = ("done", "")
+        with self._lock:
+            self.remaining -= 1
+            last = self.remaining == 0
+        if last:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.error is None:
+            try:
+                self.output = self.finish(self.results)
+            except BaseException as error:
+                self.error = error
+        self.results = None
+        self.done.set()
+
+    def stuck(self) -> str:
+        pending = [f"{what} in stage '{stage}'" for stage, what in self.stages if stage != "done"]
+        return "; ".join(pending[:4]) or "in stage 'finish' (collate / normalize / copy)"
+
+
+class ThreadPipeline:
+    """Runs ``jobs`` on ``num_threads`` threads and yields their outputs in order.
+
+    With ``num_threads=0`` everything runs in the consumer's thread, as
+    torch's DataLoader does with ``num_workers=0``.
+    """
+
+    def __init__(self, jobs: Iterator[Job], num_threads: int, max_in_flight: int,
+                 timeout: float = 0, on_wait: Callable[[float], None] | None = None,
+                 thread_init: Callable[[int], None] | None = None, length: int | None = None):
+        self._jobs = jobs
+        self._max_in_flight = max(1, max_in_flight)
+        self._timeout = timeout
+        self._on_wait = on_wait
+        self._length = length
+        self._in_flight: collections.deque[Job] = collections.deque()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._exhausted = False
+        self._closed = False
+        pipeline_id = next(_COUNTER)
+        self._threads = [threading.Thread(target=self._work, args=(self._queue, thread_init, i),
+                                          name=f"{THREAD_PREFIX}{pipeline_id}-{i}")
+                         for i in range(num_threads)]
+        _LIVE.add(self)
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _work(tasks: queue.SimpleQueue, thread_init, index: int) -> None:
+        # A staticmethod holding only the queue: a running thread must not keep
+        # the pipeline alive, or garbage collection could never close it.
+        if thread_init is not None:
+            thread_init(index)  # torch's worker_init_fn(worker_id), once per thread
+        while True:
+            item = tasks.get()
+            if item is None:
+                return
+            job, i = item
+            job.run_item(i)
+
+    def _fill(self) -> None:
+        while not self._exhausted and len(self._in_flight) < self._max_in_flight:
+            job = next(self._jobs, None)
+            if job is None:
+                self._exhausted = True
+                return
+            self._in_flight.append(job)
+            if self._threads:
+                if not job.tasks:
+                    job._finish()
+                for i in range(len(job.tasks)):
+                    self._queue.put((job, i))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        try:
+            self._fill()
+            if not self._in_flight:
+                raise StopIteration
+            job = self._in_flight.popleft()
+            if not self._threads:
+                for i in range(len(job.tasks)):
+                    job.run_item(i)
+                if not job.tasks:
+                    job._finish()
+            started = time.perf_counter()
+            if not job.done.wait(self._timeout if self._timeout > 0 else None):
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds waiting "
+                                   f"for a batch: {job.stuck()}")
+            if self._on_wait is not None:
+                self._on_wait(time.perf_counter() - started)
+            if job.error is not None:
+                raise job.error
+            if job.output is END:
+                raise StopIteration
+            self._fill()  # keep the threads busy while the training step runs
+            return job.output
+        except BaseException:
+            self.close()
+            raise
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError("this loader's length is unknown (an IterableDataset without __len__)")
+        return self._length
+
+    def close(self) -> None:
+        """Stop queued work, stop and join every thread. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for job in self._in_flight:
+            job.error = job.error or RuntimeError("pipeline closed")
+        self._in_flight.clear()
+        for _ in self._threads:
+            self._queue.put(None)
+        current = threading.current_thread()
+        for thread in self._threads:
+            if thread is not current:
+                thread.join()
+        _LIVE.discard(self)
+
+    def __del__(self) -> None:
+        self.close()

@@ -1,0 +1,24 @@
+"""Read a file's bytes; file-system failures become DecodeErrors naming the file."""
+
+from __future__ import annotations
+
+import os
+
+from .errors import DecodeError
+
+
+def read_file(index: int, path: str) -> bytes:
+    """The whole file. Python's file I/O releases the GIL, so reader threads overlap."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except IsADirectoryError:
+        raise DecodeError(index, path, "is a directory, not an image file") from None
+    except FileNotFoundError:
+        reason = "dangling symbolic link" if os.path.islink(path) else "file not found (removed after listing?)"
+        raise DecodeError(index, path, reason) from None
+    except OSError as error:
+        raise DecodeError(index, path, f"cannot read: {error.strerror or error}") from error
+    if not data:
+        raise DecodeError(index, path, "empty file")
+    return data

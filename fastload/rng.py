@@ -1,0 +1,43 @@
+"""Counter-based random numbers: a sample's augmentation is a pure function of (seed, epoch, index).
+
+Torch's transforms draw from a global generator, so what a sample gets
+depends on which worker ran it and in what order. Here every sample owns a
+tiny stream keyed by (seed, epoch, sample index): the same sample gets the same
+crop and flip whatever the thread count, batch size or world size, and a
+resumed run sees exactly what an uninterrupted one would have. SplitMix64 is
+small, fast in pure Python and passes BigCrush as a stream generator.
+"""
+
+from __future__ import annotations
+
+_MASK = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _mix(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+class SampleRandom:
+    """The random stream of one sample in one epoch."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, seed: int, epoch: int, index: int):
+        state = _mix((seed & _MASK) + _GOLDEN)
+        state = _mix(state ^ ((epoch & _MASK) + 2 * _GOLDEN & _MASK))
+        self._state = _mix(state ^ ((index & _MASK) + 3 * _GOLDEN & _MASK))
+
+    def random(self) -> float:
+        """A float uniform in [0, 1)."""
+        self._state = (self._state + _GOLDEN) & _MASK
+        return (_mix(self._state) >> 11) * (1.0 / (1 << 53))
+
+    def uniform(self, low: float, high: float) -> float:
+        return low + (high - low) * self.random()
+
+    def randint(self, low: int, high: int) -> int:
+        """An int in [low, high), like torch.randint."""
+        return low + min(int(self.random() * (high - low)), high - low - 1)

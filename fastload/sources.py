@@ -1,0 +1,130 @@
+"""Sources: lists of (path, label) that shard themselves across ranks.
+
+Both sources are ``IterableDataset``s. Iterated on their own, or inside a
+stock ``torch.utils.data.DataLoader`` (where they also split across its
+workers), they yield ``(transform(image), target_transform(label))`` for this
+rank's shard, exactly as torchvision's ImageFolder would for those indices.
+``fastload.DataLoader`` instead reads their ``samples`` and order and runs
+its fast path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
+
+from .order import dist_info, num_shard_samples, shard_indices, split_for_workers
+
+
+class Source(torch.utils.data.IterableDataset):
+    """A list of ``samples`` [(path, label)] with DistributedSampler's sharding rules.
+
+    Args:
+        shuffle, seed, drop_last: as in ``DistributedSampler``: permute with
+            ``seed + epoch``; drop the tail (or pad by repeating) so that all
+            ranks get the same number of samples.
+        rank, world_size: default to torch.distributed's group, then
+            torchrun's ``RANK``/``WORLD_SIZE``, then 0/1.
+    """
+
+    def __init__(self, samples: list[tuple[str, int]], transform: Callable | None = None,
+                 target_transform: Callable | None = None, *, shuffle: bool = False, seed: int = 0,
+                 drop_last: bool = False, rank: int | None = None, world_size: int | None = None):
+        self.samples = samples
+        self.targets = [label for _, label in samples]
+        self.transform = transform
+        self.target_transform = target_transform
+        self.shuffle = shuffle
+        self.seed = seed
+        self.drop_last = drop_last
+        self.rank, self.world_size = dist_info(rank, world_size)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Reshuffle for ``epoch`` (with ``shuffle=True``), like DistributedSampler.set_epoch."""
+        self.epoch = epoch
+
+    def shard(self, epoch: int | None = None) -> list[int]:
+        """This rank's dataset indices for ``epoch`` (default: the current one)."""
+        return shard_indices(len(self.samples), rank=self.rank, world_size=self.world_size,
+                             shuffle=self.shuffle, seed=self.seed,
+                             epoch=self.epoch if epoch is None else epoch, drop_last=self.drop_last)
+
+    def __len__(self) -> int:
+        """Samples this rank yields per epoch (DistributedSampler's ``num_samples``)."""
+        return num_shard_samples(len(self.samples), self.world_size, self.drop_last)
+
+    def load(self, index: int) -> tuple[Any, Any]:
+        """One sample as torchvision's ImageFolder.__getitem__ returns it."""
+        path, label = self.samples[index]
+        image = pil_loader(path)
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            label = self.target_transform(label)
+        return image, label
+
+    def __iter__(self):
+        for index in split_for_workers(self.shard()):
+            yield self.load(index)
+
+
+class ImageFolder(Source):
+    """``root/class_name/**/image.ext`` with torchvision's discovery rules.
+
+    Class folders are sorted to give label indices; files are found with
+    torchvision's own ``make_dataset`` (its default extensions, compared
+    case-insensitively, the same sample order), so ``classes``,
+    ``class_to_idx`` and ``samples`` equal torchvision's ImageFolder's.
+    """
+
+    def __init__(self, root: str | os.PathLike, transform: Callable | None = None,
+                 target_transform: Callable | None = None, *,
+                 is_valid_file: Callable[[str], bool] | None = None, allow_empty: bool = False,
+                 **order):
+        self.root = os.fspath(root)
+        self.classes, self.class_to_idx = find_classes(self.root)
+        extensions = None if is_valid_file is not None else IMG_EXTENSIONS
+        samples = make_dataset(self.root, self.class_to_idx, extensions, is_valid_file,
+                               allow_empty=allow_empty)
+        super().__init__(samples, transform, target_transform, **order)
+        self.imgs = self.samples
+
+
+class FileList(Source):
+    """A DALI/rocAL ``file_list``: one ``relative/path label`` per line.
+
+    The label is the last whitespace-separated field, so paths may contain
+    spaces. Blank lines and lines starting with ``#`` are ignored. Paths are
+    relative to ``root``, which defaults to the list file's folder (as in
+    DALI); absolute paths are kept.
+    """
+
+    def __init__(self, list_file: str | os.PathLike, root: str | os.PathLike | None = None,
+                 transform: Callable | None = None, target_transform: Callable | None = None,
+                 **order):
+        self.list_file = os.fspath(list_file)
+        self.root = os.fspath(root) if root is not None else str(Path(self.list_file).parent)
+        super().__init__(self._parse(), transform, target_transform, **order)
+
+    def _parse(self) -> list[tuple[str, int]]:
+        samples = []
+        with open(self.list_file, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                fields = line.rsplit(None, 1)
+                try:
+                    if len(fields) != 2:
+                        raise ValueError
+                    label = int(fields[1])
+                except ValueError:
+                    raise ValueError(f"{self.list_file}:{number}: expected 'path label' with an "
+                                     f"integer label, got {line!r}") from None
+                samples.append((os.path.join(self.root, fields[0]), label))
+        return samples

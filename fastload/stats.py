@@ -1,0 +1,53 @@
+"""``loader.stats``: throughput, time per stage, and what was skipped."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+STAGES = ("read", "decode", "augment", "finish", "wait")
+
+
+@dataclass
+class Stats:
+    """Counters for the loader's current (or last) epoch.
+
+    Stage times are seconds summed over all threads (``read``, ``decode``,
+    ``augment`` per sample; ``finish`` per batch: normalize, collate, copy to
+    device); ``wait`` is the time the training loop spent waiting for a
+    batch. ``skipped`` holds (epoch, index, path, reason) for every sample
+    replaced under ``on_error="skip"``.
+    """
+
+    images: int = 0
+    batches: int = 0
+    seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    skipped: list = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, stage: str, seconds: float) -> None:
+        with self._lock:
+            self.seconds[stage] += seconds
+
+    def count_batch(self, images: int) -> None:
+        with self._lock:
+            self.images += images
+            self.batches += 1
+
+    @property
+    def images_per_s(self) -> float:
+        elapsed = time.perf_counter() - self.started
+        return self.images / elapsed if elapsed > 0 else 0.0
+
+    def reset(self) -> None:
+        with self._lock:
+            self.images = self.batches = 0
+            self.seconds = dict.fromkeys(STAGES, 0.0)
+            self.started = time.perf_counter()
+
+    def __str__(self) -> str:
+        stages = ", ".join(f"{name} {value:.2f}s" for name, value in self.seconds.items())
+        return (f"{self.images} images in {self.batches} batches, {self.images_per_s:.0f} img/s; "
+                f"{stages}; {len(self.skipped)} skipped")

@@ -1,0 +1,280 @@
+"""Transforms with torchvision.transforms.v2 names and meanings, and the plan they compile to.
+
+The classes are torchvision's own (``ToDtype`` also accepts PIL images, so a
+pipeline needs no ``ToImage``): used anywhere else they behave exactly as in
+torchvision. On the fast path, ``compile_plan`` translates a Compose of these
+-- v2, or the classic v1 with ToTensor / PILToTensor / ConvertImageDtype --
+into a ``Plan``: one crop box and output size per sample (drawn from the
+sample's own random stream), a flip flag, and one per-channel affine map and
+dtype for the whole batch. Anything else raises ``UnsupportedTransform`` and
+the loader runs the transform as given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+from PIL import Image
+from torchvision import transforms as v1
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms.functional import _interpolation_modes_from_int
+from torchvision.transforms import v2
+from torchvision.transforms.v2 import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
+                                       RandomResizedCrop, Resize, ToImage)
+
+from .rng import SampleRandom
+
+__all__ = ["Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
+           "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "compile_plan",
+           "UnsupportedTransform"]
+
+
+class ToDtype(v2.ToDtype):
+    """torchvision's v2.ToDtype, which also converts a PIL image to a tensor first (like v2.ToImage)."""
+
+    def forward(self, *inputs):
+        return super().forward(*[ToImage()(x) if isinstance(x, Image.Image) else x for x in inputs])
+
+
+class UnsupportedTransform(ValueError):
+    """The fast path cannot express this transform; it names the first offending one."""
+
+
+_PIL_RESAMPLE = {
+    InterpolationMode.NEAREST: Image.NEAREST, InterpolationMode.BILINEAR: Image.BILINEAR,
+    InterpolationMode.BICUBIC: Image.BICUBIC, InterpolationMode.LANCZOS: Image.LANCZOS,
+    InterpolationMode.BOX: Image.BOX, InterpolationMode.HAMMING: Image.HAMMING,
+}
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What one sample's decoded image goes through, in Pillow terms.
+
+    At full scale: ``crop`` (an integer box in source pixels, padded with
+    zeros outside the image as PIL/torchvision crops are), ``resize`` the
+    result to (width, height), ``post_crop`` (a CenterCrop after a Resize),
+    then a horizontal flip -- torchvision's own steps, so its pixels exactly.
+    When the JPEG is decoded at 1/s scale (s <= ``max_reduction``, the
+    largest DCT scale that still covers the output), the steps become one
+    resize that reads ``source_box`` (float source pixels) straight to the
+    output size.
+    """
+
+    crop: tuple[int, int, int, int] | None = None
+    resize: tuple[int, int] | None = None
+    post_crop: tuple[int, int, int, int] | None = None
+    hflip: bool = False
+    max_reduction: int = 1
+    source_box: tuple[float, float, float, float] | None = None
+
+    @property
+    def output_size(self) -> tuple[int, int]:
+        """(width, height) of the result."""
+        if self.post_crop is not None:
+            left, top, right, bottom = self.post_crop
+            return right - left, bottom - top
+        if self.resize is not None:
+            return self.resize
+        left, top, right, bottom = self.crop
+        return right - left, bottom - top
+
+
+def _pair(size) -> tuple[int, int]:
+    """(height, width) from torchvision's int-or-sequence size."""
+    if isinstance(size, int):
+        return size, size
+    size = tuple(size)
+    return (size[0], size[0]) if len(size) == 1 else (size[0], size[1])
+
+
+def _largest_reduction(ratio: float) -> int:
+    for factor in (8, 4, 2):
+        if ratio >= factor:
+            return factor
+    return 1
+
+
+def _rrc_params(width: int, height: int, scale, ratio, rng: SampleRandom) -> tuple[int, int, int, int]:
+    """torchvision's RandomResizedCrop.get_params, drawing from the sample's stream: (top, left, h, w)."""
+    area = height * width
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target_area = area * rng.uniform(scale[0], scale[1])
+        aspect_ratio = math.exp(rng.uniform(*log_ratio))
+        w = int(round(math.sqrt(target_area * aspect_ratio)))
+        h = int(round(math.sqrt(target_area / aspect_ratio)))
+        if 0 < w <= width and 0 < h <= height:
+            return rng.randint(0, height - h + 1), rng.randint(0, width - w + 1), h, w
+    in_ratio = width / height
+    if in_ratio < min(ratio):
+        w, h = width, int(round(width / min(ratio)))
+    elif in_ratio > max(ratio):
+        h, w = height, int(round(height * max(ratio)))
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def _resized_size(width: int, height: int, size, max_size) -> tuple[int, int]:
+    """torchvision's _compute_resized_output_size, as (width, height)."""
+    if isinstance(size, int) or len(size) == 1:
+        requested = size if isinstance(size, int) else size[0]
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = requested, int(requested * long / short)
+        if max_size is not None and new_long > max_size:
+            new_short, new_long = int(max_size * new_short / new_long), max_size
+        return (new_short, new_long) if width <= height else (new_long, new_short)
+    return size[1], size[0]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A fused description of a supported transform pipeline.
+
+    ``geometry`` is ("rrc", (h, w), scale, ratio), ("resize", size, max_size,
+    crop_hw or None) or ("center_crop", (h, w)). Output values are
+    ``dtype(scale[c] * x + shift[c])`` for uint8 pixel x, NCHW; ``scale`` is
+    None when the output is the uint8 image itself.
+    """
+
+    geometry: tuple
+    resample: int
+    hflip_p: float
+    output_size: tuple[int, int]
+    dtype: torch.dtype
+    scale: tuple[float, float, float] | None
+    shift: tuple[float, float, float] | None
+
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+        """This sample's geometry for a source image of ``width`` x ``height``."""
+        kind = self.geometry[0]
+        if kind == "rrc":
+            (out_h, out_w), scale, ratio = self.geometry[1:]
+            top, left, h, w = _rrc_params(width, height, scale, ratio, rng)
+            box = (left, top, left + w, top + h)
+            geometry = Geometry(crop=box, resize=(out_w, out_h), source_box=box,
+                                max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
+        elif kind == "resize":
+            size, max_size, crop = self.geometry[1:]
+            rw, rh = _resized_size(width, height, size, max_size)
+            reduction = _largest_reduction(min(width / rw, height / rh))
+            if crop is None:
+                geometry = Geometry(resize=(rw, rh), max_reduction=reduction,
+                                    source_box=(0.0, 0.0, float(width), float(height)))
+            else:
+                ch, cw = crop
+                top, left = int(round((rh - ch) / 2.0)), int(round((rw - cw) / 2.0))
+                post_crop = (left, top, left + cw, top + ch)
+                if top < 0 or left < 0:  # the crop pads: no reduced decode
+                    geometry = Geometry(resize=(rw, rh), post_crop=post_crop)
+                else:
+                    sx, sy = width / rw, height / rh
+                    geometry = Geometry(resize=(rw, rh), post_crop=post_crop, max_reduction=reduction,
+                                        source_box=(left * sx, top * sy, (left + cw) * sx, (top + ch) * sy))
+        else:
+            ch, cw = self.geometry[1]
+            top, left = int(round((height - ch) / 2.0)), int(round((width - cw) / 2.0))
+            geometry = Geometry(crop=(left, top, left + cw, top + ch))
+        if self.hflip_p > 0 and rng.random() < self.hflip_p:
+            geometry = dataclasses.replace(geometry, hflip=True)
+        return geometry
+
+
+def _flatten(transform) -> list:
+    if isinstance(transform, (v1.Compose, v2.Compose)):
+        return [t for inner in transform.transforms for t in _flatten(inner)]
+    return [transform]
+
+
+def compile_plan(transform) -> Plan:
+    """Translate a torchvision (v1 or v2) or fastload transform into a Plan, or raise UnsupportedTransform."""
+    if transform is None:
+        raise UnsupportedTransform("no transform: samples stay PIL images, which cannot be batched")
+    geometry, resample, hflip_p = None, Image.BILINEAR, 0.0
+    state = "pil"                     # "pil", then "uint8" or "float" once converted to a tensor
+    dtype, scale, shift = torch.uint8, [1.0] * 3, [0.0] * 3
+
+    def unsupported(t, why: str = "") -> UnsupportedTransform:
+        return UnsupportedTransform(f"{type(t).__module__}.{type(t).__name__}"
+                                    + (f" ({why})" if why else ""))
+
+    for t in _flatten(transform):
+        if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop, v1.Resize, v2.Resize,
+                          v1.CenterCrop, v2.CenterCrop)):
+            if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop, v1.Resize, v2.Resize)):
+                mode = t.interpolation
+                if isinstance(mode, int):  # a PIL constant, accepted by torchvision for compatibility
+                    mode = _interpolation_modes_from_int(mode)
+                mode = InterpolationMode(mode)  # v2 keeps the mode as its string value
+                if mode not in _PIL_RESAMPLE:
+                    raise unsupported(t, f"interpolation {mode.value}")
+                resample = _PIL_RESAMPLE[mode]
+            if isinstance(t, (v1.CenterCrop, v2.CenterCrop)):
+                crop = _pair(t.size)
+                if geometry is None:
+                    geometry = ("center_crop", crop)
+                elif geometry[0] == "resize" and geometry[3] is None:
+                    geometry = geometry[:3] + (crop,)
+                else:
+                    raise unsupported(t, "a second crop after a crop")
+            elif geometry is not None:
+                raise unsupported(t, "a second resampling step")
+            elif isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop)):
+                geometry = ("rrc", _pair(t.size), tuple(t.scale), tuple(t.ratio))
+            else:
+                geometry = ("resize", t.size, t.max_size, None)
+        elif isinstance(t, (v1.RandomHorizontalFlip, v2.RandomHorizontalFlip)):
+            if hflip_p:
+                raise unsupported(t, "more than one horizontal flip")
+            hflip_p = float(t.p)
+        elif isinstance(t, (v1.ToTensor, v2.ToTensor)) and state == "pil":
+            state, dtype, scale = "float", torch.float32, [s / 255.0 for s in scale]
+        elif isinstance(t, (v1.PILToTensor, v2.PILToTensor, v2.ToImage)) and state == "pil":
+            state = "uint8"
+        elif isinstance(t, v2.ToPureTensor) and state != "pil":
+            pass
+        elif isinstance(t, (v2.ToDtype, v1.ConvertImageDtype)):
+            target = t.dtype
+            scaled = t.scale if isinstance(t, v2.ToDtype) else True
+            if state == "pil" and not isinstance(t, ToDtype):
+                raise unsupported(t, "applied to a PIL image it changes nothing; add ToImage first")
+            if not isinstance(target, torch.dtype) or not (target.is_floating_point or target == torch.uint8):
+                raise unsupported(t, f"dtype {target}")
+            if target == torch.uint8:
+                if state == "float":
+                    raise unsupported(t, "float back to uint8")
+                state = "uint8"
+            else:
+                if state != "float" and scaled:
+                    scale = [s / 255.0 for s in scale]
+                state, dtype = "float", target
+        elif isinstance(t, (v1.Normalize, v2.Normalize)) and state == "float":
+            mean, std = list(t.mean), list(t.std)
+            if len(mean) == 1:
+                mean, std = mean * 3, std * 3
+            if len(mean) != 3 or len(std) != 3:
+                raise unsupported(t, "needs 1 or 3 channel statistics")
+            scale = [s / d for s, d in zip(scale, std)]
+            shift = [(b - m) / d for b, m, d in zip(shift, mean, std)]
+        else:
+            raise unsupported(t)
+    if state == "pil":
+        raise UnsupportedTransform("the pipeline ends with a PIL image, which cannot be batched")
+    if geometry is None or (geometry[0] == "resize" and geometry[3] is None
+                            and (isinstance(geometry[1], int) or len(geometry[1]) == 1)):
+        raise UnsupportedTransform("no fixed output size (needs RandomResizedCrop, CenterCrop "
+                                   "or Resize to (h, w)) so samples cannot be batched")
+    if geometry[0] == "resize" and geometry[3] is not None:
+        output_size = geometry[3]
+    elif geometry[0] == "resize":
+        output_size = _pair(geometry[1])
+    else:
+        output_size = geometry[1]
+    identity = state == "uint8"
+    return Plan(geometry=geometry, resample=resample, hflip_p=hflip_p, output_size=output_size,
+                dtype=dtype, scale=None if identity else tuple(scale),
+                shift=None if identity else tuple(shift))
