@@ -31,7 +31,7 @@ from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loade
 from .batch import FastPath
 from .decode import DEFAULT_MAX_PIXELS
 from .deliver import to_device
-from .order import dist_info, shard_indices
+from .order import dist_info, num_shard_samples, shard_indices
 from .pipeline import END, Job, ThreadPipeline
 from .sources import Source
 from .stats import Stats
@@ -160,6 +160,19 @@ class DataLoader(torch.utils.data.DataLoader):
         return shard_indices(len(source.samples), rank=rank, world_size=world, shuffle=shuffle,
                              seed=self._seed(), epoch=epoch, drop_last=source.drop_last)
 
+    def __len__(self) -> int:
+        """Batches per epoch; for a fastload source, of this loader's shard (its rank/world overrides)."""
+        if not isinstance(self.dataset, Source):
+            return super().__len__()
+        source = self.dataset
+        _, world = dist_info(self.rank if self.rank is not None else source.rank,
+                             self.world_size if self.world_size is not None else source.world_size)
+        samples = num_shard_samples(len(source.samples), world, source.drop_last)
+        return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
+
+    def check_worker_number_rationality(self) -> None:
+        """No-op: torch warns about worker *processes* beyond the core count; these are threads."""
+
     def _seed(self) -> int:
         if self.seed is not None:
             return self.seed
@@ -170,12 +183,18 @@ class DataLoader(torch.utils.data.DataLoader):
         epoch = self._next_epoch()
         self.stats.reset()
         threads = self.num_workers
-        if isinstance(self.dataset, IterableDataset) and not isinstance(self.dataset, Source):
+        iterable = isinstance(self.dataset, IterableDataset)
+        batches = None if iterable else iter(self._index_sampler)
+        # As torch's iterator does, draw a base seed after creating the sampler
+        # iterator: the sampler then sees the generator (or global RNG) in the
+        # same state, so a shuffled epoch has torch's order.
+        self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+        if iterable and not isinstance(self.dataset, Source):
             jobs, threads = self._iterable_jobs(), min(threads, 1)
         elif self._fast is not None:
-            jobs = self._fast_jobs(epoch)
+            jobs = self._fast_jobs(epoch, batches)
         else:
-            jobs = self._map_jobs(epoch)
+            jobs = self._map_jobs(epoch, batches)
         in_flight = (self.prefetch_factor or 2) * max(threads, 1)
         try:
             length = len(self)
@@ -195,7 +214,7 @@ class DataLoader(torch.utils.data.DataLoader):
                 return
             yield batch
 
-    def _fast_jobs(self, epoch: int) -> Iterator[Job]:
+    def _fast_jobs(self, epoch: int, index_batches) -> Iterator[Job]:
         samples, plan, target_transform = self._fast
         threads = max(self.num_workers, 1)
         fast = FastPath(samples, plan, batch_size=self.batch_size, seed=self._seed(),
@@ -209,13 +228,13 @@ class DataLoader(torch.utils.data.DataLoader):
             order = self._source_order(epoch)
             return fast.jobs(self._batches_of(order), epoch, order)
         counter = itertools.count()
-        batches = ([(next(counter), index) for index in batch] for batch in self._index_sampler)
+        batches = ([(next(counter), index) for index in batch] for batch in index_batches)
         return fast.jobs(batches, epoch)
 
     def _deliver(self, batch: Any) -> Any:
         return to_device(batch, self.device, self.pin_memory)
 
-    def _map_jobs(self, epoch: int) -> Iterator[Job]:
+    def _map_jobs(self, epoch: int, index_batches) -> Iterator[Job]:
         """Generic path: threads call dataset[i]; collate_fn batches (torch's fetch semantics)."""
         dataset, collate = self.dataset, self.collate_fn
         if isinstance(dataset, Source):
@@ -224,7 +243,7 @@ class DataLoader(torch.utils.data.DataLoader):
                        for batch in self._batches_of(self._source_order(epoch)))
         else:
             load = dataset.__getitem__
-            batches = iter(self._index_sampler)
+            batches = index_batches
 
         def item(index):
             def task(report):

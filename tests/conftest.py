@@ -1,0 +1,46 @@
+"""Shared fixtures: small real JPEG folders (made by the sample generator) and the shared test data."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from fastload.pipeline import THREAD_PREFIX
+from fastload.sample_data import make_image
+
+TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata"
+
+
+def write_folder(root: Path, sizes_per_class: list[list[tuple[int, int]]], grayscale_every: int = 0) -> Path:
+    """root/class_k/img_i.jpg with the given (width, height) per image."""
+    index = 0
+    for label, sizes in enumerate(sizes_per_class):
+        folder = root / f"class_{label}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for width, height in sizes:
+            gray = bool(grayscale_every) and index % grayscale_every == grayscale_every - 1
+            make_image(index, width, height, grayscale=gray).save(folder / f"img_{index:03d}.jpg", quality=90)
+            index += 1
+    return root
+
+
+@pytest.fixture(scope="session")
+def image_folder(tmp_path_factory) -> Path:
+    """3 classes, 23 images of odd sizes (one grayscale in five, one large enough for DCT scaling)."""
+    sizes = [[(97, 71), (64, 64), (131, 67), (50, 93), (301, 203), (75, 75), (88, 120), (61, 47)],
+             [(120, 90), (77, 101), (45, 45), (99, 66), (70, 52), (65, 90), (110, 83)],
+             [(90, 120), (81, 53), (64, 48), (57, 77), (160, 100), (73, 59), (100, 75), (49, 81)]]
+    return write_folder(tmp_path_factory.mktemp("folder"), sizes, grayscale_every=5)
+
+
+@pytest.fixture(autouse=True)
+def no_thread_survives():
+    """Every test must leave no fastload thread running."""
+    yield
+    alive = [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+    import gc
+    gc.collect()
+    alive = [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
+    assert not alive, f"fastload threads still running: {alive}"

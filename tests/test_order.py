@@ -1,0 +1,41 @@
+import os
+
+import pytest
+from torch.utils.data.distributed import DistributedSampler
+
+from fastload.order import dist_info, num_shard_samples, shard_indices
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 10, 13])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_shards_equal_distributed_sampler(size, world, shuffle, drop_last):
+    if drop_last and size < world:
+        pytest.skip("DistributedSampler yields nothing here either")
+    for epoch in (0, 3):
+        union = []
+        for rank in range(world):
+            sampler = DistributedSampler(range(size), num_replicas=world, rank=rank, shuffle=shuffle,
+                                         seed=5, drop_last=drop_last)
+            sampler.set_epoch(epoch)
+            ours = shard_indices(size, rank=rank, world_size=world, shuffle=shuffle, seed=5,
+                                 epoch=epoch, drop_last=drop_last)
+            assert ours == list(sampler)
+            assert len(ours) == num_shard_samples(size, world, drop_last) == len(sampler)
+            union += ours
+        if not drop_last:
+            assert set(union) == set(range(size))
+
+
+def test_dist_info_precedence(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert dist_info() == (0, 1)
+    monkeypatch.setenv("RANK", "2")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert dist_info() == (2, 4)
+    assert dist_info(rank=1) == (1, 4)
+    assert dist_info(rank=0, world_size=2) == (0, 2)
+    with pytest.raises(ValueError, match="rank"):
+        dist_info(rank=4, world_size=4)

@@ -1,0 +1,71 @@
+import gc
+import threading
+import time
+
+import pytest
+
+from fastload.pipeline import END, THREAD_PREFIX, Job, ThreadPipeline
+
+
+def fastload_threads():
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
+
+
+def jobs(count, delay=0.0, fail_at=None):
+    for n in range(count):
+        def task(report, n=n, i=0):
+            time.sleep(delay)
+            if n == fail_at:
+                raise KeyError(f"bad item in job {n}")
+            return n
+        yield Job([task, task], lambda results: sum(results))
+
+
+@pytest.mark.parametrize("threads", [0, 1, 3])
+def test_outputs_in_order_and_threads_joined_on_exhaustion(threads):
+    pipeline = ThreadPipeline(jobs(20), threads, max_in_flight=4, length=20)
+    assert list(pipeline) == [2 * n for n in range(20)]
+    assert len(pipeline) == 20
+    assert not fastload_threads()
+
+
+def test_break_then_garbage_collection_joins_threads():
+    pipeline = ThreadPipeline(jobs(100, delay=0.001), 2, max_in_flight=4)
+    for output in pipeline:
+        if output == 4:
+            break
+    assert fastload_threads()
+    del pipeline
+    gc.collect()
+    assert not fastload_threads()
+
+
+def test_error_reaches_consumer_and_closes():
+    pipeline = ThreadPipeline(jobs(10, fail_at=3), 2, max_in_flight=4)
+    seen = []
+    with pytest.raises(KeyError, match="bad item in job 3"):
+        for output in pipeline:
+            seen.append(output)
+    assert seen == [0, 2, 4]
+    assert not fastload_threads()
+
+
+def test_timeout_names_the_stuck_stage():
+    release = threading.Event()
+
+    def stuck(report):
+        report("decode", "/data/slow.jpg")
+        release.wait(5)
+    pipeline = ThreadPipeline(iter([Job([stuck], lambda r: r)]), 1, max_in_flight=1, timeout=0.2)
+    try:
+        with pytest.raises(RuntimeError, match=r"timed out after 0.2 seconds.*/data/slow.jpg in stage 'decode'"):
+            next(pipeline)
+    finally:
+        release.set()
+        pipeline.close()
+
+
+def test_end_marker_stops_iteration():
+    outputs = iter([Job([lambda r: 1], lambda r: r[0]), Job([lambda r: END], lambda r: r[0]),
+                    Job([lambda r: 3], lambda r: r[0])])
+    assert list(ThreadPipeline(outputs, 1, max_in_flight=3)) == [1]
