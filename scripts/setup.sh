@@ -16,8 +16,12 @@ fi
 .venv/bin/pip install --quiet --no-build-isolation -e ".[test]" 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -c "import fastload, torch, torchvision, PIL" # fail here if the install did not work
 if [ "${FASTLOAD_NO_SIMD:-0}" != 1 ] && ! .venv/bin/python -c "import PIL, sys; sys.exit('post' not in PIL.__version__)"; then
-    echo "setup: building pillow-simd with AVX2 (about 1.5 minutes)..."
-    if CC="cc -mavx2" .venv/bin/pip wheel --quiet --no-deps --no-binary :all: -w .venv/wheels pillow-simd >/tmp/pillow-simd-build.log 2>&1; then
+    if ! ls .venv/wheels/pillow_simd-*.whl >/dev/null 2>&1; then
+        echo "setup: building pillow-simd with AVX2 (about 1.5 minutes)..."
+        CC="cc -mavx2" .venv/bin/pip wheel --quiet --no-deps --no-binary :all: -w .venv/wheels pillow-simd \
+            >/tmp/pillow-simd-build.log 2>&1 || true
+    fi
+    if ls .venv/wheels/pillow_simd-*.whl >/dev/null 2>&1; then
         .venv/bin/pip uninstall --quiet -y pillow
         .venv/bin/pip install --quiet --no-deps .venv/wheels/pillow_simd-*.whl 2>&1 | grep -v "is ignored" || true
         .venv/bin/python -c "from PIL import Image; Image.new('RGB', (8, 8)).resize((4, 4))"
