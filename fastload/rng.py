@@ -27,8 +27,8 @@ class SampleRandom:
 
     def __init__(self, seed: int, epoch: int, index: int):
         state = _mix((seed & _MASK) + _GOLDEN)
-        state = _mix(state ^ ((epoch & _MASK) + 2 * _GOLDEN & _MASK))
-        self._state = _mix(state ^ ((index & _MASK) + 3 * _GOLDEN & _MASK))
+        state = _mix(state ^ (((epoch & _MASK) + 2 * _GOLDEN) & _MASK))
+        self._state = _mix(state ^ (((index & _MASK) + 3 * _GOLDEN) & _MASK))
 
     def random(self) -> float:
         """A float uniform in [0, 1)."""

@@ -39,7 +39,6 @@ def image_folder(tmp_path_factory) -> Path:
 def no_thread_survives():
     """Every test must leave no fastload thread running."""
     yield
-    alive = [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
     import gc
     gc.collect()
     alive = [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
