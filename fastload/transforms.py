@@ -71,6 +71,27 @@ class Geometry:
     max_reduction: int = 1
     source_box: tuple[float, float, float, float] | None = None
 
+    def region(self, width: int, height: int, scale: int) -> tuple[int, int, int, int]:
+        """The integer box of the image decoded at 1/``scale`` that these steps read.
+
+        A JPEG decoder that can skip the rest (fastload._jpeg) decodes only
+        this. At full scale it is the crop when the crop lies inside the
+        image, so pixels stay exactly torchvision's. At a reduced scale it is
+        the source box plus a margin wider than any resampling filter's reach,
+        so the resize sees the same neighbours as on the whole image.
+        """
+        scaled_w, scaled_h = -(-width // scale), -(-height // scale)
+        if scale == 1:
+            if self.crop is not None:
+                left, top, right, bottom = self.crop
+                if left >= 0 and top >= 0 and right <= width and bottom <= height:
+                    return self.crop
+            return 0, 0, width, height
+        left, top, right, bottom = (c / scale for c in self.source_box)
+        margin = 8
+        return (max(0, math.floor(left) - margin), max(0, math.floor(top) - margin),
+                min(scaled_w, math.ceil(right) + margin), min(scaled_h, math.ceil(bottom) + margin))
+
     @property
     def output_size(self) -> tuple[int, int]:
         """(width, height) of the result."""

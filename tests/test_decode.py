@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fastload.decode import decode, open_image
+from fastload import decode as decode_module
+from fastload.decode import Header, decode, open_image, read_header
+from fastload.transforms import Geometry
 from fastload.errors import DecodeError
 from fastload.read import read_file
 
@@ -52,23 +54,25 @@ def test_truncated_jpeg_fails_at_decode():
     out = io.BytesIO()
     make_image(0, 200, 150).save(out, "JPEG", quality=90)
     data = out.getvalue()
-    image = open_image(0, "cut.jpg", data[: len(data) // 2])
-    with pytest.raises(DecodeError, match="decoding failed"):
-        decode(0, "cut.jpg", image)
+    cut = data[: len(data) // 2]
+    header = read_header(0, "cut.jpg", cut)
+    with pytest.raises(DecodeError, match="decoding failed"):  # Pillow's verdict, as torchvision's loader
+        decode(0, "cut.jpg", cut, header)
 
 
 def test_dct_scaled_decode_reports_its_scale():
-    image = open_image(0, "a.jpg", _jpeg(400, 300))
-    decoded, scale = decode(0, "a.jpg", image, reduction=4)
-    assert scale == 4 and decoded.size == (100, 75)
-    decoded, scale = decode(0, "a.jpg", open_image(0, "a.jpg", _jpeg(400, 300)), reduction=1)
-    assert scale == 1 and decoded.size == (400, 300)
+    data = _jpeg(400, 300)
+    decoded = decode(0, "a.jpg", data, read_header(0, "a.jpg", data), reduction=4)
+    assert decoded.scale == 4 and decoded.image.size == (100, 75) and decoded.origin == (0, 0)
+    decoded = decode(0, "a.jpg", data, read_header(0, "a.jpg", data), reduction=1)
+    assert decoded.scale == 1 and decoded.image.size == (400, 300)
 
 
 def test_png_bytes_named_jpg_decode_as_images():
     out = io.BytesIO()
     Image.new("RGBA", (5, 4), (1, 2, 3, 4)).save(out, "PNG")
-    decoded, _ = decode(0, "really-png.jpg", open_image(0, "really-png.jpg", out.getvalue()))
+    data = out.getvalue()
+    decoded = decode(0, "really-png.jpg", data, read_header(0, "really-png.jpg", data)).image
     assert decoded.mode == "RGB" and np.asarray(decoded)[0, 0].tolist() == [1, 2, 3]
 
 
@@ -78,11 +82,135 @@ def test_every_zoo_file_decodes_like_pillow_or_is_reported():
         if path.name.endswith((".tsv", ".md")):
             continue
         try:
-            image = open_image(0, str(path), read_file(0, str(path)))
-            ours, _ = decode(0, str(path), image)
+            data = read_file(0, str(path))
+            ours = decode(0, str(path), data, read_header(0, str(path), data)).image
         except DecodeError as error:
             assert str(path) in str(error) and error.reason
             continue
         with Image.open(path) as reference:
             expected = np.asarray(reference.convert("RGB"))
         assert np.array_equal(np.asarray(ours.convert("RGB")), expected), path.name
+
+
+needs_region_decoder = pytest.mark.skipif(decode_module._jpeg is None,
+                                          reason="fastload._jpeg was not built (no libjpeg headers)")
+
+
+def _zoo_and_photos():
+    for folder in ("jpeg_zoo", "photos"):
+        if (TESTDATA / folder).is_dir():
+            yield from sorted(p for p in (TESTDATA / folder).rglob("*")
+                              if p.is_file() and not p.name.endswith((".tsv", ".md")))
+
+
+def _awkward_regions(width, height, rng):
+    """Whole image, 1-pixel and odd boxes, boxes touching each edge, and random ones."""
+    yield 0, 0, width, height
+    yield width - 1, height - 1, width, height
+    yield 0, 0, 1, 1
+    yield 1, 1, width, height
+    yield 0, height // 3, width, height
+    for _ in range(6):
+        left, top = int(rng.integers(0, width)), int(rng.integers(0, height))
+        yield left, top, int(rng.integers(left + 1, width + 1)), int(rng.integers(top + 1, height + 1))
+
+
+@needs_region_decoder
+@pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")
+def test_region_decode_equals_pillow_crop_on_every_test_file():
+    """Every odd and broken file: the region decoder gives Pillow's pixels, or hands the file to Pillow."""
+    rng = np.random.default_rng(0)
+    taken = 0
+    for path in _zoo_and_photos():
+        data = path.read_bytes()
+        try:
+            header = read_header(0, str(path), data)
+        except DecodeError:
+            continue
+        if header.image is not None:
+            continue  # not a JPEG the region decoder takes: Pillow decodes it (tested above)
+        try:
+            with Image.open(path) as reference:
+                expected = np.asarray(reference.convert("RGB"))
+        except Exception:
+            expected = None  # Pillow refuses it: so must we
+        for box in _awkward_regions(header.width, header.height, rng):
+            geometry = Geometry(crop=box)
+            try:
+                decoded = decode(0, str(path), data, Header(header.width, header.height), geometry)
+            except DecodeError:
+                assert expected is None, f"{path.name}: Pillow decodes it, fastload refused it"
+                break
+            assert expected is not None, f"{path.name}: Pillow refuses it, fastload decoded it"
+            left, top, right, bottom = box
+            ours = np.asarray(decoded.image.convert("RGB"))
+            if decoded.origin == (0, 0) and decoded.image.size == (header.width, header.height):
+                ours = ours[top:bottom, left:right]  # handed to Pillow, which decodes everything
+            else:
+                assert decoded.origin == (left, top)
+                taken += 1
+            assert np.array_equal(ours, expected[top:bottom, left:right]), (path.name, box)
+    assert taken > 100  # the region decoder really ran on most files
+
+
+@needs_region_decoder
+@pytest.mark.parametrize("subsampling", [0, 1, 2])  # 4:4:4, 4:2:2, 4:2:0
+@pytest.mark.parametrize("size", [(333, 251), (17, 9), (64, 48)])
+def test_region_decode_is_exact_for_each_chroma_subsampling(subsampling, size):
+    out = io.BytesIO()
+    make_image(5, *size).save(out, "JPEG", quality=90, subsampling=subsampling)
+    data = out.getvalue()
+    expected = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    header = read_header(0, "a.jpg", data)
+    assert header.image is None
+    for box in _awkward_regions(*size, np.random.default_rng(subsampling)):
+        decoded = decode(0, "a.jpg", data, header, Geometry(crop=box))
+        assert decoded.origin == box[:2]
+        left, top, right, bottom = box
+        assert np.array_equal(np.asarray(decoded.image), expected[top:bottom, left:right]), box
+
+
+@needs_region_decoder
+def test_region_decode_at_reduced_scale_matches_pillow_draft_near_the_box():
+    """At 1/s scale the region (source box plus margin) holds the pixels of Pillow's draft decode."""
+    out = io.BytesIO()
+    make_image(2, 1600, 1200).save(out, "JPEG", quality=90)
+    data = out.getvalue()
+    geometry = Geometry(crop=(100, 200, 1500, 1100), resize=(224, 224), source_box=(100, 200, 1500, 1100),
+                        max_reduction=4)
+    for scale in (2, 4):
+        decoded = decode(0, "big.jpg", data, read_header(0, "big.jpg", data), geometry, reduction=scale)
+        drafted = Image.open(io.BytesIO(data))
+        drafted.draft("RGB", (1600 // scale, 1200 // scale))
+        whole = np.asarray(drafted.convert("RGB"))
+        left, top = decoded.origin
+        width, height = decoded.image.size
+        assert decoded.scale == scale and left <= 100 // scale - 8 + 1 and top <= 200 // scale - 8 + 1
+        assert np.array_equal(np.asarray(decoded.image), whole[top:top + height, left:left + width])
+
+
+@needs_region_decoder
+def test_libjpeg_warnings_hand_the_file_to_pillow():
+    """Corrupt-but-decodable data: the region decoder does not guess; Pillow decides as in torchvision."""
+    out = io.BytesIO()
+    make_image(3, 120, 90).save(out, "JPEG", quality=90)
+    data = bytearray(out.getvalue())
+    sos = data.index(b"\xff\xda")
+    data[sos + 40: sos + 44] = b"\xff\xd0\xff\xd0"  # stray restart markers: libjpeg warns
+    data = bytes(data)
+    header = read_header(0, "warn.jpg", data)
+    result = decode_module._jpeg.decode(data, np.empty(120 * 90 * 3, np.uint8), 8, 0, 0, 120, 90)
+    assert result[3] > 0 and result[4]  # counted, with libjpeg's message, and not printed
+    try:
+        expected = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    except OSError:
+        with pytest.raises(DecodeError):
+            decode(0, "warn.jpg", data, header)
+    else:
+        decoded = decode(0, "warn.jpg", data, header)
+        assert np.array_equal(np.asarray(decoded.image), expected)
+
+
+def test_header_is_checked_against_the_pixel_cap_on_the_region_path_too():
+    with pytest.raises(DecodeError, match="exceeds max_image_pixels=100"):
+        read_header(0, "small-cap.jpg", _jpeg(16, 16), max_pixels=100)
