@@ -1,10 +1,12 @@
-"""Augmentation on the CPU: per-sample geometry in Pillow, per-batch values in torch.
+"""Augmentation on the CPU: geometry per sample in Pillow, values per sample in C or per batch in torch.
 
 Crop, antialiased resize and flip run per sample in the worker thread on
 uint8 pixels (Pillow releases the GIL, and pillow-simd vectorizes the
 resampling). The value part of the plan -- dtype, scale, normalize, NCHW --
-runs once per batch on the staged uint8 batch, with the math of
-``fastload.kernels.normalize``.
+is ``fastload.kernels.normalize``'s math. For float32 output it runs per
+sample in ``fastload._normalize`` (one pass, flip folded in, no GIL, no
+OpenMP), straight into the sample's row of the batch; otherwise, or without
+the extension, once per batch on a staged uint8 batch with torch.
 """
 
 from __future__ import annotations
@@ -15,26 +17,54 @@ from PIL import Image
 
 from fastload.kernels.normalize import normalize_reference
 
+try:
+    from . import _normalize
+except ImportError:  # built without a C compiler: batches are normalized in torch
+    _normalize = None
+
+from .decode import Decoded
 from .transforms import Geometry, Plan
 
 
-def apply_geometry(image: Image.Image, geometry: Geometry, scale: int, resample: int) -> np.ndarray:
-    """Crop, resize and flip an image decoded at 1/``scale``; returns HxWx3 uint8."""
+def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: bool = True) -> Image.Image:
+    """Crop, resize and (unless ``flip`` is False) flip a decoded image or region of one; returns RGB."""
+    image, scale = decoded.image, decoded.scale
+    x0, y0 = decoded.origin
     if scale != 1:
-        box = tuple(c / scale for c in geometry.source_box)
+        left, top, right, bottom = geometry.source_box
+        box = (left / scale - x0, top / scale - y0, right / scale - x0, bottom / scale - y0)
         image = image.resize(geometry.output_size, resample, box=box)
     else:
         if geometry.crop is not None:
-            image = image.crop(geometry.crop)
+            left, top, right, bottom = geometry.crop
+            crop = (left - x0, top - y0, right - x0, bottom - y0)
+            if crop != (0, 0, image.width, image.height):
+                image = image.crop(crop)
         if geometry.resize is not None and image.size != geometry.resize:
             image = image.resize(geometry.resize, resample)
         if geometry.post_crop is not None:
             image = image.crop(geometry.post_crop)
-    if geometry.hflip:
+    if flip and geometry.hflip:
         image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
     if image.mode != "RGB":
         image = image.convert("RGB")
-    return np.asarray(image)
+    return image
+
+
+def apply_geometry(decoded: Decoded, geometry: Geometry, resample: int) -> np.ndarray:
+    """Crop, resize and flip; returns HxWx3 uint8."""
+    return np.asarray(transform_image(decoded, geometry, resample))
+
+
+def normalizes_per_sample(plan: Plan) -> bool:
+    """Whether ``write_normalized`` can produce this plan's output (float32, extension built)."""
+    return _normalize is not None and plan.scale is not None and plan.dtype == torch.float32
+
+
+def write_normalized(image: Image.Image, hflip: bool, plan: Plan, out: torch.Tensor) -> None:
+    """Write an RGB image, flipped if ``hflip``, into ``out`` (3, H, W) float32 with the plan's values."""
+    width, height = image.size
+    _normalize.normalize(image.tobytes(), out.numpy(), height, width, plan.scale, plan.shift, hflip)
 
 
 def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -2,13 +2,14 @@
 
 A sample's crop and flip are drawn from its own random stream keyed by
 (seed, epoch, dataset index), so they do not depend on thread timing,
-worker count, batch size or world size. Its pixels land, as uint8, in its row
-of a staging buffer; the thread that completes the batch converts the whole
-buffer to the plan's dtype and layout in one pass.
+worker count, batch size or world size. Its pixels stay uint8 through crop,
+resize and flip, then land normalized in their row of the batch's output (on
+the CPU) or as uint8 in a staging row that is normalized on the GPU.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable, Iterable, Iterator
 
@@ -16,9 +17,9 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate
 
-from .augment import apply_geometry, finish_batch
-from .decode import open_image, decode
-from .deliver import StagingRing, to_device
+from .augment import finish_batch, normalizes_per_sample, transform_image, write_normalized
+from .decode import decode, read_header
+from .deliver import OutputPool, StagingRing, to_device
 from .errors import DecodeError
 from .pipeline import Job
 from .read import read_file
@@ -30,18 +31,22 @@ from .transforms import Plan
 class FastPath:
     """Turns batches of dataset indices into jobs that yield ``[images, labels]``.
 
+    On the CPU each thread writes its sample, normalized and in the output
+    dtype, straight into its row of the batch's output tensor, while the
+    sample's pixels are still in the core's cache. With a CUDA ``device``
+    samples are staged as uint8 and the batch is normalized on the GPU.
+
     Args:
         samples: the dataset's [(path, label)].
         plan: the compiled transform.
-        order: this epoch's index order when known (fastload sources), so
-            that a skipped sample is replaced by the next one of the same
-            shard; otherwise by the next dataset index.
+        outputs: the pool that CPU output batches come from (kept by the
+            loader across epochs, so their pages stay mapped).
     """
 
     def __init__(self, samples: list[tuple[str, int]], plan: Plan, *, batch_size: int, seed: int,
                  target_transform: Callable | None, collate_fn: Callable | None, on_error: str,
                  max_image_pixels: int | None, dct_scaling: bool, device: torch.device | None,
-                 pin_memory: bool, slots: int, stats: Stats):
+                 pin_memory: bool, slots: int, outputs: OutputPool | None, stats: Stats):
         self.samples = samples
         self.plan = plan
         self.seed = seed
@@ -51,15 +56,19 @@ class FastPath:
         self.max_image_pixels = max_image_pixels
         self.dct_scaling = dct_scaling
         self.device = device
-        self.pin_output = pin_memory and (device is None or device.type == "cpu") and torch.cuda.is_available()
         self.stats = stats
         height, width = plan.output_size
         on_gpu = device is not None and device.type == "cuda"
-        self.ring = StagingRing(slots, (batch_size, height, width, 3), pin=on_gpu)
+        self.pin_output = pin_memory and not on_gpu and torch.cuda.is_available()
+        # direct: threads write normalized samples into the output batch; else
+        # they stage uint8 and the batch is finished at once, on CPU or GPU.
+        self.direct = not on_gpu and normalizes_per_sample(plan)
+        self.outputs = outputs if outputs is not None else output_pool(plan, batch_size, slots)
+        self.ring = None if self.direct else StagingRing(slots, (batch_size, height, width, 3), pin=on_gpu)
         self.stream = torch.cuda.Stream(device) if on_gpu else None
 
-    def load(self, index: int, epoch: int, row: np.ndarray, report) -> Any:
-        """Decode and augment sample ``index`` into ``row``; return its label."""
+    def load(self, index: int, epoch: int, out: torch.Tensor, report) -> Any:
+        """Decode and augment sample ``index`` into ``out`` (its output or staging row); return its label."""
         path, label = self.samples[index]
         stats = self.stats
         report("read", path)
@@ -67,13 +76,17 @@ class FastPath:
         data = read_file(index, path)
         t1 = time.perf_counter()
         report("decode", path)
-        image = open_image(index, path, data, self.max_image_pixels)
-        geometry = self.plan.sample(image.width, image.height, SampleRandom(self.seed, epoch, index))
-        image, scale = decode(index, path, image, geometry.max_reduction if self.dct_scaling else 1)
+        header = read_header(index, path, data, self.max_image_pixels)
+        geometry = self.plan.sample(header.width, header.height, SampleRandom(self.seed, epoch, index))
+        decoded = decode(index, path, data, header, geometry, geometry.max_reduction if self.dct_scaling else 1)
         t2 = time.perf_counter()
         report("augment", path)
         try:
-            row[...] = apply_geometry(image, geometry, scale, self.plan.resample)
+            image = transform_image(decoded, geometry, self.plan.resample, flip=not self.direct)
+            if self.direct:
+                write_normalized(image, geometry.hflip, self.plan, out)
+            else:
+                out.numpy()[...] = np.asarray(image)
         except Exception as error:
             raise DecodeError(index, path, f"augmentation failed: {error}") from error
         t3 = time.perf_counter()
@@ -83,7 +96,7 @@ class FastPath:
         return self.target_transform(label) if self.target_transform is not None else label
 
     def _load_or_replace(self, position: int, index: int, epoch: int, order: list[int] | None,
-                         row: np.ndarray, report) -> Any:
+                         out: torch.Tensor, report) -> Any:
         """``load``, or under on_error="skip" the first loadable sample after this one."""
         count = len(order) if order is not None else len(self.samples)
         for attempt in range(count):
@@ -91,7 +104,7 @@ class FastPath:
                 index = (order[(position + attempt) % count] if order is not None
                          else (index + 1) % count)
             try:
-                return self.load(index, epoch, row, report)
+                return self.load(index, epoch, out, report)
             except DecodeError as error:
                 if self.on_error != "skip":
                     raise
@@ -104,22 +117,37 @@ class FastPath:
              order: list[int] | None = None) -> Iterator[Job]:
         """One job per batch of (position in epoch order, dataset index)."""
         for batch in batches:
-            buffer = self.ring.acquire()
-            rows = buffer.numpy()
-            tasks = [self._task(position, index, epoch, order, rows[i])
+            buffer = _LazyBuffer(self._acquire, len(batch))
+            tasks = [self._task(position, index, epoch, order, buffer, i)
                      for i, (position, index) in enumerate(batch)]
             yield Job(tasks, self._finisher(buffer, len(batch)))
 
-    def _task(self, position, index, epoch, order, row):
-        return lambda report: self._load_or_replace(position, index, epoch, order, row, report)
+    def _acquire(self, rows: int) -> torch.Tensor:
+        return self.ring.acquire() if self.ring is not None else self._output(rows)
 
-    def _finisher(self, buffer: torch.Tensor, size: int):
+    def _output(self, rows: int) -> torch.Tensor:
+        """A CPU output batch: pinned when CUDA is available and pin_memory is set, else pooled."""
+        if self.pin_output:  # torch's caching host allocator reuses pinned blocks itself
+            return torch.empty((rows,) + self.outputs.shape[1:], dtype=self.outputs.dtype, pin_memory=True)
+        return self.outputs.take(rows)
+
+    def _task(self, position, index, epoch, order, buffer: "_LazyBuffer", row: int):
+        return lambda report: self._load_or_replace(position, index, epoch, order, buffer.get()[row], report)
+
+    def _finisher(self, lazy: "_LazyBuffer", size: int):
         def finish(labels: list) -> Any:
             started = time.perf_counter()
-            try:
-                images = self._finish_images(buffer[:size])
-            finally:
-                self.ring.release(buffer)
+            buffer = lazy.get()
+            if self.ring is None:
+                images = buffer
+            else:
+                try:
+                    if self.stream is not None:
+                        images = self._finish_on_device(buffer[:size])
+                    else:
+                        images = finish_batch(buffer[:size], self.plan, out=self._output(size))
+                finally:
+                    self.ring.release(buffer)
             if self.collate_fn is not None:
                 batch = self.collate_fn(list(zip(images.unbind(0), labels)))
             else:
@@ -133,14 +161,8 @@ class FastPath:
             return batch
         return finish
 
-    def _finish_images(self, staged: torch.Tensor) -> torch.Tensor:
-        if self.stream is None:
-            out = None
-            if self.pin_output:
-                shape = (staged.shape[0], 3, staged.shape[1], staged.shape[2])
-                out = torch.empty(shape, dtype=self.plan.dtype if self.plan.scale else torch.uint8,
-                                  pin_memory=True)
-            return finish_batch(staged, self.plan, out=out)
+    def _finish_on_device(self, staged: torch.Tensor) -> torch.Tensor:
+        """Copy a staged uint8 batch to the GPU and normalize it there, on a side stream."""
         with torch.cuda.stream(self.stream):
             on_device = staged.to(self.device, non_blocking=True)
             images = finish_batch(on_device, self.plan)
@@ -148,3 +170,30 @@ class FastPath:
             done.record(self.stream)
         done.synchronize()  # the staging slot is reused only after its copy has completed
         return images
+
+
+class _LazyBuffer:
+    """A batch's output or staging buffer, taken when its first sample starts, not when the job is queued.
+
+    Jobs are queued ``prefetch_factor * num_workers`` ahead, but the threads
+    take samples in order, so only the batches being built and those already
+    done hold memory: with a fast consumer that is two or three, not six.
+    """
+
+    def __init__(self, acquire: Callable[[int], torch.Tensor], rows: int):
+        self._acquire, self._rows = acquire, rows
+        self._buffer: torch.Tensor | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> torch.Tensor:
+        with self._lock:
+            if self._buffer is None:
+                self._buffer = self._acquire(self._rows)
+            return self._buffer
+
+
+def output_pool(plan: Plan, batch_size: int, slots: int) -> OutputPool:
+    """A pool of CPU output batches for ``plan``: one per batch in flight, plus two the training loop holds."""
+    height, width = plan.output_size
+    dtype = plan.dtype if plan.scale is not None else torch.uint8
+    return OutputPool((batch_size, 3, height, width), dtype, capacity=slots + 2)

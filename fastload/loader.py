@@ -28,9 +28,9 @@ from torch.utils.data import IterableDataset, default_collate
 from torch.utils.data.distributed import DistributedSampler
 from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loader
 
-from .batch import FastPath
+from .batch import FastPath, output_pool
 from .decode import DEFAULT_MAX_PIXELS
-from .deliver import to_device
+from .deliver import OutputPool, to_device
 from .order import dist_info, num_shard_samples, shard_indices
 from .pipeline import END, Job, ThreadPipeline
 from .sources import Source
@@ -223,13 +223,21 @@ class DataLoader(torch.utils.data.DataLoader):
                         on_error=self.on_error, max_image_pixels=self.max_image_pixels,
                         dct_scaling=self.dct_scaling, device=self.device,
                         pin_memory=self.pin_memory, slots=(self.prefetch_factor or 2) * threads,
-                        stats=self.stats)
+                        outputs=self._output_pool(plan, threads), stats=self.stats)
         if isinstance(self.dataset, Source):
             order = self._source_order(epoch)
             return fast.jobs(self._batches_of(order), epoch, order)
         counter = itertools.count()
         batches = ([(next(counter), index) for index in batch] for batch in index_batches)
         return fast.jobs(batches, epoch)
+
+    def _output_pool(self, plan, threads: int) -> OutputPool:
+        """The CPU output batches, kept across epochs so their memory stays mapped."""
+        pool = getattr(self, "_outputs", None)
+        fresh = output_pool(plan, self.batch_size, (self.prefetch_factor or 2) * threads)
+        if pool is None or (pool.shape, pool.dtype, pool.capacity) != (fresh.shape, fresh.dtype, fresh.capacity):
+            self._outputs = pool = fresh
+        return pool
 
     def _deliver(self, batch: Any) -> Any:
         return to_device(batch, self.device, self.pin_memory)

@@ -20,8 +20,9 @@ def normalize_reference(images: torch.Tensor, scale, shift, dtype: torch.dtype,
 
     Args:
         images: (N, H, W, C) uint8.
-        scale, shift: per-channel floats (length C), or None for a plain
-            uint8 layout change.
+        scale, shift: per-channel floats (length C; a sequence or a float32
+            tensor, which is used without a copy), or None for a plain uint8
+            layout change.
         dtype: output dtype; the affine map is computed in float32 and
             rounded once to ``dtype``.
         out: optional (N, C, H, W) output tensor to write into.
@@ -33,8 +34,8 @@ def normalize_reference(images: torch.Tensor, scale, shift, dtype: torch.dtype,
     if scale is None:
         return out.copy_(nchw)
     channels = nchw.shape[1]
-    scale_t = torch.tensor(scale, dtype=torch.float32, device=images.device).view(1, channels, 1, 1)
-    shift_t = torch.tensor(shift, dtype=torch.float32, device=images.device).view(1, channels, 1, 1)
+    scale_t = torch.as_tensor(scale, dtype=torch.float32, device=images.device).view(1, channels, 1, 1)
+    shift_t = torch.as_tensor(shift, dtype=torch.float32, device=images.device).view(1, channels, 1, 1)
     if out.dtype == torch.float32:
         # Converting copy first (one strided read of the uint8 bytes), then the
         # affine in place: 4x faster on CPU than a type-promoting mul from the

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-stamp=".venv/.fastload-setup-$(cat setup.py pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
+stamp=".venv/.fastload-setup-$(cat setup.py pyproject.toml scripts/setup.sh fastload/_jpeg.c fastload/_normalize.c | sha1sum | cut -c1-12)"
 if [ -f "$stamp" ]; then
     exit 0
 fi

@@ -188,3 +188,50 @@ def test_device_cpu_and_pin_memory_flags_work_without_gpu(image_folder):
                                  pin_memory=True, num_workers=1)
     images, labels = next(iter(loader))
     assert images.device.type == "cpu" and labels.dtype == torch.int64
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_without_the_c_extensions_batches_are_identical(image_folder, monkeypatch, dtype):
+    """Pillow decode + torch normalization (a build without a compiler) give the same batches."""
+    from fastload import augment, decode
+    transform = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToDtype(dtype, scale=True),
+                           T.Normalize(MEAN, STD)])
+
+    def first_batch():
+        loader = fastload.DataLoader(fastload.ImageFolder(image_folder, transform), batch_size=23,
+                                     num_workers=2, dct_scaling=False, seed=9)
+        return next(iter(loader))
+
+    with_extensions = first_batch()
+    monkeypatch.setattr(decode, "_jpeg", None)
+    monkeypatch.setattr(augment, "_normalize", None)
+    without = first_batch()
+    assert torch.equal(with_extensions[1], without[1])
+    torch.testing.assert_close(with_extensions[0], without[0], atol=1e-5 if dtype == torch.float32 else 0,
+                               rtol=0)
+
+
+def test_a_torch_script_runs_with_only_the_import_swapped(image_folder, tmp_path):
+    """The issue's drop-in promise, literally: replace torch.utils.data.DataLoader in a script's text."""
+    script = f'''
+import collections, torch, torchvision
+from torchvision import transforms
+import fastload
+dataset = torchvision.datasets.ImageFolder({str(image_folder)!r}, transforms.Compose([
+    transforms.RandomResizedCrop(32), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+    transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]))
+loader = torch.utils.data.DataLoader(dataset, batch_size=4, shuffle=True, num_workers=2, drop_last=False)
+labels = collections.Counter()
+for epoch in range(2):
+    for images, targets in loader:
+        assert images.shape[1:] == (3, 32, 32) and images.dtype == torch.float32
+        labels.update(targets.tolist())
+result = (type(loader).__module__, len(loader), sorted(labels.items()))
+'''
+    torch_result, fastload_result = {}, {}
+    exec(compile(script, "torch_script", "exec"), torch_result)
+    exec(compile(script.replace("torch.utils.data.DataLoader", "fastload.DataLoader"), "fastload_script",
+                 "exec"), fastload_result)
+    assert torch_result["result"][0].startswith("torch.utils.data")
+    assert fastload_result["result"][0].startswith("fastload")
+    assert fastload_result["result"][1:] == torch_result["result"][1:]
