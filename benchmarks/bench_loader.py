@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
-import subprocess
 import sys
-import threading
 import time
+
+from fastload.cli.bench import machine, run_in_child
 
 LOADERS = ("torch + PIL/v1", "torch + tv.io/v2", "fastload")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -65,44 +64,6 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
                                shuffle=True, num_workers=workers, drop_last=True)
 
 
-def _tree_pss_mb(pid: int) -> float | None:
-    """PSS of ``pid`` and all its descendants in MB, or None where /proc has no smaps_rollup."""
-    total, pending = 0, [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            with open(f"/proc/{current}/smaps_rollup") as rollup:
-                total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    pending.extend(int(child) for child in children.read().split())
-        except (OSError, StopIteration, ValueError):
-            if current == pid:
-                return None
-    return total / 1024
-
-
-class PeakMemory:
-    """Samples the PSS of a process tree in a thread; ``peak_mb`` is the largest sum seen."""
-
-    def __init__(self, pid: int, interval: float = 0.5):
-        self.pid, self.interval, self.peak_mb = pid, interval, None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-memory", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            sample = _tree_pss_mb(self.pid)
-            if sample is not None:
-                self.peak_mb = max(self.peak_mb or 0.0, sample)
-
-    def stop(self) -> float | None:
-        self._stop.set()
-        self._thread.join()
-        return self.peak_mb
-
-
 def run_one(name: str, root: str, batch_size: int, workers: int, epochs: int, progress: bool) -> dict:
     """Time one loader in this process; returns its measurements."""
     import warnings
@@ -124,20 +85,6 @@ def run_one(name: str, root: str, batch_size: int, workers: int, epochs: int, pr
             images, seconds = images + count, seconds + elapsed
     own_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # where /proc has no PSS
     return {"name": name, "images_per_s": images / seconds, "own_peak_rss_mb": own_peak_mb}
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    import PIL
-    import torch
-    pillow = f"Pillow {PIL.__version__}" + (" (SIMD)" if "post" in PIL.__version__ else "")
-    return (f"{os.cpu_count()} cores ({cpu}), {'GPU' if torch.cuda.is_available() else 'no GPU'}, "
-            f"torch {torch.__version__}, {pillow}")
 
 
 def main(argv=None) -> int:
@@ -167,14 +114,7 @@ def main(argv=None) -> int:
         command = [sys.executable, os.path.abspath(__file__), root, "--one", name,
                    "--batch-size", str(args.batch_size), "--workers", str(args.workers),
                    "--epochs", str(args.epochs)]
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        memory = PeakMemory(child.pid)
-        output, _ = child.communicate()
-        peak_mb = memory.stop()
-        if child.returncode:
-            raise SystemExit(f"{name} failed with exit status {child.returncode}")
-        result = json.loads(output.strip().splitlines()[-1])
-        result["peak_mb"] = peak_mb if peak_mb is not None else result["own_peak_rss_mb"]
+        result = run_in_child(name, command)
         results.append(result)
     best_torch = max((r["images_per_s"] for r in results if r["name"] != "fastload"), default=None)
     print(f"\nmachine: {machine()}")

@@ -156,7 +156,7 @@ class FastPath:
                 batch = [images, label_batch]
             if self.device is not None and self.device.type != "cpu":
                 batch = to_device(batch, self.device, pin=False)
-            self.stats.add("finish", time.perf_counter() - started)
+            self.stats.add("copy", time.perf_counter() - started)
             self.stats.count_batch(size)
             return batch
         return finish

@@ -73,6 +73,8 @@ def open_image(index: int, path: str, data: bytes, max_pixels: int | None = DEFA
             image = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as error:
         raise DecodeError(index, path, str(error)) from None
+    except Image.UnidentifiedImageError:
+        raise DecodeError(index, path, "not a readable image: unknown format (Pillow cannot identify it)") from None
     except Exception as error:  # Pillow raises many types for malformed headers
         raise DecodeError(index, path, f"not a readable image: {error}") from error
     _check_size(index, path, image.width, image.height, max_pixels)
@@ -159,3 +161,22 @@ def _decode_with_pillow(index: int, path: str, image: Image.Image, reduction: in
     if image.mode not in ("RGB", "L"):
         image = image.convert("RGB")
     return Decoded(image, scale)
+
+
+def jpeg_warning(data: bytes) -> str | None:
+    """libjpeg's first warning on a full decode of ``data`` (corrupt data it decodes anyway), else None.
+
+    torchvision prints these to stderr and Pillow ignores them; ``fastload
+    inspect --deep`` reports them. None also when the region decoder is not
+    built or does not take this file.
+    """
+    if _jpeg is None or data[:2] != b"\xff\xd8":
+        return None
+    try:
+        width, height, channels, color_space = _jpeg.header(data)
+        if color_space not in _REGION_COLOR_SPACES:
+            return None
+        result = _jpeg.decode(data, np.empty(width * height * 3, np.uint8), 8, 0, 0, width, height)
+    except (ValueError, NotImplementedError, MemoryError) as error:
+        return str(error)
+    return result[4] if result[3] else None

@@ -6,7 +6,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-STAGES = ("read", "decode", "augment", "finish", "wait")
+STAGES = ("read", "decode", "augment", "copy", "wait")
 
 
 @dataclass
@@ -14,10 +14,10 @@ class Stats:
     """Counters for the loader's current (or last) epoch.
 
     Stage times are seconds summed over all threads (``read``, ``decode``,
-    ``augment`` per sample; ``finish`` per batch: normalize, collate, copy to
-    device); ``wait`` is the time the training loop spent waiting for a
-    batch. ``skipped`` holds (epoch, index, path, reason) for every sample
-    replaced under ``on_error="skip"``.
+    ``augment`` per sample; ``copy`` per batch: assembling it -- collate,
+    normalizing a staged batch, the copy to the device); ``wait`` is the time
+    the training loop spent waiting for a batch. ``skipped`` holds (epoch,
+    index, path, reason) for every sample replaced under ``on_error="skip"``.
     """
 
     images: int = 0

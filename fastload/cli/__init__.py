@@ -1,0 +1,50 @@
+"""The ``fastload`` command: bench, preview and inspect a dataset (also ``python -m fastload``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+from ..recipes import RECIPES
+
+
+def open_source(data: str, transform=None, **options):
+    """A folder becomes a fastload.ImageFolder, a file a fastload.FileList."""
+    from .. import FileList, ImageFolder
+    if os.path.isdir(data):
+        return ImageFolder(data, transform, **options)
+    if os.path.isfile(data):
+        return FileList(data, transform=transform, **options)
+    raise SystemExit(f"fastload: {data}: no such folder or file list")
+
+
+def parse_device(name: str) -> str:
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("fastload: --device cuda was asked for, but torch sees no CUDA device")
+    return name
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import bench, inspect_data, preview
+    parser = argparse.ArgumentParser(prog="fastload", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    bench.add_arguments(commands.add_parser("bench", help="images/s of fastload (and torch) on your data",
+                                            description=bench.__doc__.split("\n\n")[0]))
+    preview.add_arguments(commands.add_parser("preview", help="a PNG grid of augmented samples",
+                                              description=preview.__doc__.split("\n\n")[0]))
+    inspect_data.add_arguments(commands.add_parser("inspect", help="what is in a dataset, what will fail",
+                                                   description=inspect_data.__doc__.split("\n\n")[0]))
+    args = parser.parse_args(argv)
+    return {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run}[args.command](args)
+
+
+def add_recipe_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--transform", default=default, choices=sorted(RECIPES),
+                        help=f"a built-in recipe (default: {default})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

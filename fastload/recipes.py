@@ -1,0 +1,51 @@
+"""Named transform recipes, as users know them from torchvision's references and papers.
+
+Each function returns a transform (a torchvision v2 Compose) that works with
+``fastload.DataLoader`` and anywhere torchvision's would. ``resnet50_train``
+and ``resnet50_eval`` compile to the fast path; ``simclr``'s color jitter and
+random grayscale run as torchvision's own transforms (correct, slower) until
+fastload's fused color kernel maps them.
+
+The command-line tools take the names with dashes: ``resnet50-train``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torchvision.transforms import v2
+
+from . import transforms as T
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def resnet50_train(size: int = 224, dtype: torch.dtype = torch.float32) -> T.Compose:
+    """torchvision's ImageNet training recipe: RandomResizedCrop, horizontal flip, normalize."""
+    return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.ToDtype(dtype, scale=True),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
+def resnet50_eval(size: int = 224, resize: int = 256, dtype: torch.dtype = torch.float32) -> T.Compose:
+    """torchvision's ImageNet evaluation recipe: Resize(256), CenterCrop(224), normalize."""
+    return T.Compose([T.Resize(resize), T.CenterCrop(size), T.ToDtype(dtype, scale=True),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
+def simclr(size: int = 224, strength: float = 1.0, dtype: torch.dtype = torch.float32) -> T.Compose:
+    """SimCLR's augmentation (Chen et al. 2020, without blur): crop, flip, color jitter 0.8, grayscale 0.2."""
+    jitter = v2.ColorJitter(0.8 * strength, 0.8 * strength, 0.8 * strength, 0.2 * strength)
+    return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), v2.RandomApply([jitter], p=0.8),
+                      v2.RandomGrayscale(p=0.2), T.ToDtype(dtype, scale=True),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
+RECIPES = {"resnet50-train": resnet50_train, "resnet50-eval": resnet50_eval, "simclr": simclr}
+
+
+def by_name(name: str, **options) -> T.Compose:
+    """The recipe called ``name`` (dashes or underscores), or a ValueError listing the known ones."""
+    recipe = RECIPES.get(name.replace("_", "-"))
+    if recipe is None:
+        raise ValueError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
+    return recipe(**options)

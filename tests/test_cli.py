@@ -1,0 +1,130 @@
+"""The fastload command on a tiny generated folder and on the shared test photos."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from fastload.cli import main
+from fastload.cli.inspect_data import jpeg_kind
+from fastload.cli.preview import grid_size
+
+from conftest import TESTDATA
+
+PHOTOS = TESTDATA / "photos" / "hymenoptera_subset" / "train"
+needs_photos = pytest.mark.skipif(not PHOTOS.is_dir(), reason="shared test data not present")
+
+
+@pytest.fixture
+def folder_with_bad_files(image_folder, tmp_path):
+    """The 23-image folder plus an empty file, a text file and a truncated JPEG named .jpg."""
+    import shutil
+    root = tmp_path / "data"
+    shutil.copytree(image_folder, root)
+    bad = root / sorted(os.listdir(root))[0]
+    good = next(p for p in sorted(bad.iterdir()) if p.suffix.lower() in (".jpg", ".jpeg"))
+    data = good.read_bytes()
+    (bad / "empty.jpg").write_bytes(b"")
+    (bad / "text.jpg").write_text("not an image\n")
+    (bad / "cut.jpg").write_bytes(data[: len(data) // 2])
+    return root
+
+
+def test_inspect_reports_every_bad_file_and_exits_nonzero(folder_with_bad_files, tmp_path, capsys):
+    bad_list = tmp_path / "bad.tsv"
+    status = main(["inspect", str(folder_with_bad_files), "--deep", "--no-progress", "--bad-list", str(bad_list)])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "26 files, fully decoded" in out and "3 file(s) will fail" in out
+    assert "empty.jpg: empty file" in out and "text.jpg: not a readable image: unknown format" in out
+    assert "cut.jpg: decoding failed" in out
+    lines = bad_list.read_text().splitlines()
+    assert len(lines) == 3 and all(line.count("\t") == 1 for line in lines)
+    # Header-only scanning cannot see the truncation, and says so.
+    status = main(["inspect", str(folder_with_bad_files), "--no-progress"])
+    out = capsys.readouterr().out
+    assert status == 1 and "2 file(s) will fail" in out and "cut.jpg" not in out
+
+
+@needs_photos
+def test_inspect_on_real_photos_counts_classes_and_formats(capsys):
+    assert main(["inspect", str(PHOTOS), "--deep", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "31 files" in out and "ants" in out and "bees" in out
+    assert "JPEG baseline" in out and "JPEG progressive" in out and "no file will fail" in out
+    assert "width px:     min 193" in out
+
+
+def test_jpeg_kind_reads_the_frame_marker(image_folder):
+    path = next(p for p in sorted(image_folder.rglob("*")) if p.suffix.lower() in (".jpg", ".jpeg"))
+    assert jpeg_kind(path.read_bytes()) == "JPEG baseline"
+    assert jpeg_kind(b"\xff\xd8\xff\xc2\x00\x11") == "JPEG progressive"
+
+
+@pytest.mark.parametrize("n, size", [(5, 64), (16, 48)])
+def test_preview_writes_a_grid_of_the_expected_size(image_folder, tmp_path, capsys, n, size):
+    output = tmp_path / "grid.png"
+    assert main(["preview", str(image_folder), "-o", str(output), "--n", str(n), "--size", str(size)]) == 0
+    assert f"{n} samples" in capsys.readouterr().out
+    with Image.open(output) as grid:
+        assert grid.size == grid_size(n, size) and grid.mode == "RGB"
+        # Every cell holds a picture, not the white background.
+        assert grid.crop((4, 4, 4 + size, 4 + size)).getextrema() != ((255, 255),) * 3
+
+
+@needs_photos
+def test_preview_of_real_photos_with_each_recipe(tmp_path):
+    for recipe in ("resnet50-train", "resnet50-eval", "simclr"):
+        output = tmp_path / f"{recipe}.png"
+        with pytest.warns(UserWarning) if recipe == "simclr" else _no_warning():
+            assert main(["preview", str(PHOTOS), "-o", str(output), "--n", "9", "--size", "96",
+                         "--transform", recipe]) == 0
+        with Image.open(output) as grid:
+            assert grid.size == grid_size(9, 96)
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.timeout(240)
+def test_bench_compares_with_torch_and_plots(image_folder, tmp_path):
+    """Run as users do, through the console entry point module, in fresh processes."""
+    plot = tmp_path / "bench.png"
+    result = subprocess.run([sys.executable, "-m", "fastload", "bench", str(image_folder), "--batch-size", "4",
+                             "--workers", "1", "--epochs", "1", "--compare", "torch", "--plot", str(plot),
+                             "--no-progress"], capture_output=True, text=True, timeout=230)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "loader" in out and "images/s" in out and "vs fastload" in out and "cores busy" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("fastload ", "torch "))}
+    assert float(rows["fastload"][2]) > 0 and float(rows["torch"][2]) > 0
+    assert "ms per image" in out and "decode" in out and "fastload" in out.split("ms per image")[1]
+    assert "1 workers: fastload" in out
+    with Image.open(plot) as image:
+        assert image.size[0] > 300
+
+
+@needs_photos
+@pytest.mark.timeout(240)
+def test_bench_with_a_worker_sweep_on_real_photos(tmp_path):
+    plot = tmp_path / "sweep.png"
+    result = subprocess.run([sys.executable, "-m", "fastload", "bench", str(PHOTOS), "--batch-size", "8",
+                             "--sweep-workers", "1,2", "--epochs", "1", "--plot", str(plot), "--no-progress"],
+                            capture_output=True, text=True, timeout=230)
+    assert result.returncode == 0, result.stderr
+    assert sum(line.startswith("fastload ") for line in result.stdout.splitlines()) == 4  # 2 tables x 2 runs
+    assert plot.is_file()
+
+
+def test_unknown_loader_and_missing_data_are_clear_errors(image_folder):
+    with pytest.raises(SystemExit, match="unknown loader"):
+        main(["bench", str(image_folder), "--compare", "dali"])
+    with pytest.raises(SystemExit, match="no such folder or file list"):
+        main(["inspect", "/nonexistent/data"])
