@@ -20,7 +20,7 @@ from torch.utils.data import default_collate
 from .augment import finish_batch, normalizes_per_sample, transform_image, write_normalized
 from .decode import decode, read_header
 from .deliver import OutputPool, StagingRing, to_device
-from .errors import DecodeError
+from .errors import DecodeError, LoaderError
 from .pipeline import Job
 from .read import read_file
 from .rng import SampleRandom
@@ -45,6 +45,7 @@ class FastPath:
 
     def __init__(self, samples: list[tuple[str, int]], plan: Plan, *, batch_size: int, seed: int,
                  target_transform: Callable | None, collate_fn: Callable | None, on_error: str,
+                 max_skips: int | None = None, on_corrupt: str = "deliver",
                  max_image_pixels: int | None, dct_scaling: bool, device: torch.device | None,
                  pin_memory: bool, slots: int, outputs: OutputPool | None, stats: Stats):
         self.samples = samples
@@ -53,6 +54,8 @@ class FastPath:
         self.target_transform = target_transform
         self.collate_fn = collate_fn
         self.on_error = on_error
+        self.max_skips = max_skips
+        self.on_corrupt = on_corrupt
         self.max_image_pixels = max_image_pixels
         self.dct_scaling = dct_scaling
         self.device = device
@@ -79,6 +82,11 @@ class FastPath:
         header = read_header(index, path, data, self.max_image_pixels)
         geometry = self.plan.sample(header.width, header.height, SampleRandom(self.seed, epoch, index))
         decoded = decode(index, path, data, header, geometry, geometry.max_reduction if self.dct_scaling else 1)
+        if decoded.warning is not None:
+            if self.on_corrupt == "error":
+                raise DecodeError(index, path, f"corrupt JPEG data (libjpeg: {decoded.warning}); "
+                                               f"on_corrupt='error'")
+            stats.record("corrupt", (epoch, index, path, decoded.warning))
         t2 = time.perf_counter()
         report("augment", path)
         try:
@@ -108,8 +116,10 @@ class FastPath:
             except DecodeError as error:
                 if self.on_error != "skip":
                     raise
-                with self.stats._lock:
-                    self.stats.skipped.append((epoch, error.index, error.path, error.reason))
+                skipped = self.stats.record("skipped", (epoch, error.index, error.path, error.reason))
+                if self.max_skips is not None and skipped > self.max_skips:
+                    raise LoaderError(f"on_error='skip': {skipped} samples skipped in epoch {epoch}, more "
+                                      f"than max_skips={self.max_skips}; the last: {error}") from error
         raise DecodeError(index, self.samples[index][0], "on_error='skip': no loadable sample left "
                                                          "to replace the failed ones")
 

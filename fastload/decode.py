@@ -57,12 +57,15 @@ class Decoded:
     """Pixels of the image decoded at 1/``scale``, RGB or L.
 
     ``origin`` is where ``image``'s top-left pixel lies in the whole image at
-    that scale: (0, 0) unless only a region was decoded.
+    that scale: (0, 0) unless only a region was decoded. ``warning`` is
+    libjpeg's complaint about a corrupt JPEG that Pillow then decoded anyway
+    (the loader records it, or refuses the image with ``on_corrupt="error"``).
     """
 
     image: Image.Image
     scale: int = 1
     origin: tuple[int, int] = (0, 0)
+    warning: str | None = None  # libjpeg's first warning: corrupt data that was decoded anyway
 
 
 def open_image(index: int, path: str, data: bytes, max_pixels: int | None = DEFAULT_MAX_PIXELS) -> Image.Image:
@@ -74,11 +77,47 @@ def open_image(index: int, path: str, data: bytes, max_pixels: int | None = DEFA
     except Image.DecompressionBombError as error:
         raise DecodeError(index, path, str(error)) from None
     except Image.UnidentifiedImageError:
+        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            return _open_webp(index, path, data, max_pixels)
         raise DecodeError(index, path, "not a readable image: unknown format (Pillow cannot identify it)") from None
     except Exception as error:  # Pillow raises many types for malformed headers
         raise DecodeError(index, path, f"not a readable image: {error}") from error
     _check_size(index, path, image.width, image.height, max_pixels)
     return image
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from a WebP's first chunk header (VP8X, VP8L or VP8), or None."""
+    chunk = data[12:16]
+    if chunk == b"VP8X" and len(data) >= 30:
+        return 1 + int.from_bytes(data[24:27], "little"), 1 + int.from_bytes(data[27:30], "little")
+    if chunk == b"VP8L" and len(data) >= 25:
+        bits = int.from_bytes(data[21:25], "little")
+        return 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
+    if chunk == b"VP8 " and len(data) >= 30:
+        return int.from_bytes(data[26:28], "little") & 0x3FFF, int.from_bytes(data[28:30], "little") & 0x3FFF
+    return None
+
+
+def _open_webp(index: int, path: str, data: bytes, max_pixels: int | None) -> Image.Image:
+    """A WebP that this Pillow build cannot read (pillow-simd built without libwebp): torchvision decodes it.
+
+    The size in its header is checked against the pixel cap first, as for any image.
+    """
+    import torch
+    import torchvision.io
+    size = _webp_size(data)
+    if size is None:
+        raise DecodeError(index, path, "not a readable image: WebP without a size in its first chunk")
+    _check_size(index, path, *size, max_pixels)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torchvision 0.29 deprecates its decoders
+            pixels = torchvision.io.decode_webp(torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                                                mode=torchvision.io.ImageReadMode.RGB)
+    except RuntimeError as error:
+        raise DecodeError(index, path, f"decoding failed: WebP: {error}") from error
+    return Image.fromarray(pixels.permute(1, 2, 0).numpy(), "RGB")
 
 
 def _check_size(index: int, path: str, width: int, height: int, max_pixels: int | None) -> None:
@@ -112,16 +151,25 @@ def decode(index: int, path: str, data: bytes, header: Header, geometry: Geometr
     RGB after resizing, which is exact and cheaper); other modes become RGB
     as torchvision's pil_loader makes them.
     """
+    warning = None
     if header.image is None:
         decoded = _decode_region(data, header, geometry, reduction)
-        if decoded is not None:
+        if isinstance(decoded, Decoded):
             return decoded
+        warning = decoded
         header.image = open_image(index, path, data, None)
-    return _decode_with_pillow(index, path, header.image, reduction)
+    try:
+        decoded = _decode_with_pillow(index, path, header.image, reduction)
+    except DecodeError as error:
+        if not warning:
+            raise
+        raise DecodeError(index, path, f"{error.reason} (libjpeg: {warning})") from error.__cause__
+    decoded.warning = warning
+    return decoded
 
 
-def _decode_region(data: bytes, header: Header, geometry: Geometry | None, scale: int) -> Decoded | None:
-    """The region decoder's result, or None when Pillow must decide (libjpeg warned or failed)."""
+def _decode_region(data: bytes, header: Header, geometry: Geometry | None, scale: int) -> Decoded | str | None:
+    """The region decoder's result, or libjpeg's warning / None when Pillow must decide."""
     if geometry is None:
         left, top, right, bottom = 0, 0, -(-header.width // scale), -(-header.height // scale)
     else:
@@ -137,9 +185,9 @@ def _decode_region(data: bytes, header: Header, geometry: Geometry | None, scale
         result = _jpeg.decode(data, scratch, 8 // scale, left, top, width, height)
     except (ValueError, NotImplementedError, MemoryError):
         return None
-    width, height, channels, warning_count, _ = result
+    width, height, channels, warning_count, warning = result
     if warning_count:  # corrupt or truncated data: Pillow's verdict, as with torchvision's loader
-        return None
+        return warning or "corrupt JPEG data"
     pixels = scratch[: width * height * channels]
     mode = "RGB" if channels == 3 else "L"
     image = Image.frombuffer(mode, (width, height), pixels, "raw", mode, 0, 1)

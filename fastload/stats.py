@@ -17,13 +17,17 @@ class Stats:
     ``augment`` per sample; ``copy`` per batch: assembling it -- collate,
     normalizing a staged batch, the copy to the device); ``wait`` is the time
     the training loop spent waiting for a batch. ``skipped`` holds (epoch,
-    index, path, reason) for every sample replaced under ``on_error="skip"``.
+    index, path, reason) for every sample replaced under ``on_error="skip"``,
+    ``corrupt`` (epoch, index, path, libjpeg's warning) for every corrupt
+    JPEG that was decoded anyway and delivered (``on_corrupt="deliver"``).
+    Both accumulate over epochs.
     """
 
     images: int = 0
     batches: int = 0
     seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     skipped: list = field(default_factory=list)
+    corrupt: list = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -35,6 +39,13 @@ class Stats:
         with self._lock:
             self.images += images
             self.batches += 1
+
+    def record(self, kind: str, entry: tuple) -> int:
+        """Append to ``skipped`` or ``corrupt``; returns how many that list holds for entry's epoch."""
+        with self._lock:
+            entries = getattr(self, kind)
+            entries.append(entry)
+            return sum(1 for other in entries if other[0] == entry[0])
 
     @property
     def images_per_s(self) -> float:
@@ -50,4 +61,4 @@ class Stats:
     def __str__(self) -> str:
         stages = ", ".join(f"{name} {value:.2f}s" for name, value in self.seconds.items())
         return (f"{self.images} images in {self.batches} batches, {self.images_per_s:.0f} img/s; "
-                f"{stages}; {len(self.skipped)} skipped")
+                f"{stages}; {len(self.skipped)} skipped, {len(self.corrupt)} corrupt delivered")
