@@ -17,6 +17,7 @@ a ``ThreadPipeline``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import warnings
 import weakref
@@ -24,7 +25,7 @@ from typing import Any, Iterator
 
 import torch
 import torchvision
-from torch.utils.data import IterableDataset, default_collate
+from torch.utils.data import IterableDataset, RandomSampler, default_collate
 from torch.utils.data.distributed import DistributedSampler
 from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loader
 
@@ -57,6 +58,15 @@ class DataLoader(torch.utils.data.DataLoader):
         rank, world_size: override the rank and world size from
             torch.distributed / torchrun. On a map-style dataset without a
             sampler they make the loader use a DistributedSampler.
+        max_skips: with on_error="skip", a budget per epoch: a count, or a
+            fraction of the epoch's samples; one skip more raises
+            ``fastload.LoaderError``. None (default): no limit.
+        on_corrupt: a JPEG that libjpeg decodes while warning about corrupt
+            data ("Corrupt JPEG data: ...", which torchvision prints to stderr
+            and otherwise ignores): "deliver" (default) delivers it, as
+            torchvision does, and records it in ``loader.stats.corrupt``;
+            "error" treats it as a bad sample (raised, or skipped with
+            on_error="skip").
         max_image_pixels: refuse images whose header claims more pixels.
         dct_scaling: decode JPEGs at 1/2, 1/4 or 1/8 scale when that still
             covers the output (faster; pixels differ slightly from a full
@@ -76,9 +86,15 @@ class DataLoader(torch.utils.data.DataLoader):
                  pin_memory_device: str = "", in_order: bool = True, device=None,
                  seed: int | None = None, on_error: str = "raise", rank: int | None = None,
                  world_size: int | None = None, max_image_pixels: int | None = DEFAULT_MAX_PIXELS,
-                 dct_scaling: bool = True):
+                 dct_scaling: bool = True, max_skips: int | float | None = None,
+                 on_corrupt: str = "deliver"):
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        if on_corrupt not in ("deliver", "error"):
+            raise ValueError(f"on_corrupt must be 'deliver' or 'error', got {on_corrupt!r}")
+        if max_skips is not None and not (isinstance(max_skips, int) and max_skips >= 0
+                                          or isinstance(max_skips, float) and 0 <= max_skips < 1):
+            raise ValueError(f"max_skips must be a count >= 0 or a fraction in [0, 1), got {max_skips!r}")
         self.source_shuffle = None
         if isinstance(dataset, Source):
             # torch refuses shuffle for an IterableDataset; a source shuffles itself.
@@ -100,7 +116,11 @@ class DataLoader(torch.utils.data.DataLoader):
         self.rank, self.world_size = rank, world_size
         self.max_image_pixels = max_image_pixels
         self.dct_scaling = dct_scaling
+        self.max_skips = max_skips
+        self.on_corrupt = on_corrupt
         self.stats = Stats()
+        self._resume: dict | None = None
+        self._position = {"epoch": None, "batches": 0, "finished": False, "rng": None}
         self._epoch = -1
         self._epoch_was_set = False
         self._source_epoch_seen = getattr(dataset, "epoch", None)
@@ -180,31 +200,130 @@ class DataLoader(torch.utils.data.DataLoader):
 
     # -- iteration ------------------------------------------------------------------------
     def __iter__(self) -> ThreadPipeline:
+        skip, rng = self._apply_resume()
         epoch = self._next_epoch()
         self.stats.reset()
         threads = self.num_workers
         iterable = isinstance(self.dataset, IterableDataset)
-        batches = None if iterable else iter(self._index_sampler)
-        # As torch's iterator does, draw a base seed after creating the sampler
-        # iterator: the sampler then sees the generator (or global RNG) in the
-        # same state, so a shuffled epoch has torch's order.
-        self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+        if rng is None:
+            rng = self._rng_state()
+        with self._rng_restored(rng):
+            batches = None if iterable else iter(self._index_sampler)
+            # As torch's iterator does, draw a base seed after creating the sampler
+            # iterator: the sampler then sees the generator (or global RNG) in the
+            # same state, so a shuffled epoch has torch's order.
+            self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+            if rng is not None:  # a sampler draws its permutation lazily: make it draw from `rng` now
+                first = next(batches, None)
+                batches = itertools.chain([first] if first is not None else [], batches)
+        self._position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng}
+        fast_forward = 0
         if iterable and not isinstance(self.dataset, Source):
-            jobs, threads = self._iterable_jobs(), min(threads, 1)
-        elif self._fast is not None:
-            jobs = self._fast_jobs(epoch, batches)
+            jobs, threads, fast_forward = self._iterable_jobs(), min(threads, 1), skip
+        elif isinstance(self.dataset, Source):
+            order = self._source_order(epoch)
+            index_batches = itertools.islice(self._batches_of(order), skip, None)
+            jobs = (self._fast_jobs if self._fast is not None else self._map_jobs)(epoch, index_batches, order)
         else:
-            jobs = self._map_jobs(epoch, batches)
+            batches = itertools.islice(batches, skip, None)
+            jobs = (self._fast_jobs if self._fast is not None else self._map_jobs)(epoch, batches, None)
         in_flight = (self.prefetch_factor or 2) * max(threads, 1)
         try:
-            length = len(self)
+            length = len(self) - skip + fast_forward
         except TypeError:
             length = None
         pipeline = ThreadPipeline(jobs, threads, in_flight, self.timeout,
                                   on_wait=lambda seconds: self.stats.add("wait", seconds),
-                                  thread_init=self.worker_init_fn, length=length)
+                                  thread_init=self.worker_init_fn, length=length,
+                                  on_deliver=self._delivered)
         self._iterators.add(pipeline)
+        for _ in range(fast_forward):  # a plain IterableDataset can only be replayed
+            if next(pipeline, END) is END:
+                break
+        self._position["batches"] = skip
         return pipeline
+
+    # -- resume ---------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Where this loader is: epoch, batches delivered in it, seed, and the sampler's RNG state.
+
+        Plain Python values only (safe in a torch checkpoint). A fresh loader
+        built with the same arguments, given this in ``load_state_dict``,
+        yields exactly the batches that were still to come -- pixel for pixel
+        on the fast path, whatever its num_workers or prefetch_factor.
+        """
+        position = dict(self._position)
+        if position["epoch"] is None:  # never iterated: resume where a first iteration would start
+            position.update(epoch=self._epoch + 1 if not self._epoch_was_set else self._epoch,
+                            batches=0, finished=False)
+        try:
+            samples = len(self.dataset)
+        except TypeError:
+            samples = None
+        return {"version": 1, "epoch": position["epoch"], "batches": position["batches"],
+                "finished": position["finished"], "seed": self._seed(), "rng": position["rng"],
+                "batch_size": self.batch_size, "dataset_len": samples}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Make the next iteration continue from ``state`` (from ``state_dict``, possibly of another process)."""
+        if state.get("version") != 1:
+            raise ValueError(f"not a fastload DataLoader state (version {state.get('version')!r})")
+        try:
+            samples = len(self.dataset)
+        except TypeError:
+            samples = None
+        if (state["batch_size"], state["dataset_len"]) != (self.batch_size, samples):
+            raise ValueError(f"this state was saved with batch_size={state['batch_size']} over "
+                             f"{state['dataset_len']} samples; this loader has batch_size={self.batch_size} "
+                             f"over {samples}: the remaining batches would not be the same")
+        self._resume = dict(state)
+
+    def _apply_resume(self) -> tuple[int, Any]:
+        """Set up a pending resume: returns (batches to skip, RNG state to start from)."""
+        state, self._resume = self._resume, None
+        if state is None:
+            return 0, None
+        self.seed = state["seed"]
+        self.set_epoch(state["epoch"] + 1 if state["finished"] else state["epoch"])
+        if isinstance(self.dataset, Source):
+            self._source_epoch_seen = getattr(self.dataset, "epoch", None)
+        if state["finished"]:
+            return 0, None
+        return state["batches"], state["rng"]
+
+    def _delivered(self, end: bool) -> None:
+        if end:
+            self._position["finished"] = True
+        else:
+            self._position["batches"] += 1
+
+    def _rng_state(self) -> dict | None:
+        """The RNG the sampler draws from, before it draws: the loader's generator, else the global one."""
+        if isinstance(self.dataset, IterableDataset) or not isinstance(self.sampler, RandomSampler):
+            return None
+        if self.generator is not None:
+            return {"generator": self.generator.get_state().tolist()}
+        if self.sampler.generator is not None:
+            return {"sampler_generator": self.sampler.generator.get_state().tolist()}
+        return {"global": torch.get_rng_state().tolist()}
+
+    @contextlib.contextmanager
+    def _rng_restored(self, rng: dict | None):
+        """Run the sampler's draws from ``rng``; the global RNG is left as the caller had it."""
+        if not rng:
+            yield
+            return
+        state = torch.tensor(next(iter(rng.values())), dtype=torch.uint8)
+        if "generator" in rng:
+            self.generator.set_state(state)
+            yield
+        elif "sampler_generator" in rng:
+            self.sampler.generator.set_state(state)
+            yield
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.set_rng_state(state)
+                yield
 
     def _batches_of(self, order: list[int]) -> Iterator[list[tuple[int, int]]]:
         positions = list(enumerate(order))
@@ -214,22 +333,28 @@ class DataLoader(torch.utils.data.DataLoader):
                 return
             yield batch
 
-    def _fast_jobs(self, epoch: int, index_batches) -> Iterator[Job]:
+    def _fast_jobs(self, epoch: int, index_batches, order: list[int] | None) -> Iterator[Job]:
         samples, plan, target_transform = self._fast
         threads = max(self.num_workers, 1)
         fast = FastPath(samples, plan, batch_size=self.batch_size, seed=self._seed(),
                         target_transform=target_transform,
                         collate_fn=None if self.collate_fn is default_collate else self.collate_fn,
-                        on_error=self.on_error, max_image_pixels=self.max_image_pixels,
+                        on_error=self.on_error, max_skips=self._skip_budget(),
+                        on_corrupt=self.on_corrupt, max_image_pixels=self.max_image_pixels,
                         dct_scaling=self.dct_scaling, device=self.device,
                         pin_memory=self.pin_memory, slots=(self.prefetch_factor or 2) * threads,
                         outputs=self._output_pool(plan, threads), stats=self.stats)
-        if isinstance(self.dataset, Source):
-            order = self._source_order(epoch)
-            return fast.jobs(self._batches_of(order), epoch, order)
+        if order is not None:
+            return fast.jobs(index_batches, epoch, order)
         counter = itertools.count()
         batches = ([(next(counter), index) for index in batch] for batch in index_batches)
         return fast.jobs(batches, epoch)
+
+    def _skip_budget(self) -> int | None:
+        """max_skips as a count for this epoch."""
+        if isinstance(self.max_skips, float):
+            return int(self.max_skips * len(self) * (self.batch_size or 1))
+        return self.max_skips
 
     def _output_pool(self, plan, threads: int) -> OutputPool:
         """The CPU output batches, kept across epochs so their memory stays mapped."""
@@ -242,13 +367,12 @@ class DataLoader(torch.utils.data.DataLoader):
     def _deliver(self, batch: Any) -> Any:
         return to_device(batch, self.device, self.pin_memory)
 
-    def _map_jobs(self, epoch: int, index_batches) -> Iterator[Job]:
+    def _map_jobs(self, epoch: int, index_batches, order: list[int] | None) -> Iterator[Job]:
         """Generic path: threads call dataset[i]; collate_fn batches (torch's fetch semantics)."""
         dataset, collate = self.dataset, self.collate_fn
-        if isinstance(dataset, Source):
+        if order is not None:
             load = dataset.load
-            batches = (list(index for _, index in batch)
-                       for batch in self._batches_of(self._source_order(epoch)))
+            batches = (list(index for _, index in batch) for batch in index_batches)
         else:
             load = dataset.__getitem__
             batches = index_batches

@@ -4,7 +4,9 @@ A batch is a ``Job``: one task per item (read, decode, augment one sample;
 or call ``dataset[i]``), and a ``finish`` step that runs once, on the thread
 that completed the job's last item (collate, or normalize the staged batch).
 The consumer keeps at most ``max_in_flight`` jobs queued, takes their
-outputs in order, and re-raises a job's error in the training loop.
+outputs in order, and re-raises a job's error in the training loop;
+``on_deliver(False)`` is called for each output handed over and
+``on_deliver(True)`` once the data has run out (the loader's resume state).
 
 Shutdown is explicit (``close()``) and automatic: on exhaustion, when the
 iterator is garbage-collected (after a ``break``), and at interpreter exit
@@ -99,8 +101,10 @@ class ThreadPipeline:
 
     def __init__(self, jobs: Iterator[Job], num_threads: int, max_in_flight: int,
                  timeout: float = 0, on_wait: Callable[[float], None] | None = None,
-                 thread_init: Callable[[int], None] | None = None, length: int | None = None):
+                 thread_init: Callable[[int], None] | None = None, length: int | None = None,
+                 on_deliver: Callable[[bool], None] | None = None):
         self._jobs = jobs
+        self._on_deliver = on_deliver
         self._max_in_flight = max(1, max_in_flight)
         self._timeout = timeout
         self._on_wait = on_wait
@@ -152,6 +156,7 @@ class ThreadPipeline:
         try:
             self._fill()
             if not self._in_flight:
+                self._ended()
                 raise StopIteration
             job = self._in_flight.popleft()
             if not self._threads:
@@ -168,12 +173,19 @@ class ThreadPipeline:
             if job.error is not None:
                 raise job.error
             if job.output is END:
+                self._ended()
                 raise StopIteration
             self._fill()  # keep the threads busy while the training step runs
+            if self._on_deliver is not None:
+                self._on_deliver(False)
             return job.output
         except BaseException:
             self.close()
             raise
+
+    def _ended(self) -> None:
+        if self._on_deliver is not None and not self._closed:
+            self._on_deliver(True)
 
     def __len__(self) -> int:
         if self._length is None:
