@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import warnings
 import weakref
 from typing import Any, Iterator
@@ -48,7 +49,8 @@ class DataLoader(torch.utils.data.DataLoader):
 
     Args:
         device: deliver batches on this device (e.g. "cuda"); images travel
-            as uint8 and are converted there.
+            as uint8 and are converted there. A plain "cuda" under torchrun
+            means this process's GPU: cuda:LOCAL_RANK.
         seed: seed of the sample order of fastload sources and of every
             sample's augmentation (default: the source's seed, else 0).
             Augmentation is a pure function of (seed, epoch, sample index).
@@ -110,7 +112,7 @@ class DataLoader(torch.utils.data.DataLoader):
                          multiprocessing_context, generator, prefetch_factor=prefetch_factor,
                          persistent_workers=persistent_workers,
                          pin_memory_device=pin_memory_device, in_order=in_order)
-        self.device = torch.device(device) if device is not None else None
+        self.device = _local_device(device)
         self.seed = seed
         self.on_error = on_error
         self.rank, self.world_size = rank, world_size
@@ -178,16 +180,17 @@ class DataLoader(torch.utils.data.DataLoader):
                                 self.world_size if self.world_size is not None else source.world_size)
         shuffle = source.shuffle if self.source_shuffle is None else self.source_shuffle
         return shard_indices(len(source.samples), rank=rank, world_size=world, shuffle=shuffle,
-                             seed=self._seed(), epoch=epoch, drop_last=source.drop_last)
+                             seed=self._seed(), epoch=epoch, drop_last=source.drop_last,
+                             even_shards=source.even_shards)
 
     def __len__(self) -> int:
         """Batches per epoch; for a fastload source, of this loader's shard (its rank/world overrides)."""
         if not isinstance(self.dataset, Source):
             return super().__len__()
         source = self.dataset
-        _, world = dist_info(self.rank if self.rank is not None else source.rank,
-                             self.world_size if self.world_size is not None else source.world_size)
-        samples = num_shard_samples(len(source.samples), world, source.drop_last)
+        rank, world = dist_info(self.rank if self.rank is not None else source.rank,
+                                self.world_size if self.world_size is not None else source.world_size)
+        samples = num_shard_samples(len(source.samples), world, source.drop_last, rank, source.even_shards)
         return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
 
     def check_worker_number_rationality(self) -> None:
@@ -221,6 +224,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if iterable and not isinstance(self.dataset, Source):
             jobs, threads, fast_forward = self._iterable_jobs(), min(threads, 1), skip
         elif isinstance(self.dataset, Source):
+            self._warn_if_uneven()
             order = self._source_order(epoch)
             index_batches = itertools.islice(self._batches_of(order), skip, None)
             jobs = (self._fast_jobs if self._fast is not None else self._map_jobs)(epoch, index_batches, order)
@@ -242,6 +246,21 @@ class DataLoader(torch.utils.data.DataLoader):
                 break
         self._position["batches"] = skip
         return pipeline
+
+    def _warn_if_uneven(self) -> None:
+        """Say once that even_shards=False gives ranks different sample (and maybe batch) counts."""
+        source = self.dataset
+        if getattr(self, "_uneven_warned", False) or source.even_shards:
+            return
+        rank, world = dist_info(self.rank if self.rank is not None else source.rank,
+                                self.world_size if self.world_size is not None else source.world_size)
+        size, extra = divmod(len(source.samples), world)
+        if extra:
+            warnings.warn(f"fastload: even_shards=False: ranks 0-{extra - 1} read {size + 1} samples, the "
+                          f"others {size} (this is rank {rank}): ranks may run different numbers of batches. "
+                          f"Right for evaluation (each sample once); do not run per-batch collectives "
+                          f"(DDP training) on this loader", stacklevel=3)
+        self._uneven_warned = True
 
     # -- resume ---------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -432,3 +451,13 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _local_device(device) -> torch.device | None:
+    """``device`` as a torch.device; a bare "cuda" under torchrun becomes cuda:LOCAL_RANK."""
+    if device is None:
+        return None
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    return device

@@ -32,22 +32,36 @@ def dist_info(rank: int | None = None, world_size: int | None = None) -> tuple[i
     return rank, world_size
 
 
-def num_shard_samples(dataset_size: int, world_size: int, drop_last: bool) -> int:
-    """How many samples each rank gets (DistributedSampler.num_samples)."""
+def num_shard_samples(dataset_size: int, world_size: int, drop_last: bool, rank: int = 0,
+                      even_shards: bool = True) -> int:
+    """How many samples rank ``rank`` gets (DistributedSampler.num_samples when ``even_shards``).
+
+    With ``even_shards=False`` nothing is padded or dropped: the first
+    ``dataset_size % world_size`` ranks get one sample more.
+    """
+    if not even_shards:
+        return dataset_size // world_size + (rank < dataset_size % world_size)
     if drop_last and dataset_size % world_size != 0:
         return math.ceil((dataset_size - world_size) / world_size)
     return math.ceil(dataset_size / world_size)
 
 
 def shard_indices(dataset_size: int, *, rank: int, world_size: int, shuffle: bool,
-                  seed: int, epoch: int, drop_last: bool) -> list[int]:
-    """This rank's dataset indices for ``epoch``, exactly as DistributedSampler yields them."""
+                  seed: int, epoch: int, drop_last: bool, even_shards: bool = True) -> list[int]:
+    """This rank's dataset indices for ``epoch``, exactly as DistributedSampler yields them.
+
+    ``even_shards=False`` (evaluation): the same permutation, neither padded
+    nor cut, so every sample is read by exactly one rank and shard sizes
+    differ by at most one.
+    """
     if shuffle:
         generator = torch.Generator()
         generator.manual_seed(seed + epoch)
         indices = torch.randperm(dataset_size, generator=generator).tolist()
     else:
         indices = list(range(dataset_size))
+    if not even_shards:
+        return indices[rank::world_size]
     total = num_shard_samples(dataset_size, world_size, drop_last) * world_size
     if not drop_last:
         padding = total - len(indices)

@@ -27,13 +27,19 @@ class Source(torch.utils.data.IterableDataset):
         shuffle, seed, drop_last: as in ``DistributedSampler``: permute with
             ``seed + epoch``; drop the tail (or pad by repeating) so that all
             ranks get the same number of samples.
+        even_shards: True (default) gives every rank the same number of
+            samples, as DistributedSampler does (training: ranks must step
+            together). False, for evaluation, neither pads nor drops: each
+            sample is read by exactly one rank, so metrics are exact, and
+            shards differ by at most one sample (``len()`` is this rank's).
         rank, world_size: default to torch.distributed's group, then
             torchrun's ``RANK``/``WORLD_SIZE``, then 0/1.
     """
 
     def __init__(self, samples: list[tuple[str, int]], transform: Callable | None = None,
                  target_transform: Callable | None = None, *, shuffle: bool = False, seed: int = 0,
-                 drop_last: bool = False, rank: int | None = None, world_size: int | None = None):
+                 drop_last: bool = False, rank: int | None = None, world_size: int | None = None,
+                 even_shards: bool = True):
         self.samples = samples
         self.targets = [label for _, label in samples]
         self.transform = transform
@@ -41,6 +47,7 @@ class Source(torch.utils.data.IterableDataset):
         self.shuffle = shuffle
         self.seed = seed
         self.drop_last = drop_last
+        self.even_shards = even_shards
         self.rank, self.world_size = dist_info(rank, world_size)
         self.epoch = 0
 
@@ -52,11 +59,13 @@ class Source(torch.utils.data.IterableDataset):
         """This rank's dataset indices for ``epoch`` (default: the current one)."""
         return shard_indices(len(self.samples), rank=self.rank, world_size=self.world_size,
                              shuffle=self.shuffle, seed=self.seed,
-                             epoch=self.epoch if epoch is None else epoch, drop_last=self.drop_last)
+                             epoch=self.epoch if epoch is None else epoch, drop_last=self.drop_last,
+                             even_shards=self.even_shards)
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch (DistributedSampler's ``num_samples``)."""
-        return num_shard_samples(len(self.samples), self.world_size, self.drop_last)
+        return num_shard_samples(len(self.samples), self.world_size, self.drop_last, self.rank,
+                                 self.even_shards)
 
     def load(self, index: int) -> tuple[Any, Any]:
         """One sample as torchvision's ImageFolder.__getitem__ returns it."""

@@ -235,3 +235,25 @@ result = (type(loader).__module__, len(loader), sorted(labels.items()))
     assert torch_result["result"][0].startswith("torch.utils.data")
     assert fastload_result["result"][0].startswith("fastload")
     assert fastload_result["result"][1:] == torch_result["result"][1:]
+
+
+def test_a_bare_cuda_device_under_torchrun_is_the_local_rank(image_folder, monkeypatch):
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    source = fastload.ImageFolder(image_folder, TRAIN)
+    assert fastload.DataLoader(source, device="cuda").device == torch.device("cuda", 3)
+    assert fastload.DataLoader(source, device="cuda:1").device == torch.device("cuda", 1)
+    assert fastload.DataLoader(source, device="cpu").device == torch.device("cpu")
+    monkeypatch.delenv("LOCAL_RANK")
+    assert fastload.DataLoader(source, device="cuda").device == torch.device("cuda")
+
+
+def test_uneven_shards_for_evaluation_say_so_and_cover_the_epoch_once(image_folder):
+    seen = []
+    for rank in range(2):
+        source = fastload.ImageFolder(image_folder, TRAIN, rank=rank, world_size=2, even_shards=False)
+        loader = fastload.DataLoader(source, batch_size=5)
+        with pytest.warns(UserWarning, match="ranks 0-0 read 12 samples, the others 11"):
+            labels = [label for _, batch in loader for label in batch.tolist()]
+        assert len(labels) == len(source) == (12 if rank == 0 else 11) and len(loader) == (3 if rank == 0 else 3)
+        seen.append(len(labels))
+    assert sum(seen) == 23

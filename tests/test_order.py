@@ -39,3 +39,14 @@ def test_dist_info_precedence(monkeypatch):
     assert dist_info(rank=0, world_size=2) == (0, 2)
     with pytest.raises(ValueError, match="rank"):
         dist_info(rank=4, world_size=4)
+
+
+@pytest.mark.parametrize("size, world", [(10, 3), (11, 2), (1, 4), (24, 4)])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_uneven_shards_partition_the_epoch(size, world, shuffle):
+    from fastload.order import num_shard_samples, shard_indices
+    shards = [shard_indices(size, rank=r, world_size=world, shuffle=shuffle, seed=1, epoch=2, drop_last=False,
+                            even_shards=False) for r in range(world)]
+    assert sorted(i for shard in shards for i in shard) == list(range(size))
+    assert [len(s) for s in shards] == [num_shard_samples(size, world, False, r, even_shards=False)
+                                        for r in range(world)]
