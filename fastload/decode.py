@@ -210,21 +210,3 @@ def _decode_with_pillow(index: int, path: str, image: Image.Image, reduction: in
         image = image.convert("RGB")
     return Decoded(image, scale)
 
-
-def jpeg_warning(data: bytes) -> str | None:
-    """libjpeg's first warning on a full decode of ``data`` (corrupt data it decodes anyway), else None.
-
-    torchvision prints these to stderr and Pillow ignores them; ``fastload
-    inspect --deep`` reports them. None also when the region decoder is not
-    built or does not take this file.
-    """
-    if _jpeg is None or data[:2] != b"\xff\xd8":
-        return None
-    try:
-        width, height, channels, color_space = _jpeg.header(data)
-        if color_space not in _REGION_COLOR_SPACES:
-            return None
-        result = _jpeg.decode(data, np.empty(width * height * 3, np.uint8), 8, 0, 0, width, height)
-    except (ValueError, NotImplementedError, MemoryError) as error:
-        return str(error)
-    return result[4] if result[3] else None

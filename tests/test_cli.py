@@ -32,6 +32,19 @@ def folder_with_bad_files(image_folder, tmp_path):
     return root
 
 
+def test_inspect_deep_lists_jpegs_libjpeg_warns_about_but_does_not_fail(image_folder, tmp_path, capsys):
+    import shutil
+    root = tmp_path / "warned"
+    shutil.copytree(image_folder, root)
+    victim = next(p for p in sorted(root.rglob("*")) if p.suffix.lower() in (".jpg", ".jpeg"))
+    data = victim.read_bytes()
+    position = data.index(b"\xff\xda") + 300
+    victim.write_bytes(data[:position] + b"\xff\xd5" + data[position:])  # a stray marker: libjpeg warns
+    assert main(["inspect", str(root), "--deep", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "1 file(s) decode with libjpeg warnings" in out and f"{victim.name}: Corrupt JPEG data" in out
+
+
 def test_inspect_reports_every_bad_file_and_exits_nonzero(folder_with_bad_files, tmp_path, capsys):
     bad_list = tmp_path / "bad.tsv"
     status = main(["inspect", str(folder_with_bad_files), "--deep", "--no-progress", "--bad-list", str(bad_list)])

@@ -62,7 +62,7 @@ class Probe:
         return len(self.samples)
 
     def __getitem__(self, index: int) -> dict:
-        from ..decode import DEFAULT_MAX_PIXELS, decode, jpeg_warning, read_header
+        from ..decode import DEFAULT_MAX_PIXELS, decode, read_header
         from ..errors import DecodeError
         from ..read import read_file
         path, label = self.samples[index]
@@ -76,9 +76,8 @@ class Probe:
             report["size"] = (header.width, header.height)
             is_jpeg = header.image is None or header.image.format == "JPEG"
             report["format"] = jpeg_kind(data) if is_jpeg else (header.image.format or "unknown")
-            if self.deep:
-                decode(index, path, data, header)
-                report["warning"] = jpeg_warning(data) if is_jpeg else None
+            if self.deep:  # the full decode reports libjpeg's warning, if it had one
+                report["warning"] = decode(index, path, data, header).warning
         except DecodeError as error:
             report["error"] = error.reason
         return report
