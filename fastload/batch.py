@@ -47,7 +47,7 @@ class FastPath:
                  target_transform: Callable | None, collate_fn: Callable | None, on_error: str,
                  max_skips: int | None = None, on_corrupt: str = "deliver",
                  max_image_pixels: int | None, dct_scaling: bool, device: torch.device | None,
-                 pin_memory: bool, slots: int, outputs: OutputPool | None, stats: Stats):
+                 pin_memory: bool, slots: int, outputs: OutputPool, stats: Stats):
         self.samples = samples
         self.plan = plan
         self.seed = seed
@@ -66,7 +66,7 @@ class FastPath:
         # direct: threads write normalized samples into the output batch; else
         # they stage uint8 and the batch is finished at once, on CPU or GPU.
         self.direct = not on_gpu and normalizes_per_sample(plan)
-        self.outputs = outputs if outputs is not None else output_pool(plan, batch_size, slots)
+        self.outputs = outputs
         self.ring = None if self.direct else StagingRing(slots, (batch_size, height, width, 3), pin=on_gpu)
         self.stream = torch.cuda.Stream(device) if on_gpu else None
 

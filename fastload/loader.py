@@ -174,10 +174,15 @@ class DataLoader(torch.utils.data.DataLoader):
         self._source_epoch_seen = source_epoch
         return self._epoch
 
+    def _shard_rank_world(self) -> tuple[int, int]:
+        """(rank, world_size) of a fastload source's shard: this loader's overrides, else the source's."""
+        source = self.dataset
+        return dist_info(self.rank if self.rank is not None else source.rank,
+                         self.world_size if self.world_size is not None else source.world_size)
+
     def _source_order(self, epoch: int) -> list[int]:
         source = self.dataset
-        rank, world = dist_info(self.rank if self.rank is not None else source.rank,
-                                self.world_size if self.world_size is not None else source.world_size)
+        rank, world = self._shard_rank_world()
         shuffle = source.shuffle if self.source_shuffle is None else self.source_shuffle
         return shard_indices(len(source.samples), rank=rank, world_size=world, shuffle=shuffle,
                              seed=self._seed(), epoch=epoch, drop_last=source.drop_last,
@@ -188,8 +193,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if not isinstance(self.dataset, Source):
             return super().__len__()
         source = self.dataset
-        rank, world = dist_info(self.rank if self.rank is not None else source.rank,
-                                self.world_size if self.world_size is not None else source.world_size)
+        rank, world = self._shard_rank_world()
         samples = num_shard_samples(len(source.samples), world, source.drop_last, rank, source.even_shards)
         return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
 
@@ -252,8 +256,7 @@ class DataLoader(torch.utils.data.DataLoader):
         source = self.dataset
         if getattr(self, "_uneven_warned", False) or source.even_shards:
             return
-        rank, world = dist_info(self.rank if self.rank is not None else source.rank,
-                                self.world_size if self.world_size is not None else source.world_size)
+        rank, world = self._shard_rank_world()
         size, extra = divmod(len(source.samples), world)
         if extra:
             warnings.warn(f"fastload: even_shards=False: ranks 0-{extra - 1} read {size + 1} samples, the "
