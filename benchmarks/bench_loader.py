@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
-import time
 
-from fastload.cli.bench import machine, run_in_child
+from fastload.cli.bench import machine, measure, run_in_child
 
 LOADERS = ("torch + PIL/v1", "torch + tv.io/v2", "fastload")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -65,26 +63,10 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
 
 
 def run_one(name: str, root: str, batch_size: int, workers: int, epochs: int, progress: bool) -> dict:
-    """Time one loader in this process; returns its measurements."""
+    """Time one loader in this process (a warm-up epoch, then ``epochs``); returns its measurements."""
     import warnings
     warnings.filterwarnings("ignore", category=UserWarning, module="torchvision")
-    from tqdm import tqdm
-    loader = _make_loader(name, root, batch_size, workers)
-    images, seconds = 0, 0.0
-    for epoch in range(epochs + 1):  # epoch 0 warms up page cache, threads and allocators
-        bar = tqdm(total=len(loader) * batch_size, desc=f"{name:17s} epoch {epoch}", unit="img",
-                   disable=not progress, file=sys.stderr, leave=False)
-        started = time.perf_counter()
-        count = 0
-        for batch, _labels in loader:
-            count += batch.shape[0]
-            bar.update(batch.shape[0])
-        elapsed = time.perf_counter() - started
-        bar.close()
-        if epoch:
-            images, seconds = images + count, seconds + elapsed
-    own_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # where /proc has no PSS
-    return {"name": name, "images_per_s": images / seconds, "own_peak_rss_mb": own_peak_mb}
+    return measure(name, _make_loader(name, root, batch_size, workers), epochs, "cpu", progress)
 
 
 def main(argv=None) -> int:
