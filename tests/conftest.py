@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from fastload.pipeline import THREAD_PREFIX
-from fastload.sample_data import make_image
+import torch
+
+# Without a GPU, Triton kernels run in its interpreter; it must be chosen before any kernel is defined.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from fastload.pipeline import THREAD_PREFIX  # noqa: E402
+from fastload.sample_data import make_image  # noqa: E402
 
 TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata"
 

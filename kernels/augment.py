@@ -1,0 +1,504 @@
+"""Fused batch augmentation: N decoded uint8 images of any sizes -> one (N, 3, H, W) batch, in one pass.
+
+torchvision augments one sample and one operation at a time, each reading
+and writing the whole image. ``augment_batch`` launches one Triton program
+per tile of output pixels of each image; a program reads, for each of its
+output pixels, the source pixels its antialiased bilinear filter covers,
+and runs crop, resize, flips, the color operations, grayscale, normalize,
+dtype and layout on them in registers before the single write. Contrast
+needs the mean gray level of the whole image at its point in the chain, so
+a plan with contrast runs the same kernel once more first, in a mode that
+only writes per-tile partial sums (summed in a fixed order: deterministic).
+
+Semantics are torchvision.transforms.v2.functional on the uint8 image
+tensor: ``resized_crop`` (bilinear, antialias=True, zero padding outside
+the image), ``hflip``/``vflip``, ``adjust_brightness``,
+``adjust_contrast``, ``adjust_saturation``, ``adjust_hue``,
+``rgb_to_grayscale``, then ``to_dtype(scale=True)`` + ``normalize`` as one
+per-channel affine map. With ``quantize=True`` the values are rounded and
+truncated to uint8 levels wherever torchvision's uint8 pipeline does
+(after the resize and after every color operation); with
+``quantize=False`` they stay float in [0, 1], as when the image was
+converted to float before the color operations. One-channel images are
+read as RGB (the three channels equal), as torchvision's RGB read mode
+does.
+
+``augment_reference`` is the same math in plain torch: the oracle for the
+tests, and what the CPU path runs. ``color_reference`` is its color part
+alone, batched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # a torch build without triton: the references still work
+    triton = None
+
+# Color operation ids in ``AugmentParams.ops``; NONE leaves a slot unused for this image.
+NONE, BRIGHTNESS, CONTRAST, SATURATION, HUE, GRAYSCALE = -1, 0, 1, 2, 3, 4
+OPERATIONS = {"brightness": BRIGHTNESS, "contrast": CONTRAST, "saturation": SATURATION,
+              "hue": HUE, "grayscale": GRAYSCALE}
+
+
+@dataclass
+class AugmentParams:
+    """Per-image parameters of one batch, as small tensors on the images' device.
+
+    Args:
+        boxes: (N, 4) int32 crop boxes (top, left, height, width) in source
+            pixels; parts outside the image read as zeros.
+        flips: (N, 2) int32 (horizontal, vertical) flags, applied after the resize.
+        ops: (N, S) int32 color operation ids, applied in slot order per image
+            (NONE skips a slot); S may be 0.
+        factors: (N, S) float32: the brightness, contrast or saturation factor,
+            or the hue shift, of each slot.
+    """
+
+    boxes: torch.Tensor
+    flips: torch.Tensor
+    ops: torch.Tensor
+    factors: torch.Tensor
+
+    @classmethod
+    def make(cls, boxes, flips=None, ops=None, factors=None, device=None) -> "AugmentParams":
+        """Build from Python lists or tensors; missing flips/ops mean none."""
+        boxes = torch.as_tensor(boxes, dtype=torch.int32, device=device).reshape(-1, 4)
+        n = boxes.shape[0]
+        flips = (torch.zeros(n, 2, dtype=torch.int32, device=device) if flips is None
+                 else torch.as_tensor(flips, dtype=torch.int32, device=device).reshape(n, 2))
+        ops = (torch.zeros(n, 0, dtype=torch.int32, device=device) if ops is None
+               else torch.as_tensor(ops, dtype=torch.int32, device=device).reshape(n, -1))
+        factors = (torch.zeros(ops.shape, dtype=torch.float32, device=device) if factors is None
+                   else torch.as_tensor(factors, dtype=torch.float32, device=device).reshape(ops.shape))
+        return cls(boxes, flips, ops, factors)
+
+
+def _check(images: Sequence[torch.Tensor], params: AugmentParams) -> None:
+    if len(images) != params.boxes.shape[0]:
+        raise ValueError(f"{len(images)} images but {params.boxes.shape[0]} crop boxes")
+    for i, image in enumerate(images):
+        if image.dtype != torch.uint8 or image.dim() != 3 or image.shape[0] not in (1, 3):
+            raise ValueError(f"image {i}: expected a (C, H, W) uint8 tensor with C 1 or 3, got "
+                             f"{tuple(image.shape)} {image.dtype} (pass HWC data as image.permute(2, 0, 1))")
+    if bool((params.boxes[:, 2:] <= 0).any()):
+        raise ValueError("crop boxes need a positive height and width")
+
+
+def _out_values(dtype: torch.dtype, scale, shift, quantize: bool):
+    """The affine map from the chain's values to the output, or None for uint8 levels as they are."""
+    if scale is None:
+        if dtype != torch.uint8 or not quantize:
+            raise ValueError("without scale/shift the output is the uint8 image: dtype=torch.uint8, "
+                             "quantize=True")
+        return None
+    scale = torch.as_tensor(scale, dtype=torch.float64).reshape(3)
+    shift = torch.as_tensor(shift, dtype=torch.float64).reshape(3)
+    if not quantize:  # the chain holds x / 255, the map is defined on uint8 levels x
+        scale = scale * 255.0
+    return scale.float(), shift.float()
+
+
+# ---------------------------------------------------------------- reference
+
+def _gray(image: torch.Tensor, quantize: bool) -> torch.Tensor:
+    """torchvision's _rgb_to_grayscale_image (N, 3, H, W) -> (N, 1, H, W), floored like its uint8 path."""
+    r, g, b = image.unbind(1)
+    gray = r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114).unsqueeze(1)
+    return gray.floor_() if quantize else gray
+
+
+def _blend(image, other, factor, bound, quantize):
+    """torchvision's _blend with a per-image factor (N, 1, 1, 1) float32."""
+    out = (image * factor + other * (1.0 - factor)).clamp_(0, bound)
+    return out.floor_() if quantize else out
+
+
+def _hue(image: torch.Tensor, shift: torch.Tensor, quantize: bool) -> torch.Tensor:
+    """torchvision's adjust_hue_image: RGB -> HSV, rotate hue, -> RGB."""
+    x = image * (1.0 / 255.0) if quantize else image
+    r, g, b = x.unbind(1)
+    maxc, minc = torch.max(torch.max(r, g), b), torch.min(torch.min(r, g), b)
+    eqc = maxc == minc
+    span = maxc - minc
+    ones = torch.ones_like(maxc)
+    s = span / torch.where(eqc, ones, maxc)
+    divisor = torch.where(eqc, ones, span)
+    rc, gc, bc = (maxc - r) / divisor, (maxc - g) / divisor, (maxc - b) / divisor
+    max_is_r, max_is_g = maxc == r, maxc == g
+    h = torch.where(max_is_r, bc - gc, torch.where(max_is_g, (rc + 2.0) - bc, (gc + 4.0) - rc))
+    h = torch.fmod(h * (1.0 / 6.0) + 1.0, 1.0)
+    h = torch.remainder(h + shift.view(-1, 1, 1), 1.0)
+    h6 = h * 6.0
+    i = torch.floor(h6)
+    f = h6 - i
+    i = torch.remainder(i.to(torch.int32), 6)
+    v = maxc
+    sxf = s * f
+    q = ((1.0 - sxf) * v).clamp_(0.0, 1.0)
+    t = ((sxf + (1.0 - s)) * v).clamp_(0.0, 1.0)
+    p = ((1.0 - s) * v).clamp_(0.0, 1.0)
+    red = torch.where(i == 0, v, torch.where(i == 1, q, torch.where((i == 2) | (i == 3), p,
+                                                                      torch.where(i == 4, t, v))))
+    green = torch.where(i == 0, t, torch.where((i == 1) | (i == 2), v, torch.where(i == 3, q, p)))
+    blue = torch.where((i == 0) | (i == 1), p, torch.where(i == 2, t, torch.where(i == 5, q, v)))
+    out = torch.stack((red, green, blue), 1)
+    return (out * (255.0 + 1.0 - 1e-3)).floor_() if quantize else out
+
+
+def color_reference(images: torch.Tensor, ops: torch.Tensor, factors: torch.Tensor,
+                    quantize: bool = True) -> torch.Tensor:
+    """Apply each image's color operations, slot by slot, to a float (N, 3, H, W) batch.
+
+    Values are uint8 levels held in float (``quantize=True``) or floats in
+    [0, 1]. Each slot runs each operation once, on the images that have it
+    there, so the work is batched however the per-image orders differ.
+    """
+    bound = 255.0 if quantize else 1.0
+    out = images.clone()
+    for slot in range(ops.shape[1]):
+        for op in (BRIGHTNESS, CONTRAST, SATURATION, HUE, GRAYSCALE):
+            rows = (ops[:, slot] == op).nonzero().flatten()
+            if rows.numel() == 0:
+                continue
+            x, factor = out[rows], factors[rows, slot].view(-1, 1, 1, 1)
+            if op == BRIGHTNESS:
+                x = (x * factor).clamp_(0, bound)
+                x = x.floor_() if quantize else x
+            elif op == CONTRAST:
+                x = _blend(x, _gray(x, quantize).mean(dim=(1, 2, 3), keepdim=True), factor, bound, quantize)
+            elif op == SATURATION:
+                x = _blend(x, _gray(x, quantize), factor, bound, quantize)
+            elif op == HUE:
+                x = _hue(x, factor.view(-1), quantize)
+            else:
+                x = _gray(x, quantize).expand_as(x)
+            out[rows] = x
+    return out
+
+
+def resized_crop_reference(image: torch.Tensor, box: Sequence[int], size: tuple[int, int]) -> torch.Tensor:
+    """torchvision's resized_crop (bilinear, antialias) of a (C, H, W) image, in float32, as RGB (3, h, w)."""
+    top, left, height, width = (int(v) for v in box)
+    source = image.float()
+    channels, image_h, image_w = source.shape
+    crop = source.new_zeros(channels, height, width)  # torchvision pads a crop outside the image with zeros
+    y0, y1 = max(top, 0), min(top + height, image_h)
+    x0, x1 = max(left, 0), min(left + width, image_w)
+    if y0 < y1 and x0 < x1:
+        crop[:, y0 - top:y1 - top, x0 - left:x1 - left] = source[:, y0:y1, x0:x1]
+    resized = F.interpolate(crop[None], size=size, mode="bilinear", align_corners=False, antialias=True)[0]
+    return resized.expand(3, -1, -1) if channels == 1 else resized
+
+
+def augment_reference(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
+                      dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
+                      channels_last: bool = False) -> torch.Tensor:
+    """What ``augment_batch`` computes, in plain torch (per image for the ragged geometry, batched after)."""
+    _check(images, params)
+    boxes, flips = params.boxes.tolist(), params.flips.tolist()
+    rows = []
+    for image, box, (hflip, vflip) in zip(images, boxes, flips):
+        x = resized_crop_reference(image, box, size)
+        x = x.round() if quantize else x * (1.0 / 255.0)
+        if hflip:
+            x = x.flip(-1)
+        if vflip:
+            x = x.flip(-2)
+        rows.append(x)
+    batch = torch.stack(rows) if rows else torch.empty((0, 3) + tuple(size))
+    return finish_reference(batch, params.ops, params.factors, dtype, scale, shift, quantize=quantize,
+                            channels_last=channels_last)
+
+
+def finish_reference(levels: torch.Tensor, ops: torch.Tensor, factors: torch.Tensor, dtype: torch.dtype,
+                     scale=None, shift=None, *, quantize: bool = True, channels_last: bool = False,
+                     out: torch.Tensor | None = None) -> torch.Tensor:
+    """The color operations and the output map on a resized, flipped float (N, 3, H, W) batch.
+
+    ``levels`` holds uint8 levels (``quantize=True``) or floats in [0, 1].
+    This is all the CPU path needs once Pillow has cropped and resized.
+    """
+    affine = _out_values(dtype, scale, shift, quantize)
+    if ops.shape[1]:
+        levels = color_reference(levels, ops.to(levels.device), factors.to(levels.device), quantize)
+    if affine is not None:
+        scale_t, shift_t = (v.to(levels.device).view(1, 3, 1, 1) for v in affine)
+        levels = levels * scale_t + shift_t
+    if out is not None:
+        return out.copy_(levels)
+    result = levels.to(dtype)
+    return result.contiguous(memory_format=torch.channels_last) if channels_last else result
+
+
+# ------------------------------------------------------------------- kernel
+
+if triton is not None:
+
+    @triton.jit
+    def _round_half_even(x):
+        down = tl.floor(x)
+        frac = x - down
+        odd = down - 2.0 * tl.floor(down * 0.5)
+        return tl.where(frac > 0.5, down + 1.0, tl.where(frac < 0.5, down, down + odd))
+
+    @triton.jit
+    def _gray_level(r, g, b, QUANTIZE: tl.constexpr):
+        gray = r * 0.2989 + g * 0.587 + b * 0.114
+        if QUANTIZE:
+            gray = tl.floor(gray)
+        return gray
+
+    @triton.jit
+    def _blend_values(x, other, factor, BOUND: tl.constexpr, QUANTIZE: tl.constexpr):
+        out = tl.minimum(tl.maximum(x * factor + other * (1.0 - factor), 0.0), BOUND)
+        if QUANTIZE:
+            out = tl.floor(out)
+        return out
+
+    @triton.jit
+    def _hue_values(r, g, b, shift, QUANTIZE: tl.constexpr):
+        if QUANTIZE:
+            r = r * (1.0 / 255.0)
+            g = g * (1.0 / 255.0)
+            b = b * (1.0 / 255.0)
+        maxc = tl.maximum(tl.maximum(r, g), b)
+        minc = tl.minimum(tl.minimum(r, g), b)
+        eqc = maxc == minc
+        span = maxc - minc
+        s = span / tl.where(eqc, 1.0, maxc)
+        divisor = tl.where(eqc, 1.0, span)
+        rc = (maxc - r) / divisor
+        gc = (maxc - g) / divisor
+        bc = (maxc - b) / divisor
+        h = tl.where(maxc == r, bc - gc, tl.where(maxc == g, (rc + 2.0) - bc, (gc + 4.0) - rc))
+        h = h * (1.0 / 6.0) + 1.0
+        h = h - tl.floor(h)  # fmod(h, 1) for the positive h here
+        h = h + shift
+        h = h - tl.floor(h)  # torch.remainder(h, 1)
+        h6 = h * 6.0
+        i = tl.floor(h6)
+        f = h6 - i
+        i = i - 6.0 * tl.floor(i / 6.0)
+        v = maxc
+        sxf = s * f
+        q = tl.minimum(tl.maximum((1.0 - sxf) * v, 0.0), 1.0)
+        t = tl.minimum(tl.maximum((sxf + (1.0 - s)) * v, 0.0), 1.0)
+        p = tl.minimum(tl.maximum((1.0 - s) * v, 0.0), 1.0)
+        red = tl.where(i == 0, v, tl.where(i == 1, q, tl.where((i == 2) | (i == 3), p, tl.where(i == 4, t, v))))
+        green = tl.where(i == 0, t, tl.where((i == 1) | (i == 2), v, tl.where(i == 3, q, p)))
+        blue = tl.where((i == 0) | (i == 1), p, tl.where(i == 2, t, tl.where(i == 5, q, v)))
+        if QUANTIZE:
+            red = tl.floor(red * (255.0 + 1.0 - 1e-3))
+            green = tl.floor(green * (255.0 + 1.0 - 1e-3))
+            blue = tl.floor(blue * (255.0 + 1.0 - 1e-3))
+        return red, green, blue
+
+    @triton.jit
+    def _augment_kernel(
+        src_ptrs, src_meta, boxes, flips, ops, factors, partials, scale_ptr, shift_ptr,
+        out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
+        SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
+        QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
+        TILES: tl.constexpr, BLOCK: tl.constexpr,
+    ):
+        tile = tl.program_id(0).to(tl.int64)
+        n = tl.program_id(1).to(tl.int64)
+        BOUND: tl.constexpr = 255.0 if QUANTIZE else 1.0
+
+        # This image: where it is, its size, channels and strides (in elements).
+        src = tl.load(src_ptrs + n).to(tl.pointer_type(tl.uint8))
+        image_h = tl.load(src_meta + n * 6 + 0)
+        image_w = tl.load(src_meta + n * 6 + 1)
+        channels = tl.load(src_meta + n * 6 + 2)
+        stride_c = tl.load(src_meta + n * 6 + 3)
+        stride_y = tl.load(src_meta + n * 6 + 4)
+        stride_x = tl.load(src_meta + n * 6 + 5)
+        green_at = tl.where(channels == 3, stride_c, 0)  # a gray image reads as RGB with equal channels
+        top = tl.load(boxes + n * 4 + 0).to(tl.int64)
+        left = tl.load(boxes + n * 4 + 1).to(tl.int64)
+        crop_h = tl.load(boxes + n * 4 + 2)
+        crop_w = tl.load(boxes + n * 4 + 3)
+
+        pixel = tile * BLOCK + tl.arange(0, BLOCK)
+        valid = pixel < out_h * out_w
+        oy = pixel // out_w
+        ox = pixel % out_w
+        if FLIPS:  # flips act on the resized image: read the mirrored output position
+            hflip = tl.load(flips + n * 2 + 0)
+            vflip = tl.load(flips + n * 2 + 1)
+            ox = tl.where(hflip != 0, out_w - 1 - ox, ox)
+            oy = tl.where(vflip != 0, out_h - 1 - oy, oy)
+
+        # torch's antialiased bilinear weights (_compute_indices_min_size_weights_aa), per axis.
+        scale_y = crop_h.to(tl.float32) / out_h
+        scale_x = crop_w.to(tl.float32) / out_w
+        support_y = tl.where(scale_y >= 1.0, scale_y, 1.0)
+        support_x = tl.where(scale_x >= 1.0, scale_x, 1.0)
+        inv_y = tl.where(scale_y >= 1.0, 1.0 / scale_y, 1.0)
+        inv_x = tl.where(scale_x >= 1.0, 1.0 / scale_x, 1.0)
+        center_y = scale_y * (oy.to(tl.float32) + 0.5)
+        center_x = scale_x * (ox.to(tl.float32) + 0.5)
+        ymin = tl.maximum((center_y - support_y + 0.5).to(tl.int32), 0)
+        ysize = tl.minimum((center_y + support_y + 0.5).to(tl.int32), crop_h) - ymin
+        xmin = tl.maximum((center_x - support_x + 0.5).to(tl.int32), 0)
+        xsize = tl.minimum((center_x + support_x + 0.5).to(tl.int32), crop_w) - xmin
+        taps_y = (2.0 * support_y).to(tl.int32) + 2
+        taps_x = (2.0 * support_x).to(tl.int32) + 2
+        total_y = tl.zeros([BLOCK], tl.float32)
+        for ky in range(0, taps_y):
+            w = tl.maximum(1.0 - tl.abs((ky + ymin - center_y + 0.5) * inv_y), 0.0)
+            total_y += tl.where(ky < ysize, w, 0.0)
+        total_x = tl.zeros([BLOCK], tl.float32)
+        for kx in range(0, taps_x):
+            w = tl.maximum(1.0 - tl.abs((kx + xmin - center_x + 0.5) * inv_x), 0.0)
+            total_x += tl.where(kx < xsize, w, 0.0)
+        total_y = tl.where(total_y != 0.0, total_y, 1.0)
+        total_x = tl.where(total_x != 0.0, total_x, 1.0)
+
+        r = tl.zeros([BLOCK], tl.float32)
+        g = tl.zeros([BLOCK], tl.float32)
+        b = tl.zeros([BLOCK], tl.float32)
+        for ky in range(0, taps_y):
+            wy = tl.maximum(1.0 - tl.abs((ky + ymin - center_y + 0.5) * inv_y), 0.0) / total_y
+            sy = (top + ymin + ky).to(tl.int64)
+            row_ok = valid & (ky < ysize) & (sy >= 0) & (sy < image_h)
+            row_r = tl.zeros([BLOCK], tl.float32)
+            row_g = tl.zeros([BLOCK], tl.float32)
+            row_b = tl.zeros([BLOCK], tl.float32)
+            for kx in range(0, taps_x):
+                wx = tl.maximum(1.0 - tl.abs((kx + xmin - center_x + 0.5) * inv_x), 0.0) / total_x
+                sx = (left + xmin + kx).to(tl.int64)
+                ok = row_ok & (kx < xsize) & (sx >= 0) & (sx < image_w)
+                at = src + sy * stride_y + sx * stride_x
+                row_r += wx * tl.load(at, mask=ok, other=0).to(tl.float32)
+                row_g += wx * tl.load(at + green_at, mask=ok, other=0).to(tl.float32)
+                row_b += wx * tl.load(at + 2 * green_at, mask=ok, other=0).to(tl.float32)
+            r += wy * row_r
+            g += wy * row_g
+            b += wy * row_b
+        if QUANTIZE:  # torchvision rounds a resized uint8 image back to uint8
+            r = _round_half_even(r)
+            g = _round_half_even(g)
+            b = _round_half_even(b)
+        else:
+            r = r * (1.0 / 255.0)
+            g = g * (1.0 / 255.0)
+            b = b * (1.0 / 255.0)
+
+        partial = tl.sum(tl.zeros([BLOCK], tl.float32), axis=0)
+        if HAS_CONTRAST and not MEAN_PASS:
+            sums = tl.load(partials + n * n_tiles + tl.arange(0, TILES), mask=tl.arange(0, TILES) < n_tiles,
+                           other=0.0)
+            mean = tl.sum(sums, axis=0) / (out_h * out_w).to(tl.float32)
+        else:
+            mean = 0.0
+        for slot in tl.static_range(SLOTS):
+            op = tl.load(ops + n * SLOTS + slot)
+            factor = tl.load(factors + n * SLOTS + slot)
+            if op == 0:  # brightness
+                r = tl.minimum(tl.maximum(r * factor, 0.0), BOUND)
+                g = tl.minimum(tl.maximum(g * factor, 0.0), BOUND)
+                b = tl.minimum(tl.maximum(b * factor, 0.0), BOUND)
+                if QUANTIZE:
+                    r = tl.floor(r)
+                    g = tl.floor(g)
+                    b = tl.floor(b)
+            elif op == 1:  # contrast, around the mean gray level of the whole image
+                if MEAN_PASS:
+                    partial = tl.sum(tl.where(valid, _gray_level(r, g, b, QUANTIZE), 0.0), axis=0)
+                r = _blend_values(r, mean, factor, BOUND, QUANTIZE)
+                g = _blend_values(g, mean, factor, BOUND, QUANTIZE)
+                b = _blend_values(b, mean, factor, BOUND, QUANTIZE)
+            elif op == 2:  # saturation
+                gray = _gray_level(r, g, b, QUANTIZE)
+                r = _blend_values(r, gray, factor, BOUND, QUANTIZE)
+                g = _blend_values(g, gray, factor, BOUND, QUANTIZE)
+                b = _blend_values(b, gray, factor, BOUND, QUANTIZE)
+            elif op == 3:  # hue
+                r, g, b = _hue_values(r, g, b, factor, QUANTIZE)
+            elif op == 4:  # grayscale
+                gray = _gray_level(r, g, b, QUANTIZE)
+                r = gray
+                g = gray
+                b = gray
+
+        if MEAN_PASS:
+            tl.store(partials + n * n_tiles + tile, partial)
+        else:
+            if NORMALIZE:
+                r = r * tl.load(scale_ptr + 0) + tl.load(shift_ptr + 0)
+                g = g * tl.load(scale_ptr + 1) + tl.load(shift_ptr + 1)
+                b = b * tl.load(scale_ptr + 2) + tl.load(shift_ptr + 2)
+            # Written at the unflipped position: (pixel // out_w, pixel % out_w).
+            at = out_ptr + n * out_stride_n + (pixel // out_w) * out_stride_y + (pixel % out_w) * out_stride_x
+            kind = out_ptr.dtype.element_ty
+            tl.store(at, r.to(kind), mask=valid)
+            tl.store(at + out_stride_c, g.to(kind), mask=valid)
+            tl.store(at + 2 * out_stride_c, b.to(kind), mask=valid)
+
+
+def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
+                  dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
+                  channels_last: bool = False, out: torch.Tensor | None = None,
+                  block: int | None = None) -> torch.Tensor:
+    """Augment a ragged batch with one fused kernel (two when a plan has contrast).
+
+    Args:
+        images: N (C, H, W) uint8 tensors on one device, C 1 or 3, any
+            strides (an HWC array is ``hwc.permute(2, 0, 1)``, no copy).
+        params: the per-image crop boxes, flips and color operations.
+        size: output (height, width).
+        dtype: float32, float16, bfloat16, or uint8 (then scale is None).
+        scale, shift: the per-channel map ``x * scale + shift`` of uint8
+            levels x to output values (``ToDtype(scale=True)`` then
+            ``Normalize``: ``1 / (255 std)`` and ``-mean / std``).
+        quantize: round to uint8 levels where torchvision's uint8 path does.
+        channels_last: the output's memory format, when ``out`` is not given.
+        out: an (N, 3, H, W) tensor to write into, of any strides.
+    """
+    if triton is None:
+        raise RuntimeError("fastload.kernels.augment needs triton; use augment_reference")
+    _check(images, params)
+    affine = _out_values(dtype, scale, shift, quantize)
+    n = len(images)
+    height, width = size
+    device = images[0].device if n else params.boxes.device
+    if out is None:
+        out = torch.empty((n, 3, height, width), dtype=dtype, device=device,
+                          memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    if out.shape != (n, 3, height, width) or out.dtype != dtype:
+        raise ValueError(f"out is {tuple(out.shape)} {out.dtype}, expected {(n, 3, height, width)} {dtype}")
+    if n == 0:
+        return out
+    src_ptrs = torch.tensor([image.data_ptr() for image in images], dtype=torch.int64)
+    src_meta = torch.tensor([[image.shape[1], image.shape[2], image.shape[0]] + list(image.stride())
+                             for image in images], dtype=torch.int64)
+    src_ptrs, src_meta = src_ptrs.to(device, non_blocking=True), src_meta.to(device, non_blocking=True)
+    if affine is None:
+        scale_t = shift_t = torch.zeros(3, dtype=torch.float32, device=device)
+    else:
+        scale_t, shift_t = (v.to(device) for v in affine)
+    if block is None:  # interpreted on the CPU, fewer and larger programs run faster
+        block = (min(4096, triton.next_power_of_2(height * width)) if device.type == "cpu" else 256)
+    n_tiles = triton.cdiv(height * width, block)
+    slots = params.ops.shape[1]
+    has_contrast = slots > 0 and bool((params.ops == CONTRAST).any())
+    partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
+    flips = bool(params.flips.any())
+    arguments = (src_ptrs, src_meta, params.boxes, params.flips, params.ops, params.factors, partials,
+                 scale_t, shift_t, out, *out.stride(), height, width, n_tiles)
+    options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, QUANTIZE=quantize, NORMALIZE=affine is not None,
+                   FLIPS=flips, TILES=triton.next_power_of_2(n_tiles), BLOCK=block)
+    grid = (n_tiles, n)
+    if has_contrast:
+        _augment_kernel[grid](*arguments, MEAN_PASS=True, **options)
+    _augment_kernel[grid](*arguments, MEAN_PASS=False, **options)
+    return out

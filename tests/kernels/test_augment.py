@@ -1,0 +1,261 @@
+"""The fused augmentation kernel against its plain-torch reference and torchvision.transforms.v2.functional.
+
+Without a GPU the kernel runs in Triton's interpreter (tests/conftest.py sets
+TRITON_INTERPRET=1), so the batches are small but awkward: 1x1 and 1x4000
+sources, prime sizes, gray and strided (HWC) inputs, crop boxes on and past
+every border, upscales and 10x downscales, in one ragged batch, fresh random
+pixels and parameters every run (the seed is in the failure message).
+
+Tolerances, and why:
+- kernel vs reference: the same float32 operations in the same order, so
+  uint8 levels are equal and float32 within 1e-5 (the affine map of the
+  output may fuse differently); float16/bfloat16 within one unit in the
+  last place at the outputs' magnitude (|x| < 3): 4e-3 and 3e-2.
+- vs torchvision, float chain (quantize=False): within 1e-3 of a uint8
+  level (float rounding of the same formulas).
+- vs torchvision, uint8 chain: the color operations, flips and grayscale
+  reproduce torchvision's uint8 rounding, so from the same resized image
+  they are equal up to a float32 rounding flip at a truncation boundary
+  (at most 1 level, in at most 0.5% of values). torchvision resizes uint8
+  on the GPU in float and rounds (the kernel's rule: equal up to the same
+  boundary flips) and on the CPU with 7-bit fixed-point weights (within 1
+  level).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from torchvision.transforms.v2 import functional as TF
+
+from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams,
+                                      augment_batch, augment_reference, color_reference)
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+SCALE = [1 / (255 * s) for s in STD]
+SHIFT = [-m / s for m, s in zip(MEAN, STD)]
+SIZE = (7, 11)  # the output: odd, not square
+
+
+@pytest.fixture
+def seed():
+    value = random.randrange(2 ** 31)
+    torch.manual_seed(value)
+    return value
+
+
+def awkward_batch(generator: random.Random):
+    """(images, boxes) covering the awkward cases, for an output of SIZE (7, 11)."""
+    def image(c, h, w, hwc=False):
+        if hwc:  # an HWC array seen as CHW: strides (1, w*c, c)
+            return torch.randint(0, 256, (h, w, c), dtype=torch.uint8).permute(2, 0, 1)
+        return torch.randint(0, 256, (c, h, w), dtype=torch.uint8)
+
+    thin = image(3, 1, 4000)
+    prime = image(1, 13, 17)
+    big = image(3, 97, 89, hwc=True)
+    small = image(3, 10, 12)
+    corner = image(1, 31, 29, hwc=True)
+    left = generator.randrange(0, 4000 - 110)
+    cases = [
+        (image(3, 1, 1), (0, 0, 1, 1)),                   # 1x1 upscaled to 7x11
+        (thin, (0, left, 1, 110)),                        # 1 row, 10x down in x, 7x up in y
+        (prime, (2, 3, 11, 13)),                          # gray, prime sizes, near 1:1
+        (big, (97 - 70, 89 - 13 + 1, 70, 13)),            # bottom-right border (one column padded), 10x down in y
+        (small, (-3, -4, 10 + 7, 12 + 9)),                # past every border: zero padding
+        (corner, (0, 0, 5, 7)),                           # top-left corner, upscaled
+        (big, (generator.randrange(0, 60), generator.randrange(0, 50), 37, 39)),  # interior, 5x and 3.5x down
+    ]
+    return [c[0] for c in cases], [c[1] for c in cases]
+
+
+def random_color(generator: random.Random, n: int, slots: int = 5):
+    """ColorJitter-like per-image orders of all four operations, plus grayscale in some images."""
+    ops, factors = [], []
+    for _ in range(n):
+        order = [BRIGHTNESS, CONTRAST, SATURATION, HUE]
+        generator.shuffle(order)
+        order = [op if generator.random() < 0.85 else NONE for op in order]
+        order.append(GRAYSCALE if generator.random() < 0.3 else NONE)
+        values = {BRIGHTNESS: generator.uniform(0.0, 2.0), CONTRAST: generator.uniform(0.0, 2.0),
+                  SATURATION: generator.uniform(0.0, 2.0), HUE: generator.uniform(-0.5, 0.5)}
+        ops.append(order[:slots])
+        factors.append([values.get(op, 0.0) for op in order[:slots]])
+    return ops, factors
+
+
+def make_params(generator, boxes, color=True):
+    flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in boxes]
+    ops, factors = random_color(generator, len(boxes)) if color else (None, None)
+    return AugmentParams.make(boxes, flips, ops, factors)
+
+
+def poisoned(n, dtype, channels_last, value):
+    out = torch.full((n, 3) + SIZE, value, dtype=dtype)
+    return out.contiguous(memory_format=torch.channels_last) if channels_last else out
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float32, 1e-5), (torch.float16, 4e-3),
+                                         (torch.bfloat16, 3e-2), (torch.uint8, 0)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_kernel_matches_reference(seed, dtype, atol, channels_last):
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes)
+    scale, shift = (None, None) if dtype == torch.uint8 else (SCALE, SHIFT)
+    expected = augment_reference(images, params, SIZE, dtype, scale, shift)
+    for poison in ((float("nan"),) if dtype.is_floating_point else (0, 255)):
+        out = poisoned(len(images), dtype, channels_last, poison)
+        result = augment_batch(images, params, SIZE, dtype, scale, shift, out=out)
+        assert result.data_ptr() == out.data_ptr()
+        assert result.is_contiguous(memory_format=torch.channels_last) == channels_last
+        torch.testing.assert_close(result.float(), expected.float(), atol=atol, rtol=0,
+                                   msg=lambda m: f"seed {seed}, poison {poison}: {m}")
+
+
+def test_float_chain_matches_reference(seed):
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes)
+    expected = augment_reference(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False)
+    result = augment_batch(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False,
+                           out=poisoned(len(images), torch.float32, False, float("nan")))
+    torch.testing.assert_close(result, expected, atol=1e-5, rtol=0, msg=lambda m: f"seed {seed}: {m}")
+
+
+def torchvision_chain(image, box, flips, ops, factors, quantize: bool):
+    """torchvision v2 functional on one (C, H, W) uint8 image, as floats on the uint8 level scale."""
+    x = image.expand(3, -1, -1) if image.shape[0] == 1 else image  # RGB read mode
+    if not quantize:
+        x = TF.to_dtype(x, torch.float32, scale=True)
+    x = TF.resized_crop(x, *box, list(SIZE), antialias=True)
+    if flips[0]:
+        x = TF.hflip(x)
+    if flips[1]:
+        x = TF.vflip(x)
+    x = apply_torchvision_color(x, ops, factors)
+    return TF.to_dtype(x, torch.float32, scale=True) * 255
+
+
+def apply_torchvision_color(x, ops, factors):
+    for op, factor in zip(ops, factors):
+        if op == BRIGHTNESS:
+            x = TF.adjust_brightness(x, factor)
+        elif op == CONTRAST:
+            x = TF.adjust_contrast(x, factor)
+        elif op == SATURATION:
+            x = TF.adjust_saturation(x, factor)
+        elif op == HUE:
+            x = TF.adjust_hue(x, factor)
+        elif op == GRAYSCALE:
+            x = TF.rgb_to_grayscale(x, num_output_channels=3)
+    return x
+
+
+def identity_levels(images, params, quantize):
+    """The kernel's output as floats on the uint8 level scale (scale 1/255 in, x255 out)."""
+    out = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=quantize)
+    return out * 255
+
+
+def test_float_chain_matches_torchvision(seed):
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes)
+    ours = identity_levels(images, params, quantize=False)
+    ops, factors = params.ops.tolist(), params.factors.tolist()
+    for i, image in enumerate(images):
+        expected = torchvision_chain(image, boxes[i], params.flips[i].tolist(), ops[i], factors[i], False)
+        torch.testing.assert_close(ours[i], expected, atol=1e-3, rtol=0, msg=lambda m: f"seed {seed}, image {i}: {m}")
+
+
+def assert_levels_close(ours, expected, what):
+    """At most 1 level off, in at most 0.5% of values (float32 rounding flips at a truncation)."""
+    diff = (ours - expected).abs()
+    assert diff.max() <= 1.0 + 1e-4, f"{what}: max difference {diff.max():.3f} levels"
+    assert (diff > 1e-4).float().mean() <= 0.005, f"{what}: {(diff > 1e-4).float().mean():.2%} of values differ"
+
+
+def test_uint8_color_matches_torchvision(seed):
+    """From the same resized image, every color operation rounds as torchvision's uint8 kernels do."""
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes)
+    geometry_only = AugmentParams.make(boxes, params.flips)
+    resized = augment_batch(images, geometry_only, SIZE, torch.uint8)
+    ours = augment_batch(images, params, SIZE, torch.uint8).float()
+    ops, factors = params.ops.tolist(), params.factors.tolist()
+    expected = torch.stack([apply_torchvision_color(resized[i], ops[i], factors[i]) for i in range(len(images))])
+    assert_levels_close(ours, expected.float(), f"seed {seed}, ops {ops}")
+
+
+def test_uint8_resize_matches_torchvision(seed):
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes, color=False)
+    ours = augment_batch(images, params, SIZE, torch.uint8).float()
+    gpu_rule, cpu_uint8 = [], []
+    for i, image in enumerate(images):
+        rgb = image.expand(3, -1, -1) if image.shape[0] == 1 else image
+        hflip, vflip = params.flips[i].tolist()
+        flip = [d for d, on in ((-1, hflip), (-2, vflip)) if on]
+        # torchvision on the GPU: float resize, rounded back to uint8 (the kernel's rule)
+        gpu_rule.append(TF.resized_crop(rgb.float(), *boxes[i], list(SIZE), antialias=True).round().flip(flip))
+        # torchvision on the CPU: its uint8 fixed-point resampler
+        cpu_uint8.append(TF.resized_crop(rgb, *boxes[i], list(SIZE), antialias=True).float().flip(flip))
+    assert_levels_close(ours, torch.stack(gpu_rule), f"seed {seed}")
+    assert (ours - torch.stack(cpu_uint8)).abs().max() <= 1, f"seed {seed}"
+
+
+def test_full_pipeline_against_torchvision_normalized(seed):
+    """End to end with normalize and float16: within the uint8-chain tolerance, in normalized units."""
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes)
+    geometry_only = AugmentParams.make(boxes, params.flips)
+    resized = augment_batch(images, geometry_only, SIZE, torch.uint8)
+    ours = augment_batch(images, params, SIZE, torch.float16, SCALE, SHIFT, channels_last=True)
+    ops, factors = params.ops.tolist(), params.factors.tolist()
+    for i in range(len(images)):
+        colored = apply_torchvision_color(resized[i], ops[i], factors[i])
+        expected = TF.normalize(TF.to_dtype(colored, torch.float32, scale=True), list(MEAN), list(STD))
+        level = 1 / (255 * min(STD))
+        torch.testing.assert_close(ours[i].float(), expected, atol=level + 4e-3, rtol=0,
+                                   msg=lambda m: f"seed {seed}, image {i}: {m}")
+
+
+def test_color_reference_matches_torchvision_on_a_batch(seed):
+    """The batched color reference (the CPU path) against torchvision per image, both chains."""
+    generator = random.Random(seed)
+    batch = torch.randint(0, 256, (6, 3, 15, 19), dtype=torch.uint8)
+    ops, factors = random_color(generator, 6)
+    ops_t, factors_t = torch.tensor(ops, dtype=torch.int32), torch.tensor(factors, dtype=torch.float32)
+    ours = color_reference(batch.float(), ops_t, factors_t, quantize=True)
+    ours_float = color_reference(batch.float() / 255, ops_t, factors_t, quantize=False)
+    expected = torch.stack([apply_torchvision_color(batch[i], ops[i], factors_t[i].tolist()) for i in range(6)])
+    assert_levels_close(ours, expected.float(), f"seed {seed}")
+    for i in range(6):
+        expected = apply_torchvision_color(TF.to_dtype(batch[i], torch.float32, scale=True), ops[i],
+                                           factors_t[i].tolist())
+        torch.testing.assert_close(ours_float[i], expected, atol=1e-5, rtol=0, msg=lambda m: f"seed {seed}: {m}")
+
+
+def test_features_compile_out_without_color_or_flips():
+    image = torch.arange(4 * 6 * 3, dtype=torch.uint8).reshape(3, 4, 6)
+    params = AugmentParams.make([(0, 0, 4, 6)])
+    out = augment_batch([image], params, (4, 6), torch.uint8)
+    assert torch.equal(out[0], image)  # 1:1 resize is the identity
+
+
+def test_bad_arguments_are_named():
+    image = torch.zeros(3, 4, 4, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="image 0"):
+        augment_batch([image.float()], AugmentParams.make([(0, 0, 4, 4)]), (2, 2))
+    with pytest.raises(ValueError, match="positive height"):
+        augment_batch([image], AugmentParams.make([(0, 0, 0, 4)]), (2, 2), torch.uint8)
+    with pytest.raises(ValueError, match="2 images but 1"):
+        augment_batch([image, image], AugmentParams.make([(0, 0, 4, 4)]), (2, 2), torch.uint8)
+    with pytest.raises(ValueError, match="uint8"):
+        augment_batch([image], AugmentParams.make([(0, 0, 4, 4)]), (2, 2), torch.float32)
