@@ -1,12 +1,15 @@
 """Augmentation on the CPU: geometry per sample in Pillow, values per sample in C or per batch in torch.
 
-Crop, antialiased resize and flip run per sample in the worker thread on
+Crop, antialiased resize and flips run per sample in the worker thread on
 uint8 pixels (Pillow releases the GIL, and pillow-simd vectorizes the
 resampling). The value part of the plan -- dtype, scale, normalize, NCHW --
 is ``fastload.kernels.normalize``'s math. For float32 output it runs per
 sample in ``fastload._normalize`` (one pass, flip folded in, no GIL, no
 OpenMP), straight into the sample's row of the batch; otherwise, or without
-the extension, once per batch on a staged uint8 batch with torch.
+the extension, once per batch on a staged uint8 batch with torch. Color
+operations (ColorJitter, grayscale) run per batch on the staged batch with
+``fastload.kernels.augment``'s plain-torch reference, the fused kernel's
+own oracle, so the CPU and GPU paths compute the same values.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from fastload.kernels.augment import finish_reference
 from fastload.kernels.normalize import normalize_reference
 
 try:
@@ -27,7 +31,7 @@ from .transforms import Geometry, Plan
 
 
 def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: bool = True) -> Image.Image:
-    """Crop, resize and (unless ``flip`` is False) flip a decoded image or region of one; returns RGB."""
+    """Crop, resize, flip vertically and (unless ``flip`` is False) horizontally; returns RGB."""
     image, scale = decoded.image, decoded.scale
     x0, y0 = decoded.origin
     if scale != 1:
@@ -46,6 +50,8 @@ def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: b
             image = image.crop(geometry.post_crop)
     if flip and geometry.hflip:
         image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    if geometry.vflip:
+        image = image.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
     if image.mode != "RGB":
         image = image.convert("RGB")
     return image
@@ -58,7 +64,8 @@ def apply_geometry(decoded: Decoded, geometry: Geometry, resample: int) -> np.nd
 
 def normalizes_per_sample(plan: Plan) -> bool:
     """Whether ``write_normalized`` can produce this plan's output (float32, extension built)."""
-    return _normalize is not None and plan.scale is not None and plan.dtype == torch.float32
+    return (_normalize is not None and plan.scale is not None and plan.dtype == torch.float32
+            and not plan.color)
 
 
 def write_normalized(image: Image.Image, hflip: bool, plan: Plan, out: torch.Tensor) -> None:
@@ -67,6 +74,19 @@ def write_normalized(image: Image.Image, hflip: bool, plan: Plan, out: torch.Ten
     _normalize.normalize(image.tobytes(), out.numpy(), height, width, plan.scale, plan.shift, hflip)
 
 
-def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = None) -> torch.Tensor:
-    """(N, H, W, 3) uint8 -> (N, 3, H, W) in the plan's dtype and values."""
-    return normalize_reference(staged, plan.scale, plan.shift, plan.dtype, out=out)
+def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = None,
+                 color: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """(N, H, W, 3) uint8 -> (N, 3, H, W) in the plan's dtype and values.
+
+    ``color`` is the batch's (ops, factors), (N, S) each, when the plan has
+    color operations.
+    """
+    if not plan.color:
+        return normalize_reference(staged, plan.scale, plan.shift, plan.dtype, out=out)
+    levels = staged.permute(0, 3, 1, 2).float()
+    if not plan.color_quantized:  # torchvision's ToDtype(float32, scale=True)
+        levels.mul_(1.0 / 255.0)
+    ops, factors = color
+    dtype = plan.dtype if plan.scale is not None else torch.uint8
+    return finish_reference(levels, ops, factors, dtype, plan.scale, plan.shift,
+                            quantize=plan.color_quantized, out=out)

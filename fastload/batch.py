@@ -70,8 +70,13 @@ class FastPath:
         self.ring = None if self.direct else StagingRing(slots, (batch_size, height, width, 3), pin=on_gpu)
         self.stream = torch.cuda.Stream(device) if on_gpu else None
 
-    def load(self, index: int, epoch: int, out: torch.Tensor, report) -> Any:
-        """Decode and augment sample ``index`` into ``out`` (its output or staging row); return its label."""
+    def load(self, index: int, epoch: int, out: torch.Tensor, report,
+             color_row: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
+        """Decode and augment sample ``index`` into ``out`` (its output or staging row); return its label.
+
+        ``color_row`` receives the sample's color operations and factors,
+        which the batch's finish applies.
+        """
         path, label = self.samples[index]
         stats = self.stats
         report("read", path)
@@ -81,6 +86,9 @@ class FastPath:
         report("decode", path)
         header = read_header(index, path, data, self.max_image_pixels)
         geometry = self.plan.sample(header.width, header.height, SampleRandom(self.seed, epoch, index))
+        if color_row is not None:
+            color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
+            color_row[1].copy_(torch.tensor([factor for _, factor in geometry.color], dtype=torch.float32))
         decoded = decode(index, path, data, header, geometry, geometry.max_reduction if self.dct_scaling else 1)
         if decoded.warning is not None:
             if self.on_corrupt == "error":
@@ -104,7 +112,7 @@ class FastPath:
         return self.target_transform(label) if self.target_transform is not None else label
 
     def _load_or_replace(self, position: int, index: int, epoch: int, order: list[int] | None,
-                         out: torch.Tensor, report) -> Any:
+                         out: torch.Tensor, report, color_row=None) -> Any:
         """``load``, or under on_error="skip" the first loadable sample after this one."""
         count = len(order) if order is not None else len(self.samples)
         for attempt in range(count):
@@ -112,7 +120,7 @@ class FastPath:
                 index = (order[(position + attempt) % count] if order is not None
                          else (index + 1) % count)
             try:
-                return self.load(index, epoch, out, report)
+                return self.load(index, epoch, out, report, color_row)
             except DecodeError as error:
                 if self.on_error != "skip":
                     raise
@@ -126,11 +134,14 @@ class FastPath:
     def jobs(self, batches: Iterable[list[tuple[int, int]]], epoch: int,
              order: list[int] | None = None) -> Iterator[Job]:
         """One job per batch of (position in epoch order, dataset index)."""
+        slots = self.plan.color_slots
         for batch in batches:
             buffer = _LazyBuffer(self._acquire, len(batch))
-            tasks = [self._task(position, index, epoch, order, buffer, i)
+            color = ((torch.empty(len(batch), slots, dtype=torch.int32),
+                      torch.empty(len(batch), slots, dtype=torch.float32)) if slots else None)
+            tasks = [self._task(position, index, epoch, order, buffer, i, color)
                      for i, (position, index) in enumerate(batch)]
-            yield Job(tasks, self._finisher(buffer, len(batch)))
+            yield Job(tasks, self._finisher(buffer, len(batch), color))
 
     def _acquire(self, rows: int) -> torch.Tensor:
         return self.ring.acquire() if self.ring is not None else self._output(rows)
@@ -141,10 +152,12 @@ class FastPath:
             return torch.empty((rows,) + self.outputs.shape[1:], dtype=self.outputs.dtype, pin_memory=True)
         return self.outputs.take(rows)
 
-    def _task(self, position, index, epoch, order, buffer: "_LazyBuffer", row: int):
-        return lambda report: self._load_or_replace(position, index, epoch, order, buffer.get()[row], report)
+    def _task(self, position, index, epoch, order, buffer: "_LazyBuffer", row: int, color):
+        color_row = None if color is None else (color[0][row], color[1][row])
+        return lambda report: self._load_or_replace(position, index, epoch, order, buffer.get()[row], report,
+                                                    color_row)
 
-    def _finisher(self, lazy: "_LazyBuffer", size: int):
+    def _finisher(self, lazy: "_LazyBuffer", size: int, color=None):
         def finish(labels: list) -> Any:
             started = time.perf_counter()
             buffer = lazy.get()
@@ -153,9 +166,9 @@ class FastPath:
             else:
                 try:
                     if self.stream is not None:
-                        images = self._finish_on_device(buffer[:size])
+                        images = self._finish_on_device(buffer[:size], color)
                     else:
-                        images = finish_batch(buffer[:size], self.plan, out=self._output(size))
+                        images = finish_batch(buffer[:size], self.plan, out=self._output(size), color=color)
                 finally:
                     self.ring.release(buffer)
             if self.collate_fn is not None:
@@ -171,11 +184,13 @@ class FastPath:
             return batch
         return finish
 
-    def _finish_on_device(self, staged: torch.Tensor) -> torch.Tensor:
+    def _finish_on_device(self, staged: torch.Tensor, color=None) -> torch.Tensor:
         """Copy a staged uint8 batch to the GPU and normalize it there, on a side stream."""
         with torch.cuda.stream(self.stream):
             on_device = staged.to(self.device, non_blocking=True)
-            images = finish_batch(on_device, self.plan)
+            if color is not None:
+                color = tuple(part.to(self.device) for part in color)
+            images = finish_batch(on_device, self.plan, color=color)
             done = torch.cuda.Event()
             done.record(self.stream)
         done.synchronize()  # the staging slot is reused only after its copy has completed

@@ -1,10 +1,9 @@
 """Named transform recipes, as users know them from torchvision's references and papers.
 
 Each function returns a transform (a torchvision v2 Compose) that works with
-``fastload.DataLoader`` and anywhere torchvision's would. ``resnet50_train``
-and ``resnet50_eval`` compile to the fast path; ``simclr``'s color jitter and
-random grayscale run as torchvision's own transforms (correct, slower) until
-fastload's fused color kernel maps them.
+``fastload.DataLoader`` and anywhere torchvision's would; all compile to the
+fast path (``simclr``'s color jitter and grayscale as the fused kernel's
+color operations).
 
 The command-line tools take the names with dashes: ``resnet50-train``.
 """
@@ -12,7 +11,6 @@ The command-line tools take the names with dashes: ``resnet50-train``.
 from __future__ import annotations
 
 import torch
-from torchvision.transforms import v2
 
 from . import transforms as T
 
@@ -34,9 +32,9 @@ def resnet50_eval(size: int = 224, resize: int = 256, dtype: torch.dtype = torch
 
 def simclr(size: int = 224, strength: float = 1.0, dtype: torch.dtype = torch.float32) -> T.Compose:
     """SimCLR's augmentation (Chen et al. 2020, without blur): crop, flip, color jitter 0.8, grayscale 0.2."""
-    jitter = v2.ColorJitter(0.8 * strength, 0.8 * strength, 0.8 * strength, 0.2 * strength)
-    return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), v2.RandomApply([jitter], p=0.8),
-                      v2.RandomGrayscale(p=0.2), T.ToDtype(dtype, scale=True),
+    jitter = T.ColorJitter(0.8 * strength, 0.8 * strength, 0.8 * strength, 0.2 * strength)
+    return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.RandomApply([jitter], p=0.8),
+                      T.RandomGrayscale(p=0.2), T.ToDtype(dtype, scale=True),
                       T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 

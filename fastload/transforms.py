@@ -5,15 +5,25 @@ pipeline needs no ``ToImage``): used anywhere else they behave exactly as in
 torchvision. On the fast path, ``compile_plan`` translates a Compose of these
 -- v2, or the classic v1 with ToTensor / PILToTensor / ConvertImageDtype --
 into a ``Plan``: one crop box and output size per sample (drawn from the
-sample's own random stream), a flip flag, and one per-channel affine map and
-dtype for the whole batch. Anything else raises ``UnsupportedTransform`` and
-the loader runs the transform as given.
+sample's own random stream), flip flags, the sample's color operations
+(ColorJitter's random order and factors, grayscale) as the parameters of
+``fastload.kernels.augment``, and one per-channel affine map and dtype for
+the whole batch. Anything else raises ``UnsupportedTransform`` and the
+loader runs the transform as given.
+
+Color operations compile when they follow the crop or resize (they do not
+commute with resampling) and come from torchvision.transforms.v2 (or
+fastload.transforms, the same classes): their meaning is v2's on a uint8
+image tensor, or on a float one after ``ToDtype(float, scale=True)``.
+Classic v1 ColorJitter and Grayscale on PIL images round as Pillow's
+ImageEnhance does, so they keep their own slow path.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from dataclasses import dataclass
 
 import torch
@@ -22,14 +32,17 @@ from torchvision import transforms as v1
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms.functional import _interpolation_modes_from_int
 from torchvision.transforms import v2
-from torchvision.transforms.v2 import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
-                                       RandomResizedCrop, Resize, ToImage)
+from torchvision.transforms.v2 import (CenterCrop, ColorJitter, Compose, Grayscale, Normalize, RandomApply,
+                                       RandomGrayscale, RandomHorizontalFlip, RandomResizedCrop,
+                                       RandomVerticalFlip, Resize, ToImage)
+
+from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
 
 from .rng import SampleRandom
 
 __all__ = ["Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
-           "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "compile_plan",
-           "UnsupportedTransform"]
+           "RandomVerticalFlip", "ColorJitter", "RandomGrayscale", "Grayscale", "RandomApply",
+           "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "compile_plan", "UnsupportedTransform"]
 
 
 class ToDtype(v2.ToDtype):
@@ -57,7 +70,9 @@ class Geometry:
     At full scale: ``crop`` (an integer box in source pixels, padded with
     zeros outside the image as PIL/torchvision crops are), ``resize`` the
     result to (width, height), ``post_crop`` (a CenterCrop after a Resize),
-    then a horizontal flip -- torchvision's own steps, so its pixels exactly.
+    then horizontal and vertical flips -- torchvision's own steps, so its
+    pixels exactly. ``color`` holds the sample's color operations for
+    ``fastload.kernels.augment``: (operation id, factor) per slot of the plan.
     When the JPEG is decoded at 1/s scale (s <= ``max_reduction``, the
     largest DCT scale that still covers the output), the steps become one
     resize that reads ``source_box`` (float source pixels) straight to the
@@ -68,6 +83,8 @@ class Geometry:
     resize: tuple[int, int] | None = None
     post_crop: tuple[int, int, int, int] | None = None
     hflip: bool = False
+    vflip: bool = False
+    color: tuple[tuple[int, float], ...] = ()
     max_reduction: int = 1
     source_box: tuple[float, float, float, float] | None = None
 
@@ -160,6 +177,13 @@ class Plan:
     crop_hw or None) or ("center_crop", (h, w)). Output values are
     ``dtype(scale[c] * x + shift[c])`` for uint8 pixel x, NCHW; ``scale`` is
     None when the output is the uint8 image itself.
+
+    ``color`` is a tuple of groups ``(p, steps)``, applied together with
+    probability p (a RandomApply, or 1.0); a step is ("jitter", brightness,
+    contrast, saturation, hue), each a (low, high) range or None, taking
+    four slots, or ("gray",), one slot. ``color_quantized`` says whether they
+    act on uint8 levels (the image was a PIL image or uint8 tensor there) or
+    on floats in [0, 1].
     """
 
     geometry: tuple
@@ -169,6 +193,36 @@ class Plan:
     dtype: torch.dtype
     scale: tuple[float, float, float] | None
     shift: tuple[float, float, float] | None
+    vflip_p: float = 0.0
+    color: tuple = ()
+    color_quantized: bool = True
+
+    @property
+    def color_slots(self) -> int:
+        """How many (operation, factor) slots each sample's ``Geometry.color`` has."""
+        return sum(4 if step[0] == "jitter" else 1 for _, steps in self.color for step in steps)
+
+    def _sample_color(self, rng: SampleRandom) -> tuple[tuple[int, float], ...]:
+        """Each slot's (operation, factor), drawn as torchvision v2 draws them; NONE where not applied."""
+        slots = []
+        for p, steps in self.color:
+            applied = p >= 1.0 or rng.random() < p
+            for step in steps:
+                if step[0] == "gray":
+                    slots.append((GRAYSCALE, 0.0) if applied else (NONE, 0.0))
+                    continue
+                if not applied:
+                    slots.extend([(NONE, 0.0)] * 4)
+                    continue
+                order = [0, 1, 2, 3]  # ColorJitter: a random order of its four operations, then the factors
+                for i in range(3, 0, -1):
+                    j = rng.randint(0, i + 1)
+                    order[i], order[j] = order[j], order[i]
+                ranges = step[1:]
+                factors = [None if r is None else _float32(rng.uniform(*r)) for r in ranges]
+                ops = (BRIGHTNESS, CONTRAST, SATURATION, HUE)
+                slots.extend((ops[k], factors[k]) if factors[k] is not None else (NONE, 0.0) for k in order)
+        return tuple(slots)
 
     def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
         """This sample's geometry for a source image of ``width`` x ``height``."""
@@ -202,7 +256,16 @@ class Plan:
             geometry = Geometry(crop=(left, top, left + cw, top + ch))
         if self.hflip_p > 0 and rng.random() < self.hflip_p:
             geometry = dataclasses.replace(geometry, hflip=True)
+        if self.vflip_p > 0 and rng.random() < self.vflip_p:
+            geometry = dataclasses.replace(geometry, vflip=True)
+        if self.color:
+            geometry = dataclasses.replace(geometry, color=self._sample_color(rng))
         return geometry
+
+
+def _float32(value: float) -> float:
+    """Round to float32, the precision torchvision draws factors in and the kernel computes with."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def _flatten(transform) -> list:
@@ -215,15 +278,45 @@ def compile_plan(transform) -> Plan:
     """Translate a torchvision (v1 or v2) or fastload transform into a Plan, or raise UnsupportedTransform."""
     if transform is None:
         raise UnsupportedTransform("no transform: samples stay PIL images, which cannot be batched")
-    geometry, resample, hflip_p = None, Image.BILINEAR, 0.0
+    geometry, resample, hflip_p, vflip_p = None, Image.BILINEAR, 0.0, 0.0
     state = "pil"                     # "pil", then "uint8" or "float" once converted to a tensor
     dtype, scale, shift = torch.uint8, [1.0] * 3, [0.0] * 3
+    color, color_quantized = [], None
 
     def unsupported(t, why: str = "") -> UnsupportedTransform:
         return UnsupportedTransform(f"{type(t).__module__}.{type(t).__name__}"
                                     + (f" ({why})" if why else ""))
 
+    def color_group(t, p: float, inner: list) -> None:
+        nonlocal color_quantized
+        if geometry is None:
+            raise unsupported(t, "color before the crop or resize: it does not commute with resampling")
+        quantized = state != "float"
+        if not quantized and (any(abs(s * 255 - 1) > 1e-12 for s in scale) or any(shift)):
+            raise unsupported(t, "color on floats that are not ToDtype(scale=True) values in [0, 1]")
+        if color_quantized is not None and quantized != color_quantized:
+            raise unsupported(t, "color operations both before and after the float conversion")
+        color_quantized = quantized
+        steps = [_color_step(step, unsupported) for step in inner]
+        steps = [step for step in steps if step is not None]
+        if steps:
+            color.append((p, tuple(steps)))
+
     for t in _flatten(transform):
+        if isinstance(t, (v2.ColorJitter, v2.Grayscale, v2.RandomGrayscale)):
+            color_group(t, float(getattr(t, "p", 1.0)), [t])
+            continue
+        if isinstance(t, v2.RandomApply):
+            inner = [x for part in t.transforms for x in _flatten(part)]
+            if any(isinstance(x, v2.RandomGrayscale) and x.p < 1.0 for x in inner):
+                raise unsupported(t, "a RandomGrayscale with p < 1 inside it")
+            color_group(t, float(t.p), inner)
+            continue
+        if isinstance(t, (v1.RandomVerticalFlip, v2.RandomVerticalFlip)):
+            if vflip_p:
+                raise unsupported(t, "more than one vertical flip")
+            vflip_p = float(t.p)
+            continue
         if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop, v1.Resize, v2.Resize,
                           v1.CenterCrop, v2.CenterCrop)):
             if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop, v1.Resize, v2.Resize)):
@@ -298,4 +391,19 @@ def compile_plan(transform) -> Plan:
     identity = state == "uint8"
     return Plan(geometry=geometry, resample=resample, hflip_p=hflip_p, output_size=output_size,
                 dtype=dtype, scale=None if identity else tuple(scale),
-                shift=None if identity else tuple(shift))
+                shift=None if identity else tuple(shift), vflip_p=vflip_p, color=tuple(color),
+                color_quantized=color_quantized is not False)
+
+
+def _color_step(t, unsupported) -> tuple | None:
+    """One color transform as a plan step, None for one that does nothing."""
+    if isinstance(t, v2.ColorJitter):
+        ranges = (t.brightness, t.contrast, t.saturation, t.hue)
+        if all(r is None for r in ranges):
+            return None
+        return ("jitter",) + tuple(None if r is None else (float(r[0]), float(r[1])) for r in ranges)
+    if isinstance(t, (v2.Grayscale, v2.RandomGrayscale)):
+        if getattr(t, "num_output_channels", 3) != 3:
+            raise unsupported(t, "one output channel; batches are RGB")
+        return ("gray",)
+    raise unsupported(t, "inside RandomApply only ColorJitter and Grayscale compile")

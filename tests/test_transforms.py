@@ -31,7 +31,16 @@ def test_uint8_and_half_outputs():
 
 
 @pytest.mark.parametrize("transform, name", [
-    (v2.Compose([v2.RandomResizedCrop(8), v2.ColorJitter(0.4), v2.ToImage()]), "ColorJitter"),
+    (v2.Compose([v2.RandomResizedCrop(8), v2.GaussianBlur(3), v2.ToImage()]), "GaussianBlur"),
+    (v2.Compose([v2.ColorJitter(0.4), v2.RandomResizedCrop(8), v2.ToImage()]), "color before the crop"),
+    (v2.Compose([v2.RandomResizedCrop(8), v2.Grayscale(1), v2.ToImage()]), "one output channel"),
+    (v1.Compose([v1.RandomResizedCrop(8), v1.ColorJitter(0.4), v1.ToTensor()]), "ColorJitter"),
+    (v2.Compose([v2.RandomResizedCrop(8), v2.ColorJitter(0.4), T.ToDtype(torch.float32, scale=True),
+                 v2.RandomGrayscale()]), "both before and after"),
+    (v2.Compose([v2.RandomResizedCrop(8), T.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD),
+                 v2.ColorJitter(0.4)]), "not ToDtype"),
+    (v2.Compose([v2.RandomResizedCrop(8), v2.RandomApply([v2.RandomGrayscale(0.5)]), v2.ToImage()]),
+     "RandomGrayscale with p < 1"),
     (v2.Compose([v2.Resize(8), v2.ToImage()]), "no fixed output size"),
     (v2.Compose([v2.RandomResizedCrop(8)]), "PIL image"),
     (v2.Compose([v2.Resize(10), v2.RandomResizedCrop(8), v2.ToImage()]), "second resampling"),
@@ -46,3 +55,38 @@ def test_unsupported_pipelines_name_the_reason(transform, name):
 def test_fastload_to_dtype_accepts_pil_images():
     out = T.ToDtype(torch.float32, scale=True)(Image.new("RGB", (3, 2), (255, 0, 0)))
     assert out.shape == (3, 2, 3) and out[0].eq(1).all() and out[1:].eq(0).all()
+
+
+def test_color_transforms_compile_to_kernel_slots():
+    plan = compile_plan(T.Compose([T.RandomResizedCrop(16), T.RandomVerticalFlip(0.25),
+                                   T.RandomApply([T.ColorJitter(0.4, 0.3, 0.2, 0.1)], p=0.8),
+                                   T.RandomGrayscale(0.2), T.ToDtype(torch.float16, scale=True)]))
+    assert plan.vflip_p == 0.25 and plan.color_quantized and plan.color_slots == 5
+    assert plan.color == ((0.8, (("jitter", (0.6, 1.4), (0.7, 1.3), (0.8, 1.2), (-0.1, 0.1)),)),
+                          (0.2, (("gray",),)))
+    float_plan = compile_plan(T.Compose([T.CenterCrop(8), T.ToDtype(torch.float32, scale=True),
+                                         T.ColorJitter(hue=0.2), T.Grayscale(3), T.Normalize(MEAN, STD)]))
+    assert not float_plan.color_quantized and float_plan.color_slots == 5
+    assert compile_plan(T.Compose([T.CenterCrop(8), T.ColorJitter(), T.ToImage()])).color == ()
+
+
+def test_color_parameters_follow_torchvision_ranges_and_orders():
+    from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
+    from fastload.rng import SampleRandom
+    plan = compile_plan(T.Compose([T.RandomResizedCrop(16), T.RandomApply([T.ColorJitter(0.4, 0.3, 0.2, 0.1)], 0.8),
+                                   T.RandomGrayscale(0.2), T.ToImage()]))
+    ranges = {BRIGHTNESS: (0.6, 1.4), CONTRAST: (0.7, 1.3), SATURATION: (0.8, 1.2), HUE: (-0.1, 0.1)}
+    orders, applied, gray = set(), 0, 0
+    for index in range(2000):
+        color = plan.sample(100, 80, SampleRandom(0, 0, index)).color
+        jitter, last = color[:4], color[4]
+        if jitter[0][0] != NONE:
+            applied += 1
+            assert sorted(op for op, _ in jitter) == [BRIGHTNESS, CONTRAST, SATURATION, HUE]
+            assert all(ranges[op][0] <= factor <= ranges[op][1] for op, factor in jitter)
+            orders.add(tuple(op for op, _ in jitter))
+        else:
+            assert all(op == NONE for op, _ in jitter)
+        gray += last[0] == GRAYSCALE
+    assert len(orders) == 24  # every permutation of the four operations occurs
+    assert abs(applied / 2000 - 0.8) < 0.04 and abs(gray / 2000 - 0.2) < 0.04
