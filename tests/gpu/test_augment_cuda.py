@@ -1,0 +1,58 @@
+"""The fused kernel compiled for a real GPU: against its reference on the same device. Skipped without CUDA."""
+
+import random
+
+import pytest
+import torch
+
+from fastload.kernels.augment import AugmentParams, augment_batch, augment_reference
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA (or ROCm) GPU")
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+SCALE = [1 / (255 * s) for s in STD]
+SHIFT = [-m / s for m, s in zip(MEAN, STD)]
+
+
+def imagenet_like_batch(n, seed):
+    from torchvision.transforms import v2
+    generator = random.Random(seed)
+    torch.manual_seed(seed)
+    images, boxes, ops, factors = [], [], [], []
+    for i in range(n):
+        channels = 1 if i % 7 == 3 else 3
+        image = torch.randint(0, 256, (channels, generator.randint(1, 600), generator.randint(1, 600)),
+                              dtype=torch.uint8, device="cuda")
+        if i % 5 == 1:  # a strided HWC view, as from a numpy array
+            image = image.permute(1, 2, 0).contiguous().permute(2, 0, 1)
+        images.append(image)
+        boxes.append(v2.RandomResizedCrop.get_params(image, scale=[0.08, 1.0], ratio=[3 / 4, 4 / 3]))
+        order = [0, 1, 2, 3]
+        generator.shuffle(order)
+        ops.append(order + [4 if generator.random() < 0.2 else -1])
+        values = [generator.uniform(0.2, 1.8), generator.uniform(0.2, 1.8), generator.uniform(0.2, 1.8),
+                  generator.uniform(-0.3, 0.3)]
+        factors.append([values[op] for op in order] + [0.0])
+    flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in range(n)]
+    return images, AugmentParams.make(boxes, flips, ops, factors, device="cuda")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.uint8])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_kernel_on_gpu_matches_reference(dtype, channels_last):
+    images, params = imagenet_like_batch(64, seed=random.randrange(2 ** 31))
+    scale, shift = (None, None) if dtype == torch.uint8 else (SCALE, SHIFT)
+    expected = augment_reference(images, params, (224, 224), dtype, scale, shift)
+    out = torch.full((64, 3, 224, 224), 7, dtype=dtype, device="cuda")
+    if dtype.is_floating_point:
+        out.fill_(float("nan"))
+    if channels_last:
+        out = out.contiguous(memory_format=torch.channels_last)
+    result = augment_batch(images, params, (224, 224), dtype, scale, shift, out=out)
+    # On the GPU multiply-adds fuse (FMA): a value on a truncation boundary may land one level apart.
+    atol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2, torch.uint8: 0}[dtype]
+    level = 1.0 if dtype == torch.uint8 else max(SCALE)
+    diff = (result.float() - expected.float()).abs()
+    assert not diff.isnan().any()
+    assert diff.max() <= level + atol
+    assert (diff > atol).float().mean() <= 0.005
