@@ -22,6 +22,8 @@ setup(
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
     install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm"],
-    extras_require={"plot": ["matplotlib"], "test": ["pytest", "pytest-timeout", "matplotlib"]},
+    extras_require={"plot": ["matplotlib"],
+                    # lightning and accelerate: tests/test_frameworks.py runs the loader under both
+                    "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0"]},
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

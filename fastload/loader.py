@@ -80,6 +80,24 @@ class DataLoader(torch.utils.data.DataLoader):
     ``set_epoch`` is never called.
     """
 
+    # Hugging Face Accelerate reads these two attributes. ``prepare()`` returns a loader it finds
+    # already prepared unchanged: one that shards itself (a fastload source, a DistributedSampler,
+    # or a single process) keeps its fast path instead of being rebuilt as a torch DataLoader and
+    # sharded a second time. ``save_state()`` / ``load_state()`` store ``state_dict()`` when
+    # ``use_stateful_dataloader`` is set, so a resumed run continues mid-epoch.
+    use_stateful_dataloader = True
+
+    @property
+    def _is_accelerate_prepared(self) -> bool:
+        if self._accelerate_prepared is not None:
+            return self._accelerate_prepared
+        return (isinstance(self.dataset, Source) or isinstance(self.sampler, DistributedSampler)
+                or dist_info(self.rank, self.world_size)[1] == 1)
+
+    @_is_accelerate_prepared.setter
+    def _is_accelerate_prepared(self, value: bool) -> None:
+        self._accelerate_prepared = value
+
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
@@ -113,6 +131,7 @@ class DataLoader(torch.utils.data.DataLoader):
                          persistent_workers=persistent_workers,
                          pin_memory_device=pin_memory_device, in_order=in_order)
         self.device = _local_device(device)
+        self._accelerate_prepared: bool | None = None
         self.seed = seed
         self.on_error = on_error
         self.rank, self.world_size = rank, world_size

@@ -33,7 +33,10 @@ class Source(torch.utils.data.IterableDataset):
             sample is read by exactly one rank, so metrics are exact, and
             shards differ by at most one sample (``len()`` is this rank's).
         rank, world_size: default to torch.distributed's group, then
-            torchrun's ``RANK``/``WORLD_SIZE``, then 0/1.
+            torchrun's ``RANK``/``WORLD_SIZE``, then 0/1 -- looked up each
+            time they are read, not when the source is made, so a source
+            built before the process group exists (Lightning's Trainer
+            starts it inside ``fit``) still shards by it.
     """
 
     def __init__(self, samples: list[tuple[str, int]], transform: Callable | None = None,
@@ -48,8 +51,17 @@ class Source(torch.utils.data.IterableDataset):
         self.seed = seed
         self.drop_last = drop_last
         self.even_shards = even_shards
-        self.rank, self.world_size = dist_info(rank, world_size)
+        dist_info(rank, world_size)  # refuse an invalid pair now
+        self._rank, self._world_size = rank, world_size
         self.epoch = 0
+
+    @property
+    def rank(self) -> int:
+        return dist_info(self._rank, self._world_size)[0]
+
+    @property
+    def world_size(self) -> int:
+        return dist_info(self._rank, self._world_size)[1]
 
     def set_epoch(self, epoch: int) -> None:
         """Reshuffle for ``epoch`` (with ``shuffle=True``), like DistributedSampler.set_epoch."""
