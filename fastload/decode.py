@@ -210,3 +210,116 @@ def _decode_with_pillow(index: int, path: str, image: Image.Image, reduction: in
         image = image.convert("RGB")
     return Decoded(image, scale)
 
+
+
+# ---------------------------------------------------------------- batch decoders
+#
+# The GPU path decodes a batch at once. A backend decodes what it can; every
+# image it refuses or fails on -- not a JPEG, CMYK, lossless, corrupt, or a
+# whole batch the library rejected -- is decoded alone by the CPU backend, or
+# reported with its file and reason, so one bad image never loses its
+# neighbours. Results are (3, H, W) uint8 RGB tensors (gray and CMYK
+# converted), as torchvision's RGB read mode gives.
+
+DECODE_DEVICES = ("auto", "cpu", "cuda")
+
+
+class CpuDecoder:
+    """The CPU backend (``decode``: libjpeg-turbo, else Pillow), whole images, as (3, H, W) uint8 tensors."""
+
+    name = "cpu"
+
+    def __init__(self, max_pixels: int | None = DEFAULT_MAX_PIXELS):
+        self.max_pixels = max_pixels
+
+    def decode_one(self, index: int, path: str, data: bytes):
+        import torch
+        decoded = decode(index, path, data, read_header(index, path, data, self.max_pixels))
+        image = decoded.image if decoded.image.mode == "RGB" else decoded.image.convert("RGB")
+        return torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)
+
+
+class NvjpegDecoder:
+    """torchvision's batched nvJPEG decode on one CUDA device.
+
+    torchvision's CUDA decoder serializes its callers behind one lock, so
+    the loader gives it one decoding thread per device, not the pool. It is
+    called through the operator itself, which does not emit
+    torchvision.io's deprecation warning (the user's own calls still do).
+    """
+
+    name = "nvjpeg"
+
+    def __init__(self, device):
+        import torch
+        self.device = torch.device(device)
+
+    @staticmethod
+    def available() -> bool:
+        import torch
+        import torchvision  # noqa: F401  (registers torch.ops.image)
+        return (torch.cuda.is_available() and torch.version.hip is None
+                and hasattr(torch.ops.image, "decode_jpegs_cuda"))
+
+    def accepts(self, data: bytes) -> bool:
+        """Whether to try this file on the GPU: a JPEG, not CMYK, not lossless (nvJPEG refuses those)."""
+        if data[:3] != b"\xff\xd8\xff":
+            return False
+        if _jpeg is not None:
+            try:
+                components = _jpeg.header(data)[2]
+            except Exception:
+                return False
+            if components not in (1, 3):
+                return False
+        return b"\xff\xc3" not in data[:65536]  # SOF3: lossless
+
+    def decode_many(self, encoded: list) -> list:
+        """Decode a list of uint8 CPU tensors; raises if the library rejects the batch."""
+        from torchvision.io import ImageReadMode
+        import torch
+        return torch.ops.image.decode_jpegs_cuda(encoded, ImageReadMode.RGB.value, self.device)
+
+
+def choose_decoder(decode_device: str = "auto", device=None, max_pixels: int | None = DEFAULT_MAX_PIXELS):
+    """The batch decoder for ``decode_device``: "cpu", "cuda" (an error where GPU decode is missing), or
+    "auto" (the GPU's for a CUDA ``device`` where torchvision can decode there, e.g. not on ROCm, else CPU)."""
+    import torch
+    if decode_device not in DECODE_DEVICES:
+        raise ValueError(f"decode_device must be one of {DECODE_DEVICES}, got {decode_device!r}")
+    on_gpu = device is not None and torch.device(device).type == "cuda"
+    if decode_device == "cuda" and not NvjpegDecoder.available():
+        raise RuntimeError("decode_device='cuda': this torch/torchvision build cannot decode JPEGs on a GPU "
+                           "(no CUDA device, a ROCm build, or torchvision without nvJPEG); use 'auto' or 'cpu'")
+    if decode_device == "cuda" or (decode_device == "auto" and on_gpu and NvjpegDecoder.available()):
+        return NvjpegDecoder(device if on_gpu else "cuda")
+    return CpuDecoder(max_pixels)
+
+
+def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu: CpuDecoder) -> list:
+    """Decode (index, path, data) items: a (3, H, W) uint8 tensor or a DecodeError per item, in order.
+
+    ``decoder`` takes the files it accepts as one batch; if it rejects the
+    batch, each of them alone; whatever it still refuses, ``cpu`` decodes.
+    """
+    import torch
+    results: list = [None] * len(items)
+    tried = [i for i, (_, _, data) in enumerate(items) if decoder is not cpu and decoder.accepts(data)]
+    if tried:
+        encoded = [torch.frombuffer(bytearray(items[i][2]), dtype=torch.uint8) for i in tried]
+        try:
+            for i, image in zip(tried, decoder.decode_many(encoded)):
+                results[i] = image
+        except Exception:  # one bad image fails the library's batch: retry each alone
+            for i, data in zip(tried, encoded):
+                try:
+                    results[i] = decoder.decode_many([data])[0]
+                except Exception:
+                    pass
+    for i, (index, path, data) in enumerate(items):
+        if results[i] is None:
+            try:
+                results[i] = cpu.decode_one(index, path, data)
+            except DecodeError as error:
+                results[i] = error
+    return results

@@ -234,3 +234,83 @@ def test_webp_size_is_read_from_the_header_before_decoding():
         assert _webp_size(data) == (pixels.shape[2], pixels.shape[1]), path.name
         with pytest.raises(DecodeError, match="exceeds max_image_pixels=100"):
             open_image(0, str(path), data, max_pixels=100)
+
+
+class FakeGpuDecoder(decode_module.NvjpegDecoder):
+    """nvJPEG's behaviour on the CPU: torchvision's decoder, refusing progressive JPEGs, and failing the
+    whole batch when any one image fails, as the batched CUDA call does."""
+
+    def __init__(self):
+        self.device = None
+        self.calls = []
+
+    def decode_many(self, encoded):
+        import torch
+        import torchvision.io
+        self.calls.append(len(encoded))
+        out = []
+        for data in encoded:
+            if b"\xff\xc2" in bytes(data[:65536]):
+                raise RuntimeError("nvJPEG: progressive JPEG not supported")
+            out.append(torch.ops.image.decode_jpeg(data, torchvision.io.ImageReadMode.RGB.value, False))
+        return [image.to(torch.uint8) for image in out]
+
+
+@pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")
+def test_every_zoo_file_through_the_gpu_fallback_logic():
+    """A batch of every jpeg_zoo file: each gets pixels or its own error; no bad file loses a neighbour."""
+    import torch
+    cpu = decode_module.CpuDecoder()
+    paths = sorted(p for p in (TESTDATA / "jpeg_zoo").iterdir() if p.is_file() and p.suffix != ".md")
+    items = [(i, str(p), p.read_bytes()) for i, p in enumerate(paths)]
+    gpu = FakeGpuDecoder()
+    results = decode_module.decode_batch(items, gpu, cpu)
+    assert len(results) == len(items)
+    assert gpu.calls[0] > 1 and len(gpu.calls) > 1  # the batch was refused, then retried image by image
+    decoded = 0
+    for (index, path, data), result in zip(items, results):
+        try:
+            expected = cpu.decode_one(index, path, data)
+        except DecodeError as error:
+            assert isinstance(result, DecodeError) and result.path == path and result.reason == error.reason
+            continue
+        assert isinstance(result, torch.Tensor), f"{path}: {result}"
+        assert result.dtype == torch.uint8 and result.shape == expected.shape and result.shape[0] == 3, path
+        # nvJPEG's stand-in and the CPU backend are both libjpeg-turbo: equal but for upsampling details
+        assert (result.float() - expected.float()).abs().mean() < 2, path
+        decoded += 1
+    assert decoded > len(items) // 2
+
+
+def test_a_corrupt_file_in_a_batch_is_reported_and_its_neighbours_decoded(tmp_path):
+    import torch
+    good = io.BytesIO()
+    make_image(1, 40, 30).save(good, "JPEG")
+    gray = io.BytesIO()
+    make_image(2, 20, 10, grayscale=True).save(gray, "JPEG")
+    png = io.BytesIO()
+    make_image(3, 8, 8).save(png, "PNG")
+    broken = good.getvalue()[:200]
+    items = [(0, "good.jpg", good.getvalue()), (1, "broken.jpg", broken), (2, "gray.jpg", gray.getvalue()),
+             (3, "image.png", png.getvalue())]
+    results = decode_module.decode_batch(items, FakeGpuDecoder(), decode_module.CpuDecoder())
+    assert [type(r).__name__ for r in results] == ["Tensor", "DecodeError", "Tensor", "Tensor"]
+    assert results[1].path == "broken.jpg"
+    assert results[2].shape == (3, 10, 20) and torch.equal(results[2][0], results[2][1])  # gray as RGB
+    assert results[3].shape == (3, 8, 8)
+
+
+def test_choose_decoder_is_forceable_and_falls_back_to_cpu(monkeypatch):
+    assert isinstance(decode_module.choose_decoder("cpu", "cuda"), decode_module.CpuDecoder)
+    with pytest.raises(ValueError, match="decode_device"):
+        decode_module.choose_decoder("gpu")
+    # Where torchvision cannot decode on the GPU (no GPU here; a ROCm build), "auto" decodes on the CPU
+    # and "cuda" says why it cannot.
+    monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: False))
+    assert isinstance(decode_module.choose_decoder("auto", "cuda:0"), decode_module.CpuDecoder)
+    with pytest.raises(RuntimeError, match="cannot decode JPEGs on a GPU"):
+        decode_module.choose_decoder("cuda", "cuda:0")
+    monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: True))
+    chosen = decode_module.choose_decoder("auto", "cuda:1")
+    assert isinstance(chosen, decode_module.NvjpegDecoder) and str(chosen.device) == "cuda:1"
+    assert isinstance(decode_module.choose_decoder("auto", None), decode_module.CpuDecoder)

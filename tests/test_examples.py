@@ -42,3 +42,14 @@ def test_train_ddp_two_ranks_on_cpu_resumes_mid_epoch_with_the_same_batches(imag
 def test_train_ddp_with_the_torch_loader(image_folder, tmp_path):
     output = _train_ddp(image_folder, tmp_path / "t.pt", "--steps", "2", "--loader", "torch", "--workers", "0")
     assert sorted(_batches(output)) == [1, 2]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("data", [["--loader", "fastload"], ["--loader", "torch", "--workers", "1"], ["--synthetic"]])
+def test_train_resnet50_reports_step_time_on_one_core(image_folder, data):
+    command = [sys.executable, str(EXAMPLES / "train_resnet50.py"), "--data", str(image_folder), "--arch", "resnet18",
+               "--image-size", "32", "--batch-size", "4", "--steps", "2", "--warmup", "1", "--cpus", "1", *data]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=280)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    name = "synthetic" if data == ["--synthetic"] else data[1]
+    assert re.search(rf"resnet18 on cpu, 1 cores, data: {name}.*: [\d.]+ ms/step, [\d.]+ images/s", result.stdout)
