@@ -42,6 +42,15 @@ def image_folder(tmp_path_factory) -> Path:
     return write_folder(tmp_path_factory.mktemp("folder"), sizes, grayscale_every=5)
 
 
+@pytest.fixture(scope="session")
+def numbered_list(image_folder, tmp_path_factory) -> Path:
+    """A file list over ``image_folder`` whose labels are the files' numbers (to see which file went where)."""
+    files = sorted(p for p in image_folder.rglob("*") if p.is_file())
+    path = tmp_path_factory.mktemp("list") / "list.txt"
+    path.write_text("".join(f"{file} {number}\n" for number, file in enumerate(files)))
+    return path
+
+
 @pytest.fixture(autouse=True)
 def no_thread_survives():
     """Every test must leave no fastload thread running."""

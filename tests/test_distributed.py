@@ -21,15 +21,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def numbered_list(image_folder, tmp_path_factory) -> Path:
-    """A file list over the test folder whose labels are the files' numbers."""
-    files = sorted(p for p in image_folder.rglob("*") if p.is_file())
-    path = tmp_path_factory.mktemp("list") / "list.txt"
-    path.write_text("".join(f"{file} {number}\n" for number, file in enumerate(files)))
-    return path
-
-
 def _torchrun(*args, timeout=240):
     command = [sys.executable, "-m", "torch.distributed.run", *args]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -18,14 +18,6 @@ from fastload.order import num_shard_samples
 SCRIPTS = Path(__file__).parent / "frameworks"
 
 
-@pytest.fixture(scope="module")
-def numbered_list(image_folder, tmp_path_factory) -> Path:
-    files = sorted(p for p in image_folder.rglob("*") if p.is_file())
-    path = tmp_path_factory.mktemp("list") / "list.txt"
-    path.write_text("".join(f"{file} {number}\n" for number, file in enumerate(files)))
-    return path
-
-
 def _run(command, cwd):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=280, env=env, cwd=cwd)

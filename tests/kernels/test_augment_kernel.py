@@ -185,15 +185,19 @@ def assert_levels_close(ours, expected, what):
     assert (diff > 1e-4).float().mean() <= 0.005, f"{what}: {(diff > 1e-4).float().mean():.2%} of values differ"
 
 
-def test_uint8_color_matches_torchvision(seed):
-    """From the same resized image, every color operation rounds as torchvision's uint8 kernels do."""
+def resized_and_colored(seed):
+    """An awkward batch with color parameters, and the kernel's resized uint8 batch without the colors."""
     generator = random.Random(seed)
     images, boxes = awkward_batch(generator)
     params = make_params(generator, boxes)
-    geometry_only = AugmentParams.make(boxes, params.flips)
-    resized = augment_batch(images, geometry_only, SIZE, torch.uint8)
+    resized = augment_batch(images, AugmentParams.make(boxes, params.flips), SIZE, torch.uint8)
+    return images, params, resized, params.ops.tolist(), params.factors.tolist()
+
+
+def test_uint8_color_matches_torchvision(seed):
+    """From the same resized image, every color operation rounds as torchvision's uint8 kernels do."""
+    images, params, resized, ops, factors = resized_and_colored(seed)
     ours = augment_batch(images, params, SIZE, torch.uint8).float()
-    ops, factors = params.ops.tolist(), params.factors.tolist()
     expected = torch.stack([apply_torchvision_color(resized[i], ops[i], factors[i]) for i in range(len(images))])
     assert_levels_close(ours, expected.float(), f"seed {seed}, ops {ops}")
 
@@ -218,13 +222,8 @@ def test_uint8_resize_matches_torchvision(seed):
 
 def test_full_pipeline_against_torchvision_normalized(seed):
     """End to end with normalize and float16: within the uint8-chain tolerance, in normalized units."""
-    generator = random.Random(seed)
-    images, boxes = awkward_batch(generator)
-    params = make_params(generator, boxes)
-    geometry_only = AugmentParams.make(boxes, params.flips)
-    resized = augment_batch(images, geometry_only, SIZE, torch.uint8)
+    images, params, resized, ops, factors = resized_and_colored(seed)
     ours = augment_batch(images, params, SIZE, torch.float16, SCALE, SHIFT, channels_last=True)
-    ops, factors = params.ops.tolist(), params.factors.tolist()
     for i in range(len(images)):
         colored = apply_torchvision_color(resized[i], ops[i], factors[i])
         expected = TF.normalize(TF.to_dtype(colored, torch.float32, scale=True), list(MEAN), list(STD))
