@@ -23,7 +23,11 @@ setup(
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
     install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm"],
     extras_require={"plot": ["matplotlib"],
-                    # lightning and accelerate: tests/test_frameworks.py runs the loader under both
-                    "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0"]},
+                    # TorchCodec's nvJPEG decoder, measured against torchvision's on the first batch
+                    "torchcodec": ["torchcodec==0.17.0"],
+                    # lightning and accelerate: tests/test_frameworks.py runs the loader under both;
+                    # torchcodec: tests/test_decode.py calls its decoder (on the CPU) as the GPU path does
+                    "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
+                             "torchcodec==0.17.0"]},
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

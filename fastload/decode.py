@@ -281,34 +281,138 @@ class NvjpegDecoder:
         return torch.ops.image.decode_jpegs_cuda(encoded, ImageReadMode.RGB.value, self.device)
 
 
-def choose_decoder(decode_device: str = "auto", device=None, max_pixels: int | None = DEFAULT_MAX_PIXELS):
-    """The batch decoder for ``decode_device``: "cpu", "cuda" (an error where GPU decode is missing), or
-    "auto" (the GPU's for a CUDA ``device`` where torchvision can decode there, e.g. not on ROCm, else CPU)."""
+class TorchCodecDecoder(NvjpegDecoder):
+    """TorchCodec's batched JPEG decode (``torchcodec.decoders.decode_jpeg``), the successor of torchvision's.
+
+    An optional extra (``pip install fastload[torchcodec]``): used when it is
+    installed and, with ``decoder="auto"``, when it is measured faster than
+    torchvision's on the loader's own first batch (``pick_fastest``).
+    """
+
+    name = "torchcodec"
+
+    @staticmethod
+    def installed() -> bool:
+        try:
+            from torchcodec.decoders import decode_jpeg  # noqa: F401
+        except Exception:  # not installed, or its native library does not load here
+            return False
+        return True
+
+    @classmethod
+    def available(cls) -> bool:
+        import torch
+        return cls.installed() and torch.cuda.is_available() and torch.version.hip is None
+
+    def accepts(self, data: bytes) -> bool:
+        """As nvJPEG's, and not EXIF-rotated: TorchCodec applies the EXIF orientation, which torchvision's
+        loaders (and so fastload's other paths) do not, and a 90-degree turn would also swap the size."""
+        return super().accepts(data) and _exif_orientation(data) in (None, 1)
+
+    def decode_many(self, encoded: list) -> list:
+        from torchcodec.decoders import decode_jpeg
+        return decode_jpeg(list(encoded), mode="RGB", device=self.device)
+
+
+def _exif_orientation(data: bytes) -> int | None:
+    """The EXIF orientation tag of a JPEG, or None when it has none."""
+    if b"Exif" not in data[:65536]:
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.getexif().get(0x0112)
+    except Exception:
+        return None
+
+
+DECODERS = {"nvjpeg": NvjpegDecoder, "torchcodec": TorchCodecDecoder}
+
+
+def choose_decoder(decode_device: str = "auto", device=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
+                   decoder: str | None = None):
+    """The batch decoder(s) for ``decode_device`` and an optional ``decoder`` name.
+
+    ``decode_device``: "cpu"; "cuda" (an error that says why where GPU decode
+    is missing); or "auto": the GPU for a CUDA ``device`` where it can decode
+    there (not on ROCm, say), else the CPU. ``decoder`` forces a backend by
+    name: "nvjpeg" (torchvision's), "torchcodec" or "cpu". Returns a list:
+    one decoder, or with "auto" and both GPU backends present, both, for
+    ``pick_fastest`` to choose between on real data.
+    """
     import torch
     if decode_device not in DECODE_DEVICES:
         raise ValueError(f"decode_device must be one of {DECODE_DEVICES}, got {decode_device!r}")
+    if decoder not in (None, "cpu", *DECODERS):
+        raise ValueError(f"decoder must be None, 'cpu', {', '.join(map(repr, DECODERS))}; got {decoder!r}")
     on_gpu = device is not None and torch.device(device).type == "cuda"
-    if decode_device == "cuda" and not NvjpegDecoder.available():
+    gpu_device = device if on_gpu else "cuda"
+    if decoder == "cpu" or (decoder is None and decode_device == "cpu"):
+        return [CpuDecoder(max_pixels)]
+    if decoder is not None:
+        backend = DECODERS[decoder]
+        if not backend.available():
+            raise RuntimeError(f"decoder={decoder!r} is not available here: "
+                               + ("torchcodec is not installed (pip install fastload[torchcodec])"
+                                  if backend is TorchCodecDecoder and not TorchCodecDecoder.installed()
+                                  else "no CUDA device, or a ROCm build"))
+        return [backend(gpu_device)]
+    present = [backend(gpu_device) for backend in DECODERS.values() if backend.available()]
+    if decode_device == "cuda" and not present:
         raise RuntimeError("decode_device='cuda': this torch/torchvision build cannot decode JPEGs on a GPU "
                            "(no CUDA device, a ROCm build, or torchvision without nvJPEG); use 'auto' or 'cpu'")
-    if decode_device == "cuda" or (decode_device == "auto" and on_gpu and NvjpegDecoder.available()):
-        return NvjpegDecoder(device if on_gpu else "cuda")
-    return CpuDecoder(max_pixels)
+    if present and (decode_device == "cuda" or on_gpu):
+        return present
+    return [CpuDecoder(max_pixels)]
 
 
-def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu: CpuDecoder) -> list:
+def pick_fastest(decoders: list, encoded: list, clock=None):
+    """The decoder of ``decoders`` that decodes ``encoded`` (one real batch) fastest, and its output.
+
+    Each decodes the batch twice (the first call warms it up: handles,
+    buffers) and the second is timed to completion. A decoder that fails on
+    the batch is not chosen; (None, None) when all fail. A single decoder
+    is returned without a trial.
+    """
+    import time
+    import torch
+    if len(decoders) == 1:
+        return decoders[0], None
+    clock = clock or time.perf_counter
+    best = None
+    for decoder in decoders:
+        try:
+            decoder.decode_many(encoded)
+            started = clock()
+            output = decoder.decode_many(encoded)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            seconds = clock() - started
+        except Exception:
+            continue
+        if best is None or seconds < best[0]:
+            best = (seconds, decoder, output)
+    if best is None:  # the batch failed on every backend: choose on another batch
+        return None, None
+    return best[1], best[2]
+
+
+def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu, decoded: list | None = None) -> list:
     """Decode (index, path, data) items: a (3, H, W) uint8 tensor or a DecodeError per item, in order.
 
     ``decoder`` takes the files it accepts as one batch; if it rejects the
-    batch, each of them alone; whatever it still refuses, ``cpu`` decodes.
+    batch, each of them alone; whatever it still refuses, ``cpu`` decodes:
+    a ``CpuDecoder``, or a function of an item's position in ``items`` that
+    returns its image or raises DecodeError. ``decoded``: the decoder's
+    output for the accepted items when it was already run on them.
     """
     import torch
+    fallback = (lambda i: cpu.decode_one(*items[i])) if isinstance(cpu, CpuDecoder) else cpu
     results: list = [None] * len(items)
     tried = [i for i, (_, _, data) in enumerate(items) if decoder is not cpu and decoder.accepts(data)]
     if tried:
         encoded = [torch.frombuffer(bytearray(items[i][2]), dtype=torch.uint8) for i in tried]
         try:
-            for i, image in zip(tried, decoder.decode_many(encoded)):
+            for i, image in zip(tried, decoded if decoded is not None else decoder.decode_many(encoded)):
                 results[i] = image
         except Exception:  # one bad image fails the library's batch: retry each alone
             for i, data in zip(tried, encoded):
@@ -316,10 +420,10 @@ def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu: CpuDecoder) 
                     results[i] = decoder.decode_many([data])[0]
                 except Exception:
                     pass
-    for i, (index, path, data) in enumerate(items):
+    for i in range(len(items)):
         if results[i] is None:
             try:
-                results[i] = cpu.decode_one(index, path, data)
+                results[i] = fallback(i)
             except DecodeError as error:
                 results[i] = error
     return results

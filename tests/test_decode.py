@@ -301,16 +301,75 @@ def test_a_corrupt_file_in_a_batch_is_reported_and_its_neighbours_decoded(tmp_pa
 
 
 def test_choose_decoder_is_forceable_and_falls_back_to_cpu(monkeypatch):
-    assert isinstance(decode_module.choose_decoder("cpu", "cuda"), decode_module.CpuDecoder)
+    def chosen(*args, **kwargs):
+        return [type(d).__name__ for d in decode_module.choose_decoder(*args, **kwargs)]
+    assert chosen("cpu", "cuda") == ["CpuDecoder"]
     with pytest.raises(ValueError, match="decode_device"):
         decode_module.choose_decoder("gpu")
-    # Where torchvision cannot decode on the GPU (no GPU here; a ROCm build), "auto" decodes on the CPU
-    # and "cuda" says why it cannot.
+    with pytest.raises(ValueError, match="decoder must be"):
+        decode_module.choose_decoder("auto", "cuda", decoder="dali")
+    # Where no GPU backend can decode (no GPU here; a ROCm build), "auto" decodes on the CPU
+    # and "cuda" or a forced backend says why it cannot.
     monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: False))
-    assert isinstance(decode_module.choose_decoder("auto", "cuda:0"), decode_module.CpuDecoder)
+    monkeypatch.setattr(decode_module.TorchCodecDecoder, "available", classmethod(lambda cls: False))
+    assert chosen("auto", "cuda:0") == ["CpuDecoder"]
     with pytest.raises(RuntimeError, match="cannot decode JPEGs on a GPU"):
         decode_module.choose_decoder("cuda", "cuda:0")
+    with pytest.raises(RuntimeError, match="decoder='nvjpeg' is not available"):
+        decode_module.choose_decoder("auto", "cuda:0", decoder="nvjpeg")
     monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: True))
-    chosen = decode_module.choose_decoder("auto", "cuda:1")
-    assert isinstance(chosen, decode_module.NvjpegDecoder) and str(chosen.device) == "cuda:1"
-    assert isinstance(decode_module.choose_decoder("auto", None), decode_module.CpuDecoder)
+    [nvjpeg] = decode_module.choose_decoder("auto", "cuda:1")
+    assert isinstance(nvjpeg, decode_module.NvjpegDecoder) and str(nvjpeg.device) == "cuda:1"
+    assert chosen("auto", None) == ["CpuDecoder"]
+    assert chosen("cuda", None) == ["NvjpegDecoder"]
+    assert chosen("auto", "cuda", decoder="cpu") == ["CpuDecoder"]
+    # both GPU backends present: both are candidates, for pick_fastest to measure
+    monkeypatch.setattr(decode_module.TorchCodecDecoder, "available", classmethod(lambda cls: True))
+    assert chosen("auto", "cuda:0") == ["NvjpegDecoder", "TorchCodecDecoder"]
+    assert chosen("auto", "cuda:0", decoder="torchcodec") == ["TorchCodecDecoder"]
+
+
+class _TimedDecoder:
+    """A backend that takes ``seconds`` on a fake clock per batch, or fails."""
+
+    def __init__(self, name, seconds, clock, fails=False):
+        self.name, self.seconds, self.clock, self.fails = name, seconds, clock, fails
+
+    def decode_many(self, encoded):
+        if self.fails:
+            raise RuntimeError("refused")
+        self.clock[0] += self.seconds
+        return [f"{self.name}:{i}" for i in range(len(encoded))]
+
+
+def test_pick_fastest_measures_each_backend_on_the_real_batch():
+    clock = [0.0]
+    slow, fast = _TimedDecoder("slow", 2.0, clock), _TimedDecoder("fast", 1.0, clock)
+    decoder, output = decode_module.pick_fastest([slow, fast], [b"a", b"b"], clock=lambda: clock[0])
+    assert decoder is fast and output == ["fast:0", "fast:1"]
+    broken = _TimedDecoder("broken", 0.1, clock, fails=True)
+    assert decode_module.pick_fastest([broken, slow], [b"a"], clock=lambda: clock[0])[0] is slow
+    assert decode_module.pick_fastest([broken, broken], [b"a"], clock=lambda: clock[0]) == (None, None)
+    assert decode_module.pick_fastest([slow], [b"a"]) == (slow, None)
+
+
+@pytest.mark.skipif(not decode_module.TorchCodecDecoder.installed(), reason="torchcodec not installed")
+@pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")
+def test_torchcodec_backend_through_the_fallback_logic_on_cpu():
+    """TorchCodec's own decode_jpeg (on the CPU here), called as the GPU backend is: the whole zoo, per file."""
+    import torch
+    cpu = decode_module.CpuDecoder()
+    paths = sorted(p for p in (TESTDATA / "jpeg_zoo").iterdir() if p.suffix == ".jpg")
+    items = [(i, str(p), p.read_bytes()) for i, p in enumerate(paths)]
+    results = decode_module.decode_batch(items, decode_module.TorchCodecDecoder("cpu"), cpu)
+    decoded = 0
+    for (index, path, data), result in zip(items, results):
+        try:
+            expected = cpu.decode_one(index, path, data)
+        except DecodeError:
+            assert isinstance(result, (DecodeError, torch.Tensor)), path  # TorchCodec may accept what Pillow refuses
+            continue
+        assert isinstance(result, torch.Tensor) and result.shape == expected.shape, path
+        assert (result.float() - expected.float()).abs().mean() < 2, path
+        decoded += 1
+    assert decoded > len(items) // 2
