@@ -28,26 +28,19 @@ from .stats import Stats
 from .transforms import Plan
 
 
-class FastPath:
-    """Turns batches of dataset indices into jobs that yield ``[images, labels]``.
-
-    On the CPU each thread writes its sample, normalized and in the output
-    dtype, straight into its row of the batch's output tensor, while the
-    sample's pixels are still in the core's cache. With a CUDA ``device``
-    samples are staged as uint8 and the batch is normalized on the GPU.
+class SampleReader:
+    """What every fast path does per sample: read the file, parse its header, draw its augmentation, and
+    under ``on_error="skip"`` replace a sample that fails by the next loadable one.
 
     Args:
         samples: the dataset's [(path, label)].
         plan: the compiled transform.
-        outputs: the pool that CPU output batches come from (kept by the
-            loader across epochs, so their pages stay mapped).
     """
 
-    def __init__(self, samples: list[tuple[str, int]], plan: Plan, *, batch_size: int, seed: int,
+    def __init__(self, samples: list[tuple[str, int]], plan: Plan, *, seed: int,
                  target_transform: Callable | None, collate_fn: Callable | None, on_error: str,
                  max_skips: int | None = None, on_corrupt: str = "deliver",
-                 max_image_pixels: int | None, dct_scaling: bool, device: torch.device | None,
-                 pin_memory: bool, slots: int, outputs: OutputPool, stats: Stats):
+                 max_image_pixels: int | None, stats: Stats):
         self.samples = samples
         self.plan = plan
         self.seed = seed
@@ -57,9 +50,83 @@ class FastPath:
         self.max_skips = max_skips
         self.on_corrupt = on_corrupt
         self.max_image_pixels = max_image_pixels
+        self.stats = stats
+
+    def read(self, index: int, epoch: int, report) -> tuple[str, Any, bytes, Any, Any]:
+        """(path, label, file bytes, header, geometry) of sample ``index`` in ``epoch``."""
+        path, label = self.samples[index]
+        report("read", path)
+        started = time.perf_counter()
+        data = read_file(index, path)
+        read = time.perf_counter()
+        report("decode", path)
+        header = read_header(index, path, data, self.max_image_pixels)
+        geometry = self.plan.sample(header.width, header.height, SampleRandom(self.seed, epoch, index))
+        self.stats.add("read", read - started)
+        self.stats.add("decode", time.perf_counter() - read)  # the header
+        return path, label, data, header, geometry
+
+    def check_corrupt(self, decoded, epoch: int, index: int, path: str) -> None:
+        """Apply on_corrupt to a JPEG that libjpeg decoded while warning about corrupt data."""
+        if decoded.warning is None:
+            return
+        if self.on_corrupt == "error":
+            raise DecodeError(index, path, f"corrupt JPEG data (libjpeg: {decoded.warning}); on_corrupt='error'")
+        self.stats.record("corrupt", (epoch, index, path, decoded.warning))
+
+    def label(self, label: Any) -> Any:
+        return self.target_transform(label) if self.target_transform is not None else label
+
+    def labels(self, labels: list) -> Any:
+        """A batch's labels, as torch's default_collate makes them."""
+        if self.target_transform is None:
+            return torch.tensor(labels, dtype=torch.int64)
+        return default_collate(labels)
+
+    def load_or_replace(self, load: Callable[[int], Any], position: int, index: int, epoch: int,
+                        order: list[int] | None) -> Any:
+        """``load(index)``, or under on_error="skip" ``load`` of the first loadable sample after this one."""
+        count = len(order) if order is not None else len(self.samples)
+        for attempt in range(count):
+            if attempt:
+                index = (order[(position + attempt) % count] if order is not None
+                         else (index + 1) % count)
+            try:
+                return load(index)
+            except DecodeError as error:
+                self.skip(error, epoch)
+        raise DecodeError(index, self.samples[index][0], "on_error='skip': no loadable sample left "
+                                                         "to replace the failed ones")
+
+    def skip(self, error: DecodeError, epoch: int) -> None:
+        """Raise ``error``, or under on_error="skip" record it (within the max_skips budget)."""
+        if self.on_error != "skip":
+            raise error
+        skipped = self.stats.record("skipped", (epoch, error.index, error.path, error.reason))
+        if self.max_skips is not None and skipped > self.max_skips:
+            raise LoaderError(f"on_error='skip': {skipped} samples skipped in epoch {epoch}, more "
+                              f"than max_skips={self.max_skips}; the last: {error}") from error
+
+
+class FastPath(SampleReader):
+    """Turns batches of dataset indices into jobs that yield ``[images, labels]``.
+
+    On the CPU each thread writes its sample, normalized and in the output
+    dtype, straight into its row of the batch's output tensor, while the
+    sample's pixels are still in the core's cache. With a CUDA ``device``
+    samples are staged as uint8 and the batch is normalized on the GPU.
+
+    Args:
+        outputs: the pool that CPU output batches come from (kept by the
+            loader across epochs, so their pages stay mapped).
+        (the others as ``SampleReader``'s)
+    """
+
+    def __init__(self, samples: list[tuple[str, int]], plan: Plan, *, batch_size: int, dct_scaling: bool,
+                 device: torch.device | None, pin_memory: bool, slots: int, outputs: OutputPool, **reader):
+        super().__init__(samples, plan, **reader)
         self.dct_scaling = dct_scaling
         self.device = device
-        self.stats = stats
         height, width = plan.output_size
         on_gpu = device is not None and device.type == "cuda"
         self.pin_output = pin_memory and not on_gpu and torch.cuda.is_available()
@@ -77,24 +144,14 @@ class FastPath:
         ``color_row`` receives the sample's color operations and factors,
         which the batch's finish applies.
         """
-        path, label = self.samples[index]
+        path, label, data, header, geometry = self.read(index, epoch, report)
         stats = self.stats
-        report("read", path)
-        t0 = time.perf_counter()
-        data = read_file(index, path)
         t1 = time.perf_counter()
-        report("decode", path)
-        header = read_header(index, path, data, self.max_image_pixels)
-        geometry = self.plan.sample(header.width, header.height, SampleRandom(self.seed, epoch, index))
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
             color_row[1].copy_(torch.tensor([factor for _, factor in geometry.color], dtype=torch.float32))
         decoded = decode(index, path, data, header, geometry, geometry.max_reduction if self.dct_scaling else 1)
-        if decoded.warning is not None:
-            if self.on_corrupt == "error":
-                raise DecodeError(index, path, f"corrupt JPEG data (libjpeg: {decoded.warning}); "
-                                               f"on_corrupt='error'")
-            stats.record("corrupt", (epoch, index, path, decoded.warning))
+        self.check_corrupt(decoded, epoch, index, path)
         t2 = time.perf_counter()
         report("augment", path)
         try:
@@ -106,30 +163,9 @@ class FastPath:
         except Exception as error:
             raise DecodeError(index, path, f"augmentation failed: {error}") from error
         t3 = time.perf_counter()
-        stats.add("read", t1 - t0)
         stats.add("decode", t2 - t1)
         stats.add("augment", t3 - t2)
-        return self.target_transform(label) if self.target_transform is not None else label
-
-    def _load_or_replace(self, position: int, index: int, epoch: int, order: list[int] | None,
-                         out: torch.Tensor, report, color_row=None) -> Any:
-        """``load``, or under on_error="skip" the first loadable sample after this one."""
-        count = len(order) if order is not None else len(self.samples)
-        for attempt in range(count):
-            if attempt:
-                index = (order[(position + attempt) % count] if order is not None
-                         else (index + 1) % count)
-            try:
-                return self.load(index, epoch, out, report, color_row)
-            except DecodeError as error:
-                if self.on_error != "skip":
-                    raise
-                skipped = self.stats.record("skipped", (epoch, error.index, error.path, error.reason))
-                if self.max_skips is not None and skipped > self.max_skips:
-                    raise LoaderError(f"on_error='skip': {skipped} samples skipped in epoch {epoch}, more "
-                                      f"than max_skips={self.max_skips}; the last: {error}") from error
-        raise DecodeError(index, self.samples[index][0], "on_error='skip': no loadable sample left "
-                                                         "to replace the failed ones")
+        return self.label(label)
 
     def jobs(self, batches: Iterable[list[tuple[int, int]]], epoch: int,
              order: list[int] | None = None) -> Iterator[Job]:
@@ -154,8 +190,8 @@ class FastPath:
 
     def _task(self, position, index, epoch, order, buffer: "_LazyBuffer", row: int, color):
         color_row = None if color is None else (color[0][row], color[1][row])
-        return lambda report: self._load_or_replace(position, index, epoch, order, buffer.get()[row], report,
-                                                    color_row)
+        return lambda report: self.load_or_replace(
+            lambda i: self.load(i, epoch, buffer.get()[row], report, color_row), position, index, epoch, order)
 
     def _finisher(self, lazy: "_LazyBuffer", size: int, color=None):
         def finish(labels: list) -> Any:
@@ -174,9 +210,7 @@ class FastPath:
             if self.collate_fn is not None:
                 batch = self.collate_fn(list(zip(images.unbind(0), labels)))
             else:
-                label_batch = (torch.tensor(labels, dtype=torch.int64) if self.target_transform is None
-                               else default_collate(labels))
-                batch = [images, label_batch]
+                batch = [images, self.labels(labels)]
             if self.device is not None and self.device.type != "cpu":
                 batch = to_device(batch, self.device, pin=False)
             self.stats.add("copy", time.perf_counter() - started)

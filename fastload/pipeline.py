@@ -2,7 +2,13 @@
 
 A batch is a ``Job``: one task per item (read, decode, augment one sample;
 or call ``dataset[i]``), and a ``finish`` step that runs once, on the thread
-that completed the job's last item (collate, or normalize the staged batch).
+that completed the job's last item (collate, or normalize the staged batch)
+-- or, with ``serial_finish``, on one extra thread that finishes the jobs
+in order, at most ``serial_finish`` ahead of the consumer: the device
+stage, which issues a batch's GPU work from one thread (nvJPEG serializes
+its callers anyway) and must not run further ahead than its output slots.
+``handover`` runs on each output in the consumer's thread as it is
+returned (the device path makes the consumer's stream wait for the batch).
 The consumer keeps at most ``max_in_flight`` jobs queued, takes their
 outputs in order, and re-raises a job's error in the training loop;
 ``on_deliver(False)`` is called for each output handed over and
@@ -60,6 +66,7 @@ class Job:
         self.error: BaseException | None = None
         self.output: Any = None
         self.done = threading.Event()
+        self.items_done: threading.Event | None = None  # set: the serial finisher finishes this job
         self._lock = threading.Lock()
 
     def run_item(self, i: int) -> None:
@@ -76,7 +83,10 @@ class Job:
             self.remaining -= 1
             last = self.remaining == 0
         if last:
-            self._finish()
+            if self.items_done is not None:
+                self.items_done.set()
+            else:
+                self._finish()
 
     def _finish(self) -> None:
         if self.error is None:
@@ -102,8 +112,10 @@ class ThreadPipeline:
     def __init__(self, jobs: Iterator[Job], num_threads: int, max_in_flight: int,
                  timeout: float = 0, on_wait: Callable[[float], None] | None = None,
                  thread_init: Callable[[int], None] | None = None, length: int | None = None,
-                 on_deliver: Callable[[bool], None] | None = None):
+                 on_deliver: Callable[[bool], None] | None = None, serial_finish: int = 0,
+                 handover: Callable[[Any], Any] | None = None):
         self._jobs = jobs
+        self._handover = handover
         self._on_deliver = on_deliver
         self._max_in_flight = max(1, max_in_flight)
         self._timeout = timeout
@@ -117,6 +129,13 @@ class ThreadPipeline:
         self._threads = [threading.Thread(target=self._work, args=(self._queue, thread_init, i),
                                           name=f"{THREAD_PREFIX}{pipeline_id}-{i}")
                          for i in range(num_threads)]
+        self._finishing: queue.SimpleQueue | None = None
+        if serial_finish and num_threads:
+            self._finishing = queue.SimpleQueue()
+            self._finish_ahead = threading.Semaphore(serial_finish)
+            self._threads.append(threading.Thread(
+                target=self._finish_in_order, args=(self._finishing, self._finish_ahead),
+                name=f"{THREAD_PREFIX}{pipeline_id}-finish"))
         _LIVE.add(self)
         for thread in self._threads:
             thread.start()
@@ -134,6 +153,16 @@ class ThreadPipeline:
             job, i = item
             job.run_item(i)
 
+    @staticmethod
+    def _finish_in_order(jobs: queue.SimpleQueue, ahead: threading.Semaphore) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            job.items_done.wait()
+            ahead.acquire()  # released as the consumer takes a job, or by close()
+            job._finish()
+
     def _fill(self) -> None:
         while not self._exhausted and len(self._in_flight) < self._max_in_flight:
             job = next(self._jobs, None)
@@ -141,8 +170,13 @@ class ThreadPipeline:
                 self._exhausted = True
                 return
             self._in_flight.append(job)
-            if self._threads:
+            if self._finishing is not None:
+                job.items_done = threading.Event()
                 if not job.tasks:
+                    job.items_done.set()
+                self._finishing.put(job)
+            if self._threads:
+                if not job.tasks and self._finishing is None:
                     job._finish()
                 for i in range(len(job.tasks)):
                     self._queue.put((job, i))
@@ -170,6 +204,8 @@ class ThreadPipeline:
                                    f"for a batch: {job.stuck()}")
             if self._on_wait is not None:
                 self._on_wait(time.perf_counter() - started)
+            if self._finishing is not None:
+                self._finish_ahead.release()
             if job.error is not None:
                 raise job.error
             if job.output is END:
@@ -178,7 +214,7 @@ class ThreadPipeline:
             self._fill()  # keep the threads busy while the training step runs
             if self._on_deliver is not None:
                 self._on_deliver(False)
-            return job.output
+            return job.output if self._handover is None else self._handover(job.output)
         except BaseException:
             self.close()
             raise
@@ -199,9 +235,15 @@ class ThreadPipeline:
         self._closed = True
         for job in self._in_flight:
             job.error = job.error or RuntimeError("pipeline closed")
+            if job.items_done is not None:
+                job.items_done.set()  # the serial finisher skips it (it has an error)
         self._in_flight.clear()
         for _ in self._threads:
             self._queue.put(None)
+        if self._finishing is not None:
+            self._finishing.put(None)
+            for _ in range(self._max_in_flight + 1):
+                self._finish_ahead.release()
         current = threading.current_thread()
         for thread in self._threads:
             if thread is not current:

@@ -69,3 +69,43 @@ def test_end_marker_stops_iteration():
     outputs = iter([Job([lambda r: 1], lambda r: r[0]), Job([lambda r: END], lambda r: r[0]),
                     Job([lambda r: 3], lambda r: r[0])])
     assert list(ThreadPipeline(outputs, 1, max_in_flight=3)) == [1]
+
+
+def finishing_jobs(count, log, fail_at=None):
+    """Jobs whose finish records (job, thread name) and fails at job ``fail_at``."""
+    for n in range(count):
+        def finish(results, n=n):
+            log.append((n, threading.current_thread().name))
+            if n == fail_at:
+                raise ValueError(f"finish of job {n} failed")
+            return sum(results)
+        yield Job([lambda report, n=n: n, lambda report, n=n: n], finish)
+
+
+def test_serial_finish_runs_in_order_on_one_thread_and_never_too_far_ahead():
+    log = []
+    pipeline = ThreadPipeline(finishing_jobs(30, log), 3, max_in_flight=10, serial_finish=2,
+                              handover=lambda output: ("handed", output))
+    outputs = []
+    for output in pipeline:
+        time.sleep(0.002)  # a slow consumer: the finisher would run ahead if it could
+        outputs.append(output)
+        assert len(log) <= len(outputs) + 2  # at most serial_finish finished and not yet taken
+    assert outputs == [("handed", 2 * n) for n in range(30)]
+    assert [n for n, _ in log] == list(range(30))
+    assert {name for _, name in log} == {name for _, name in log[:1]} and log[0][1].endswith("-finish")
+    assert not fastload_threads()
+
+
+def test_serial_finish_error_reaches_the_consumer_and_close_joins_a_waiting_finisher():
+    log = []
+    pipeline = ThreadPipeline(finishing_jobs(30, log, fail_at=3), 2, max_in_flight=8, serial_finish=1)
+    with pytest.raises(ValueError, match="finish of job 3"):
+        list(pipeline)
+    assert not fastload_threads()
+    # a consumer that stops early: the finisher is blocked, waiting for the consumer to take a job
+    pipeline = ThreadPipeline(finishing_jobs(30, []), 2, max_in_flight=8, serial_finish=1)
+    next(pipeline)
+    time.sleep(0.05)
+    pipeline.close()
+    assert not fastload_threads()
