@@ -123,8 +123,10 @@ class FastPath(SampleReader):
     """
 
     def __init__(self, samples: list[tuple[str, int]], plan: Plan, *, batch_size: int, dct_scaling: bool,
-                 device: torch.device | None, pin_memory: bool, slots: int, outputs: OutputPool, **reader):
+                 device: torch.device | None, pin_memory: bool, slots: int, outputs: OutputPool,
+                 memory_format: torch.memory_format = torch.contiguous_format, **reader):
         super().__init__(samples, plan, **reader)
+        self.memory_format = memory_format
         self.dct_scaling = dct_scaling
         self.device = device
         height, width = plan.output_size
@@ -207,6 +209,8 @@ class FastPath(SampleReader):
                         images = finish_batch(buffer[:size], self.plan, out=self._output(size), color=color)
                 finally:
                     self.ring.release(buffer)
+            if self.memory_format != torch.contiguous_format:
+                images = images.contiguous(memory_format=self.memory_format)
             if self.collate_fn is not None:
                 batch = self.collate_fn(list(zip(images.unbind(0), labels)))
             else:

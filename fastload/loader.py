@@ -7,6 +7,11 @@ Construction validates arguments exactly as torch does (it is torch's own
   with its default loader, whose transform compiles to a ``Plan``: read,
   decode (DCT-scaled) and crop/resize/flip each sample in a thread, then
   convert and normalize each batch once (``batch.FastPath``);
+* device path -- the fast path with ``device="cuda"``: reader threads read
+  files and draw each sample's augmentation; one device-stage thread
+  decodes the batch on the GPU (nvJPEG) and runs the fused augmentation
+  kernel into a preallocated output slot on a side stream
+  (``fastload.device``);
 * generic path -- anything else: threads call ``dataset[i]`` (or iterate an
   IterableDataset) and ``collate_fn`` batches, so the samples are the ones
   torch's DataLoader would give.
@@ -31,13 +36,15 @@ from torch.utils.data.distributed import DistributedSampler
 from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loader
 
 from .batch import FastPath, output_pool
-from .decode import DEFAULT_MAX_PIXELS
+from . import device as device_stage
+from .decode import DECODE_DEVICES, DECODERS, DEFAULT_MAX_PIXELS, choose_decoder
 from .deliver import OutputPool, to_device
 from .order import dist_info, num_shard_samples, shard_indices
 from .pipeline import END, Job, ThreadPipeline
 from .sources import Source
 from .stats import Stats
 from .transforms import UnsupportedTransform, compile_plan
+from fastload.kernels import augment as augment_kernel
 
 
 class DataLoader(torch.utils.data.DataLoader):
@@ -73,6 +80,22 @@ class DataLoader(torch.utils.data.DataLoader):
         dct_scaling: decode JPEGs at 1/2, 1/4 or 1/8 scale when that still
             covers the output (faster; pixels differ slightly from a full
             decode). False gives torchvision's pixels exactly.
+        decode_device: with ``device="cuda"``, where JPEGs are decoded:
+            "auto" (default: on the GPU where this torch/torchvision can --
+            not on ROCm, say -- else on the CPU), "cuda" (an error where it
+            cannot) or "cpu" (decode on the CPU, augment on the GPU).
+        decoder: force a decoding backend: "nvjpeg" (torchvision's),
+            "torchcodec" (``pip install fastload[torchcodec]``) or "cpu".
+            By default, with both GPU backends installed, the first batch
+            measures which is faster.
+        device_prefetch: with ``device="cuda"``, how many batches are
+            decoded and augmented on the GPU ahead of the training loop
+            (default 2). This is the knob for GPU memory: the loader keeps
+            ``device_prefetch + 2`` output batches there, plus one batch of
+            decoded images while it works.
+        memory_format: of the image batches: ``torch.contiguous_format``
+            (default) or ``torch.channels_last``, which the device path
+            writes directly (the CPU paths convert each batch).
 
     The epoch of an iteration is the one last given to ``set_epoch`` (on the
     loader or on its source) since the previous iteration, else the previous
@@ -107,7 +130,8 @@ class DataLoader(torch.utils.data.DataLoader):
                  seed: int | None = None, on_error: str = "raise", rank: int | None = None,
                  world_size: int | None = None, max_image_pixels: int | None = DEFAULT_MAX_PIXELS,
                  dct_scaling: bool = True, max_skips: int | float | None = None,
-                 on_corrupt: str = "deliver"):
+                 on_corrupt: str = "deliver", decode_device: str = "auto", decoder: str | None = None,
+                 device_prefetch: int = 2, memory_format: torch.memory_format = torch.contiguous_format):
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         if on_corrupt not in ("deliver", "error"):
@@ -115,6 +139,15 @@ class DataLoader(torch.utils.data.DataLoader):
         if max_skips is not None and not (isinstance(max_skips, int) and max_skips >= 0
                                           or isinstance(max_skips, float) and 0 <= max_skips < 1):
             raise ValueError(f"max_skips must be a count >= 0 or a fraction in [0, 1), got {max_skips!r}")
+        if decode_device not in DECODE_DEVICES:
+            raise ValueError(f"decode_device must be one of {DECODE_DEVICES}, got {decode_device!r}")
+        if decoder not in (None, "cpu", *DECODERS):
+            raise ValueError(f"decoder must be None, 'cpu', {', '.join(map(repr, DECODERS))}; got {decoder!r}")
+        if not isinstance(device_prefetch, int) or device_prefetch < 1:
+            raise ValueError(f"device_prefetch must be an int >= 1, got {device_prefetch!r}")
+        if memory_format not in (torch.contiguous_format, torch.channels_last):
+            raise ValueError(f"memory_format must be torch.contiguous_format or torch.channels_last, "
+                             f"got {memory_format!r}")
         self.source_shuffle = None
         if isinstance(dataset, Source):
             # torch refuses shuffle for an IterableDataset; a source shuffles itself.
@@ -139,6 +172,8 @@ class DataLoader(torch.utils.data.DataLoader):
         self.dct_scaling = dct_scaling
         self.max_skips = max_skips
         self.on_corrupt = on_corrupt
+        self.decode_device, self.decoder = decode_device, decoder
+        self.device_prefetch, self.memory_format = device_prefetch, memory_format
         self.stats = Stats()
         self._resume: dict | None = None
         self._position = {"epoch": None, "batches": 0, "finished": False, "rng": None}
@@ -147,6 +182,28 @@ class DataLoader(torch.utils.data.DataLoader):
         self._source_epoch_seen = getattr(dataset, "epoch", None)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._fast = self._fast_path_inputs()
+        self.device_path = self._uses_device_path()
+        self._device_state = None  # (decoders, output slots), made at the first iteration
+
+    def _uses_device_path(self) -> bool:
+        """Whether batches are decoded and augmented on ``device``; an error when GPU decode was asked
+        for and cannot happen."""
+        reason = None
+        if self._fast is None:
+            reason = "the dataset or its transform does not take the fast path"
+        elif self.device is None or self.device.type not in device_stage.KERNEL_DEVICE_TYPES:
+            reason = "device is not a CUDA device"
+        elif augment_kernel.triton is None:
+            reason = "triton is not installed"
+        else:
+            reason = device_stage.unsupported(self._fast[1])
+            reason = reason and f"the fused kernel cannot run {reason}"
+        if reason and (self.decode_device == "cuda" or self.decoder in DECODERS):
+            raise ValueError(f"decode_device={self.decode_device!r}, decoder={self.decoder!r}: GPU decoding "
+                             f"runs on the device path, and {reason}")
+        if reason is None:  # an error now, not at the first batch, when the asked-for decoder is missing
+            self._decoders = choose_decoder(self.decode_device, self.device, self.max_image_pixels, self.decoder)
+        return reason is None
 
     # -- path selection ---------------------------------------------------------------
     def _fast_path_inputs(self):
@@ -255,6 +312,10 @@ class DataLoader(torch.utils.data.DataLoader):
             batches = itertools.islice(batches, skip, None)
             jobs = (self._fast_jobs if self._fast is not None else self._map_jobs)(epoch, batches, None)
         in_flight = (self.prefetch_factor or 2) * max(threads, 1)
+        device_path = {}
+        if self.device_path:  # encoded batches in flight: those on the GPU, and a few being read
+            in_flight = self.device_prefetch + (self.prefetch_factor or 2)
+            device_path = dict(serial_finish=self.device_prefetch, handover=self._device_run.handover)
         try:
             length = len(self) - skip + fast_forward
         except TypeError:
@@ -262,7 +323,7 @@ class DataLoader(torch.utils.data.DataLoader):
         pipeline = ThreadPipeline(jobs, threads, in_flight, self.timeout,
                                   on_wait=lambda seconds: self.stats.add("wait", seconds),
                                   thread_init=self.worker_init_fn, length=length,
-                                  on_deliver=self._delivered)
+                                  on_deliver=self._delivered, **device_path)
         self._iterators.add(pipeline)
         for _ in range(fast_forward):  # a plain IterableDataset can only be replayed
             if next(pipeline, END) is END:
@@ -377,14 +438,19 @@ class DataLoader(torch.utils.data.DataLoader):
     def _fast_jobs(self, epoch: int, index_batches, order: list[int] | None) -> Iterator[Job]:
         samples, plan, target_transform = self._fast
         threads = max(self.num_workers, 1)
-        fast = FastPath(samples, plan, batch_size=self.batch_size, seed=self._seed(),
-                        target_transform=target_transform,
-                        collate_fn=None if self.collate_fn is default_collate else self.collate_fn,
-                        on_error=self.on_error, max_skips=self._skip_budget(),
-                        on_corrupt=self.on_corrupt, max_image_pixels=self.max_image_pixels,
-                        dct_scaling=self.dct_scaling, device=self.device,
-                        pin_memory=self.pin_memory, slots=(self.prefetch_factor or 2) * threads,
-                        outputs=self._output_pool(plan, threads), stats=self.stats)
+        reader = dict(seed=self._seed(), target_transform=target_transform,
+                      collate_fn=None if self.collate_fn is default_collate else self.collate_fn,
+                      on_error=self.on_error, max_skips=self._skip_budget(), on_corrupt=self.on_corrupt,
+                      max_image_pixels=self.max_image_pixels, stats=self.stats)
+        if self.device_path:
+            decoders, slots = self._device_resources(plan)
+            fast = self._device_run = device_stage.DevicePath(samples, plan, device=self.device,
+                                                               decoders=decoders, slots=slots, **reader)
+        else:
+            fast = FastPath(samples, plan, batch_size=self.batch_size, dct_scaling=self.dct_scaling,
+                            device=self.device, pin_memory=self.pin_memory,
+                            slots=(self.prefetch_factor or 2) * threads, outputs=self._output_pool(plan, threads),
+                            memory_format=self.memory_format, **reader)
         if order is not None:
             return fast.jobs(index_batches, epoch, order)
         counter = itertools.count()
@@ -396,6 +462,17 @@ class DataLoader(torch.utils.data.DataLoader):
         if isinstance(self.max_skips, float):
             return int(self.max_skips * len(self) * (self.batch_size or 1))
         return self.max_skips
+
+    def _device_resources(self, plan) -> tuple[list, "device_stage.OutputSlots"]:
+        """The decoder(s) and output slots of the device path, made once and kept across epochs."""
+        if self._device_state is None:
+            decoders = self._decoders
+            height, width = plan.output_size
+            dtype = plan.dtype if plan.scale is not None else torch.uint8
+            slots = device_stage.OutputSlots(self.device_prefetch + 2, (self.batch_size, 3, height, width),
+                                             dtype, self.device, self.memory_format)
+            self._device_state = decoders, slots
+        return self._device_state
 
     def _output_pool(self, plan, threads: int) -> OutputPool:
         """The CPU output batches, kept across epochs so their memory stays mapped."""

@@ -21,6 +21,15 @@ class Stats:
     ``corrupt`` (epoch, index, path, libjpeg's warning) for every corrupt
     JPEG that was decoded anyway and delivered (``on_corrupt="deliver"``).
     Both accumulate over epochs.
+
+    On the device path (``device="cuda"``): ``decoder`` names the backend
+    that decodes ("nvjpeg", "torchcodec", "cpu"); ``device_bytes`` is the
+    device memory the loader's own tensors take (its output slots and the
+    largest batch of decoded images; nvJPEG's internal buffers are not
+    counted); ``overflow`` counts batches made outside the slots because the
+    training loop still held every slot (memory grows only then).
+    ``copy`` is then the device stage's host time per batch (the GPU work
+    itself is asynchronous).
     """
 
     images: int = 0
@@ -28,6 +37,9 @@ class Stats:
     seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     skipped: list = field(default_factory=list)
     corrupt: list = field(default_factory=list)
+    decoder: str = ""
+    device_bytes: int = 0
+    overflow: int = 0
     started: float = field(default_factory=time.perf_counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -60,5 +72,7 @@ class Stats:
 
     def __str__(self) -> str:
         stages = ", ".join(f"{name} {value:.2f}s" for name, value in self.seconds.items())
+        device = (f"; decoder {self.decoder}, {self.device_bytes / 2**20:.0f} MiB on the device"
+                  if self.decoder else "")
         return (f"{self.images} images in {self.batches} batches, {self.images_per_s:.0f} img/s; "
-                f"{stages}; {len(self.skipped)} skipped, {len(self.corrupt)} corrupt delivered")
+                f"{stages}; {len(self.skipped)} skipped, {len(self.corrupt)} corrupt delivered{device}")

@@ -67,6 +67,13 @@ class AugmentParams:
     ops: torch.Tensor
     factors: torch.Tensor
 
+    def to(self, device) -> "AugmentParams":
+        """These parameters on ``device`` (copied asynchronously)."""
+        if self.boxes.device == torch.device(device):
+            return self
+        return AugmentParams(*(t.to(device, non_blocking=True) for t in
+                               (self.boxes, self.flips, self.ops, self.factors)))
+
     @classmethod
     def make(cls, boxes, flips=None, ops=None, factors=None, device=None) -> "AugmentParams":
         """Build from Python lists or tensors; missing flips/ops mean none."""
@@ -491,8 +498,9 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     n_tiles = triton.cdiv(height * width, block)
     slots = params.ops.shape[1]
     has_contrast = slots > 0 and bool((params.ops == CONTRAST).any())
-    partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
     flips = bool(params.flips.any())
+    params = params.to(device)  # parameters built on the host: checked above without a device sync
+    partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
     arguments = (src_ptrs, src_meta, params.boxes, params.flips, params.ops, params.factors, partials,
                  scale_t, shift_t, out, *out.stride(), height, width, n_tiles)
     options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, QUANTIZE=quantize, NORMALIZE=affine is not None,

@@ -14,10 +14,30 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from fastload.decode import NvjpegDecoder  # noqa: E402
 from fastload.pipeline import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
 TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata"
+
+
+class FakeGpuDecoder(NvjpegDecoder):
+    """nvJPEG's behaviour on the CPU: torchvision's decoder, refusing progressive JPEGs, and failing the
+    whole batch when any one image fails, as the batched CUDA call does."""
+
+    def __init__(self, device=None):
+        self.device = device
+        self.calls = []
+
+    def decode_many(self, encoded):
+        import torchvision.io
+        self.calls.append(len(encoded))
+        out = []
+        for data in encoded:
+            if b"\xff\xc2" in bytes(data[:65536]):
+                raise RuntimeError("nvJPEG: progressive JPEG not supported")
+            out.append(torch.ops.image.decode_jpeg(data, torchvision.io.ImageReadMode.RGB.value, False))
+        return [image.to(torch.uint8) for image in out]
 
 
 def write_folder(root: Path, sizes_per_class: list[list[tuple[int, int]]], grayscale_every: int = 0) -> Path:

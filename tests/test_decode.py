@@ -14,7 +14,7 @@ from fastload.read import read_file
 
 from fastload.sample_data import make_image
 
-from conftest import TESTDATA
+from conftest import TESTDATA, FakeGpuDecoder
 
 
 def test_read_errors_name_the_file(tmp_path):
@@ -234,26 +234,6 @@ def test_webp_size_is_read_from_the_header_before_decoding():
         assert _webp_size(data) == (pixels.shape[2], pixels.shape[1]), path.name
         with pytest.raises(DecodeError, match="exceeds max_image_pixels=100"):
             open_image(0, str(path), data, max_pixels=100)
-
-
-class FakeGpuDecoder(decode_module.NvjpegDecoder):
-    """nvJPEG's behaviour on the CPU: torchvision's decoder, refusing progressive JPEGs, and failing the
-    whole batch when any one image fails, as the batched CUDA call does."""
-
-    def __init__(self):
-        self.device = None
-        self.calls = []
-
-    def decode_many(self, encoded):
-        import torch
-        import torchvision.io
-        self.calls.append(len(encoded))
-        out = []
-        for data in encoded:
-            if b"\xff\xc2" in bytes(data[:65536]):
-                raise RuntimeError("nvJPEG: progressive JPEG not supported")
-            out.append(torch.ops.image.decode_jpeg(data, torchvision.io.ImageReadMode.RGB.value, False))
-        return [image.to(torch.uint8) for image in out]
 
 
 @pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")

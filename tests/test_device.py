@@ -1,0 +1,194 @@
+"""The device path (fastload.device) on the CPU: the fused kernel through Triton's interpreter, GPU decoding
+through a stand-in that behaves like nvJPEG, and the ROCm-style fallback (CPU decode, device augment)."""
+
+import pytest
+import torch
+
+import fastload
+from fastload import decode as decode_module
+from fastload import device as device_stage
+from fastload import loader as loader_module
+from fastload import recipes
+from fastload.device import OutputSlots
+from fastload.errors import DecodeError
+
+from conftest import TESTDATA, FakeGpuDecoder
+
+STD = torch.tensor(recipes.IMAGENET_STD).view(1, 3, 1, 1)
+
+
+@pytest.fixture
+def kernel_on_cpu(monkeypatch):
+    """Let device="cpu" take the device path (the kernel runs in Triton's interpreter)."""
+    monkeypatch.setattr(device_stage, "KERNEL_DEVICE_TYPES", ("cuda", "cpu"))
+
+
+@pytest.fixture
+def fake_gpu_decoder(monkeypatch):
+    """The loader's decoder choice returns the nvJPEG stand-in; the list holds those made."""
+    made = []
+
+    def choose(decode_device="auto", device=None, max_pixels=None, decoder=None):
+        made.append(FakeGpuDecoder(device))
+        return [made[-1]]
+    monkeypatch.setattr(loader_module, "choose_decoder", choose)
+    return made
+
+
+def levels_apart(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """|a - b| of two normalized ImageNet batches, in uint8 levels."""
+    return ((a.float() - b.float()) * STD * 255).abs()
+
+
+def cpu_batches(dataset, **options):
+    return list(fastload.DataLoader(dataset, dct_scaling=False, **options))
+
+
+@pytest.mark.parametrize("gpu_decode", [False, True])
+def test_device_path_matches_the_cpu_path(image_folder, kernel_on_cpu, request, gpu_decode):
+    """Same seeds, same crops and flips: the fused kernel's batches are the CPU path's within one level
+    (the kernel resamples as torchvision's tensor resize, the CPU path as Pillow)."""
+    made = request.getfixturevalue("fake_gpu_decoder") if gpu_decode else []
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(32))
+    options = dict(batch_size=5, num_workers=2, seed=11, shuffle=True)
+    loader = fastload.DataLoader(dataset, device="cpu", **options)
+    assert loader.device_path
+    batches = list(loader)
+    assert loader.stats.decoder == ("nvjpeg" if gpu_decode else "cpu")
+    if gpu_decode:
+        assert sum(made[0].calls) == len(dataset) - 0  # every file went to the GPU stand-in
+    expected = cpu_batches(dataset, **options)
+    assert len(batches) == len(expected) == 5
+    for (images, labels), (cpu_images, cpu_labels) in zip(batches, expected):
+        assert images.shape == cpu_images.shape and images.dtype == torch.float32
+        assert torch.equal(labels, cpu_labels)
+        assert levels_apart(images, cpu_images).max() <= 1.001
+
+
+def test_color_recipe_on_the_device_path(image_folder, kernel_on_cpu):
+    """SimCLR's jitter and grayscale in the kernel, against the CPU path's plain-torch chain from a
+    Pillow resize: a one-level resize difference can grow through contrast and saturation."""
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.simclr(24))
+    options = dict(batch_size=8, num_workers=2, seed=5)
+    batches = list(fastload.DataLoader(dataset, device="cpu", **options))
+    for (images, _), (cpu_images, _) in zip(batches, cpu_batches(dataset, **options)):
+        apart = levels_apart(images, cpu_images)
+        assert apart.mean() < 0.5 and (apart > 4.001).float().mean() < 0.01
+
+
+@pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")
+def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gpu_decoder):
+    """Real odd and broken JPEGs: each is decoded on the GPU stand-in, on the CPU, or skipped with its
+    file named; nothing else is lost, and a failing file never takes its batch's neighbours with it."""
+    paths = sorted(p for p in (TESTDATA / "jpeg_zoo").iterdir() if p.suffix == ".jpg")
+    listing = tmp_path / "zoo.txt"
+    listing.write_text("".join(f"{p} {i}\n" for i, p in enumerate(paths)))
+    # a center crop: no resize, whose filter the interpreter would run for minutes on the 8-megapixel files
+    transform = fastload.transforms.Compose([fastload.transforms.CenterCrop(16),
+                                             fastload.transforms.ToImage()])
+    dataset = fastload.FileList(str(listing), transform=transform, shuffle=False)
+    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu", on_error="skip")
+    delivered = [label for _, labels in loader for label in labels.tolist()]
+    skipped = {path for _, _, path, _ in loader.stats.skipped}
+    assert len(delivered) == len(paths)
+    cpu = decode_module.CpuDecoder()
+    for i, path in enumerate(paths):
+        if str(path) in skipped:  # only files that neither decoder can read are skipped
+            with pytest.raises((DecodeError, RuntimeError)):
+                cpu.decode_one(i, str(path), path.read_bytes())
+                FakeGpuDecoder().decode_many([torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)])
+        else:
+            assert i in delivered, path
+    assert skipped and len(skipped) < len(paths) // 2
+    # on_error="raise": the first bad file is named
+    with pytest.raises(DecodeError) as error:
+        list(fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu"))
+    assert error.value.path in skipped
+
+
+def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(image_folder, kernel_on_cpu,
+                                                                          monkeypatch):
+    """Where no GPU decoder exists (ROCm, no nvJPEG), "auto" decodes on the CPU, still on the device path;
+    asking for GPU decoding says why it cannot."""
+    monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: False))
+    monkeypatch.setattr(decode_module.TorchCodecDecoder, "available", classmethod(lambda cls: False))
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
+    assert loader.device_path and len(list(loader)) == 3 and loader.stats.decoder == "cpu"
+    with pytest.raises(RuntimeError, match="cannot decode JPEGs on a GPU"):
+        fastload.DataLoader(dataset, batch_size=8, device="cpu", decode_device="cuda")
+    with pytest.raises(RuntimeError, match="decoder='torchcodec' is not available"):
+        fastload.DataLoader(dataset, batch_size=8, device="cpu", decoder="torchcodec")
+
+
+def test_gpu_decoding_asked_for_where_the_device_path_cannot_run(image_folder):
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    with pytest.raises(ValueError, match="device is not a CUDA device"):
+        fastload.DataLoader(dataset, batch_size=8, decode_device="cuda")
+    evaluation = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_eval(16, 20))
+    with pytest.raises(ValueError, match="Resize then CenterCrop"):
+        fastload.DataLoader(evaluation, batch_size=8, device="cuda", decoder="nvjpeg")
+    for bad in (dict(decode_device="gpu"), dict(decoder="dali"), dict(device_prefetch=0),
+                dict(memory_format=torch.preserve_format)):
+        with pytest.raises(ValueError):
+            fastload.DataLoader(dataset, batch_size=8, **bad)
+
+
+def test_output_slots_are_reused_only_when_the_loop_has_dropped_them():
+    slots = OutputSlots(2, (4, 3, 2, 2), torch.float16, torch.device("cpu"), torch.contiguous_format)
+    assert slots.nbytes == 2 * 4 * 3 * 2 * 2 * 2
+    first, a = slots.take(4, None)
+    second, b = slots.take(3, None)
+    assert (a, b) == (0, 1) and second.shape == (3, 3, 2, 2)
+    third, c = slots.take(4, None)  # both held: a fresh batch, counted
+    assert c is None and slots.overflow == 1
+    row = second[1]  # a view keeps its slot in use
+    del second
+    assert slots.take(4, None)[1] is None
+    del row
+    again, d = slots.take(4, None)
+    assert d == 1
+    assert slots.overflow == 2
+
+
+def test_batches_held_by_the_loop_stay_valid_and_resume_is_exact(image_folder, kernel_on_cpu):
+    """Keeping every batch (list(loader)) forces fresh outputs beyond the slots: none is overwritten.
+    A mid-epoch state_dict resumes with the same pixels."""
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    options = dict(batch_size=4, num_workers=2, seed=3, shuffle=True, device="cpu", device_prefetch=1)
+    loader = fastload.DataLoader(dataset, **options)
+    kept = list(loader)
+    assert loader.stats.overflow > 0
+    streamed = [images.clone() for images, _ in fastload.DataLoader(dataset, **options)]
+    assert all(torch.equal(a, b) for (a, _), b in zip(kept, streamed))
+    resumed = fastload.DataLoader(dataset, **options)
+    iterator = iter(resumed)
+    next(iterator), next(iterator)
+    state = resumed.state_dict()
+    iterator.close()
+    fresh = fastload.DataLoader(dataset, **options)
+    fresh.load_state_dict(state)
+    rest = [images for images, _ in fresh]
+    assert len(rest) == len(kept) - 2
+    assert all(torch.equal(a, b) for a, (b, _) in zip(rest, kept[2:]))
+
+
+def test_channels_last_output_on_both_paths(image_folder, kernel_on_cpu):
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16, torch.float16))
+    options = dict(batch_size=8, num_workers=2, seed=1, memory_format=torch.channels_last)
+    for device in ("cpu", None):
+        loader = fastload.DataLoader(dataset, device=device, **options)
+        assert loader.device_path == (device == "cpu")
+        images, _ = next(iter(loader))
+        assert images.dtype == torch.float16 and images.is_contiguous(memory_format=torch.channels_last)
+        loader.close()
+
+
+def test_break_and_close_join_the_device_stage(image_folder, kernel_on_cpu):
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    loader = fastload.DataLoader(dataset, batch_size=2, num_workers=2, device="cpu")
+    for _ in loader:
+        break
+    iterator = iter(loader)
+    next(iterator)
+    loader.close()  # the autouse fixture checks that no fastload thread (the finisher included) survives
