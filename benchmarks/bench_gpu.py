@@ -1,0 +1,255 @@
+"""fastload's device path vs torch's DataLoader, end to end on one GPU, for the ResNet-50 training recipe.
+
+Every loader delivers the same thing to the training loop: a (256, 3, 224,
+224) float16 channels_last CUDA batch of RandomResizedCrop(224) +
+horizontal flip + ImageNet-normalized images, and its labels on the GPU.
+
+* fastload GPU decode:   fastload.DataLoader(device="cuda"): nvJPEG decode
+                         of each batch and the fused augmentation kernel
+* fastload CPU decode:   the same with decode_device="cpu": libjpeg-turbo
+                         in the reader threads, augmentation on the GPU
+* torch + v2:            torch DataLoader, torchvision v2 on PIL images in
+                         num_workers processes, pin_memory; the float32
+                         batch is copied over and cast on the GPU
+* torch + GPU normalize: torch DataLoader whose workers crop and flip into
+                         uint8, collated as uint8, pinned; normalize, cast
+                         and layout on the GPU one batch ahead on a side
+                         stream (timm's PrefetchLoader recipe)
+* decode-only ceiling:   the GPU decoder alone on the same files, read
+                         into memory first: batched nvJPEG decode of every
+                         batch, nothing else
+
+Each loader runs in its own process: a warm-up of ``--warmup`` batches,
+then ``--batches`` timed ones. Reported: images/s; host CPU cores busy (CPU
+time of the process and its workers over wall time); peak host memory
+(summed PSS of the process tree, sampled every 0.5 s); peak GPU memory
+(torch.cuda.max_memory_allocated); and the ratio to torch + v2. Run with no
+folder, it first generates ``--images`` ImageNet-like JPEGs (about 2
+minutes for 20,000 on 16 cores).
+
+Without a GPU, ``--device cpu`` runs the torch loaders and fastload's device
+path through Triton's interpreter on a few tiny batches (TRITON_INTERPRET=1):
+a check that the script works, not a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+LOADERS = ("fastload GPU decode", "fastload CPU decode", "torch + v2", "torch + GPU normalize", "decode-only")
+REFERENCE = "torch + v2"
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants (torch's workers)."""
+    ticks, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    pending.extend(int(child) for child in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class _UInt8Crop:
+    """The torch + GPU normalize loader's sample transform: crop and flip in Pillow, then uint8 CHW."""
+
+    def __init__(self, size: int):
+        from torchvision.transforms import v2
+        self.transform = v2.Compose([v2.RandomResizedCrop(size), v2.RandomHorizontalFlip(), v2.PILToTensor()])
+
+    def __call__(self, image):
+        return self.transform(image)
+
+
+def _prefetched(loader, device, size):
+    """timm's PrefetchLoader: the next uint8 batch is normalized, cast and laid out on a side stream."""
+    import torch
+    stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+    mean = torch.tensor([m * 255 for m in MEAN], device=device).view(1, 3, 1, 1)
+    std = torch.tensor([s * 255 for s in STD], device=device).view(1, 3, 1, 1)
+
+    def prepare(images, labels):
+        images = images.to(device, non_blocking=True).float().sub_(mean).div_(std)
+        return images.half().contiguous(memory_format=torch.channels_last), labels.to(device, non_blocking=True)
+
+    pending = None
+    for images, labels in loader:
+        if stream is not None:
+            with torch.cuda.stream(stream):
+                ready = prepare(images, labels)
+        else:
+            ready = prepare(images, labels)
+        if pending is not None:
+            yield pending
+        if stream is not None:
+            torch.cuda.current_stream(device).wait_stream(stream)
+            for tensor in ready:
+                tensor.record_stream(torch.cuda.current_stream(device))
+        pending = ready
+    if pending is not None:
+        yield pending
+
+
+def make_batches(name: str, root: str, args, device):
+    """An endless iterator of (images, labels) on ``device`` as the training loop would get them."""
+    import torch
+    import torchvision
+    from torchvision.transforms import v2
+
+    import fastload
+    import fastload.device
+    from fastload import recipes
+    size, batch, workers = args.size, args.batch_size, args.workers
+    if name.startswith("fastload"):
+        if device.type == "cpu":  # the smoke test: the device path's kernel in Triton's interpreter
+            fastload.device.KERNEL_DEVICE_TYPES = ("cuda", "cpu")
+        transform = recipes.resnet50_train(size, torch.float16)
+        loader = fastload.DataLoader(fastload.ImageFolder(root, transform), batch_size=batch, shuffle=True,
+                                     num_workers=workers, drop_last=True, device=device,
+                                     memory_format=torch.channels_last,
+                                     decode_device="cpu" if "CPU" in name else "auto")
+        if device.type == "cuda" and "GPU" in name and loader._decoders[0].name == "cpu":
+            raise SystemExit("no GPU JPEG decoder here")
+        epochs = iter(int, 1)
+        return (batch for _ in epochs for batch in loader), loader
+    common = dict(batch_size=batch, shuffle=True, num_workers=workers, drop_last=True,
+                  pin_memory=device.type == "cuda", persistent_workers=workers > 0)
+    if name == "torch + v2":
+        transform = v2.Compose([v2.RandomResizedCrop(size), v2.RandomHorizontalFlip(), v2.ToImage(),
+                                v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+        loader = torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(root, transform), **common)
+
+        def to_device(images, labels):
+            images = images.to(device, non_blocking=True).half().contiguous(memory_format=torch.channels_last)
+            return images, labels.to(device, non_blocking=True)
+        return (to_device(*b) for _ in iter(int, 1) for b in loader), loader
+    loader = torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(root, _UInt8Crop(size)), **common)
+    return (b for _ in iter(int, 1) for b in _prefetched(loader, device, size)), loader
+
+
+def decode_only(root: str, args, device) -> dict:
+    """Batched GPU decode of the folder's files, already in memory: the ceiling of any GPU-decode loader."""
+    import torch
+    import torchvision
+    from fastload.decode import choose_decoder
+    files = [path for path, _ in torchvision.datasets.ImageFolder(root).samples]
+    encoded = []
+    for path in files[: args.batch_size * (args.warmup + args.batches)]:
+        with open(path, "rb") as f:
+            encoded.append(torch.frombuffer(bytearray(f.read()), dtype=torch.uint8))
+    decoder = choose_decoder("cuda" if device.type == "cuda" else "cpu", device)[0]
+    batches = [encoded[i:i + args.batch_size] for i in range(0, len(encoded), args.batch_size)]
+    decode = decoder.decode_many if device.type == "cuda" else (
+        lambda batch: [torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB) for data in batch])
+    return _timed("decode-only", (decode(b) for b in batches), args, device, per_batch=args.batch_size)
+
+
+def _timed(name: str, batches, args, device, per_batch: int | None = None) -> dict:
+    import torch
+    from tqdm import tqdm
+    on_gpu = device.type == "cuda"
+    for _ in range(args.warmup):
+        next(batches)
+    if on_gpu:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    started, cpu_started, images = time.perf_counter(), _tree_cpu_seconds(os.getpid()), 0
+    for _ in tqdm(range(args.batches), desc=f"{name:22s}", unit="batch", file=sys.stderr, leave=False):
+        batch = next(batches)
+        images += per_batch or batch[0].shape[0]
+    if on_gpu:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    return {"name": name, "images": images, "seconds": seconds, "images_per_s": images / seconds,
+            "cores_busy": (_tree_cpu_seconds(os.getpid()) - cpu_started) / seconds,
+            "gpu_peak_mb": torch.cuda.max_memory_allocated() / 2**20 if on_gpu else None,
+            "own_peak_rss_mb": 0.0}
+
+
+def run_one(name: str, root: str, args) -> dict:
+    import warnings
+
+    import torch
+    warnings.filterwarnings("ignore", category=UserWarning, module="torchvision")
+    device = torch.device(args.device)
+    if name == "decode-only":
+        return decode_only(root, args, device)
+    batches, loader = make_batches(name, root, args, device)
+    result = _timed(name, batches, args, device)
+    stats = getattr(loader, "stats", None)
+    if stats is not None and stats.decoder:
+        result["decoder"], result["loader_device_mb"] = stats.decoder, stats.device_bytes / 2**20
+    if hasattr(loader, "close"):
+        loader.close()
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", nargs="?", help="ImageFolder root (default: a generated ImageNet-like folder)")
+    parser.add_argument("--images", type=int, default=20000, help="size of the generated folder")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--warmup", type=int, default=10, help="batches before timing")
+    parser.add_argument("--batches", type=int, default=60, help="timed batches")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one loader, print JSON
+    args = parser.parse_args(argv)
+
+    if args.one:
+        print(json.dumps(run_one(args.one, args.root, args)))
+        return 0
+    from fastload.cli.bench import machine, run_in_child
+    root = args.root
+    if root is None:
+        from fastload.sample_data import default_sample_root, make_sample_folder
+        root = str(default_sample_root().with_name(f"bench-imagenet-{args.images}"))
+        print(f"folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
+        make_sample_folder(root, num_images=args.images, num_classes=100)
+    results = []
+    for name in args.loaders.split(","):
+        command = [sys.executable, os.path.abspath(__file__), root, "--one", name]
+        for option in ("batch_size", "size", "workers", "warmup", "batches", "device"):
+            command += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+        try:
+            results.append(run_in_child(name, command))
+        except SystemExit as failure:
+            print(f"{name}: skipped ({failure})", flush=True)
+    reference = next((r["images_per_s"] for r in results if r["name"] == REFERENCE), None)
+    print(f"\nmachine: {machine()}")
+    print(f"data: {root}; batch {args.batch_size}, num_workers {args.workers}, RandomResizedCrop({args.size}) + "
+          f"flip + normalize, float16 channels_last on {args.device}; {args.batches} timed batches\n")
+    print(f"{'loader':<24} {'images/s':>9} {'vs ' + REFERENCE:>14} {'cores busy':>11} {'host MB':>9} {'GPU MB':>8}")
+    for r in results:
+        ratio = f"{r['images_per_s'] / reference:.2f}x" if reference else "-"
+        gpu = "-" if r.get("gpu_peak_mb") is None else f"{r['gpu_peak_mb']:.0f}"
+        print(f"{r['name']:<24} {r['images_per_s']:>9.0f} {ratio:>14} {r['cores_busy']:>11.1f} "
+              f"{r['peak_mb']:>9.0f} {gpu:>8}")
+    ceiling = next((r["images_per_s"] for r in results if r["name"] == "decode-only"), None)
+    fastest = next((r["images_per_s"] for r in results if r["name"] == "fastload GPU decode"), None)
+    if ceiling and fastest:
+        print(f"\nfastload GPU decode reaches {fastest / ceiling:.0%} of the decode-only ceiling")
+    print("host MB: peak summed PSS of the loader's process tree; GPU MB: peak torch.cuda allocation")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "args": vars(args), "results": results}, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
