@@ -46,8 +46,10 @@ def make_loader(kind: str, root: str, image_size: int, batch_size: int, workers:
     transform = resnet50_train(size=image_size)
     if kind == "fastload":
         source = fastload.ImageFolder(root, transform, shuffle=True, drop_last=True)
+        # on a GPU: decoded (nvJPEG) and augmented there, written channels_last by the fused kernel
         loader = fastload.DataLoader(source, batch_size=batch_size, num_workers=workers, drop_last=True,
-                                     device=device if device.type == "cuda" else None)
+                                     device=device if device.type == "cuda" else None,
+                                     memory_format=torch.channels_last)
         return loader, len(source.classes)
     dataset = torchvision.datasets.ImageFolder(root, transform)
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,

@@ -1,0 +1,65 @@
+"""The device path on a real GPU: stream order, slot reuse, memory across epochs. Skipped without CUDA."""
+
+import gc
+
+import pytest
+import torch
+
+import fastload
+from fastload import recipes
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA (or ROCm) GPU")
+
+STD = torch.tensor(recipes.IMAGENET_STD).view(1, 3, 1, 1)
+
+
+def loader(folder, **options):
+    dataset = fastload.ImageFolder(str(folder), transform=recipes.resnet50_train(32))
+    return fastload.DataLoader(dataset, batch_size=4, num_workers=4, seed=7, shuffle=True, **options)
+
+
+@pytest.mark.parametrize("decode_device", ["auto", "cpu"])
+def test_cuda_batches_match_the_cpu_path(image_folder, decode_device):
+    cuda = loader(image_folder, device="cuda", decode_device=decode_device)
+    assert cuda.device_path
+    batches = [(images.cpu(), labels) for images, labels in cuda]
+    assert cuda.stats.decoder != "" and cuda.stats.device_bytes > 0
+    if decode_device == "cpu":
+        assert cuda.stats.decoder == "cpu"
+    for (images, labels), (cpu_images, cpu_labels) in zip(batches, loader(image_folder, dct_scaling=False)):
+        assert labels.is_cuda and torch.equal(labels.cpu(), cpu_labels)
+        assert ((images - cpu_images) * STD * 255).abs().max() <= 1.001
+
+
+def test_a_slot_is_not_overwritten_while_the_loops_stream_still_reads_it(image_folder):
+    """The loop queues a long sleep, then reads the batch, and drops it at once: the loader may reuse the
+    slot on the host right away, but its writes must wait for the loop's stream. Checksums taken that way
+    equal those of a loop that synchronizes after every batch."""
+    def checksums(slow: bool):
+        sums = []
+        for images, _ in loader(image_folder, device="cuda", device_prefetch=1):
+            if slow:
+                torch.cuda._sleep(20_000_000)  # ~10 ms of GPU time before the read
+            sums.append(images.double().sum())
+            del images
+            if not slow:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        return torch.stack(sums).cpu()
+    assert torch.equal(checksums(slow=True), checksums(slow=False))
+
+
+def test_device_memory_is_steady_across_epochs(image_folder):
+    cuda = loader(image_folder, device="cuda")
+    for _ in cuda:
+        pass
+    torch.cuda.synchronize()
+    gc.collect()
+    after_first = torch.cuda.memory_allocated()
+    for _ in range(3):
+        for _ in cuda:
+            pass
+    torch.cuda.synchronize()
+    gc.collect()
+    assert torch.cuda.memory_allocated() <= after_first
+    assert cuda.stats.overflow == 0  # a loop that drops its batches never needs more than the slots
