@@ -396,14 +396,13 @@ def pick_fastest(decoders: list, encoded: list, clock=None):
     return best[1], best[2]
 
 
-def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu, decoded: list | None = None) -> list:
+def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu) -> list:
     """Decode (index, path, data) items: a (3, H, W) uint8 tensor or a DecodeError per item, in order.
 
     ``decoder`` takes the files it accepts as one batch; if it rejects the
     batch, each of them alone; whatever it still refuses, ``cpu`` decodes:
     a ``CpuDecoder``, or a function of an item's position in ``items`` that
-    returns its image or raises DecodeError. ``decoded``: the decoder's
-    output for the accepted items when it was already run on them.
+    returns its image or raises DecodeError.
     """
     import torch
     fallback = (lambda i: cpu.decode_one(*items[i])) if isinstance(cpu, CpuDecoder) else cpu
@@ -412,7 +411,7 @@ def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu, decoded: lis
     if tried:
         encoded = [torch.frombuffer(bytearray(items[i][2]), dtype=torch.uint8) for i in tried]
         try:
-            for i, image in zip(tried, decoded if decoded is not None else decoder.decode_many(encoded)):
+            for i, image in zip(tried, decoder.decode_many(encoded)):
                 results[i] = image
         except Exception:  # one bad image fails the library's batch: retry each alone
             for i, data in zip(tried, encoded):

@@ -212,15 +212,15 @@ class DevicePath(SampleReader):
         """Every sample's image on the device: GPU-decoded in one batch, the others copied over."""
         pending = [s for s in samples if s.image is None]
         if pending:
-            encoded = None
-            if self.decoder is None:
-                encoded = [torch.frombuffer(bytearray(s.data), dtype=torch.uint8) for s in pending]
-                self.decoder, encoded = pick_fastest(self.candidates, encoded)
+            if self.decoder is None:  # measure the candidates on the files they all take, once
+                trial = [torch.frombuffer(bytearray(s.data), dtype=torch.uint8) for s in pending
+                         if all(c.accepts(s.data) for c in self.candidates)]
+                self.decoder = pick_fastest(self.candidates, trial)[0] if trial else None
                 if self.decoder is not None:  # kept for the loader's later epochs
                     self._chosen[:] = [self.decoder]
             decoder = self.decoder or self.candidates[0]
             items = [(s.index, s.path, s.data) for s in pending]
-            results = decode_batch(items, decoder, lambda i: self._cpu_fallback(pending[i], epoch), encoded)
+            results = decode_batch(items, decoder, lambda i: self._cpu_fallback(pending[i], epoch))
             for sample, result in zip(pending, results):
                 if isinstance(result, DecodeError):
                     self.skip(result, epoch)  # raises unless on_error="skip"

@@ -192,3 +192,27 @@ def test_break_and_close_join_the_device_stage(image_folder, kernel_on_cpu):
     iterator = iter(loader)
     next(iterator)
     loader.close()  # the autouse fixture checks that no fastload thread (the finisher included) survives
+
+
+def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, kernel_on_cpu, monkeypatch):
+    import time
+
+    class Slow(FakeGpuDecoder):
+        name = "nvjpeg"
+
+        def decode_many(self, encoded):
+            time.sleep(0.05)
+            return super().decode_many(encoded)
+
+    class Fast(FakeGpuDecoder):
+        name = "torchcodec"
+
+    made = []
+    monkeypatch.setattr(loader_module, "choose_decoder", lambda *a, **k: made.append([Slow(), Fast()]) or made[-1])
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
+    list(loader)
+    assert loader.stats.decoder == "torchcodec"
+    assert [d.name for d in made[0]] == ["torchcodec"]  # kept for the next epochs
+    list(loader)
+    assert loader.stats.decoder == "torchcodec"
