@@ -23,7 +23,8 @@ Each loader runs in its own process: a warm-up of ``--warmup`` batches,
 then ``--batches`` timed ones. Reported: images/s; host CPU cores busy (CPU
 time of the process and its workers over wall time); peak host memory
 (summed PSS of the process tree, sampled every 0.5 s); peak GPU memory
-(torch.cuda.max_memory_allocated); and the ratio to torch + v2. Run with no
+(torch.cuda.max_memory_allocated); and the ratio to torch + v2 (with the
+table of ``fastload bench``). Run with no
 folder, it first generates ``--images`` ImageNet-like JPEGs (about 2
 minutes for 20,000 on 16 cores).
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -175,7 +177,8 @@ def _timed(name: str, batches, args, device, per_batch: int | None = None) -> di
     return {"name": name, "images": images, "seconds": seconds, "images_per_s": images / seconds,
             "cores_busy": (_tree_cpu_seconds(os.getpid()) - cpu_started) / seconds,
             "gpu_peak_mb": torch.cuda.max_memory_allocated() / 2**20 if on_gpu else None,
-            "own_peak_rss_mb": 0.0}
+            "workers": 0 if name == "decode-only" else args.workers,
+            "own_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def run_one(name: str, root: str, args) -> dict:
@@ -214,7 +217,7 @@ def main(argv=None) -> int:
     if args.one:
         print(json.dumps(run_one(args.one, args.root, args)))
         return 0
-    from fastload.cli.bench import machine, run_in_child
+    from fastload.cli.bench import machine, print_tables, run_in_child
     root = args.root
     if root is None:
         from fastload.sample_data import default_sample_root, make_sample_folder
@@ -230,21 +233,15 @@ def main(argv=None) -> int:
             results.append(run_in_child(name, command))
         except SystemExit as failure:
             print(f"{name}: skipped ({failure})", flush=True)
-    reference = next((r["images_per_s"] for r in results if r["name"] == REFERENCE), None)
     print(f"\nmachine: {machine()}")
-    print(f"data: {root}; batch {args.batch_size}, num_workers {args.workers}, RandomResizedCrop({args.size}) + "
-          f"flip + normalize, float16 channels_last on {args.device}; {args.batches} timed batches\n")
-    print(f"{'loader':<24} {'images/s':>9} {'vs ' + REFERENCE:>14} {'cores busy':>11} {'host MB':>9} {'GPU MB':>8}")
-    for r in results:
-        ratio = f"{r['images_per_s'] / reference:.2f}x" if reference else "-"
-        gpu = "-" if r.get("gpu_peak_mb") is None else f"{r['gpu_peak_mb']:.0f}"
-        print(f"{r['name']:<24} {r['images_per_s']:>9.0f} {ratio:>14} {r['cores_busy']:>11.1f} "
-              f"{r['peak_mb']:>9.0f} {gpu:>8}")
+    print(f"data: {root}; batch {args.batch_size}, RandomResizedCrop({args.size}) + flip + normalize, "
+          f"float16 channels_last on {args.device}; {args.batches} timed batches\n")
+    print_tables(results, REFERENCE)
     ceiling = next((r["images_per_s"] for r in results if r["name"] == "decode-only"), None)
     fastest = next((r["images_per_s"] for r in results if r["name"] == "fastload GPU decode"), None)
     if ceiling and fastest:
         print(f"\nfastload GPU decode reaches {fastest / ceiling:.0%} of the decode-only ceiling")
-    print("host MB: peak summed PSS of the loader's process tree; GPU MB: peak torch.cuda allocation")
+    print("GPU mem: peak torch.cuda allocation of the loader's process")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"machine": machine(), "args": vars(args), "results": results}, out, indent=2)
