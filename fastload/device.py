@@ -227,7 +227,7 @@ class DevicePath(SampleReader):
                     self._replace(sample, epoch, order)
                 else:
                     sample.image = result
-        return [s.image.to(self.device, non_blocking=True) for s in samples]
+        return [_on_device(s.image, self.device) for s in samples]
 
     def _cpu_fallback(self, sample: _Sample, epoch: int) -> torch.Tensor:
         return self._decode_on_cpu(sample, read_header(sample.index, sample.path, sample.data,
@@ -273,6 +273,15 @@ class DevicePath(SampleReader):
     def device_bytes(self) -> int:
         """Device memory the loader's own tensors take: the output slots and the largest decoded batch."""
         return self.slots.nbytes + self.decoded_bytes_peak
+
+
+def _on_device(image: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``image`` on ``device``; a CHW view of HWC pixels travels as its HWC storage, in one copy."""
+    if image.device == device:
+        return image
+    if image.is_contiguous():
+        return image.to(device, non_blocking=True)
+    return image.permute(1, 2, 0).to(device, non_blocking=True).permute(2, 0, 1)
 
 
 def _tensors(batch: Any) -> Iterator[torch.Tensor]:

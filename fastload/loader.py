@@ -55,9 +55,12 @@ class DataLoader(torch.utils.data.DataLoader):
     no pickling) and ``shuffle`` on a fastload source is passed on to it.
 
     Args:
-        device: deliver batches on this device (e.g. "cuda"); images travel
-            as uint8 and are converted there. A plain "cuda" under torchrun
-            means this process's GPU: cuda:LOCAL_RANK.
+        device: deliver batches on this device (e.g. "cuda"). On a CUDA
+            device the fast path decodes JPEGs there (nvJPEG) and augments
+            each batch in one fused kernel (``loader.device_path``; see
+            ``fastload.device``); other transforms travel as uint8 and are
+            converted there. A plain "cuda" under torchrun means this
+            process's GPU: cuda:LOCAL_RANK.
         seed: seed of the sample order of fastload sources and of every
             sample's augmentation (default: the source's seed, else 0).
             Augmentation is a pure function of (seed, epoch, sample index).
