@@ -40,6 +40,7 @@ from PIL import Image
 from fastload.kernels.augment import AugmentParams, augment_batch
 
 from .batch import SampleReader
+from .deliver import to_device
 from .decode import CpuDecoder, decode, decode_batch, pick_fastest, read_header
 from .errors import DecodeError
 from .pipeline import Job
@@ -195,7 +196,7 @@ class DevicePath(SampleReader):
             if self.collate_fn is not None:
                 batch = self.collate_fn(list(zip(out.unbind(0), labels)))
             else:
-                batch = [out, self.labels(labels).to(self.device, non_blocking=True)]
+                batch = [out, to_device(self.labels(labels), self.device, pin=False)]
             done = None
             if stream is not None:
                 for image in images:  # decoded on the decoder's stream, read on ours

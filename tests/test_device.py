@@ -184,6 +184,16 @@ def test_channels_last_output_on_both_paths(image_folder, kernel_on_cpu):
         loader.close()
 
 
+def test_no_threads_and_a_target_transform(image_folder, kernel_on_cpu):
+    """num_workers=0 runs every stage in the loop's thread; labels of any type are collated as torch does."""
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16),
+                                   target_transform=lambda label: {"class": label, "name": f"c{label}"})
+    batches = list(fastload.DataLoader(dataset, batch_size=8, device="cpu", num_workers=0))
+    assert [images.shape[0] for images, _ in batches] == [8, 8, 7]
+    labels = batches[0][1]
+    assert labels["class"].dtype == torch.int64 and len(labels["name"]) == 8
+
+
 def test_break_and_close_join_the_device_stage(image_folder, kernel_on_cpu):
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=2, num_workers=2, device="cpu")
