@@ -174,7 +174,10 @@ class DevicePath(SampleReader):
         self.check_corrupt(decoded, epoch, sample.index, sample.path)
         image = decoded.image if decoded.image.mode in ("RGB", "L") else decoded.image.convert("RGB")
         pixels = np.asarray(image)
-        host = torch.empty(pixels.shape, dtype=torch.uint8, pin_memory=self.on_cuda)
+        # pinned from a reader thread, whose current device would otherwise be GPU 0: under torchrun every
+        # rank would create a CUDA context there (torch's pin-memory thread sets its device for this too)
+        with torch.cuda.device(self.device) if self.on_cuda else contextlib.nullcontext():
+            host = torch.empty(pixels.shape, dtype=torch.uint8, pin_memory=self.on_cuda)
         host.numpy()[...] = pixels
         sample.image = host.permute(2, 0, 1) if host.dim() == 3 else host[None]
         sample.origin = decoded.origin
