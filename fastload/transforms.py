@@ -63,6 +63,18 @@ _PIL_RESAMPLE = {
 }
 
 
+def _center_offset(size: int, crop: int) -> int:
+    """Where torchvision's CenterCrop starts a crop of ``crop`` pixels along an axis of ``size`` pixels.
+
+    A crop larger than the image pads it first, ``(crop - size) // 2`` before
+    (so the image starts that far in, whatever ``round`` would say of half
+    the difference); a smaller one starts at ``round((size - crop) / 2)``.
+    """
+    if crop > size:
+        return -((crop - size) // 2)
+    return int(round((size - crop) / 2.0))
+
+
 @dataclass(frozen=True)
 class Geometry:
     """What one sample's decoded image goes through, in Pillow terms.
@@ -242,7 +254,7 @@ class Plan:
                                     source_box=(0.0, 0.0, float(width), float(height)))
             else:
                 ch, cw = crop
-                top, left = int(round((rh - ch) / 2.0)), int(round((rw - cw) / 2.0))
+                top, left = _center_offset(rh, ch), _center_offset(rw, cw)
                 post_crop = (left, top, left + cw, top + ch)
                 if top < 0 or left < 0:  # the crop pads: no reduced decode
                     geometry = Geometry(resize=(rw, rh), post_crop=post_crop)
@@ -252,7 +264,7 @@ class Plan:
                                         source_box=(left * sx, top * sy, (left + cw) * sx, (top + ch) * sy))
         else:
             ch, cw = self.geometry[1]
-            top, left = int(round((height - ch) / 2.0)), int(round((width - cw) / 2.0))
+            top, left = _center_offset(height, ch), _center_offset(width, cw)
             geometry = Geometry(crop=(left, top, left + cw, top + ch))
         if self.hflip_p > 0 and rng.random() < self.hflip_p:
             geometry = dataclasses.replace(geometry, hflip=True)

@@ -90,3 +90,25 @@ def test_color_parameters_follow_torchvision_ranges_and_orders():
         gray += last[0] == GRAYSCALE
     assert len(orders) == 24  # every permutation of the four operations occurs
     assert abs(applied / 2000 - 0.8) < 0.04 and abs(gray / 2000 - 0.2) < 0.04
+
+
+@pytest.mark.parametrize("resize", [None, 5])
+def test_center_crop_is_placed_as_torchvision_places_it_even_when_it_pads(resize):
+    """A crop larger than the image pads (crop - size) // 2 before it -- not round(half): with odd
+    differences of 3, 7, ... the two disagree by a pixel."""
+    import itertools
+
+    import numpy as np
+    from fastload.augment import transform_image
+    from fastload.decode import Decoded
+    from fastload.rng import SampleRandom
+    for height, width, crop in itertools.product(range(1, 9), range(1, 9), [(3, 4), (7, 7), (6, 11)]):
+        image = Image.fromarray((np.arange(height * width * 3).reshape(height, width, 3) % 250 + 1).astype(np.uint8))
+        steps = [v2.CenterCrop(crop), v2.PILToTensor()]
+        if resize is not None:
+            steps.insert(0, v2.Resize(resize))
+        transform = v2.Compose(steps)
+        geometry = compile_plan(transform).sample(width, height, SampleRandom(0, 0, 0))
+        ours = np.asarray(transform_image(Decoded(image, 1), geometry, Image.Resampling.BILINEAR))
+        assert torch.equal(torch.from_numpy(ours.copy()).permute(2, 0, 1), transform(image)), \
+            (height, width, crop, geometry)
