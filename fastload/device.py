@@ -1,6 +1,7 @@
 """The device path: decode each batch on the GPU, augment it there in one fused kernel, hand it over in stream order.
 
-With ``device="cuda"`` and a plan the fused kernel runs (``unsupported``),
+With ``device="cuda"`` and a plan the fused kernel runs (any fast-path
+plan whose resize is bilinear; ``unsupported``),
 a batch goes through three stages:
 
 1. reader threads (the pool): read each file, parse its header and draw the
@@ -53,9 +54,6 @@ def unsupported(plan) -> str | None:
     """Why the fused kernel cannot run ``plan``'s geometry, or None when it can."""
     if plan.resample != Image.Resampling.BILINEAR:
         return "its resize is not bilinear (the kernel resamples like torchvision's bilinear, antialias=True)"
-    kind = plan.geometry[0]
-    if kind == "resize" and plan.geometry[3] is not None:
-        return "a Resize then CenterCrop (the kernel crops, then resizes)"
     return None
 
 
@@ -249,18 +247,24 @@ class DevicePath(SampleReader):
 
     def _params(self, samples: list[_Sample]) -> AugmentParams:
         """The kernel's per-image crop boxes (relative to each decoded image), flips and colors, on the host."""
-        boxes, flips, ops, factors = [], [], [], []
+        boxes, windows, flips, ops, factors = [], [], [], [], []
+        out_h, out_w = self.plan.output_size
         for s in samples:
             g = s.geometry
-            height, width = s.image.shape[1:] if s.image is not None else (None, None)
+            height, width = s.image.shape[1:]
             left, top, right, bottom = g.crop if g.crop is not None else (0, 0, width, height)
             x0, y0 = s.origin
             boxes.append((top - y0, left - x0, bottom - top, right - left))
+            if g.post_crop is not None:  # Resize then CenterCrop: a window of the whole image's resize
+                resize_w, resize_h = g.resize
+                windows.append((resize_h, resize_w, g.post_crop[1], g.post_crop[0]))
+            else:
+                windows.append((out_h, out_w, 0, 0))
             flips.append((int(g.hflip), int(g.vflip)))
             ops.append([op for op, _ in g.color])
             factors.append([factor for _, factor in g.color])
         return AugmentParams.make(boxes, flips, ops if self.plan.color_slots else None,
-                                  factors if self.plan.color_slots else None)
+                                  factors if self.plan.color_slots else None, windows=windows)
 
     # -- handover (the training loop's thread) -----------------------------------------------
     def handover(self, ready: _Ready) -> Any:

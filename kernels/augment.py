@@ -30,6 +30,7 @@ alone, batched.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -60,23 +61,36 @@ class AugmentParams:
             (NONE skips a slot); S may be 0.
         factors: (N, S) float32: the brightness, contrast or saturation factor,
             or the hue shift, of each slot.
+        windows: (N, 4) int32 (resize height, resize width, top, left), or
+            None: the box is resized to (resize height, resize width) and the
+            output is the window of that at (top, left), zeros outside it --
+            a Resize then CenterCrop, whose filter sees the whole image. None
+            means the box is resized to the output size (crop, then resize).
     """
 
     boxes: torch.Tensor
     flips: torch.Tensor
     ops: torch.Tensor
     factors: torch.Tensor
+    windows: torch.Tensor | None = None
 
     def to(self, device) -> "AugmentParams":
         """These parameters on ``device`` (copied asynchronously)."""
         if self.boxes.device == torch.device(device):
             return self
-        return AugmentParams(*(t.to(device, non_blocking=True) for t in
-                               (self.boxes, self.flips, self.ops, self.factors)))
+        return AugmentParams(*(None if t is None else t.to(device, non_blocking=True) for t in
+                               (self.boxes, self.flips, self.ops, self.factors, self.windows)))
+
+    def with_windows(self, size: tuple[int, int]) -> "AugmentParams":
+        """These parameters with explicit windows: the default one (resize to ``size``) where there are none."""
+        if self.windows is not None:
+            return self
+        windows = torch.tensor([size[0], size[1], 0, 0], dtype=torch.int32, device=self.boxes.device)
+        return dataclasses.replace(self, windows=windows.expand(self.boxes.shape[0], 4).contiguous())
 
     @classmethod
-    def make(cls, boxes, flips=None, ops=None, factors=None, device=None) -> "AugmentParams":
-        """Build from Python lists or tensors; missing flips/ops mean none."""
+    def make(cls, boxes, flips=None, ops=None, factors=None, device=None, windows=None) -> "AugmentParams":
+        """Build from Python lists or tensors; missing flips/ops/windows mean none."""
         boxes = torch.as_tensor(boxes, dtype=torch.int32, device=device).reshape(-1, 4)
         n = boxes.shape[0]
         flips = (torch.zeros(n, 2, dtype=torch.int32, device=device) if flips is None
@@ -85,7 +99,9 @@ class AugmentParams:
                else torch.as_tensor(ops, dtype=torch.int32, device=device).reshape(n, -1))
         factors = (torch.zeros(ops.shape, dtype=torch.float32, device=device) if factors is None
                    else torch.as_tensor(factors, dtype=torch.float32, device=device).reshape(ops.shape))
-        return cls(boxes, flips, ops, factors)
+        if windows is not None:
+            windows = torch.as_tensor(windows, dtype=torch.int32, device=device).reshape(n, 4)
+        return cls(boxes, flips, ops, factors, windows)
 
 
 def _check(images: Sequence[torch.Tensor], params: AugmentParams) -> None:
@@ -97,6 +113,8 @@ def _check(images: Sequence[torch.Tensor], params: AugmentParams) -> None:
                              f"{tuple(image.shape)} {image.dtype} (pass HWC data as image.permute(2, 0, 1))")
     if bool((params.boxes[:, 2:] <= 0).any()):
         raise ValueError("crop boxes need a positive height and width")
+    if params.windows is not None and bool((params.windows[:, :2] <= 0).any()):
+        raise ValueError("windows need a positive resize height and width")
 
 
 def _out_values(dtype: torch.dtype, scale, shift, quantize: bool):
@@ -191,18 +209,23 @@ def color_reference(images: torch.Tensor, ops: torch.Tensor, factors: torch.Tens
     return out
 
 
+def _window(image: torch.Tensor, top: int, left: int, size: tuple[int, int]) -> torch.Tensor:
+    """The (C, h, w) window of ``image`` at (top, left), zeros where it reaches outside (a padded crop)."""
+    height, width = size
+    out = image.new_zeros(image.shape[0], height, width)
+    y0, y1 = max(top, 0), min(top + height, image.shape[1])
+    x0, x1 = max(left, 0), min(left + width, image.shape[2])
+    if y0 < y1 and x0 < x1:
+        out[:, y0 - top:y1 - top, x0 - left:x1 - left] = image[:, y0:y1, x0:x1]
+    return out
+
+
 def resized_crop_reference(image: torch.Tensor, box: Sequence[int], size: tuple[int, int]) -> torch.Tensor:
     """torchvision's resized_crop (bilinear, antialias) of a (C, H, W) image, in float32, as RGB (3, h, w)."""
     top, left, height, width = (int(v) for v in box)
-    source = image.float()
-    channels, image_h, image_w = source.shape
-    crop = source.new_zeros(channels, height, width)  # torchvision pads a crop outside the image with zeros
-    y0, y1 = max(top, 0), min(top + height, image_h)
-    x0, x1 = max(left, 0), min(left + width, image_w)
-    if y0 < y1 and x0 < x1:
-        crop[:, y0 - top:y1 - top, x0 - left:x1 - left] = source[:, y0:y1, x0:x1]
+    crop = _window(image.float(), top, left, (height, width))  # torchvision pads outside the image with zeros
     resized = F.interpolate(crop[None], size=size, mode="bilinear", align_corners=False, antialias=True)[0]
-    return resized.expand(3, -1, -1) if channels == 1 else resized
+    return resized.expand(3, -1, -1) if image.shape[0] == 1 else resized
 
 
 def augment_reference(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
@@ -211,10 +234,11 @@ def augment_reference(images: Sequence[torch.Tensor], params: AugmentParams, siz
     """What ``augment_batch`` computes, in plain torch (per image for the ragged geometry, batched after)."""
     _check(images, params)
     boxes, flips = params.boxes.tolist(), params.flips.tolist()
+    windows = params.with_windows(size).windows.tolist()
     rows = []
-    for image, box, (hflip, vflip) in zip(images, boxes, flips):
-        x = resized_crop_reference(image, box, size)
-        x = x.round() if quantize else x * (1.0 / 255.0)
+    for image, box, (hflip, vflip), (resize_h, resize_w, top, left) in zip(images, boxes, flips, windows):
+        x = resized_crop_reference(image, box, (resize_h, resize_w))
+        x = _window(x.round() if quantize else x * (1.0 / 255.0), top, left, size)
         if hflip:
             x = x.flip(-1)
         if vflip:
@@ -310,7 +334,7 @@ if triton is not None:
 
     @triton.jit
     def _augment_kernel(
-        src_ptrs, src_meta, boxes, flips, ops, factors, partials, scale_ptr, shift_ptr,
+        src_ptrs, src_meta, boxes, windows, flips, ops, factors, partials, scale_ptr, shift_ptr,
         out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
         SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
         QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
@@ -344,9 +368,16 @@ if triton is not None:
             ox = tl.where(hflip != 0, out_w - 1 - ox, ox)
             oy = tl.where(vflip != 0, out_h - 1 - oy, oy)
 
+        # The output is the window at (off_y, off_x) of the box resized to (resize_h, resize_w); zeros outside.
+        resize_h = tl.load(windows + n * 4 + 0)
+        resize_w = tl.load(windows + n * 4 + 1)
+        oy = oy + tl.load(windows + n * 4 + 2)
+        ox = ox + tl.load(windows + n * 4 + 3)
+        inside = valid & (oy >= 0) & (oy < resize_h) & (ox >= 0) & (ox < resize_w)
+
         # torch's antialiased bilinear weights (_compute_indices_min_size_weights_aa), per axis.
-        scale_y = crop_h.to(tl.float32) / out_h
-        scale_x = crop_w.to(tl.float32) / out_w
+        scale_y = crop_h.to(tl.float32) / resize_h
+        scale_x = crop_w.to(tl.float32) / resize_w
         support_y = tl.where(scale_y >= 1.0, scale_y, 1.0)
         support_x = tl.where(scale_x >= 1.0, scale_x, 1.0)
         inv_y = tl.where(scale_y >= 1.0, 1.0 / scale_y, 1.0)
@@ -376,7 +407,7 @@ if triton is not None:
         for ky in range(0, taps_y):
             wy = tl.maximum(1.0 - tl.abs((ky + ymin - center_y + 0.5) * inv_y), 0.0) / total_y
             sy = (top + ymin + ky).to(tl.int64)
-            row_ok = valid & (ky < ysize) & (sy >= 0) & (sy < image_h)
+            row_ok = inside & (ky < ysize) & (sy >= 0) & (sy < image_h)
             row_r = tl.zeros([BLOCK], tl.float32)
             row_g = tl.zeros([BLOCK], tl.float32)
             row_b = tl.zeros([BLOCK], tl.float32)
@@ -461,7 +492,7 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     Args:
         images: N (C, H, W) uint8 tensors on one device, C 1 or 3, any
             strides (an HWC array is ``hwc.permute(2, 0, 1)``, no copy).
-        params: the per-image crop boxes, flips and color operations.
+        params: the per-image crop boxes, windows, flips and color operations.
         size: output (height, width).
         dtype: float32, float16, bfloat16, or uint8 (then scale is None).
         scale, shift: the per-channel map ``x * scale + shift`` of uint8
@@ -499,9 +530,9 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     slots = params.ops.shape[1]
     has_contrast = slots > 0 and bool((params.ops == CONTRAST).any())
     flips = bool(params.flips.any())
-    params = params.to(device)  # parameters built on the host: checked above without a device sync
+    params = params.with_windows(size).to(device)  # built on the host: checked above without a device sync
     partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
-    arguments = (src_ptrs, src_meta, params.boxes, params.flips, params.ops, params.factors, partials,
+    arguments = (src_ptrs, src_meta, params.boxes, params.windows, params.flips, params.ops, params.factors, partials,
                  scale_t, shift_t, out, *out.stride(), height, width, n_tiles)
     options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, QUANTIZE=quantize, NORMALIZE=affine is not None,
                    FLIPS=flips, TILES=triton.next_power_of_2(n_tiles), BLOCK=block)

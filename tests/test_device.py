@@ -65,6 +65,17 @@ def test_device_path_matches_the_cpu_path(image_folder, kernel_on_cpu, request, 
         assert levels_apart(images, cpu_images).max() <= 1.001
 
 
+def test_evaluation_recipe_on_the_device_path(image_folder, kernel_on_cpu):
+    """Resize(20) then CenterCrop(16): the kernel resizes the whole image and writes the centered window."""
+    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_eval(16, 20))
+    options = dict(batch_size=8, num_workers=2)
+    loader = fastload.DataLoader(dataset, device="cpu", **options)
+    assert loader.device_path
+    for (images, labels), (cpu_images, cpu_labels) in zip(loader, cpu_batches(dataset, **options)):
+        assert torch.equal(labels, cpu_labels)
+        assert levels_apart(images, cpu_images).max() <= 1.001
+
+
 def test_color_recipe_on_the_device_path(image_folder, kernel_on_cpu):
     """SimCLR's jitter and grayscale in the kernel, against the CPU path's plain-torch chain from a
     Pillow resize: a one-level resize difference can grow through contrast and saturation."""
@@ -125,9 +136,11 @@ def test_gpu_decoding_asked_for_where_the_device_path_cannot_run(image_folder):
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     with pytest.raises(ValueError, match="device is not a CUDA device"):
         fastload.DataLoader(dataset, batch_size=8, decode_device="cuda")
-    evaluation = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_eval(16, 20))
-    with pytest.raises(ValueError, match="Resize then CenterCrop"):
-        fastload.DataLoader(evaluation, batch_size=8, device="cuda", decoder="nvjpeg")
+    bicubic = fastload.ImageFolder(str(image_folder), transform=fastload.transforms.Compose([
+        fastload.transforms.RandomResizedCrop(16, interpolation=fastload.transforms.InterpolationMode.BICUBIC),
+        fastload.transforms.ToDtype(torch.float32, scale=True)]))
+    with pytest.raises(ValueError, match="not bilinear"):
+        fastload.DataLoader(bicubic, batch_size=8, device="cuda", decoder="nvjpeg")
     for bad in (dict(decode_device="gpu"), dict(decoder="dali"), dict(device_prefetch=0),
                 dict(memory_format=torch.preserve_format)):
         with pytest.raises(ValueError):

@@ -251,6 +251,36 @@ def test_color_reference_matches_torchvision_on_a_batch(seed):
         torch.testing.assert_close(ours_float[i], expected, atol=1e-5, rtol=0, msg=lambda m: f"seed {seed}: {m}")
 
 
+def test_resize_then_center_crop_windows(seed):
+    """Resize(size) then CenterCrop (torchvision's evaluation recipe), per image, as windows of the whole
+    image's resize: against the reference, and against torchvision's GPU rule (float resize, rounded,
+    center_crop padding with zeros where the crop is larger than the resized image)."""
+    generator = random.Random(seed)
+    images = [torch.randint(0, 256, (generator.choice((1, 3)), generator.randint(1, 60), generator.randint(1, 60)),
+                            dtype=torch.uint8) for _ in range(6)]
+    images[2] = images[2][:, :, :].permute(1, 2, 0).contiguous().permute(2, 0, 1)  # an HWC view
+    boxes, windows, expected = [], [], []
+    for image in images:
+        _, height, width = image.shape
+        short = generator.randint(3, 14)  # Resize(short): some smaller than the 7x11 crop, so it pads
+        resize = (short, max(1, int(short * width / height))) if height <= width else \
+            (max(1, int(short * height / width)), short)
+        top, left = (-((c - r) // 2) if c > r else int(round((r - c) / 2.0)) for r, c in zip(resize, SIZE))
+        boxes.append((0, 0, height, width))
+        windows.append((resize[0], resize[1], top, left))
+        rgb = (image.expand(3, -1, -1) if image.shape[0] == 1 else image).float()
+        expected.append(TF.center_crop(TF.resize(rgb, list(resize), antialias=True).round(), list(SIZE)))
+    flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in images]
+    params = AugmentParams.make(boxes, flips, windows=windows)
+    ours = augment_batch(images, params, SIZE, torch.uint8, out=poisoned(len(images), torch.uint8, False, 77))
+    torchvision = torch.stack([x.flip([d for d, on in ((-1, f[0]), (-2, f[1])) if on])
+                               for x, f in zip(expected, flips)])
+    assert_levels_close(ours.float(), torchvision, f"seed {seed}")
+    reference = augment_reference(images, params, SIZE, torch.float32, SCALE, SHIFT)
+    normalized = augment_batch(images, params, SIZE, torch.float32, SCALE, SHIFT)
+    assert ((normalized - reference).abs() > 1e-5).float().mean() <= 0.005, f"seed {seed}"
+
+
 def test_features_compile_out_without_color_or_flips():
     image = torch.arange(4 * 6 * 3, dtype=torch.uint8).reshape(3, 4, 6)
     params = AugmentParams.make([(0, 0, 4, 6)])
