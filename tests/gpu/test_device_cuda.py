@@ -13,20 +13,21 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 STD = torch.tensor(recipes.IMAGENET_STD).view(1, 3, 1, 1)
 
 
-def loader(folder, **options):
-    dataset = fastload.ImageFolder(str(folder), transform=recipes.resnet50_train(32))
+def loader(folder, transform=None, **options):
+    dataset = fastload.ImageFolder(str(folder), transform=transform or recipes.resnet50_train(32))
     return fastload.DataLoader(dataset, batch_size=4, num_workers=4, seed=7, shuffle=True, **options)
 
 
 @pytest.mark.parametrize("decode_device", ["auto", "cpu"])
-def test_cuda_batches_match_the_cpu_path(image_folder, decode_device):
-    cuda = loader(image_folder, device="cuda", decode_device=decode_device)
+@pytest.mark.parametrize("recipe", [recipes.resnet50_train(32), recipes.resnet50_eval(32, 40)])
+def test_cuda_batches_match_the_cpu_path(image_folder, decode_device, recipe):
+    cuda = loader(image_folder, recipe, device="cuda", decode_device=decode_device)
     assert cuda.device_path
     batches = [(images.cpu(), labels) for images, labels in cuda]
     assert cuda.stats.decoder != "" and cuda.stats.device_bytes > 0
     if decode_device == "cpu":
         assert cuda.stats.decoder == "cpu"
-    for (images, labels), (cpu_images, cpu_labels) in zip(batches, loader(image_folder, dct_scaling=False)):
+    for (images, labels), (cpu_images, cpu_labels) in zip(batches, loader(image_folder, recipe, dct_scaling=False)):
         assert labels.is_cuda and torch.equal(labels.cpu(), cpu_labels)
         assert ((images - cpu_images) * STD * 255).abs().max() <= 1.001
 
