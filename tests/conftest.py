@@ -14,6 +14,13 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# Tests that launch Triton kernels on CPU tensors need the interpreter. On a GPU machine (which compiles
+# the kernels) they skip: tests/gpu runs the same checks there on the device.
+kernels_on_cpu = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1",
+    reason="runs Triton kernels on CPU tensors, which needs TRITON_INTERPRET=1 (set where there is no GPU); "
+           "tests/gpu covers the compiled kernels")
+
 from fastload.decode import NvjpegDecoder  # noqa: E402
 from fastload.pipeline import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402

@@ -36,6 +36,10 @@ from torchvision.transforms.v2 import functional as TF
 from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams,
                                       augment_batch, augment_reference, color_reference)
 
+from conftest import kernels_on_cpu
+
+pytestmark = kernels_on_cpu
+
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 SCALE = [1 / (255 * s) for s in STD]
 SHIFT = [-m / s for m, s in zip(MEAN, STD)]
