@@ -84,10 +84,11 @@ class SampleReader:
         return default_collate(labels)
 
     def load_or_replace(self, load: Callable[[int], Any], position: int, index: int, epoch: int,
-                        order: list[int] | None) -> Any:
-        """``load(index)``, or under on_error="skip" ``load`` of the first loadable sample after this one."""
+                        order: list[int] | None, start: int = 0) -> Any:
+        """``load(index)``, or under on_error="skip" ``load`` of the first loadable sample after this one
+        (``start=1``: of the first after it, this one having failed already)."""
         count = len(order) if order is not None else len(self.samples)
-        for attempt in range(count):
+        for attempt in range(start, count):
             if attempt:
                 index = (order[(position + attempt) % count] if order is not None
                          else (index + 1) % count)

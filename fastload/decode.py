@@ -396,20 +396,25 @@ def pick_fastest(decoders: list, encoded: list, clock=None):
     return best[1], best[2]
 
 
-def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu) -> list:
+def decode_batch(items: list[tuple[int, str, bytes]], decoder, cpu, encoded: list | None = None) -> list:
     """Decode (index, path, data) items: a (3, H, W) uint8 tensor or a DecodeError per item, in order.
 
     ``decoder`` takes the files it accepts as one batch; if it rejects the
     batch, each of them alone; whatever it still refuses, ``cpu`` decodes:
     a ``CpuDecoder``, or a function of an item's position in ``items`` that
-    returns its image or raises DecodeError.
+    returns its image or raises DecodeError. ``encoded``: every item's data
+    as a uint8 tensor, when the caller has already checked that ``decoder``
+    accepts them all.
     """
     import torch
     fallback = (lambda i: cpu.decode_one(*items[i])) if isinstance(cpu, CpuDecoder) else cpu
     results: list = [None] * len(items)
-    tried = [i for i, (_, _, data) in enumerate(items) if decoder is not cpu and decoder.accepts(data)]
-    if tried:
+    if encoded is not None:
+        tried = list(range(len(items)))
+    else:
+        tried = [i for i, (_, _, data) in enumerate(items) if decoder is not cpu and decoder.accepts(data)]
         encoded = [torch.frombuffer(bytearray(items[i][2]), dtype=torch.uint8) for i in tried]
+    if tried:
         try:
             for i, image in zip(tried, decoder.decode_many(encoded)):
                 results[i] = image

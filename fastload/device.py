@@ -42,7 +42,7 @@ from fastload.kernels.augment import AugmentParams, augment_batch
 
 from .batch import SampleReader
 from .deliver import to_device
-from .decode import CpuDecoder, decode, decode_batch, pick_fastest, read_header
+from .decode import CpuDecoder, decode, decode_batch, pick_fastest
 from .errors import DecodeError
 from .pipeline import Job
 
@@ -65,10 +65,12 @@ class _Sample:
     index: int
     path: str
     data: bytes
+    header: Any
     geometry: Any
     label: Any
     image: torch.Tensor | None = None  # (C, H, W) uint8 when decoded on the CPU (pinned when CUDA is there)
     origin: tuple[int, int] = (0, 0)  # where ``image``'s top-left pixel lies in the whole image
+    encoded: torch.Tensor | None = None  # the file as uint8, for the GPU decoder (shares ``data``)
 
 
 class OutputSlots:
@@ -158,17 +160,22 @@ class DevicePath(SampleReader):
             lambda i: self._prepare(position, i, epoch, report), position, index, epoch, order)
 
     def _prepare(self, position: int, index: int, epoch: int, report, on_cpu: bool = False) -> _Sample:
+        """Read and draw a sample; decode it here unless the GPU decoder takes it (every candidate, while
+        they are still to be measured), in which case its bytes are made ready for the batched call."""
         path, label, data, header, geometry = self.read(index, epoch, report)
-        sample = _Sample(position, index, path, data, geometry, label)
-        gpu = self.decoder or (self.candidates[0] if self.candidates else None)
-        if on_cpu or gpu is None or not gpu.accepts(data):
-            self._decode_on_cpu(sample, header, epoch)
+        sample = _Sample(position, index, path, data, header, geometry, label)
+        gpus = [self.decoder] if self.decoder is not None else self.candidates
+        if on_cpu or not gpus or not all(gpu.accepts(data) for gpu in gpus):
+            self._decode_on_cpu(sample, epoch)
+        else:  # one buffer for the GPU decoder and, should it fail, the CPU fallback
+            sample.data = bytearray(data)
+            sample.encoded = torch.frombuffer(sample.data, dtype=torch.uint8)
         return sample
 
-    def _decode_on_cpu(self, sample: _Sample, header, epoch: int) -> torch.Tensor:
+    def _decode_on_cpu(self, sample: _Sample, epoch: int) -> torch.Tensor:
         """Decode the sample's crop region on the CPU into (pinned) memory; returns it as (C, H, W)."""
         started = time.perf_counter()
-        decoded = decode(sample.index, sample.path, sample.data, header, sample.geometry, 1)
+        decoded = decode(sample.index, sample.path, sample.data, sample.header, sample.geometry, 1)
         self.check_corrupt(decoded, epoch, sample.index, sample.path)
         image = decoded.image if decoded.image.mode in ("RGB", "L") else decoded.image.convert("RGB")
         pixels = np.asarray(image)
@@ -214,15 +221,14 @@ class DevicePath(SampleReader):
         """Every sample's image on the device: GPU-decoded in one batch, the others copied over."""
         pending = [s for s in samples if s.image is None]
         if pending:
-            if self.decoder is None:  # measure the candidates on the files they all take, once
-                trial = [torch.frombuffer(bytearray(s.data), dtype=torch.uint8) for s in pending
-                         if all(c.accepts(s.data) for c in self.candidates)]
-                self.decoder = pick_fastest(self.candidates, trial)[0] if trial else None
+            encoded = [s.encoded for s in pending]  # all taken by every candidate (``_prepare``)
+            if self.decoder is None:  # measure the candidates on this batch, once
+                self.decoder = pick_fastest(self.candidates, encoded)[0]
                 if self.decoder is not None:  # kept for the loader's later epochs
                     self._chosen[:] = [self.decoder]
             decoder = self.decoder or self.candidates[0]
             items = [(s.index, s.path, s.data) for s in pending]
-            results = decode_batch(items, decoder, lambda i: self._cpu_fallback(pending[i], epoch))
+            results = decode_batch(items, decoder, lambda i: self._decode_on_cpu(pending[i], epoch), encoded)
             for sample, result in zip(pending, results):
                 if isinstance(result, DecodeError):
                     self.skip(result, epoch)  # raises unless on_error="skip"
@@ -231,18 +237,11 @@ class DevicePath(SampleReader):
                     sample.image = result
         return [_on_device(s.image, self.device) for s in samples]
 
-    def _cpu_fallback(self, sample: _Sample, epoch: int) -> torch.Tensor:
-        return self._decode_on_cpu(sample, read_header(sample.index, sample.path, sample.data,
-                                                       self.max_image_pixels), epoch)
-
     def _replace(self, sample: _Sample, epoch: int, order) -> None:
         """Under on_error="skip": put the next loadable sample (decoded on the CPU) in ``sample``'s place."""
-        count = len(order) if order is not None else len(self.samples)
-        following = (order[(sample.position + 1) % count] if order is not None
-                     else (sample.index + 1) % count)
         replacement = self.load_or_replace(
-            lambda i: self._prepare(sample.position + 1, i, epoch, lambda *_: None, on_cpu=True),
-            sample.position + 1, following, epoch, order)
+            lambda i: self._prepare(sample.position, i, epoch, lambda *_: None, on_cpu=True),
+            sample.position, sample.index, epoch, order, start=1)
         sample.__dict__.update(replacement.__dict__)
 
     def _params(self, samples: list[_Sample]) -> AugmentParams:
