@@ -87,6 +87,5 @@ def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = No
     if not plan.color_quantized:  # torchvision's ToDtype(float32, scale=True)
         levels.mul_(1.0 / 255.0)
     ops, factors = color
-    dtype = plan.dtype if plan.scale is not None else torch.uint8
-    return finish_reference(levels, ops, factors, dtype, plan.scale, plan.shift,
+    return finish_reference(levels, ops, factors, plan.output_dtype, plan.scale, plan.shift,
                             quantize=plan.color_quantized, out=out)

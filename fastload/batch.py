@@ -259,5 +259,4 @@ class _LazyBuffer:
 def output_pool(plan: Plan, batch_size: int, slots: int) -> OutputPool:
     """A pool of CPU output batches for ``plan``: one per batch in flight, plus two the training loop holds."""
     height, width = plan.output_size
-    dtype = plan.dtype if plan.scale is not None else torch.uint8
-    return OutputPool((batch_size, 3, height, width), dtype, capacity=slots + 2)
+    return OutputPool((batch_size, 3, height, width), plan.output_dtype, capacity=slots + 2)

@@ -186,7 +186,7 @@ class DataLoader(torch.utils.data.DataLoader):
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._fast = self._fast_path_inputs()
         self.device_path = self._uses_device_path()
-        self._device_state = None  # (decoders, output slots), made at the first iteration
+        self._device_slots = None  # the device path's output batches, made at the first iteration
 
     def _uses_device_path(self) -> bool:
         """Whether batches are decoded and augmented on ``device``; an error when GPU decode was asked
@@ -446,9 +446,9 @@ class DataLoader(torch.utils.data.DataLoader):
                       on_error=self.on_error, max_skips=self._skip_budget(), on_corrupt=self.on_corrupt,
                       max_image_pixels=self.max_image_pixels, stats=self.stats)
         if self.device_path:
-            decoders, slots = self._device_resources(plan)
             fast = self._device_run = device_stage.DevicePath(samples, plan, device=self.device,
-                                                               decoders=decoders, slots=slots, **reader)
+                                                               decoders=self._decoders,
+                                                               slots=self._output_slots(plan), **reader)
         else:
             fast = FastPath(samples, plan, batch_size=self.batch_size, dct_scaling=self.dct_scaling,
                             device=self.device, pin_memory=self.pin_memory,
@@ -466,16 +466,14 @@ class DataLoader(torch.utils.data.DataLoader):
             return int(self.max_skips * len(self) * (self.batch_size or 1))
         return self.max_skips
 
-    def _device_resources(self, plan) -> tuple[list, "device_stage.OutputSlots"]:
-        """The decoder(s) and output slots of the device path, made once and kept across epochs."""
-        if self._device_state is None:
-            decoders = self._decoders
+    def _output_slots(self, plan) -> "device_stage.OutputSlots":
+        """The device path's output batches, made once and kept across epochs."""
+        if self._device_slots is None:
             height, width = plan.output_size
-            dtype = plan.dtype if plan.scale is not None else torch.uint8
-            slots = device_stage.OutputSlots(self.device_prefetch + 2, (self.batch_size, 3, height, width),
-                                             dtype, self.device, self.memory_format)
-            self._device_state = decoders, slots
-        return self._device_state
+            self._device_slots = device_stage.OutputSlots(self.device_prefetch + 2,
+                                                          (self.batch_size, 3, height, width), plan.output_dtype,
+                                                          self.device, self.memory_format)
+        return self._device_slots
 
     def _output_pool(self, plan, threads: int) -> OutputPool:
         """The CPU output batches, kept across epochs so their memory stays mapped."""

@@ -210,6 +210,11 @@ class Plan:
     color_quantized: bool = True
 
     @property
+    def output_dtype(self) -> torch.dtype:
+        """The images' dtype: ``dtype``, or uint8 when the pipeline does not convert (``scale`` is None)."""
+        return self.dtype if self.scale is not None else torch.uint8
+
+    @property
     def color_slots(self) -> int:
         """How many (operation, factor) slots each sample's ``Geometry.color`` has."""
         return sum(4 if step[0] == "jitter" else 1 for _, steps in self.color for step in steps)
