@@ -47,21 +47,16 @@ LOADERS = ("fastload GPU decode", "fastload CPU decode", "torch + v2", "torch + 
 REFERENCE = "torch + v2"
 
 
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
 def _tree_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` and its live descendants (torch's workers)."""
-    ticks, pending = 0, [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            with open(f"/proc/{current}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    pending.extend(int(child) for child in children.read().split())
-        except (OSError, ValueError):
-            continue
-    return ticks / os.sysconf("SC_CLK_TCK")
+    from fastload.cli.bench import tree_sum
+    return tree_sum(pid, _cpu_ticks) / os.sysconf("SC_CLK_TCK")
 
 
 class _UInt8Crop:

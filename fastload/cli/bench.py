@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Callable
 
 from . import add_recipe_argument, open_source, parse_device
 
@@ -129,21 +130,32 @@ def measure(name: str, loader, epochs: int, device: str, progress: bool) -> dict
     return result
 
 
-def _tree_pss_mb(pid: int) -> float | None:
-    """PSS of ``pid`` and all its descendants in MB, or None where /proc has no smaps_rollup."""
+def tree_sum(pid: int, read: Callable[[int], float]) -> float | None:
+    """``read(p)`` summed over ``pid`` and its live descendants (a loader's worker processes), from /proc;
+    None when ``pid`` itself cannot be read. A descendant that exits meanwhile counts 0."""
     total, pending = 0, [pid]
     while pending:
         current = pending.pop()
         try:
-            with open(f"/proc/{current}/smaps_rollup") as rollup:
-                total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+            total += read(current)
             for task in os.listdir(f"/proc/{current}/task"):
                 with open(f"/proc/{current}/task/{task}/children") as children:
                     pending.extend(int(child) for child in children.read().split())
         except (OSError, StopIteration, ValueError):
             if current == pid:
                 return None
-    return total / 1024
+    return total
+
+
+def _pss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        return next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+
+
+def _tree_pss_mb(pid: int) -> float | None:
+    """PSS of ``pid`` and all its descendants in MB, or None where /proc has no smaps_rollup."""
+    total = tree_sum(pid, _pss_kb)
+    return None if total is None else total / 1024
 
 
 class PeakMemory:
