@@ -19,7 +19,7 @@ from torch.utils.data import default_collate
 
 from .augment import finish_batch, normalizes_per_sample, transform_image, write_normalized
 from .decode import decode, read_header
-from .deliver import OutputPool, StagingRing, to_device
+from .deliver import OutputPool, StagingRing, collate, to_device
 from .errors import DecodeError, LoaderError
 from .pipeline import Job
 from .read import read_file
@@ -213,7 +213,7 @@ class FastPath(SampleReader):
             if self.memory_format != torch.contiguous_format:
                 images = images.contiguous(memory_format=self.memory_format)
             if self.collate_fn is not None:
-                batch = self.collate_fn(list(zip(images.unbind(0), labels)))
+                batch = collate(self.collate_fn, list(zip(images.unbind(0), labels)), f"a batch of {size} images")
             else:
                 batch = [images, self.labels(labels)]
             if self.device is not None and self.device.type != "cpu":

@@ -22,6 +22,20 @@ from typing import Any
 import numpy as np
 import torch
 
+from .workers import no_worker_info
+
+
+def collate(collate_fn, items: list, what: str) -> Any:
+    """``collate_fn(items)``, naming ``what`` (the batch's samples) in an error, and without the loader
+    thread's worker info: torch's default_collate would put a worker process's batch in shared memory for
+    its pipe, and here it goes nowhere."""
+    try:
+        with no_worker_info():
+            return collate_fn(items)
+    except Exception as error:
+        error.add_note(f"fastload: raised in collate_fn for {what}")
+        raise
+
 
 def _pin_available() -> bool:
     return torch.cuda.is_available()

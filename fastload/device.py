@@ -41,7 +41,7 @@ from PIL import Image
 from fastload.kernels.augment import AugmentParams, augment_batch
 
 from .batch import SampleReader
-from .deliver import to_device
+from .deliver import collate, to_device
 from .decode import CpuDecoder, decode, decode_batch, pick_fastest
 from .errors import DecodeError
 from .pipeline import Job
@@ -202,7 +202,7 @@ class DevicePath(SampleReader):
                           quantize=self.plan.color_quantized, out=out)
             labels = [self.label(sample.label) for sample in samples]
             if self.collate_fn is not None:
-                batch = self.collate_fn(list(zip(out.unbind(0), labels)))
+                batch = collate(self.collate_fn, list(zip(out.unbind(0), labels)), f"a batch of {len(samples)} images")
             else:
                 batch = [out, to_device(self.labels(labels), self.device, pin=False)]
             done = None

@@ -25,25 +25,28 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import threading
+import time
 import warnings
 import weakref
 from typing import Any, Iterator
 
 import torch
 import torchvision
-from torch.utils.data import IterableDataset, RandomSampler, default_collate
+from torch.utils.data import IterableDataset, RandomSampler, Subset, default_collate
 from torch.utils.data.distributed import DistributedSampler
 from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loader
 
 from .batch import FastPath, output_pool
 from . import device as device_stage
 from .decode import DECODE_DEVICES, DECODERS, DEFAULT_MAX_PIXELS, choose_decoder
-from .deliver import OutputPool, to_device
+from .deliver import OutputPool, collate, to_device
 from .order import dist_info, num_shard_samples, shard_indices
-from .pipeline import END, Job, ThreadPipeline
+from .pipeline import END, SKIP, Job, ThreadPipeline
 from .sources import Source
 from .stats import Stats
 from .transforms import UnsupportedTransform, compile_plan
+from .workers import ThreadWorkers, current_dataset, install_worker_info
 from fastload.kernels import augment as augment_kernel
 
 
@@ -62,8 +65,13 @@ class DataLoader(torch.utils.data.DataLoader):
             converted there. A plain "cuda" under torchrun means this
             process's GPU: cuda:LOCAL_RANK.
         seed: seed of the sample order of fastload sources and of every
-            sample's augmentation (default: the source's seed, else 0).
-            Augmentation is a pure function of (seed, epoch, sample index).
+            sample's augmentation. Default: the order's seed is the
+            source's (DistributedSampler's 0 for a sampler fastload makes);
+            the augmentation's is ``torch.initial_seed()`` (the
+            ``generator``'s, if one is given) when the loader is first
+            iterated, so ``torch.manual_seed`` changes it and a fixed seed
+            reproduces it. Augmentation is a pure function of (seed, epoch,
+            sample index); ``state_dict`` records its seed.
         on_error: "raise" (default) raises ``fastload.DecodeError`` naming the
             file; "skip" replaces a bad sample with the next one and records
             it in ``loader.stats.skipped``.
@@ -179,6 +187,8 @@ class DataLoader(torch.utils.data.DataLoader):
         self.device_prefetch, self.memory_format = device_prefetch, memory_format
         self.stats = Stats()
         self._resume: dict | None = None
+        self._augment_seed: int | None = None  # fixed at the first iteration (see ``seed``)
+        self._yielded = 0  # batches handed out this epoch (torch's IterableDataset length warning)
         self._position = {"epoch": None, "batches": 0, "finished": False, "rng": None}
         self._epoch = -1
         self._epoch_was_set = False
@@ -210,10 +220,15 @@ class DataLoader(torch.utils.data.DataLoader):
 
     # -- path selection ---------------------------------------------------------------
     def _fast_path_inputs(self):
-        """(samples, plan, target_transform) when the fast path applies, else None (warning once)."""
-        dataset = self.dataset
+        """(samples, plan, target_transform) when the fast path applies, else None (warning once).
+
+        A ``Subset`` (``random_split``'s output) of a dataset that takes it
+        takes it too, over that subset's samples in its index order.
+        """
+        dataset, indices = _unwrap_subsets(self.dataset)
         if isinstance(dataset, Source):
-            pass
+            if indices is not None:
+                return None
         elif isinstance(dataset, DatasetFolder):
             if dataset.loader not in (default_loader, pil_loader) or torchvision.get_image_backend() != "PIL":
                 return None
@@ -228,7 +243,8 @@ class DataLoader(torch.utils.data.DataLoader):
                           f"{type(dataset).__name__}'s transform as given (correct, slower)",
                           stacklevel=3)
             return None
-        return dataset.samples, plan, dataset.target_transform
+        samples = dataset.samples if indices is None else [dataset.samples[i] for i in indices]
+        return samples, plan, dataset.target_transform
 
     @property
     def fast_path(self) -> bool:
@@ -280,32 +296,51 @@ class DataLoader(torch.utils.data.DataLoader):
         """No-op: torch warns about worker *processes* beyond the core count; these are threads."""
 
     def _seed(self) -> int:
+        """The seed of a fastload source's sample order."""
         if self.seed is not None:
             return self.seed
         return getattr(self.dataset, "seed", 0)
 
+    def _augmentation_seed(self) -> int:
+        """The seed of every sample's augmentation: ``seed``, else torch's initial seed, fixed once read."""
+        if self._augment_seed is None:
+            if self.seed is not None:
+                self._augment_seed = self.seed
+            else:
+                generator = self.generator if self.generator is not None else torch.default_generator
+                self._augment_seed = generator.initial_seed()
+        return self._augment_seed
+
     # -- iteration ------------------------------------------------------------------------
     def __iter__(self) -> ThreadPipeline:
-        skip, rng = self._apply_resume()
+        skip, resumed_rng = self._apply_resume()
         epoch = self._next_epoch()
         self.stats.reset()
+        self._yielded = 0
+        self._warn_as_torch()
         threads = self.num_workers
         iterable = isinstance(self.dataset, IterableDataset)
-        if rng is None:
-            rng = self._rng_state()
-        with self._rng_restored(rng):
+        rng = resumed_rng if resumed_rng is not None else self._rng_state()
+        with self._rng_restored(resumed_rng):
             batches = None if iterable else iter(self._index_sampler)
             # As torch's iterator does, draw a base seed after creating the sampler
-            # iterator: the sampler then sees the generator (or global RNG) in the
-            # same state, so a shuffled epoch has torch's order.
+            # iterator (a RandomSampler draws its own seed lazily, at the first batch):
+            # the global RNG or generator then advances exactly as under torch, so a
+            # shuffled epoch has torch's order, and a new one each epoch.
             self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
-            if rng is not None:  # a sampler draws its permutation lazily: make it draw from `rng` now
+            if resumed_rng is not None:  # make the sampler draw from the saved state now
                 first = next(batches, None)
                 batches = itertools.chain([first] if first is not None else [], batches)
         self._position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng}
+        workers = None
+        if threads:
+            install_worker_info()
+            workers = ThreadWorkers(self.dataset, threads, self.base_seed, self.worker_init_fn,
+                                    copy_dataset=not isinstance(self.dataset, Source))
         fast_forward = 0
+        pinned = False
         if iterable and not isinstance(self.dataset, Source):
-            jobs, threads, fast_forward = self._iterable_jobs(), min(threads, 1), skip
+            jobs, fast_forward, pinned = self._iterable_jobs(threads), skip, True
         elif isinstance(self.dataset, Source):
             self._warn_if_uneven()
             order = self._source_order(epoch)
@@ -325,14 +360,23 @@ class DataLoader(torch.utils.data.DataLoader):
             length = None
         pipeline = ThreadPipeline(jobs, threads, in_flight, self.timeout,
                                   on_wait=lambda seconds: self.stats.add("wait", seconds),
-                                  thread_init=self.worker_init_fn, length=length,
-                                  on_deliver=self._delivered, **device_path)
+                                  thread_init=workers.init_thread if workers else None, length=length,
+                                  on_deliver=self._delivered, pinned=pinned, **device_path)
         self._iterators.add(pipeline)
         for _ in range(fast_forward):  # a plain IterableDataset can only be replayed
             if next(pipeline, END) is END:
                 break
         self._position["batches"] = skip
         return pipeline
+
+    def _warn_as_torch(self) -> None:
+        """The warnings torch's iterator gives when it starts."""
+        if self.pin_memory and self.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                          f"ignore pin_memory_device='{self.pin_memory_device}'.", stacklevel=3)
+        if self.pin_memory and not torch.accelerator.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=3)
 
     def _warn_if_uneven(self) -> None:
         """Say once that even_shards=False gives ranks different sample (and maybe batch) counts."""
@@ -366,7 +410,8 @@ class DataLoader(torch.utils.data.DataLoader):
         except TypeError:
             samples = None
         return {"version": 1, "epoch": position["epoch"], "batches": position["batches"],
-                "finished": position["finished"], "seed": self._seed(), "rng": position["rng"],
+                "finished": position["finished"], "seed": self._seed(),
+                "augment_seed": self._augmentation_seed(), "rng": position["rng"],
                 "batch_size": self.batch_size, "dataset_len": samples}
 
     def load_state_dict(self, state: dict) -> None:
@@ -389,6 +434,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if state is None:
             return 0, None
         self.seed = state["seed"]
+        self._augment_seed = state.get("augment_seed", state["seed"])
         self.set_epoch(state["epoch"] + 1 if state["finished"] else state["epoch"])
         if isinstance(self.dataset, Source):
             self._source_epoch_seen = getattr(self.dataset, "epoch", None)
@@ -399,8 +445,19 @@ class DataLoader(torch.utils.data.DataLoader):
     def _delivered(self, end: bool) -> None:
         if end:
             self._position["finished"] = True
-        else:
-            self._position["batches"] += 1
+            return
+        self._position["batches"] += 1
+        self._yielded += 1
+        reported = self._IterableDataset_len_called
+        if isinstance(self.dataset, IterableDataset) and reported is not None and self._yielded > reported:
+            message = (f"Length of IterableDataset {self.dataset} was reported to be {reported}"
+                       f"(when accessing len(dataloader)), but {self._yielded} samples have been fetched. ")
+            if self.num_workers > 0:
+                message += ("For multiprocessing data-loading, this could be caused by not properly configuring "
+                            "the IterableDataset replica at each worker. Please see "
+                            "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset "
+                            "for examples.")
+            warnings.warn(message, stacklevel=3)
 
     def _rng_state(self) -> dict | None:
         """The RNG the sampler draws from, before it draws: the loader's generator, else the global one."""
@@ -441,7 +498,7 @@ class DataLoader(torch.utils.data.DataLoader):
     def _fast_jobs(self, epoch: int, index_batches, order: list[int] | None) -> Iterator[Job]:
         samples, plan, target_transform = self._fast
         threads = max(self.num_workers, 1)
-        reader = dict(seed=self._seed(), target_transform=target_transform,
+        reader = dict(seed=self._augmentation_seed(), target_transform=target_transform,
                       collate_fn=None if self.collate_fn is default_collate else self.collate_fn,
                       on_error=self.on_error, max_skips=self._skip_budget(), on_corrupt=self.on_corrupt,
                       max_image_pixels=self.max_image_pixels, stats=self.stats)
@@ -483,62 +540,44 @@ class DataLoader(torch.utils.data.DataLoader):
             self._outputs = pool = fresh
         return pool
 
-    def _deliver(self, batch: Any) -> Any:
-        return to_device(batch, self.device, self.pin_memory)
-
     def _map_jobs(self, epoch: int, index_batches, order: list[int] | None) -> Iterator[Job]:
-        """Generic path: threads call dataset[i]; collate_fn batches (torch's fetch semantics)."""
-        dataset, collate = self.dataset, self.collate_fn
+        """Generic path: threads call dataset[i]; collate_fn batches (torch's fetch semantics).
+
+        Each loader thread calls its own copy of the dataset (``fastload.workers``),
+        as each torch worker process has its own.
+        """
+        dataset = self.dataset
         if order is not None:
-            load = dataset.load
             batches = (list(index for _, index in batch) for batch in index_batches)
         else:
-            load = dataset.__getitem__
             batches = index_batches
-
-        def item(index):
-            def task(report):
-                report("dataset[i]", f"sample {index}")
-                try:
-                    return load(index)
-                except Exception as error:
-                    error.add_note(f"fastload: raised while loading sample {index} of "
-                                   f"{type(dataset).__name__} in a loader thread")
-                    raise
-            return task
-
         getitems = getattr(dataset, "__getitems__", None) if not isinstance(dataset, Source) else None
         for batch in batches:
             if not self._auto_collation:
-                yield Job([item(batch)], lambda results: self._deliver(collate(results[0])))
+                yield Job([_LoadSample(dataset, batch, self.stats)], _Collate(self, [batch], single=True),
+                          what=[_describe(dataset, batch)])
             elif getitems:
-                yield Job([lambda report, b=batch: getitems(b)],
-                          lambda results: self._deliver(collate(results[0])))
+                yield Job([_LoadSamples(dataset, batch, self.stats)], _Collate(self, batch, single=True),
+                          what=[f"samples {batch}"])
             else:
-                yield Job([item(index) for index in batch],
-                          lambda results: self._deliver(collate(results)))
+                yield Job([_LoadSample(dataset, index, self.stats) for index in batch], _Collate(self, batch),
+                          what=[_describe(dataset, index) for index in batch])
 
-    def _iterable_jobs(self) -> Iterator[Job]:
-        """Generic IterableDataset: one thread consumes the dataset once, in order, as num_workers=0 does."""
-        iterator = iter(self.dataset)
-        batch_size, drop_last, collate = self.batch_size, self.drop_last, self.collate_fn
-        finished = False
-
-        def pull(report):
-            nonlocal finished
-            report("iterate", type(self.dataset).__name__)
-            if not self._auto_collation:
-                item = next(iterator, END)
-                finished = item is END
-                return item if finished else self._deliver(collate(item))
-            items = list(itertools.islice(iterator, batch_size))
-            finished = len(items) < batch_size
-            if not items or (finished and drop_last):
-                return END
-            return self._deliver(collate(items))
-
-        while not finished:
-            yield Job([pull], lambda results: results[0])
+    def _iterable_jobs(self, workers: int) -> Iterator[Job]:
+        """Generic IterableDataset, by torch's rule: each worker (thread) iterates its own copy of the
+        dataset and batches what it yields; the loader takes one batch from each worker in turn, skipping
+        workers that ran out. With ``num_workers=0`` the training loop's thread iterates it once."""
+        streams = _WorkerStreams(self, max(workers, 1))
+        if not workers:
+            while streams.active:
+                yield Job([streams.puller(0)], _first_result)
+            return
+        for worker in itertools.cycle(range(workers)):
+            if not streams.active:
+                return
+            if worker in streams.active:
+                yield Job([streams.puller(worker)], _first_result, worker=worker,
+                          what=[f"{type(self.dataset).__name__} in worker {worker}"])
 
     # -- shutdown -------------------------------------------------------------------------
     def close(self) -> None:
@@ -551,6 +590,145 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _describe(dataset, index) -> str:
+    """'sample 5', with its file when the dataset lists (path, label) samples as torchvision's folders do."""
+    samples = getattr(dataset, "samples", None)
+    try:
+        return f"sample {index} ({samples[index][0]})"
+    except (TypeError, IndexError, KeyError):
+        return f"sample {index}"
+
+
+def _unwrap_subsets(dataset) -> tuple[Any, list[int] | None]:
+    """(the dataset under any ``Subset`` layers, the indices into it they select; None without one)."""
+    indices = None
+    while isinstance(dataset, Subset):
+        selected = [int(i) for i in dataset.indices]
+        indices = selected if indices is None else [selected[i] for i in indices]
+        dataset = dataset.dataset
+    return dataset, indices
+
+
+class _LoadSample:
+    """A generic-path task: ``dataset[index]`` on the loader thread's copy of the dataset (its time is
+    counted as ``read``)."""
+
+    def __init__(self, dataset, index, stats: Stats):
+        self.dataset, self.index, self.stats = dataset, index, stats
+
+    def __call__(self, report) -> Any:
+        dataset = current_dataset(self.dataset)
+        what = _describe(dataset, self.index)
+        report("dataset[i]", what)
+        started = time.perf_counter()
+        try:
+            sample = dataset.load(self.index) if isinstance(dataset, Source) else dataset[self.index]
+            self.stats.add("read", time.perf_counter() - started)
+            return sample
+        except Exception as error:
+            error.add_note(f"fastload: raised while loading {what} of {type(dataset).__name__} "
+                           f"in loader thread {threading.current_thread().name}")
+            raise
+
+
+class _LoadSamples(_LoadSample):
+    """A generic-path task: ``dataset.__getitems__(indices)``, torch's batched fetch."""
+
+    def __call__(self, report) -> Any:
+        dataset = current_dataset(self.dataset)
+        report("dataset.__getitems__", f"samples {self.index}")
+        started = time.perf_counter()
+        try:
+            samples = dataset.__getitems__(self.index)
+            self.stats.add("read", time.perf_counter() - started)
+            return samples
+        except Exception as error:
+            error.add_note(f"fastload: raised while loading samples {self.index} of {type(dataset).__name__} "
+                           f"in loader thread {threading.current_thread().name}")
+            raise
+
+
+class _Collate:
+    """A generic-path batch's finish: ``collate_fn``, then to the loader's device; counted in stats."""
+
+    def __init__(self, loader: "DataLoader", indices: list, single: bool = False):
+        self.loader, self.indices, self.single = loader, indices, single
+
+    def __call__(self, results: list) -> Any:
+        loader = self.loader
+        started = time.perf_counter()
+        items = results[0] if self.single else results
+        batch = collate(loader.collate_fn, items, f"the batch of samples {self.indices}")
+        batch = to_device(batch, loader.device, loader.pin_memory)
+        loader.stats.add("copy", time.perf_counter() - started)
+        loader.stats.count_batch(len(self.indices) if loader._auto_collation else 1)
+        return batch
+
+
+def _first_result(results: list) -> Any:
+    return results[0]
+
+
+class _WorkerStreams:
+    """The per-worker iterators of a generic IterableDataset and which of them still yield."""
+
+    def __init__(self, loader: "DataLoader", workers: int):
+        self.loader = loader
+        self.iterators: list = [None] * workers
+        self.batches = [0] * workers
+        self.active = set(range(workers))
+
+    def puller(self, worker: int) -> "_Pull":
+        return _Pull(self, worker)
+
+    def pull(self, worker: int, report) -> Any:
+        """The next batch of ``worker``'s iterator (made in its thread, so it sees its worker info), or
+        SKIP once that iterator has run out (torch's worker then stops, and the others go on)."""
+        loader = self.loader
+        if worker not in self.active:
+            return SKIP
+        dataset = current_dataset(loader.dataset)
+        what = f"batch {self.batches[worker]} of {type(dataset).__name__} in worker {worker}"
+        report("iterate", what)
+        try:
+            if self.iterators[worker] is None:
+                self.iterators[worker] = iter(dataset)
+            iterator = self.iterators[worker]
+            started = time.perf_counter()
+            if not loader._auto_collation:
+                items = list(itertools.islice(iterator, 1))
+                ended = not items
+            else:
+                items = list(itertools.islice(iterator, loader.batch_size))
+                ended = len(items) < loader.batch_size
+        except Exception as error:
+            error.add_note(f"fastload: raised while iterating {what} "
+                           f"(loader thread {threading.current_thread().name})")
+            raise
+        loader.stats.add("read", time.perf_counter() - started)
+        if ended:
+            self.active.discard(worker)
+        if not items or (ended and loader.drop_last and loader._auto_collation):
+            return SKIP
+        self.batches[worker] += 1
+        started = time.perf_counter()
+        batch = collate(loader.collate_fn, items[0] if not loader._auto_collation else items, what)
+        batch = to_device(batch, loader.device, loader.pin_memory)
+        loader.stats.add("copy", time.perf_counter() - started)
+        loader.stats.count_batch(len(items))
+        return batch
+
+
+class _Pull:
+    """A task: the next batch of one worker's iterator."""
+
+    def __init__(self, streams: _WorkerStreams, worker: int):
+        self.streams, self.worker = streams, worker
+
+    def __call__(self, report) -> Any:
+        return self.streams.pull(self.worker, report)
 
 
 def _local_device(device) -> torch.device | None:

@@ -14,6 +14,14 @@ outputs in order, and re-raises a job's error in the training loop;
 ``on_deliver(False)`` is called for each output handed over and
 ``on_deliver(True)`` once the data has run out (the loader's resume state).
 
+``thread_init(i)`` runs first on thread i (worker_init_fn, worker info);
+the constructor returns once every thread has run it, and an error in it
+is raised by the first ``next()``, as torch raises a worker's. With
+``pinned=True`` every job names the thread that runs it (``Job.worker``:
+an IterableDataset's worker iterates its own iterator). A job whose output
+is ``SKIP`` yields nothing (a worker whose iterator ran out before the
+batch it was given).
+
 Shutdown is explicit (``close()``) and automatic: on exhaustion, when the
 iterator is garbage-collected (after a ``break``), and at interpreter exit
 through ``threading._register_atexit``, which runs before Python joins
@@ -35,6 +43,7 @@ _LIVE: "weakref.WeakSet[ThreadPipeline]" = weakref.WeakSet()
 _COUNTER = itertools.count()
 THREAD_PREFIX = "fastload-"
 END = object()  # a job output meaning "the data ran out": iteration stops there
+SKIP = object()  # a job output meaning "nothing here": iteration goes on with the next job
 
 
 def _close_all_at_exit() -> None:
@@ -53,15 +62,18 @@ class Job:
     """One batch in flight: ``tasks[i](report)`` per item, then ``finish(results)``.
 
     A task may call ``report(stage, what)`` so that a timeout can say which
-    stage and which file are stuck.
+    stage and which file are stuck; ``what[i]`` names item i (its file or
+    sample) before any thread has started it. ``worker``: the one thread
+    that runs this job's tasks (None: any).
     """
 
     def __init__(self, tasks: list[Callable[[Callable[[str, str], None]], Any]],
-                 finish: Callable[[list], Any]):
+                 finish: Callable[[list], Any], what: list[str] | None = None, worker: int | None = None):
         self.tasks = tasks
         self.finish = finish
+        self.worker = worker
         self.results: list = [None] * len(tasks)
-        self.stages: list = [("queued", "")] * len(tasks)
+        self.stages: list = [("queued", name) for name in (what or [""] * len(tasks))]
         self.remaining = len(tasks)
         self.error: BaseException | None = None
         self.output: Any = None
@@ -98,7 +110,9 @@ class Job:
         self.done.set()
 
     def stuck(self) -> str:
-        pending = [f"{what} in stage '{stage}'" for stage, what in self.stages if stage != "done"]
+        pending = [f"{what or 'an item'} in stage '{stage}'" + (" (no loader thread has started it)"
+                                                                  if stage == "queued" else "")
+                   for stage, what in self.stages if stage != "done"]
         return "; ".join(pending[:4]) or "in stage 'finish' (collate / normalize / copy)"
 
 
@@ -113,7 +127,7 @@ class ThreadPipeline:
                  timeout: float = 0, on_wait: Callable[[float], None] | None = None,
                  thread_init: Callable[[int], None] | None = None, length: int | None = None,
                  on_deliver: Callable[[bool], None] | None = None, serial_finish: int = 0,
-                 handover: Callable[[Any], Any] | None = None):
+                 handover: Callable[[Any], Any] | None = None, pinned: bool = False):
         self._jobs = jobs
         self._handover = handover
         self._on_deliver = on_deliver
@@ -122,11 +136,15 @@ class ThreadPipeline:
         self._on_wait = on_wait
         self._length = length
         self._in_flight: collections.deque[Job] = collections.deque()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # tasks any thread may run
+        # pinned: each thread's own queue; else all threads take from the one queue
+        self._queues = [queue.SimpleQueue() if pinned else self._queue for _ in range(num_threads)]
         self._exhausted = False
         self._closed = False
+        self._inits = _Inits(num_threads if thread_init is not None else 0)
         pipeline_id = next(_COUNTER)
-        self._threads = [threading.Thread(target=self._work, args=(self._queue, thread_init, i),
+        self._threads = [threading.Thread(target=self._work,
+                                          args=(self._queues[i], thread_init, i, self._inits),
                                           name=f"{THREAD_PREFIX}{pipeline_id}-{i}")
                          for i in range(num_threads)]
         self._finishing: queue.SimpleQueue | None = None
@@ -139,13 +157,19 @@ class ThreadPipeline:
         _LIVE.add(self)
         for thread in self._threads:
             thread.start()
+        self._init_error = self._inits.wait(timeout)
 
     @staticmethod
-    def _work(tasks: queue.SimpleQueue, thread_init, index: int) -> None:
-        # A staticmethod holding only the queue: a running thread must not keep
+    def _work(tasks: queue.SimpleQueue, thread_init, index: int, inits: "_Inits") -> None:
+        # A staticmethod holding only the queues: a running thread must not keep
         # the pipeline alive, or garbage collection could never close it.
         if thread_init is not None:
-            thread_init(index)  # torch's worker_init_fn(worker_id), once per thread
+            try:
+                thread_init(index)  # worker info, torch's worker_init_fn(worker_id): once per thread
+            except BaseException as error:
+                inits.done(error)
+                return
+            inits.done(None)
         while True:
             item = tasks.get()
             if item is None:
@@ -178,8 +202,9 @@ class ThreadPipeline:
             if self._threads:
                 if not job.tasks and self._finishing is None:
                     job._finish()
+                tasks = self._queue if job.worker is None else self._queues[job.worker]
                 for i in range(len(job.tasks)):
-                    self._queue.put((job, i))
+                    tasks.put((job, i))
 
     def __iter__(self):
         return self
@@ -188,6 +213,15 @@ class ThreadPipeline:
         if self._closed:
             raise StopIteration
         try:
+            if self._init_error is not None:
+                raise self._init_error
+            return self._next_output()
+        except BaseException:
+            self.close()
+            raise
+
+    def _next_output(self) -> Any:
+        while True:
             self._fill()
             if not self._in_flight:
                 self._ended()
@@ -211,13 +245,12 @@ class ThreadPipeline:
             if job.output is END:
                 self._ended()
                 raise StopIteration
+            if job.output is SKIP:
+                continue
             self._fill()  # keep the threads busy while the training step runs
             if self._on_deliver is not None:
                 self._on_deliver(False)
             return job.output if self._handover is None else self._handover(job.output)
-        except BaseException:
-            self.close()
-            raise
 
     def _ended(self) -> None:
         if self._on_deliver is not None and not self._closed:
@@ -238,8 +271,8 @@ class ThreadPipeline:
             if job.items_done is not None:
                 job.items_done.set()  # the serial finisher skips it (it has an error)
         self._in_flight.clear()
-        for _ in self._threads:
-            self._queue.put(None)
+        for tasks in self._queues:
+            tasks.put(None)
         if self._finishing is not None:
             self._finishing.put(None)
             for _ in range(self._max_in_flight + 1):
@@ -252,3 +285,27 @@ class ThreadPipeline:
 
     def __del__(self) -> None:
         self.close()
+
+
+class _Inits:
+    """Counts the threads whose ``thread_init`` has run; keeps the first error."""
+
+    def __init__(self, threads: int):
+        self._pending = threads
+        self._error: BaseException | None = None
+        self._changed = threading.Condition()
+
+    def done(self, error: BaseException | None) -> None:
+        with self._changed:
+            self._pending -= 1
+            self._error = self._error or error
+            self._changed.notify_all()
+
+    def wait(self, timeout: float) -> BaseException | None:
+        """Wait until every thread has run its init: the first error, or a timeout's (timeout > 0)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._pending == 0 or self._error is not None,
+                                          timeout if timeout > 0 else None):
+                return RuntimeError(f"DataLoader timed out after {timeout} seconds waiting for "
+                                    f"{self._pending} loader thread(s) to run worker_init_fn")
+            return self._error

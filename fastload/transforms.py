@@ -285,7 +285,36 @@ def _float32(value: float) -> float:
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
+# Methods a subclass may override without changing what a transform does to an image.
+_DESCRIPTIVE = frozenset({"__init__", "__repr__", "__str__", "extra_repr", "__getstate__", "__setstate__",
+                          "__init_subclass__", "_extract_params_for_v1_transform"})
+
+
+def overridden_behaviour(t) -> list[str]:
+    """The methods through which ``type(t)``, a subclass of a torchvision (or fastload) transform, changes
+    its behaviour: every method it defines that the torchvision class it derives from also has (forward,
+    v2's transform / make_params, v1's __call__ / get_params, ...), except the descriptive ones. The plan
+    knows only torchvision's behaviour, so such a transform must run as given."""
+    candidates = set()
+    for cls in type(t).__mro__:
+        if cls.__module__.startswith("torchvision.") or cls is ToDtype:
+            known = cls
+            break
+        candidates.update(vars(cls))
+    else:
+        return []
+    # An attribute the subclass defines that is the very same object as the known class's (v2 rebinds
+    # v1's get_params on every subclass) changes nothing.
+    return sorted(name for name in candidates - _DESCRIPTIVE
+                  if hasattr(known, name) and getattr(type(t), name) is not getattr(known, name)
+                  and (callable(getattr(known, name)) or isinstance(getattr(known, name), property)))
+
+
 def _flatten(transform) -> list:
+    overrides = overridden_behaviour(transform)
+    if overrides:
+        raise UnsupportedTransform(f"{type(transform).__module__}.{type(transform).__qualname__} (a subclass "
+                                   f"that overrides {', '.join(overrides)}: run as given)")
     if isinstance(transform, (v1.Compose, v2.Compose)):
         return [t for inner in transform.transforms for t in _flatten(inner)]
     return [transform]

@@ -1,0 +1,159 @@
+"""Loader threads as torch's worker processes: their WorkerInfo, their copy of the dataset, worker_init_fn.
+
+torch's DataLoader gives each worker process a copy of the dataset, seeds
+that process's ``random``, ``torch`` and ``numpy`` generators from
+``base_seed + worker_id``, runs ``worker_init_fn(worker_id)`` there, and
+answers ``torch.utils.data.get_worker_info()`` with the worker's
+``WorkerInfo``. Threads share one process, so fastload does the nearest
+thing that keeps user code meaningful:
+
+* ``get_worker_info()`` answers per thread. torch keeps the answer in one
+  module global; fastload gives that function (the object itself, so every
+  name already bound to it sees the change) a first look at a thread-local,
+  installed once, when a loader first starts threads. Anywhere else --
+  the training loop's thread, torch's own worker processes -- it returns
+  what it returned before. The ``WorkerInfo`` is torch's, with
+  ``worker_method="thread"`` and ``rng``: that thread's own ``random``,
+  ``torch`` and ``numpy`` generators, seeded as a worker process would be.
+* Each thread works on a shallow copy of the dataset (``info.dataset``),
+  made when the epoch starts, as each worker process unpickles its own:
+  what ``worker_init_fn`` or ``__getitem__`` sets on it (a per-worker HDF5
+  or LMDB handle, an IterableDataset's shard) stays with that thread.
+* ``worker_init_fn`` runs in its thread with the process generators seeded
+  as that worker process's would be (``torch.initial_seed() == info.seed``,
+  so PyTorch's ``seed_worker`` recipe reads the worker's seed), one thread
+  at a time, and the training loop's generator states are put back after
+  it: a ``worker_init_fn`` that reseeds numpy or random cannot make the
+  loop's own draws repeat.
+
+What cannot be copied: draws that a dataset makes from the process-wide
+generators *while loading* (``torch.rand``, ``np.random``, ``random``)
+share them with the training loop and with the other threads, as threads
+must; use ``get_worker_info().rng`` for per-worker streams.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.utils.data._utils import worker as torch_worker
+
+_local = threading.local()
+_install_lock = threading.Lock()
+_process_rng_lock = threading.Lock()  # worker_init_fn calls swap the process generators: one at a time
+
+# What torch's get_worker_info runs once fastload is installed; compiled in torch's module namespace.
+_THREAD_AWARE = '''
+def get_worker_info():
+    info = getattr(_fastload_thread_workers, "info", None)
+    return _worker_info if info is None else info
+'''
+
+
+def install_worker_info() -> None:
+    """Make torch.utils.data.get_worker_info() answer per thread (idempotent; see the module docstring)."""
+    with _install_lock:
+        function = torch_worker.get_worker_info
+        if getattr(function, "_fastload_thread_aware", False):
+            return
+        torch_worker._fastload_thread_workers = _local
+        compiled: dict = {}
+        exec(compile(_THREAD_AWARE, torch_worker.__file__, "exec"), vars(torch_worker), compiled)
+        function.__code__ = compiled["get_worker_info"].__code__
+        function._fastload_thread_aware = True
+
+
+def current_dataset(default: Any) -> Any:
+    """The dataset copy of the calling loader thread, ``default`` elsewhere."""
+    info = getattr(_local, "info", None)
+    return default if info is None else info.dataset
+
+
+class ThreadWorkers:
+    """One epoch's worker identities: ``init_thread(i)`` makes the calling thread worker ``i`` of ``num_workers``.
+
+    Args:
+        dataset: what each thread gets a shallow copy of (``copy_dataset``),
+            or shares (fastload's own sources, which no user code mutates).
+        base_seed: drawn by the loader each epoch as torch's iterator draws
+            it; worker i's seed is ``base_seed + i``, as in torch.
+        worker_init_fn: torch's, called with the worker id.
+    """
+
+    def __init__(self, dataset: Any, num_workers: int, base_seed: int,
+                 worker_init_fn: Callable[[int], None] | None, copy_dataset: bool = True):
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.base_seed = base_seed
+        self.worker_init_fn = worker_init_fn
+        self.copy_dataset = copy_dataset
+
+    def init_thread(self, index: int) -> None:
+        """Run in loader thread ``index`` before it takes work."""
+        seed = self.base_seed + index
+        numpy_seed = torch_worker._generate_state(self.base_seed, index)
+        rng = torch_worker._RNG(random_generator=random.Random(seed),
+                                torch_generator=torch.Generator().manual_seed(seed),
+                                numpy_generator=np.random.default_rng(numpy_seed))
+        _local.info = torch_worker.WorkerInfo(id=index, num_workers=self.num_workers, seed=seed,
+                                              dataset=self._dataset_copy(), rng=rng, worker_method="thread")
+        if self.worker_init_fn is None:
+            return
+        with _process_rng_lock, _as_worker_process(seed, numpy_seed):
+            try:
+                self.worker_init_fn(index)
+            except BaseException as error:
+                error.add_note(f"fastload: raised in worker_init_fn({index}) on loader thread "
+                               f"{threading.current_thread().name}")
+                raise
+
+    def _dataset_copy(self) -> Any:
+        if not self.copy_dataset:
+            return self.dataset
+        try:
+            return copy.copy(self.dataset)
+        except Exception as error:  # noqa: BLE001 -- any failure: share it, and say so
+            warnings.warn(f"fastload: could not copy {type(self.dataset).__name__} for a loader thread "
+                          f"({error!r}); the threads share one dataset object", stacklevel=2)
+            return self.dataset
+
+
+class _as_worker_process:
+    """Seed the process's torch (CPU), random and numpy generators as worker process ``seed`` would have
+    them; put the caller's states back on exit."""
+
+    def __init__(self, seed: int, numpy_seed):
+        self.seed, self.numpy_seed = seed, numpy_seed
+
+    def __enter__(self) -> None:
+        self.saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
+        torch.default_generator.manual_seed(self.seed)
+        random.seed(self.seed)
+        np.random.seed(self.numpy_seed)
+
+    def __exit__(self, *exc) -> None:
+        torch_state, random_state, numpy_state = self.saved
+        torch.set_rng_state(torch_state)
+        random.setstate(random_state)
+        np.random.set_state(numpy_state)
+
+
+def no_worker_info() -> "_without_info":
+    """Hide the calling thread's WorkerInfo (collate: torch's default_collate would put every batch in
+    shared memory for a worker process's pipe)."""
+    return _without_info()
+
+
+class _without_info:
+    def __enter__(self) -> None:
+        self.info = getattr(_local, "info", None)
+        _local.info = None
+
+    def __exit__(self, *exc) -> None:
+        _local.info = self.info
