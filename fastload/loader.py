@@ -697,12 +697,14 @@ class _WorkerStreams:
                 self.iterators[worker] = iter(dataset)
             iterator = self.iterators[worker]
             started = time.perf_counter()
-            if not loader._auto_collation:
-                items = list(itertools.islice(iterator, 1))
-                ended = not items
-            else:
-                items = list(itertools.islice(iterator, loader.batch_size))
-                ended = len(items) < loader.batch_size
+            wanted = loader.batch_size if loader._auto_collation else 1
+            items = []
+            while len(items) < wanted:  # next(), as torch's fetcher: islice would call iter() again
+                item = next(iterator, END)
+                if item is END:
+                    break
+                items.append(item)
+            ended = len(items) < wanted
         except Exception as error:
             error.add_note(f"fastload: raised while iterating {what} "
                            f"(loader thread {threading.current_thread().name})")

@@ -1,0 +1,251 @@
+"""Loader threads as torch's worker processes: worker info, worker_init_fn, per-worker datasets and RNG.
+
+Each test runs the same script on torch's DataLoader (real worker processes)
+and on fastload's (threads) and compares what user code sees.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader as TorchLoader
+
+import fastload
+
+
+class Squares(Dataset):
+    """Map-style; records the worker info seen in __getitem__ as part of each sample."""
+
+    def __init__(self, n: int = 12):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        return {"x": i * i, "worker": -1 if info is None else info.id,
+                "workers": -1 if info is None else info.num_workers}
+
+
+class Recording(Squares):
+    """Each sample is what its worker's worker_init_fn saw."""
+
+    def __getitem__(self, i):
+        time.sleep(0.02)  # so that every thread takes samples
+        return self.seen
+
+
+def _record_init(worker_id):
+    info = get_worker_info()
+    np.random.seed(torch.initial_seed() % 2**32)  # PyTorch's documented seed_worker recipe
+    random.seed(torch.initial_seed() % 2**32)
+    # (worker_id, info.id, num_workers, info.seed, torch.initial_seed(), numpy and random after the recipe)
+    info.dataset.seen = (worker_id, info.id, info.num_workers, info.seed, torch.initial_seed(),
+                         float(np.random.rand()), random.random())
+
+
+def _seen_in_init(loader_class):
+    dataset = Recording()
+    loader = loader_class(dataset, batch_size=None, num_workers=3, worker_init_fn=_record_init,
+                          generator=torch.Generator().manual_seed(7))
+    seen = sorted({tuple(item) for item in loader})
+    return seen, dataset
+
+
+def test_worker_info_and_worker_init_fn_as_in_torch_worker_processes():
+    got, dataset = _seen_in_init(fastload.DataLoader)
+    assert not hasattr(dataset, "seen")  # set on the threads' copies, as on the processes'
+    assert got == _seen_in_init(TorchLoader)[0]
+    assert [entry[:3] for entry in got] == [(0, 0, 3), (1, 1, 3), (2, 2, 3)]
+    assert all(entry[3] == entry[4] for entry in got)  # torch.initial_seed() is the worker's seed in its init
+    assert get_worker_info() is None  # and nothing in the training loop's thread
+
+
+def test_get_worker_info_in_getitem_and_none_without_workers():
+    for workers in (0, 2):
+        got = [(b["worker"].tolist(), b["workers"].tolist())
+               for b in fastload.DataLoader(Squares(), batch_size=3, num_workers=workers)]
+        if workers == 0:
+            assert all(ids == [-1] * 3 for ids, _ in got)
+        else:
+            assert {i for ids, _ in got for i in ids} <= {0, 1} and all(n == [2] * 3 for _, n in got)
+    info = []
+    loader = fastload.DataLoader(Squares(), batch_size=3, num_workers=2,
+                                 worker_init_fn=lambda i: info.append(get_worker_info()))
+    list(loader)
+    assert {i.worker_method for i in info} == {"thread"}
+    # each thread has its own generators, seeded as its worker process's would be
+    assert len({i.rng.torch_generator.initial_seed() for i in info}) == 2
+    assert {i.rng.torch_generator.initial_seed() for i in info} == {i.seed for i in info}
+
+
+class Handles(Dataset):
+    """Opens one 'handle' per worker in worker_init_fn, as HDF5 / LMDB datasets do."""
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        time.sleep(0.002)
+        return self.handle
+
+
+def _open_handle(worker_id):
+    get_worker_info().dataset.handle = f"handle-{worker_id}-{threading.get_ident()}"
+
+
+def test_each_thread_keeps_its_own_handle_on_its_dataset_copy():
+    dataset = Handles()
+    batches = list(fastload.DataLoader(dataset, batch_size=2, num_workers=2, worker_init_fn=_open_handle))
+    handles = [h for batch in batches for h in batch]
+    assert len(set(handles)) == 2  # two threads, two handles, none overwritten by the other
+    assert not hasattr(dataset, "handle")  # the user's dataset object is untouched, as with processes
+    for handle in set(handles):  # each handle used only by the thread that opened it
+        worker = handle.split("-")[1]
+        assert all(h.split("-")[1] == worker for h in handles if h == handle)
+
+
+def _failing_init(worker_id):
+    if worker_id == 1:
+        raise KeyError("no shard for this worker")
+
+
+@pytest.mark.parametrize("timeout", [0, 5])
+def test_worker_init_fn_error_reaches_the_loop(timeout):
+    loader = fastload.DataLoader(Squares(), batch_size=2, num_workers=2, worker_init_fn=_failing_init,
+                                 timeout=timeout)
+    with pytest.raises(KeyError, match="no shard for this worker") as raised:
+        next(iter(loader))  # at the first batch (torch: at the first batch given to that worker)
+    assert any("worker_init_fn(1)" in note for note in raised.value.__notes__)
+    with pytest.raises(KeyError, match="no shard for this worker"):
+        list(TorchLoader(Squares(), batch_size=2, num_workers=2, worker_init_fn=_failing_init))
+
+
+def test_a_hanging_worker_init_fn_times_out_naming_it():
+    loader = fastload.DataLoader(Squares(), batch_size=2, num_workers=1, timeout=0.3,
+                                 worker_init_fn=lambda i: time.sleep(1.5))
+    with pytest.raises(RuntimeError, match="worker_init_fn"):
+        next(iter(loader))
+
+
+class Slow(Squares):
+    samples = [(f"/data/img_{i}.jpg", 0) for i in range(12)]
+
+    def __getitem__(self, i):
+        if i == 5:
+            time.sleep(1.5)
+        return i
+
+
+def test_a_stuck_batch_timeout_names_the_stage_and_the_file():
+    loader = fastload.DataLoader(Slow(), batch_size=4, num_workers=2, timeout=0.3)
+    with pytest.raises(RuntimeError, match=r"sample 5 \(/data/img_5.jpg\) in stage 'dataset\[i\]'"):
+        list(loader)
+
+
+class Broken(Squares):
+    def __getitem__(self, i):
+        if i == 7:
+            raise ValueError("bad record")
+        return i
+
+
+def _bad_collate(items):
+    raise TypeError("cannot batch these")
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataset_and_collate_errors_reach_the_loop_with_their_sample(workers):
+    with pytest.raises(ValueError, match="bad record") as raised:
+        list(fastload.DataLoader(Broken(), batch_size=4, num_workers=workers))
+    assert any("sample 7" in note for note in raised.value.__notes__)
+    with pytest.raises(TypeError, match="cannot batch") as raised:
+        list(fastload.DataLoader(Squares(), batch_size=4, num_workers=workers, collate_fn=_bad_collate))
+    assert any("collate_fn" in note and "[0, 1, 2, 3]" in note for note in raised.value.__notes__)
+
+
+def test_worker_init_fn_cannot_disturb_the_loops_rng():
+    """seed_worker reseeds numpy and random; with threads that must not make the loop's draws repeat."""
+
+    def seed_worker(worker_id):
+        worker_seed = torch.initial_seed() % 2**32
+        np.random.seed(worker_seed)
+        random.seed(worker_seed)
+
+    def run(loader_class):
+        torch.manual_seed(3)
+        np.random.seed(3)
+        random.seed(3)
+        loader = loader_class(Squares(8), batch_size=4, shuffle=True, num_workers=2, worker_init_fn=seed_worker)
+        draws = []
+        for _ in range(3):
+            for batch in loader:
+                draws.append((batch["x"].tolist(), float(torch.rand(())), float(np.random.rand()),
+                              random.random()))
+        return draws
+
+    got = run(fastload.DataLoader)
+    assert got == run(TorchLoader)
+    assert len({d[2] for d in got}) == len(got)  # the loop's numpy draws never repeat
+
+
+class ByWorker(IterableDataset):
+    """Shards itself by worker info, as torch's documentation shows."""
+
+    def __init__(self, start=0, end=23):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        per_worker = -(-(self.end - self.start) // info.num_workers)
+        start = self.start + info.id * per_worker
+        return iter(range(start, min(start + per_worker, self.end)))
+
+
+class Unsharded(IterableDataset):
+    def __iter__(self):
+        yield from range(10)
+
+
+class SelfIterator(IterableDataset):
+    """Returns itself from __iter__ (state on the object): each worker must iterate its own copy."""
+
+    def __iter__(self):
+        self.i = 0
+        return self
+
+    def __next__(self):
+        self.i += 1
+        if self.i > 7:
+            raise StopIteration
+        return self.i
+
+
+@pytest.mark.parametrize("dataset", [ByWorker(), ByWorker(0, 5), Unsharded(), SelfIterator()],
+                         ids=["by-worker", "fewer-items-than-workers-times-batch", "unsharded", "self-iterator"])
+@pytest.mark.parametrize("workers", [1, 3])
+def test_iterable_dataset_with_workers_gives_torchs_batches(dataset, workers):
+    for kwargs in (dict(batch_size=4), dict(batch_size=4, drop_last=True), dict(batch_size=None)):
+        expected = [torch.as_tensor(b).tolist() for b in TorchLoader(dataset, num_workers=workers, **kwargs)]
+        got = [torch.as_tensor(b).tolist() for b in fastload.DataLoader(dataset, num_workers=workers, **kwargs)]
+        assert got == expected, kwargs
+
+
+def test_iterable_dataset_error_names_the_worker():
+    class Failing(IterableDataset):
+        def __iter__(self):
+            yield 1
+            raise OSError("shard unreadable")
+
+    with pytest.raises(OSError, match="shard unreadable") as raised:
+        list(fastload.DataLoader(Failing(), batch_size=2, num_workers=2))
+    assert any("worker" in note for note in raised.value.__notes__)
