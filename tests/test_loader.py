@@ -298,3 +298,130 @@ def test_uneven_shards_for_evaluation_say_so_and_cover_the_epoch_once(image_fold
         assert len(labels) == len(source) == (12 if rank == 0 else 11) and len(loader) == (3 if rank == 0 else 3)
         seen.append(len(labels))
     assert sum(seen) == 23
+
+
+# -- torch's semantics in the corners training scripts touch ------------------------------------------
+
+def test_shuffle_without_generator_changes_every_epoch_and_advances_the_global_rng_as_torch():
+    dataset = list(range(20))
+
+    def run(loader_class):
+        torch.manual_seed(11)
+        loader = loader_class(dataset, batch_size=5, shuffle=True, num_workers=2)
+        epochs = []
+        for _ in range(3):
+            epochs.append([i for batch in loader for i in batch.tolist()])
+            epochs.append(torch.get_rng_state())  # what the training loop's own draws start from
+        return epochs
+
+    got, expected = run(fastload.DataLoader), run(torch.utils.data.DataLoader)
+    orders = got[0::2]
+    assert orders == expected[0::2]
+    assert len({tuple(order) for order in orders}) == 3  # a new permutation each epoch
+    assert all(torch.equal(a, b) for a, b in zip(got[1::2], expected[1::2]))
+
+
+def test_default_augmentation_seed_follows_torch_manual_seed_and_is_resumed(image_folder):
+    def first_batch(seed):
+        torch.manual_seed(seed)
+        loader = fastload.DataLoader(fastload.ImageFolder(image_folder, TRAIN), batch_size=8)
+        state = loader.state_dict()  # where a first iteration starts
+        return next(iter(loader))[0], state
+
+    a, state = first_batch(1)
+    b, _ = first_batch(1)
+    c, _ = first_batch(2)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert state["augment_seed"] == 1
+    torch.manual_seed(99)
+    resumed = fastload.DataLoader(fastload.ImageFolder(image_folder, TRAIN), batch_size=8)
+    resumed.load_state_dict(state)
+    assert torch.equal(next(iter(resumed))[0], a)
+
+
+@pytest.mark.parametrize("split", ["subset", "random_split", "nested"])
+def test_a_subset_of_an_image_folder_keeps_the_fast_path_with_torchs_samples(image_folder, split):
+    transform = v2.Compose([v2.Resize((20, 24)), v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
+    dataset = torchvision.datasets.ImageFolder(image_folder, transform)
+    if split == "subset":
+        part = torch.utils.data.Subset(dataset, [21, 3, 4, 17, 0, 9, 12])
+    elif split == "random_split":
+        part, _ = torch.utils.data.random_split(dataset, [0.6, 0.4], generator=torch.Generator().manual_seed(1))
+    else:
+        part = torch.utils.data.Subset(torch.utils.data.Subset(dataset, list(range(2, 20))), [5, 1, 16, 7])
+    ours = fastload.DataLoader(part, batch_size=3, shuffle=True, num_workers=2, dct_scaling=False,
+                               generator=torch.Generator().manual_seed(5))
+    ref = torch.utils.data.DataLoader(part, batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(5))
+    assert ours.fast_path
+    for (images, labels), (ref_images, ref_labels) in zip(ours, ref, strict=True):
+        assert torch.equal(labels, ref_labels)
+        torch.testing.assert_close(images, ref_images, atol=1 / 255 + 1e-6, rtol=0)
+
+
+def test_stats_count_the_generic_path_and_pin_memory_warns_as_torch():
+    loader = fastload.DataLoader(list(range(10)), batch_size=4, num_workers=2)
+    list(loader)
+    assert (loader.stats.images, loader.stats.batches) == (10, 3)
+    iterable = fastload.DataLoader(Counting(), batch_size=4, num_workers=2)
+    list(iterable)
+    assert (iterable.stats.images, iterable.stats.batches) == (22, 6)  # each worker yields all 11, as torch's
+    if not torch.accelerator.is_available():
+        for loader_class in (torch.utils.data.DataLoader, fastload.DataLoader):
+            with pytest.warns(UserWarning, match="'pin_memory' argument is set as true but no accelerator"):
+                list(loader_class(list(range(4)), batch_size=2, pin_memory=True))
+
+
+def test_pytorch_examples_imagenet_loader_setup_runs_an_epoch(image_folder, tmp_path):
+    """The data setup of pytorch/examples imagenet/main.py (train: ImageFolder with RandomResizedCrop(224),
+    flip, ToTensor, Normalize, shuffle=(sampler is None), pin_memory=True; val: Resize(256) + CenterCrop(224)
+    with a DistributedSampler(shuffle=False, drop_last=True) when distributed; torch.manual_seed(args.seed)),
+    written out here with only the DataLoader swapped; val pixels and labels equal torch's."""
+    for split in ("train", "val"):
+        shutil.copytree(image_folder, tmp_path / split)
+    torch.manual_seed(0)  # main.py: if args.seed is not None
+    normalize = v1.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    train_dataset = torchvision.datasets.ImageFolder(tmp_path / "train", v1.Compose([
+        v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(), v1.ToTensor(), normalize]))
+    val_dataset = torchvision.datasets.ImageFolder(tmp_path / "val", v1.Compose([
+        v1.Resize(256), v1.CenterCrop(224), v1.ToTensor(), normalize]))
+    workers, batch_size = 2, 8
+    loaders = {}
+    for name, loader_class in (("fastload", fastload.DataLoader), ("torch", torch.utils.data.DataLoader)):
+        train_sampler = None  # not distributed
+        train_loader = loader_class(train_dataset, batch_size=batch_size, shuffle=(train_sampler is None),
+                                    num_workers=workers, pin_memory=True, sampler=train_sampler)
+        val_sampler = torch.utils.data.distributed.DistributedSampler(val_dataset, num_replicas=2, rank=1,
+                                                                      shuffle=False, drop_last=True)
+        val_loader = loader_class(val_dataset, batch_size=batch_size, shuffle=False, num_workers=workers,
+                                  pin_memory=True, sampler=val_sampler)
+        loaders[name] = train_loader, val_loader
+    train_loader, val_loader = loaders["fastload"]
+    assert train_loader.fast_path and val_loader.fast_path
+    seen = 0
+    for i, (images, target) in enumerate(train_loader):  # main.py's train(): ProgressMeter(len(train_loader))
+        assert images.shape[1:] == (3, 224, 224) and images.dtype == torch.float32 and i < len(train_loader)
+        seen += len(target)
+    assert seen == len(train_dataset)
+    ref_val = loaders["torch"][1]
+    assert len(val_loader) == len(ref_val) == 2
+    for (images, target), (ref_images, ref_target) in zip(val_loader, ref_val, strict=True):
+        assert torch.equal(target, ref_target)
+        torch.testing.assert_close(images, ref_images, atol=1 / 255 / 0.224 + 1e-5, rtol=0)
+
+
+class FlippingCenterCrop(v1.CenterCrop):
+    """A CenterCrop that also flips: fusing it as a plain CenterCrop would silently drop the flip."""
+
+    def forward(self, image):
+        return v1.functional.hflip(super().forward(image))
+
+
+def test_a_transform_subclass_that_overrides_forward_runs_as_given(image_folder):
+    transform = v1.Compose([v1.Resize((30, 30)), FlippingCenterCrop(20), v1.ToTensor()])
+    dataset = torchvision.datasets.ImageFolder(image_folder, transform)
+    with pytest.warns(UserWarning, match="FlippingCenterCrop .*overrides forward"):
+        ours = fastload.DataLoader(dataset, batch_size=6, num_workers=2)
+    assert not ours.fast_path
+    for (images, labels), (ref_images, ref_labels) in zip(ours, torch.utils.data.DataLoader(dataset, 6),
+                                                          strict=True):
+        assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)

@@ -112,3 +112,51 @@ def test_center_crop_is_placed_as_torchvision_places_it_even_when_it_pads(resize
         ours = np.asarray(transform_image(Decoded(image, 1), geometry, Image.Resampling.BILINEAR))
         assert torch.equal(torch.from_numpy(ours.copy()).permute(2, 0, 1), transform(image)), \
             (height, width, crop, geometry)
+
+
+# Every transform class the plan accepts, with arguments, and a pipeline it can sit in.
+_ACCEPTED = [
+    (v2.RandomResizedCrop, (8,), "geometry"), (v1.RandomResizedCrop, (8,), "geometry"),
+    (v2.Resize, ((8, 8),), "geometry"), (v1.Resize, ((8, 8),), "geometry"),
+    (v2.CenterCrop, (8,), "geometry"), (v1.CenterCrop, (8,), "geometry"),
+    (v2.RandomHorizontalFlip, (), "flip"), (v1.RandomHorizontalFlip, (), "flip"),
+    (v2.RandomVerticalFlip, (), "flip"), (v1.RandomVerticalFlip, (), "flip"),
+    (v2.ColorJitter, (0.2, 0.2), "color"), (v2.Grayscale, (3,), "color"), (v2.RandomGrayscale, (), "color"),
+    (v2.ToImage, (), "to_tensor"), (v2.PILToTensor, (), "to_tensor"), (v1.PILToTensor, (), "to_tensor"),
+    (v1.ToTensor, (), "to_float"), (v2.ToDtype, (torch.float32, True), "to_float"),
+    (v1.ConvertImageDtype, (torch.float32,), "to_float"), (v2.Normalize, ([0.5] * 3, [0.2] * 3), "normalize"),
+    (v1.Normalize, ([0.5] * 3, [0.2] * 3), "normalize"),
+]
+
+
+def _pipeline(t, role):
+    if role == "geometry":
+        return [t, v2.ToImage()]
+    if role == "to_tensor":
+        return [v2.CenterCrop(8), t]
+    if role == "to_float":
+        return [v2.CenterCrop(8), v2.Identity() if isinstance(t, v1.ToTensor) else v2.ToImage(), t]
+    if role == "normalize":
+        return [v2.CenterCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True), t]
+    return [v2.CenterCrop(8), t, v2.ToImage()]
+
+
+def _remove_identity(steps):
+    return [s for s in steps if not isinstance(s, v2.Identity)]
+
+
+@pytest.mark.parametrize("base, args, role", _ACCEPTED,
+                         ids=[f"{'v2' if '.v2' in b.__module__ else 'v1'}-{b.__name__}" for b, _, _ in _ACCEPTED])
+def test_a_subclass_that_overrides_behaviour_runs_as_given(base, args, role):
+    plain = _remove_identity(_pipeline(base(*args), role))
+    compile_plan(v2.Compose(plain))  # the class itself compiles
+    quiet = type("Quiet" + base.__name__, (base,), {"__init__": lambda self, *a: base.__init__(self, *a)})
+    compile_plan(v2.Compose(_remove_identity(_pipeline(quiet(*args), role))))  # an __init__ override changes nothing
+    names = [n for n in ("forward", "__call__", "transform", "make_params", "get_params", "_transform",
+                         "_get_params") if hasattr(base, n)]
+    for name in names:
+        subclass = type("My" + base.__name__, (base,), {name: lambda self, *a, **k: None})
+        if getattr(subclass, name) is getattr(base, name):
+            continue  # v2 rebinds get_params to v1's on every subclass: the override never takes effect
+        with pytest.raises(UnsupportedTransform, match=f"My{base.__name__} .*overrides {name}"):
+            compile_plan(v2.Compose(_remove_identity(_pipeline(subclass(*args), role))))
