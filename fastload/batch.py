@@ -175,12 +175,12 @@ class FastPath(SampleReader):
         """One job per batch of (position in epoch order, dataset index)."""
         slots = self.plan.color_slots
         for batch in batches:
-            buffer = _LazyBuffer(self._acquire, len(batch))
+            buffer = _LazyBuffer(self._acquire, len(batch), self.ring.release if self.ring is not None else None)
             color = ((torch.empty(len(batch), slots, dtype=torch.int32),
                       torch.empty(len(batch), slots, dtype=torch.float32)) if slots else None)
             tasks = [self._task(position, index, epoch, order, buffer, i, color)
                      for i, (position, index) in enumerate(batch)]
-            yield Job(tasks, self._finisher(buffer, len(batch), color))
+            yield Job(tasks, self._finisher(buffer, len(batch), color), discard=buffer.discard)
 
     def _acquire(self, rows: int) -> torch.Tensor:
         return self.ring.acquire() if self.ring is not None else self._output(rows)
@@ -244,8 +244,9 @@ class _LazyBuffer:
     done hold memory: with a fast consumer that is two or three, not six.
     """
 
-    def __init__(self, acquire: Callable[[int], torch.Tensor], rows: int):
-        self._acquire, self._rows = acquire, rows
+    def __init__(self, acquire: Callable[[int], torch.Tensor], rows: int,
+                 release: Callable[[torch.Tensor], None] | None = None):
+        self._acquire, self._rows, self._release = acquire, rows, release
         self._buffer: torch.Tensor | None = None
         self._lock = threading.Lock()
 
@@ -254,6 +255,13 @@ class _LazyBuffer:
             if self._buffer is None:
                 self._buffer = self._acquire(self._rows)
             return self._buffer
+
+    def discard(self) -> None:
+        """The batch failed: give a staging buffer back to its ring."""
+        with self._lock:
+            if self._buffer is not None and self._release is not None:
+                self._release(self._buffer)
+            self._buffer = None
 
 
 def output_pool(plan: Plan, batch_size: int, slots: int) -> OutputPool:

@@ -65,12 +65,11 @@ class DataLoader(torch.utils.data.DataLoader):
             converted there. A plain "cuda" under torchrun means this
             process's GPU: cuda:LOCAL_RANK.
         seed: seed of the sample order of fastload sources and of every
-            sample's augmentation. Default: the order's seed is the
-            source's (DistributedSampler's 0 for a sampler fastload makes);
-            the augmentation's is ``torch.initial_seed()`` (the
-            ``generator``'s, if one is given) when the loader is first
-            iterated, so ``torch.manual_seed`` changes it and a fixed seed
-            reproduces it. Augmentation is a pure function of (seed, epoch,
+            sample's augmentation. Default: the fastload source's ``seed``;
+            without one, the order's is 0 (DistributedSampler's) and the
+            augmentation's is ``torch.initial_seed()`` (the ``generator``'s,
+            if one is given) when the loader is first iterated, so
+            ``torch.manual_seed`` changes it and a fixed seed reproduces it. Augmentation is a pure function of (seed, epoch,
             sample index); ``state_dict`` records its seed.
         on_error: "raise" (default) raises ``fastload.DecodeError`` naming the
             file; "skip" replaces a bad sample with the next one and records
@@ -188,6 +187,8 @@ class DataLoader(torch.utils.data.DataLoader):
         self.stats = Stats()
         self._resume: dict | None = None
         self._augment_seed: int | None = None  # fixed at the first iteration (see ``seed``)
+        self.base_seed: int | None = None  # torch's per-epoch draw (once, with persistent_workers)
+        self._workers: ThreadWorkers | None = None  # the loader threads' worker identities
         self._yielded = 0  # batches handed out this epoch (torch's IterableDataset length warning)
         self._position = {"epoch": None, "batches": 0, "finished": False, "rng": None}
         self._epoch = -1
@@ -226,6 +227,12 @@ class DataLoader(torch.utils.data.DataLoader):
         takes it too, over that subset's samples in its index order.
         """
         dataset, indices = _unwrap_subsets(self.dataset)
+        if isinstance(dataset, Subset):  # one that overrides how it fetches
+            if not isinstance(_unwrap_subsets(dataset.dataset)[0], (Source, DatasetFolder)):
+                return None
+            warnings.warn(f"fastload: {type(dataset).__name__} overrides {', '.join(_overridden(dataset, Subset))}; "
+                          f"running it as given (correct, slower) instead of the fast path", stacklevel=3)
+            return None
         if isinstance(dataset, Source):
             if indices is not None:
                 return None
@@ -235,6 +242,11 @@ class DataLoader(torch.utils.data.DataLoader):
         else:
             return None
         if self.batch_size is None:
+            return None
+        overridden = _overridden(dataset, Source if isinstance(dataset, Source) else DatasetFolder)
+        if overridden:
+            warnings.warn(f"fastload: {type(dataset).__name__} overrides {', '.join(overridden)}; running it as "
+                          f"given (correct, slower) instead of the fast path", stacklevel=3)
             return None
         try:
             plan = compile_plan(dataset.transform)
@@ -299,13 +311,15 @@ class DataLoader(torch.utils.data.DataLoader):
         """The seed of a fastload source's sample order."""
         if self.seed is not None:
             return self.seed
-        return getattr(self.dataset, "seed", 0)
+        return getattr(self.dataset, "seed", None) or 0
 
     def _augmentation_seed(self) -> int:
-        """The seed of every sample's augmentation: ``seed``, else torch's initial seed, fixed once read."""
+        """The seed of every sample's augmentation: ``seed``, else the source's, else torch's initial seed;
+        fixed once read."""
         if self._augment_seed is None:
-            if self.seed is not None:
-                self._augment_seed = self.seed
+            source_seed = getattr(self.dataset, "seed", None) if isinstance(self.dataset, Source) else None
+            if self.seed is not None or source_seed is not None:
+                self._augment_seed = self._seed()
             else:
                 generator = self.generator if self.generator is not None else torch.default_generator
                 self._augment_seed = generator.initial_seed()
@@ -314,6 +328,7 @@ class DataLoader(torch.utils.data.DataLoader):
     # -- iteration ------------------------------------------------------------------------
     def __iter__(self) -> ThreadPipeline:
         skip, resumed_rng = self._apply_resume()
+        self._refresh_path()
         epoch = self._next_epoch()
         self.stats.reset()
         self._yielded = 0
@@ -327,16 +342,17 @@ class DataLoader(torch.utils.data.DataLoader):
             # iterator (a RandomSampler draws its own seed lazily, at the first batch):
             # the global RNG or generator then advances exactly as under torch, so a
             # shuffled epoch has torch's order, and a new one each epoch.
-            self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+            if not (self.persistent_workers and self._workers is not None):  # torch's persistent iterator
+                self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
             if resumed_rng is not None:  # make the sampler draw from the saved state now
                 first = next(batches, None)
                 batches = itertools.chain([first] if first is not None else [], batches)
         self._position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng}
-        workers = None
-        if threads:
+        if threads and not (self.persistent_workers and self._workers is not None):
             install_worker_info()
-            workers = ThreadWorkers(self.dataset, threads, self.base_seed, self.worker_init_fn,
-                                    copy_dataset=not isinstance(self.dataset, Source))
+            self._workers = ThreadWorkers(self.dataset, threads, self.base_seed, self.worker_init_fn,
+                                          copy_dataset=not isinstance(self.dataset, Source))
+        workers = self._workers if threads else None
         fast_forward = 0
         pinned = False
         if iterable and not isinstance(self.dataset, Source):
@@ -368,6 +384,16 @@ class DataLoader(torch.utils.data.DataLoader):
                 break
         self._position["batches"] = skip
         return pipeline
+
+    def _refresh_path(self) -> None:
+        """Compile the dataset's transform again: one replaced or changed since the last epoch (progressive
+        resizing, a new transform on a split) must change the batches, as it would under torch."""
+        fast = self._fast_path_inputs()
+        plan = None if fast is None else fast[1]
+        changed = plan != (None if self._fast is None else self._fast[1])
+        self._fast = fast
+        if changed:
+            self.device_path = self._uses_device_path()
 
     def _warn_as_torch(self) -> None:
         """The warnings torch's iterator gives when it starts."""
@@ -525,10 +551,11 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def _output_slots(self, plan) -> "device_stage.OutputSlots":
         """The device path's output batches, made once and kept across epochs."""
-        if self._device_slots is None:
-            height, width = plan.output_size
+        height, width = plan.output_size
+        shape = (self.batch_size, 3, height, width)
+        if self._device_slots is None or (self._device_slots.shape, self._device_slots.dtype) != (shape, plan.output_dtype):
             self._device_slots = device_stage.OutputSlots(self.device_prefetch + 2,
-                                                          (self.batch_size, 3, height, width), plan.output_dtype,
+                                                          shape, plan.output_dtype,
                                                           self.device, self.memory_format)
         return self._device_slots
 
@@ -604,11 +631,19 @@ def _describe(dataset, index) -> str:
 def _unwrap_subsets(dataset) -> tuple[Any, list[int] | None]:
     """(the dataset under any ``Subset`` layers, the indices into it they select; None without one)."""
     indices = None
-    while isinstance(dataset, Subset):
+    while isinstance(dataset, Subset) and not _overridden(dataset, Subset):
         selected = [int(i) for i in dataset.indices]
         indices = selected if indices is None else [selected[i] for i in indices]
         dataset = dataset.dataset
     return dataset, indices
+
+
+def _overridden(dataset, known: type) -> list[str]:
+    """The sample-producing methods of ``known`` that ``type(dataset)`` replaces (the fast path would
+    bypass them)."""
+    names = ("__getitem__", "__getitems__", "load", "loader")
+    return [name for name in names
+            if hasattr(known, name) and getattr(type(dataset), name, None) is not getattr(known, name)]
 
 
 class _LoadSample:

@@ -14,6 +14,12 @@ outputs in order, and re-raises a job's error in the training loop;
 ``on_deliver(False)`` is called for each output handed over and
 ``on_deliver(True)`` once the data has run out (the loader's resume state).
 
+An error in a job (a dataset's, a collate_fn's, a bad file's) is raised
+in the training loop and that batch is dropped; the next ``next()`` goes
+on with the following batch, as torch's iterator does. A timeout ends the
+iteration at once: the stuck threads are told to stop and are not waited
+for (they end when their call returns).
+
 ``thread_init(i)`` runs first on thread i (worker_init_fn, worker info);
 the constructor returns once every thread has run it, and an error in it
 is raised by the first ``next()``, as torch raises a worker's. With
@@ -68,9 +74,11 @@ class Job:
     """
 
     def __init__(self, tasks: list[Callable[[Callable[[str, str], None]], Any]],
-                 finish: Callable[[list], Any], what: list[str] | None = None, worker: int | None = None):
+                 finish: Callable[[list], Any], what: list[str] | None = None, worker: int | None = None,
+                 discard: Callable[[], None] | None = None):
         self.tasks = tasks
         self.finish = finish
+        self.discard = discard  # run instead of finish when an item failed (gives back a buffer)
         self.worker = worker
         self.results: list = [None] * len(tasks)
         self.stages: list = [("queued", name) for name in (what or [""] * len(tasks))]
@@ -106,6 +114,8 @@ class Job:
                 self.output = self.finish(self.results)
             except BaseException as error:
                 self.error = error
+        elif self.discard is not None:
+            self.discard()
         self.results = None
         self.done.set()
 
@@ -176,6 +186,9 @@ class ThreadPipeline:
                 return
             job, i = item
             job.run_item(i)
+            # A waiting thread must not hold its last job: a failed job's error, once raised in the
+            # training loop, references the pipeline (its traceback), which could then never be collected.
+            item = job = None
 
     @staticmethod
     def _finish_in_order(jobs: queue.SimpleQueue, ahead: threading.Semaphore) -> None:
@@ -216,9 +229,15 @@ class ThreadPipeline:
             if self._init_error is not None:
                 raise self._init_error
             return self._next_output()
+        except _JobFailed as failed:  # that batch is dropped; the iteration can go on
+            error = failed.error
+        except _TimedOut as timed_out:
+            self.close(join=False)
+            error = RuntimeError(str(timed_out))
         except BaseException:
             self.close()
             raise
+        raise error  # outside the handler: the error keeps its own cause and context
 
     def _next_output(self) -> Any:
         while True:
@@ -234,14 +253,14 @@ class ThreadPipeline:
                     job._finish()
             started = time.perf_counter()
             if not job.done.wait(self._timeout if self._timeout > 0 else None):
-                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds waiting "
-                                   f"for a batch: {job.stuck()}")
+                raise _TimedOut(f"DataLoader timed out after {self._timeout} seconds waiting "
+                                f"for a batch: {job.stuck()}")
             if self._on_wait is not None:
                 self._on_wait(time.perf_counter() - started)
             if self._finishing is not None:
                 self._finish_ahead.release()
             if job.error is not None:
-                raise job.error
+                raise _JobFailed(job.error)
             if job.output is END:
                 self._ended()
                 raise StopIteration
@@ -261,8 +280,8 @@ class ThreadPipeline:
             raise TypeError("this loader's length is unknown (an IterableDataset without __len__)")
         return self._length
 
-    def close(self) -> None:
-        """Stop queued work, stop and join every thread. Idempotent."""
+    def close(self, join: bool = True) -> None:
+        """Stop queued work, stop and join every thread (``join=False``: do not wait for them). Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -278,13 +297,24 @@ class ThreadPipeline:
             for _ in range(self._max_in_flight + 1):
                 self._finish_ahead.release()
         current = threading.current_thread()
-        for thread in self._threads:
+        for thread in self._threads if join else ():
             if thread is not current:
                 thread.join()
         _LIVE.discard(self)
 
     def __del__(self) -> None:
         self.close()
+
+
+class _JobFailed(Exception):
+    """A job's error, on its way to the training loop."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class _TimedOut(Exception):
+    """No batch within the timeout."""
 
 
 class _Inits:
@@ -306,6 +336,6 @@ class _Inits:
         with self._changed:
             if not self._changed.wait_for(lambda: self._pending == 0 or self._error is not None,
                                           timeout if timeout > 0 else None):
-                return RuntimeError(f"DataLoader timed out after {timeout} seconds waiting for "
-                                    f"{self._pending} loader thread(s) to run worker_init_fn")
+                return _TimedOut(f"DataLoader timed out after {timeout} seconds waiting for "
+                                 f"{self._pending} loader thread(s) to run worker_init_fn")
             return self._error

@@ -25,8 +25,11 @@ class Source(torch.utils.data.IterableDataset):
 
     Args:
         shuffle, seed, drop_last: as in ``DistributedSampler``: permute with
-            ``seed + epoch``; drop the tail (or pad by repeating) so that all
-            ranks get the same number of samples.
+            ``seed + epoch`` (``seed`` None: 0, DistributedSampler's default);
+            drop the tail (or pad by repeating) so that all ranks get the
+            same number of samples. A ``seed`` given here also seeds the
+            augmentation of ``fastload.DataLoader`` (which otherwise takes
+            torch's initial seed).
         even_shards: True (default) gives every rank the same number of
             samples, as DistributedSampler does (training: ranks must step
             together). False, for evaluation, neither pads nor drops: each
@@ -40,7 +43,7 @@ class Source(torch.utils.data.IterableDataset):
     """
 
     def __init__(self, samples: list[tuple[str, int]], transform: Callable | None = None,
-                 target_transform: Callable | None = None, *, shuffle: bool = False, seed: int = 0,
+                 target_transform: Callable | None = None, *, shuffle: bool = False, seed: int | None = None,
                  drop_last: bool = False, rank: int | None = None, world_size: int | None = None,
                  even_shards: bool = True):
         self.samples = samples
@@ -70,7 +73,7 @@ class Source(torch.utils.data.IterableDataset):
     def shard(self, epoch: int | None = None) -> list[int]:
         """This rank's dataset indices for ``epoch`` (default: the current one)."""
         return shard_indices(len(self.samples), rank=self.rank, world_size=self.world_size,
-                             shuffle=self.shuffle, seed=self.seed,
+                             shuffle=self.shuffle, seed=self.seed or 0,
                              epoch=self.epoch if epoch is None else epoch, drop_last=self.drop_last,
                              even_shards=self.even_shards)
 

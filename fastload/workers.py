@@ -23,8 +23,14 @@ thing that keeps user code meaningful:
   as that worker process's would be (``torch.initial_seed() == info.seed``,
   so PyTorch's ``seed_worker`` recipe reads the worker's seed), one thread
   at a time, and the training loop's generator states are put back after
-  it: a ``worker_init_fn`` that reseeds numpy or random cannot make the
-  loop's own draws repeat.
+  it (torch's CPU and CUDA generators, or the CUDA seeds still queued for
+  a CUDA not yet initialized; numpy's; random's): a ``worker_init_fn`` that
+  reseeds cannot make the loop's own draws repeat. One that outlives the
+  loader's ``timeout`` is abandoned; should it ever return, it puts back
+  the states it found, undoing the loop's draws in between.
+* With ``persistent_workers=True`` the threads still start each epoch, but
+  as the same workers: each keeps its dataset copy, and ``worker_init_fn``
+  runs only the first time, as in torch's persistent worker processes.
 
 What cannot be copied: draws that a dataset makes from the process-wide
 generators *while loading* (``torch.rand``, ``np.random``, ``random``)
@@ -93,9 +99,14 @@ class ThreadWorkers:
         self.base_seed = base_seed
         self.worker_init_fn = worker_init_fn
         self.copy_dataset = copy_dataset
+        self._infos: dict[int, Any] = {}  # worker id -> its WorkerInfo, once initialized
 
     def init_thread(self, index: int) -> None:
-        """Run in loader thread ``index`` before it takes work."""
+        """Run in loader thread ``index`` before it takes work (again each epoch, for persistent workers:
+        then the worker is the one it was, and its worker_init_fn has run already)."""
+        if index in self._infos:
+            _local.info = self._infos[index]
+            return
         seed = self.base_seed + index
         numpy_seed = torch_worker._generate_state(self.base_seed, index)
         rng = torch_worker._RNG(random_generator=random.Random(seed),
@@ -103,8 +114,11 @@ class ThreadWorkers:
                                 numpy_generator=np.random.default_rng(numpy_seed))
         _local.info = torch_worker.WorkerInfo(id=index, num_workers=self.num_workers, seed=seed,
                                               dataset=self._dataset_copy(), rng=rng, worker_method="thread")
-        if self.worker_init_fn is None:
-            return
+        if self.worker_init_fn is not None:
+            self._run_worker_init_fn(index, seed, numpy_seed)
+        self._infos[index] = _local.info
+
+    def _run_worker_init_fn(self, index: int, seed: int, numpy_seed) -> None:
         with _process_rng_lock, _as_worker_process(seed, numpy_seed):
             try:
                 self.worker_init_fn(index)
@@ -132,16 +146,37 @@ class _as_worker_process:
         self.seed, self.numpy_seed = seed, numpy_seed
 
     def __enter__(self) -> None:
-        self.saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
+        self.saved = torch.get_rng_state(), random.getstate(), np.random.get_state(), _cuda_rng_state()
         torch.default_generator.manual_seed(self.seed)
         random.seed(self.seed)
         np.random.seed(self.numpy_seed)
 
     def __exit__(self, *exc) -> None:
-        torch_state, random_state, numpy_state = self.saved
+        torch_state, random_state, numpy_state, cuda_state = self.saved
         torch.set_rng_state(torch_state)
         random.setstate(random_state)
         np.random.set_state(numpy_state)
+        _set_cuda_rng_state(cuda_state)
+
+
+def _cuda_rng_state() -> tuple[str, Any]:
+    """torch.manual_seed also seeds CUDA: its generators' states, or (before CUDA is initialized) the seed
+    calls torch has queued for initialization."""
+    if torch.cuda.is_initialized():
+        return "states", torch.cuda.get_rng_state_all()
+    tracker = getattr(torch.cuda, "_lazy_seed_tracker", None)
+    if tracker is None:
+        return "none", None
+    return "queued", {name: list(value) if isinstance(value, list) else value
+                      for name, value in vars(tracker).items()}
+
+
+def _set_cuda_rng_state(state: tuple[str, Any]) -> None:
+    kind, value = state
+    if kind == "states" and torch.cuda.is_initialized():
+        torch.cuda.set_rng_state_all(value)
+    elif kind == "queued" and not torch.cuda.is_initialized():
+        vars(torch.cuda._lazy_seed_tracker).update(value)
 
 
 def no_worker_info() -> "_without_info":

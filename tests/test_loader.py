@@ -397,11 +397,14 @@ def test_pytorch_examples_imagenet_loader_setup_runs_an_epoch(image_folder, tmp_
         loaders[name] = train_loader, val_loader
     train_loader, val_loader = loaders["fastload"]
     assert train_loader.fast_path and val_loader.fast_path
-    seen = 0
+    targets = []
+    torch.manual_seed(1)  # the epoch's shuffle is torch's for the same global RNG
     for i, (images, target) in enumerate(train_loader):  # main.py's train(): ProgressMeter(len(train_loader))
         assert images.shape[1:] == (3, 224, 224) and images.dtype == torch.float32 and i < len(train_loader)
-        seen += len(target)
-    assert seen == len(train_dataset)
+        assert images.abs().amax() < 3 and images.std() > 0.1  # normalized pixels
+        targets.append(target)
+    torch.manual_seed(1)
+    assert [t.tolist() for t in targets] == [t.tolist() for _, t in loaders["torch"][0]]
     ref_val = loaders["torch"][1]
     assert len(val_loader) == len(ref_val) == 2
     for (images, target), (ref_images, ref_target) in zip(val_loader, ref_val, strict=True):
@@ -425,3 +428,50 @@ def test_a_transform_subclass_that_overrides_forward_runs_as_given(image_folder)
     for (images, labels), (ref_images, ref_labels) in zip(ours, torch.utils.data.DataLoader(dataset, 6),
                                                           strict=True):
         assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+
+
+class ImageFolderWithPaths(torchvision.datasets.ImageFolder):
+    """A common pattern: samples carry their path. The fast path would drop it."""
+
+    def __getitem__(self, index):
+        image, label = super().__getitem__(index)
+        return image, label, self.samples[index][0]
+
+
+class OffsetLabels(torch.utils.data.Subset):
+    def __getitem__(self, index):
+        image, label = super().__getitem__(index)
+        return image, label + 10
+
+    def __getitems__(self, indices):
+        return [self[i] for i in indices]
+
+
+@pytest.mark.parametrize("make", [lambda t, root: ImageFolderWithPaths(root, t),
+                                  lambda t, root: OffsetLabels(torchvision.datasets.ImageFolder(root, t), [4, 0, 9])],
+                         ids=["image-folder-subclass", "subset-subclass"])
+def test_a_dataset_subclass_that_overrides_getitem_runs_as_given(image_folder, make):
+    transform = v2.Compose([v2.CenterCrop(16), v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
+    dataset = make(transform, image_folder)
+    with pytest.warns(UserWarning, match="overrides __getitem__"):
+        ours = fastload.DataLoader(dataset, batch_size=2, num_workers=2)
+    assert not ours.fast_path
+    for got, expected in zip(ours, torch.utils.data.DataLoader(dataset, batch_size=2), strict=True):
+        assert len(got) == len(expected)
+        for a, b in zip(got, expected):
+            assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+
+
+def test_a_transform_changed_between_epochs_changes_the_batches_as_torchs(image_folder):
+    """Progressive resizing, and a new transform assigned to the dataset, as training scripts do."""
+    transform = v2.Compose([v2.Resize((24, 24)), v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
+    dataset = torchvision.datasets.ImageFolder(image_folder, transform)
+    ours = fastload.DataLoader(dataset, batch_size=5, num_workers=2, dct_scaling=False)
+    assert next(iter(ours))[0].shape[-2:] == (24, 24)
+    transform.transforms[0].size = [12, 16]
+    images = next(iter(ours))[0]
+    assert images.shape[-2:] == (12, 16) and ours.fast_path
+    torch.testing.assert_close(images, next(iter(torch.utils.data.DataLoader(dataset, batch_size=5)))[0],
+                               atol=1 / 255 + 1e-6, rtol=0)
+    dataset.transform = v2.Compose([v2.CenterCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
+    assert next(iter(ours))[0].shape[-2:] == (8, 8)

@@ -40,14 +40,25 @@ def test_break_then_garbage_collection_joins_threads():
     assert not fastload_threads()
 
 
-def test_error_reaches_consumer_and_closes():
+def test_error_reaches_consumer_which_may_go_on_as_with_torch():
     pipeline = ThreadPipeline(jobs(10, fail_at=3), 2, max_in_flight=4)
     seen = []
     with pytest.raises(KeyError, match="bad item in job 3"):
         for output in pipeline:
             seen.append(output)
     assert seen == [0, 2, 4]
-    assert not fastload_threads()
+    assert list(pipeline) == [8, 10, 12, 14, 16, 18]  # that batch is dropped, the next ones come
+    assert not fastload_threads()  # joined on exhaustion
+
+
+def test_a_failed_job_gives_its_buffer_back():
+    given_back = []
+    failing = Job([lambda report: 1 / 0], lambda results: results, discard=lambda: given_back.append(True))
+    pipeline = ThreadPipeline(iter([failing]), 1, max_in_flight=1)
+    with pytest.raises(ZeroDivisionError):
+        next(pipeline)
+    assert given_back == [True]
+    pipeline.close()
 
 
 def test_timeout_names_the_stuck_stage():
@@ -102,6 +113,7 @@ def test_serial_finish_error_reaches_the_consumer_and_close_joins_a_waiting_fini
     pipeline = ThreadPipeline(finishing_jobs(30, log, fail_at=3), 2, max_in_flight=8, serial_finish=1)
     with pytest.raises(ValueError, match="finish of job 3"):
         list(pipeline)
+    assert list(pipeline) == [2 * n for n in range(4, 30)]  # the failed batch dropped, the rest in order
     assert not fastload_threads()
     # a consumer that stops early: the finisher is blocked, waiting for the consumer to take a job
     pipeline = ThreadPipeline(finishing_jobs(30, []), 2, max_in_flight=8, serial_finish=1)

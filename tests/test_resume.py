@@ -109,7 +109,6 @@ def test_resume_in_a_fresh_process_is_pixel_exact(image_folder, tmp_path):
     script = f'''
 import json, sys, torch, fastload
 from fastload import transforms as T
-torch.manual_seed(0)  # the augmentation's default seed is torch's, random per process without this
 source = fastload.ImageFolder({str(image_folder)!r}, T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(),
     T.ToDtype(torch.float32, scale=True)]), shuffle=True, seed=5)
 loader = fastload.DataLoader(source, batch_size=3, num_workers=int(sys.argv[1]))

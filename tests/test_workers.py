@@ -128,26 +128,46 @@ def test_worker_init_fn_error_reaches_the_loop(timeout):
         list(TorchLoader(Squares(), batch_size=2, num_workers=2, worker_init_fn=_failing_init))
 
 
-def test_a_hanging_worker_init_fn_times_out_naming_it():
+@pytest.fixture
+def release():
+    """An event that stuck loader calls wait on; set at the end of the test, so their threads end."""
+    event = threading.Event()
+    yield event
+    event.set()
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("fastload-") and t.is_alive() for t in threading.enumerate()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_a_stuck_worker_init_fn_times_out_promptly_naming_it(release):
     loader = fastload.DataLoader(Squares(), batch_size=2, num_workers=1, timeout=0.3,
-                                 worker_init_fn=lambda i: time.sleep(1.5))
+                                 worker_init_fn=lambda i: release.wait())
+    started = time.monotonic()
     with pytest.raises(RuntimeError, match="worker_init_fn"):
         next(iter(loader))
+    assert time.monotonic() - started < 1.5
 
 
-class Slow(Squares):
+class Stuck(Squares):
     samples = [(f"/data/img_{i}.jpg", 0) for i in range(12)]
+
+    def __init__(self, release):
+        super().__init__()
+        self.release = release
 
     def __getitem__(self, i):
         if i == 5:
-            time.sleep(1.5)
+            self.release.wait()
         return i
 
 
-def test_a_stuck_batch_timeout_names_the_stage_and_the_file():
-    loader = fastload.DataLoader(Slow(), batch_size=4, num_workers=2, timeout=0.3)
+def test_a_stuck_batch_times_out_promptly_naming_the_stage_and_the_file(release):
+    loader = fastload.DataLoader(Stuck(release), batch_size=4, num_workers=2, timeout=0.3)
+    started = time.monotonic()
     with pytest.raises(RuntimeError, match=r"sample 5 \(/data/img_5.jpg\) in stage 'dataset\[i\]'"):
         list(loader)
+    assert time.monotonic() - started < 1.5
 
 
 class Broken(Squares):
@@ -159,6 +179,25 @@ class Broken(Squares):
 
 def _bad_collate(items):
     raise TypeError("cannot batch these")
+
+
+def _outcomes(loader) -> list:
+    """Each next() of an epoch: the batch, or the error's type; as a script that catches errors goes on."""
+    outcomes, iterator = [], iter(loader)
+    while True:
+        try:
+            outcomes.append(next(iterator).tolist())
+        except StopIteration:
+            return outcomes
+        except Exception as error:  # noqa: BLE001
+            outcomes.append(type(error).__name__)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_after_a_failed_batch_the_epoch_goes_on_as_torchs(workers):
+    got = _outcomes(fastload.DataLoader(Broken(), batch_size=2, num_workers=workers))
+    assert got == _outcomes(TorchLoader(Broken(), batch_size=2, num_workers=workers))
+    assert got == [[0, 1], [2, 3], [4, 5], "ValueError", [8, 9], [10, 11]]
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -194,6 +233,57 @@ def test_worker_init_fn_cannot_disturb_the_loops_rng():
     got = run(fastload.DataLoader)
     assert got == run(TorchLoader)
     assert len({d[2] for d in got}) == len(got)  # the loop's numpy draws never repeat
+
+
+def test_worker_init_fn_seeding_torch_leaves_the_loops_cuda_seed_alone():
+    """torch.manual_seed in worker_init_fn (Lightning's does it) also seeds CUDA: its generators, or the
+    seed calls queued for CUDA's initialization, are put back as the loop had them."""
+    def reseed(worker_id):
+        torch.manual_seed(1234 + worker_id)
+
+    torch.manual_seed(5)
+    if torch.cuda.is_initialized():
+        before = torch.cuda.get_rng_state_all()
+        list(fastload.DataLoader(Squares(), batch_size=4, num_workers=2, worker_init_fn=reseed))
+        assert all(torch.equal(a, b) for a, b in zip(before, torch.cuda.get_rng_state_all()))
+    else:
+        before = list(torch.cuda._lazy_seed_tracker.get_calls())
+        list(fastload.DataLoader(Squares(), batch_size=4, num_workers=2, worker_init_fn=reseed))
+        assert torch.cuda._lazy_seed_tracker.get_calls() == before
+    assert torch.initial_seed() == 5
+
+
+def test_persistent_workers_as_torchs():
+    """torch draws the base seed once for persistent workers, and runs worker_init_fn once per worker, whose
+    dataset copy keeps its state across epochs."""
+    def run(loader_class):
+        torch.manual_seed(0)
+        loader = loader_class(Counted(), batch_size=3, shuffle=True, num_workers=2, persistent_workers=True,
+                              worker_init_fn=_count_init)
+        epochs = []
+        for _ in range(3):
+            batches = list(loader)
+            epochs.append(([i for b in batches for i in b[0].tolist()], sorted({n for b in batches
+                                                                               for n in b[1].tolist()})))
+            epochs.append(torch.get_rng_state())
+        return epochs
+
+    got, expected = run(fastload.DataLoader), run(TorchLoader)
+    assert got[0::2] == expected[0::2]
+    assert all(torch.equal(a, b) for a, b in zip(got[1::2], expected[1::2]))
+    assert got[4][1] == [1]  # worker_init_fn ran once per worker: every copy counted one init
+
+
+class Counted(Squares):
+    inits = 0
+
+    def __getitem__(self, i):
+        time.sleep(0.005)
+        return i, self.inits
+
+
+def _count_init(worker_id):
+    get_worker_info().dataset.inits += 1
 
 
 class ByWorker(IterableDataset):
