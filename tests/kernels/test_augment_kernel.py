@@ -10,10 +10,11 @@ Tolerances, and why:
 - kernel vs reference: the same float32 operations in the same order, but
   torch's CPU kernels fuse some multiply-adds (add_ with alpha) that the
   kernel rounds twice, so a value on a truncation boundary can land one
-  uint8 level apart (measured: 2 of 40,425 values over 25 seeds). So:
+  uint8 level apart (measured: 2 of 40,425 values over 25 seeds), and the
+  color operations after it scale that level by their factors. So:
   float32 within 1e-5, float16/bfloat16 within one unit in the last place
   at the outputs' magnitude (|x| < 3: 4e-3 and 3e-2), uint8 equal -- except
-  at most 0.5% of values, which may be one level (plus that ulp) apart.
+  at most 0.5% of values, which may be up to 4 levels (plus that ulp) apart.
 - vs torchvision, float chain (quantize=False): within 1e-3 of a uint8
   level (float rounding of the same formulas).
 - vs torchvision, uint8 chain: the color operations, flips and grayscale
@@ -123,7 +124,9 @@ def test_kernel_matches_reference(seed, dtype, atol, channels_last):
         level = 1.0 if dtype == torch.uint8 else max(SCALE)
         diff = (result.float() - expected.float()).abs()
         assert not diff.isnan().any(), f"seed {seed}: unwritten outputs"
-        assert diff.max() <= level + atol, f"seed {seed}, poison {poison}: max difference {diff.max()}"
+        # a one-level flip in the uint8 chain is scaled by the color factors after it (up to 2 each),
+        # as in assert_levels_close (seed 930957533: 2 levels, in float32 too)
+        assert diff.max() <= 4 * level + atol, f"seed {seed}, poison {poison}: max difference {diff.max()}"
         assert (diff > atol).float().mean() <= 0.005, f"seed {seed}: {(diff > atol).float().mean():.2%} differ"
 
 
