@@ -117,8 +117,8 @@ def make_batches(name: str, root: str, args, device):
                                      num_workers=workers, drop_last=True, device=device,
                                      memory_format=torch.channels_last,
                                      decode_device="cpu" if "CPU" in name else "auto")
-        if device.type == "cuda" and "GPU" in name and loader._decoders[0].name == "cpu":
-            raise SystemExit("no GPU JPEG decoder here")
+        if device.type == "cuda" and "GPU" in name and getattr(loader.path, "decoder_name", "cpu") == "cpu":
+            raise SystemExit("no GPU JPEG decoder here")  # every GPU backend's probe decode failed
         epochs = iter(int, 1)
         return (batch for _ in epochs for batch in loader), loader
     common = dict(batch_size=batch, shuffle=True, num_workers=workers, drop_last=True,
@@ -140,7 +140,7 @@ def decode_only(root: str, args, device) -> dict:
     """Batched GPU decode of the folder's files, already in memory: the ceiling of any GPU-decode loader."""
     import torch
     import torchvision
-    from fastload.decode import choose_decoder
+    from fastload.gpu_decode import choose_decoder
     files = [path for path, _ in torchvision.datasets.ImageFolder(root).samples]
     encoded = []
     for path in files[: args.batch_size * (args.warmup + args.batches)]:

@@ -27,6 +27,9 @@ import sys
 from fastload.cli.bench import machine, measure, run_in_child
 
 LOADERS = ("torch + PIL/v1", "torch + tv.io/v2", "fastload")
+# --loaders torch-generic,fastload-generic: a torchvision ImageFolder whose transform fastload does not fuse
+# (v1 ColorJitter on PIL images), so fastload runs it on its generic path (threads calling dataset[i]).
+GENERIC = ("torch-generic", "fastload-generic")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
@@ -43,6 +46,12 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
     from torchvision.transforms import v2
 
     import fastload
+    if name in GENERIC:
+        transform = v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(), v1.ColorJitter(0.4, 0.4, 0.4),
+                                v1.ToTensor(), v1.Normalize(MEAN, STD)])
+        dataset = torchvision.datasets.ImageFolder(root, transform)
+        make = torch.utils.data.DataLoader if name == "torch-generic" else fastload.DataLoader
+        return make(dataset, batch_size=batch_size, shuffle=True, num_workers=workers, drop_last=True)
     if name == "torch + PIL/v1":
         transform = v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(),
                                 v1.ToTensor(), v1.Normalize(MEAN, STD)])
@@ -98,7 +107,7 @@ def main(argv=None) -> int:
                    "--epochs", str(args.epochs)]
         result = run_in_child(name, command)
         results.append(result)
-    best_torch = max((r["images_per_s"] for r in results if r["name"] != "fastload"), default=None)
+    best_torch = max((r["images_per_s"] for r in results if not r["name"].startswith("fastload")), default=None)
     print(f"\nmachine: {machine()}")
     print(f"data: {root}; batch {args.batch_size}, num_workers {args.workers}, "
           f"RandomResizedCrop(224) + flip + float32 + normalize; {args.epochs} timed epochs\n")

@@ -7,9 +7,9 @@ a batch goes through three stages:
 1. reader threads (the pool): read each file, parse its header and draw the
    sample's crop, flips and colors; a file the GPU decoder would refuse
    (PNG, CMYK, progressive under some backends...) -- or every file, when
-   decoding on the CPU (``decode_device="cpu"``, ROCm) -- is decoded here,
+   decoding on the CPU (``decode_device="cpu"``, or no GPU decoder passed its probe) -- is decoded here,
    only its crop region, into pinned memory;
-2. the device stage (one thread: nvJPEG serializes its callers anyway):
+2. the device stage (one thread: torchvision's GPU decoder serializes its callers anyway):
    decode the batch's JPEGs in one batched call, copy the CPU-decoded ones
    over, and launch ``fastload.kernels.augment`` into a free output slot,
    all on a side stream; record the slot's event. It runs at most
@@ -18,21 +18,23 @@ a batch goes through three stages:
    the event (the host does not wait) and the labels, already on the
    device, come along.
 
-Output slots: ``device_prefetch + 2`` preallocated batches (the ones being
-made, the one the loop holds, the one it held). A slot is written again
-only when (a) no tensor the training loop received still views it -- the
-storage's use count says so, as ``OutputPool``'s reference count does on
-the CPU -- and (b) the side stream has waited on an event recorded on the
+Output slots: ``device_prefetch + 2`` batches (the ones being made, the
+one the loop holds, the one it held) in a ``buffers.BufferPool``: a slot is
+written again only when (a) no tensor the training loop received still
+views it and (b) the side stream has waited on an event recorded on the
 loop's stream after that, so every kernel the loop queued on the batch has
 run. A loop that keeps batches gets fresh ones instead (``overflow``).
+``DeviceDelivery`` (slots, side stream, handover) is also the CPU fast
+path's route to a CUDA device.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -41,10 +43,12 @@ from PIL import Image
 from fastload.kernels.augment import AugmentParams, augment_batch
 
 from .batch import SampleReader
-from .deliver import collate, to_device
-from .decode import CpuDecoder, decode, decode_batch, pick_fastest
+from .buffers import BufferPool
+from .cpu_augment import finish_batch
+from .decode import decode
 from .errors import DecodeError
-from .pipeline import Job
+from .gpu_decode import CpuDecoder, decode_batch, pick_fastest
+from .pipeline import Job, Stages
 
 # Device types the fused kernel path runs on. Tests add "cpu" to run it through Triton's interpreter.
 KERNEL_DEVICE_TYPES = ("cuda",)
@@ -73,44 +77,70 @@ class _Sample:
     encoded: torch.Tensor | None = None  # the file as uint8, for the GPU decoder (shares ``data``)
 
 
-class OutputSlots:
-    """``count`` preallocated (N, 3, H, W) output batches on ``device``, reused only once the loop is done."""
+class DeviceDelivery:
+    """The one GPU delivery route, shared by the device path and the CPU fast path on a CUDA device: output
+    slots on the device (a ``BufferPool``), a side stream the batch is made on, and the handover that makes
+    the training loop's stream wait for it. Made once, for the loader's life (the stream at first use, so
+    that making a loader touches no GPU)."""
 
-    def __init__(self, count: int, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
-                 memory_format: torch.memory_format):
-        self.shape, self.dtype, self.device, self.memory_format = shape, dtype, device, memory_format
-        self._slots = [torch.empty(shape, dtype=dtype, device=device, memory_format=memory_format)
-                       for _ in range(count)]
-        self._readers: list = [None] * count  # the stream each slot was last handed over on
-        self.overflow = 0
+    def __init__(self, device: torch.device, batch_size: int, plan, options):
+        self.device = device
+        self.on_cuda = device.type == "cuda"
+        self._stream = None
+        height, width = plan.output_size
+        self.slots = BufferPool(options.device_prefetch + 2, (batch_size, 3, height, width), plan.output_dtype,
+                                device, memory_format=options.memory_format)
 
     @property
-    def nbytes(self) -> int:
-        return sum(slot.numel() * slot.element_size() for slot in self._slots)
+    def stream(self):
+        """The side stream (None off CUDA)."""
+        if self._stream is None and self.on_cuda:
+            self._stream = torch.cuda.Stream(self.device)
+        return self._stream
 
-    def take(self, rows: int, stream) -> tuple[torch.Tensor, int | None]:
-        """A batch of ``rows`` to write on ``stream`` (None off CUDA), and its slot (None: a fresh tensor)."""
-        for i, slot in enumerate(self._slots):
-            # users of the storage: the slot itself, the temporary storage object, and any view handed out
-            if torch._C._storage_Use_Count(slot.untyped_storage()._cdata) > 2:
-                continue
-            reader = self._readers[i]
-            if reader is not None and stream is not None:
-                done = torch.cuda.Event()
-                done.record(reader)  # after all the work the loop queued on this batch
-                stream.wait_event(done)
-            return slot[:rows], i
-        self.overflow += 1
-        return torch.empty((rows,) + self.shape[1:], dtype=self.dtype, device=self.device,
-                           memory_format=self.memory_format), None
+    def on_stream(self):
+        """Queue the work that follows on the side stream."""
+        return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
 
-    def handed_over(self, slot: int | None, stream) -> None:
-        if slot is not None:
-            self._readers[slot] = stream
+    def take(self, rows: int) -> tuple[torch.Tensor, int | None]:
+        """An output batch to write on the side stream (after the loop's last use of that slot)."""
+        return self.slots.take(rows, self.stream)
+
+    def finish_staged(self, staged: torch.Tensor, plan, color, staging: BufferPool, staging_slot: int | None):
+        """A staged uint8 batch (pinned host memory) copied over and converted into an output slot."""
+        on_device = staged.to(self.device, non_blocking=True)
+        staging.release_after(staging_slot, self.stream)  # the host rewrites it only after this copy
+        if color is not None:
+            color = tuple(part.to(self.device, non_blocking=True) for part in color)
+        out, slot = self.take(len(staged))
+        return finish_batch(on_device, plan, out=out, color=color), slot
+
+    def ready(self, batch: Any, slot: int | None) -> "Ready":
+        """``batch`` as made so far on the side stream, for ``handover``."""
+        done = None
+        if self.stream is not None:
+            done = torch.cuda.Event()
+            done.record(self.stream)
+        return Ready(batch, done, slot)
+
+    def handover(self, ready: "Ready") -> Any:
+        """In the training loop's thread: its stream waits for the batch (the host does not)."""
+        if ready.done is not None:
+            consumer = torch.cuda.current_stream(self.device)
+            consumer.wait_event(ready.done)
+            for tensor in _tensors(ready.batch):
+                if tensor.is_cuda:  # made on our stream, used on the loop's: free only after its use there
+                    tensor.record_stream(consumer)
+            self.slots.release_after(ready.slot, consumer)
+        return ready.batch
+
+    @property
+    def overflow(self) -> int:
+        return self.slots.overflow
 
 
 @dataclass
-class _Ready:
+class Ready:
     """A finished batch and what its handover needs."""
 
     batch: Any
@@ -119,45 +149,51 @@ class _Ready:
 
 
 class DevicePath(SampleReader):
-    """Turns batches of dataset indices into jobs whose outputs are ``[images, labels]`` on ``device``.
+    """Turns an epoch's batches of (position, dataset index) into jobs whose outputs are ``[images, labels]``
+    on ``device``: the three stages of the module docstring.
 
     Args:
-        decoders: the GPU decoder(s) from ``decode.choose_decoder``; with
-            several, the first batch measures which is fastest. A
-            ``CpuDecoder`` decodes every file in the reader threads.
-        slots: the output slots (kept by the loader across epochs).
+        decoders: the GPU decoder(s) from ``gpu_decode.choose_decoder``; with
+            several, the first batch measures which is fastest, and the choice
+            is kept for the loader's life. A ``CpuDecoder`` decodes every file
+            in the reader threads.
         (the others as ``SampleReader``'s)
     """
 
-    def __init__(self, samples, plan, *, device: torch.device, decoders: list, slots: OutputSlots, **reader):
-        super().__init__(samples, plan, **reader)
-        self.device = device
-        self.on_cuda = device.type == "cuda"
-        self._chosen = decoders
+    fast = on_device = True
+
+    def __init__(self, loader, samples, plan, target_transform, *, decoders: list):
+        super().__init__(loader, samples, plan, target_transform)
+        self.on_cuda = self.device.type == "cuda"
         self.cpu = next((d for d in decoders if isinstance(d, CpuDecoder)), None)
         self.candidates = [d for d in decoders if not isinstance(d, CpuDecoder)]
         self.decoder = self.candidates[0] if len(self.candidates) == 1 else None
-        self.slots = slots
-        self.stream = torch.cuda.Stream(device) if self.on_cuda else None
+        self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, self.options)
         self.decoded_bytes_peak = 0
 
     @property
     def decoder_name(self) -> str:
+        """The backend's description for loader.stats: "torchvision (nvjpeg)", "torchvision (rocjpeg)",
+        "torchcodec" or "cpu"; "choosing" until the first batch has measured the candidates."""
         if self.cpu is not None:
-            return "cpu"
-        return self.decoder.name if self.decoder is not None else "choosing"
+            return self.cpu.description
+        return self.decoder.description if self.decoder is not None else "choosing"
+
+    def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
+        """Reader threads per sample; the device stage in order on one thread, ``device_prefetch`` batches
+        ahead of the loop; the handover in the loop's thread. Encoded batches in flight: those on the GPU,
+        and a few being read."""
+        self.begin(epoch, order)
+        prefetch = self.options.device_prefetch
+        return Stages(self._jobs(batches, epoch), in_flight=prefetch + (self.loader.prefetch_factor or 2),
+                      finish_in_order=prefetch, handover=self.delivery.handover)
 
     # -- reader threads --------------------------------------------------------------------
-    def jobs(self, batches: Iterable[list[tuple[int, int]]], epoch: int,
-             order: list[int] | None = None) -> Iterator[Job]:
-        """One job per batch of (position in epoch order, dataset index)."""
+    def _jobs(self, batches, epoch: int) -> Iterator[Job]:
         for batch in batches:
-            tasks = [self._task(position, index, epoch, order) for position, index in batch]
-            yield Job(tasks, lambda samples: self._finish(samples, epoch, order))
-
-    def _task(self, position: int, index: int, epoch: int, order):
-        return lambda report: self.load_or_replace(
-            lambda i: self._prepare(position, i, epoch, report), position, index, epoch, order)
+            yield Job([_Prepare(self, position, index, epoch) for position, index in batch],
+                      functools.partial(self._finish, epoch=epoch),
+                      what=[self.samples[index][0] for _, index in batch])
 
     def _prepare(self, position: int, index: int, epoch: int, report, on_cpu: bool = False) -> _Sample:
         """Read and draw a sample; decode it here unless the GPU decoder takes it (every candidate, while
@@ -173,10 +209,11 @@ class DevicePath(SampleReader):
         return sample
 
     def _decode_on_cpu(self, sample: _Sample, epoch: int) -> torch.Tensor:
-        """Decode the sample's crop region on the CPU into (pinned) memory; returns it as (C, H, W)."""
+        """The one CPU fallback: decode the sample's crop region on the CPU into (pinned) memory; returns it
+        as (C, H, W). For files the GPU decoder refuses, fails, or every file with a CPU decoder."""
         started = time.perf_counter()
         decoded = decode(sample.index, sample.path, sample.data, sample.header, sample.geometry, 1)
-        self.check_corrupt(decoded, epoch, sample.index, sample.path)
+        self.errors.check_corrupt(decoded.warning, epoch, sample.index, sample.path)
         image = decoded.image if decoded.image.mode in ("RGB", "L") else decoded.image.convert("RGB")
         pixels = np.asarray(image)
         # pinned from a reader thread, whose current device would otherwise be GPU 0: under torchrun every
@@ -190,58 +227,52 @@ class DevicePath(SampleReader):
         return sample.image
 
     # -- the device stage ------------------------------------------------------------------
-    def _finish(self, samples: list[_Sample], epoch: int, order) -> _Ready:
+    def _finish(self, samples: list[_Sample], epoch: int) -> Ready:
         started = time.perf_counter()
-        stream = self.stream
-        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-            images = self._decode(samples, epoch, order)
+        delivery = self.delivery
+        with delivery.on_stream():
+            images = self._decode(samples, epoch)
             self.decoded_bytes_peak = max(self.decoded_bytes_peak, sum(i.numel() for i in images))
-            out, slot = self.slots.take(len(samples), stream)
+            out, slot = delivery.take(len(samples))
             augment_batch(images, self._params(samples), self.plan.output_size,
-                          self.slots.dtype, self.plan.scale, self.plan.shift,
+                          out.dtype, self.plan.scale, self.plan.shift,
                           quantize=self.plan.color_quantized, out=out)
-            labels = [self.label(sample.label) for sample in samples]
-            if self.collate_fn is not None:
-                batch = collate(self.collate_fn, list(zip(out.unbind(0), labels)), f"a batch of {len(samples)} images")
-            else:
-                batch = [out, to_device(self.labels(labels), self.device, pin=False)]
-            done = None
-            if stream is not None:
+            batch = self.tail(out, [self.label(sample.label) for sample in samples])
+            if delivery.stream is not None:
                 for image in images:  # decoded on the decoder's stream, read on ours
-                    image.record_stream(stream)
-                done = torch.cuda.Event()
-                done.record(stream)
+                    image.record_stream(delivery.stream)
+            ready = delivery.ready(batch, slot)
         self.stats.add("copy", time.perf_counter() - started)
-        self.stats.count_batch(len(samples))
         self.stats.decoder, self.stats.device_bytes = self.decoder_name, self.device_bytes
-        self.stats.overflow = self.slots.overflow
-        return _Ready(batch, done, slot)
+        self.stats.overflow = delivery.overflow
+        return ready
 
-    def _decode(self, samples: list[_Sample], epoch: int, order) -> list[torch.Tensor]:
+    def _decode(self, samples: list[_Sample], epoch: int) -> list[torch.Tensor]:
         """Every sample's image on the device: GPU-decoded in one batch, the others copied over."""
         pending = [s for s in samples if s.image is None]
         if pending:
             encoded = [s.encoded for s in pending]  # all taken by every candidate (``_prepare``)
-            if self.decoder is None:  # measure the candidates on this batch, once
+            if self.decoder is None:  # measure the candidates on this batch, once for the loader's life
                 self.decoder = pick_fastest(self.candidates, encoded)[0]
-                if self.decoder is not None:  # kept for the loader's later epochs
-                    self._chosen[:] = [self.decoder]
             decoder = self.decoder or self.candidates[0]
             items = [(s.index, s.path, s.data) for s in pending]
-            results = decode_batch(items, decoder, lambda i: self._decode_on_cpu(pending[i], epoch), encoded)
+            results = decode_batch(items, decoder, functools.partial(self._fallback, pending, epoch), encoded)
             for sample, result in zip(pending, results):
                 if isinstance(result, DecodeError):
-                    self.skip(result, epoch)  # raises unless on_error="skip"
-                    self._replace(sample, epoch, order)
+                    self.errors.skip(result, epoch)  # raises unless on_error="skip"
+                    self._replace(sample, epoch)
                 else:
                     sample.image = result
         return [_on_device(s.image, self.device) for s in samples]
 
-    def _replace(self, sample: _Sample, epoch: int, order) -> None:
+    def _fallback(self, pending: list[_Sample], epoch: int, i: int) -> torch.Tensor:
+        return self._decode_on_cpu(pending[i], epoch)
+
+    def _replace(self, sample: _Sample, epoch: int) -> None:
         """Under on_error="skip": put the next loadable sample (decoded on the CPU) in ``sample``'s place."""
         replacement = self.load_or_replace(
-            lambda i: self._prepare(sample.position, i, epoch, lambda *_: None, on_cpu=True),
-            sample.position, sample.index, epoch, order, start=1)
+            functools.partial(self._prepare, sample.position, epoch=epoch, report=_ignore, on_cpu=True),
+            sample.position, sample.index, epoch, start=1)
         sample.__dict__.update(replacement.__dict__)
 
     def _params(self, samples: list[_Sample]) -> AugmentParams:
@@ -265,21 +296,26 @@ class DevicePath(SampleReader):
         return AugmentParams.make(boxes, flips, ops if self.plan.color_slots else None,
                                   factors if self.plan.color_slots else None, windows=windows)
 
-    # -- handover (the training loop's thread) -----------------------------------------------
-    def handover(self, ready: _Ready) -> Any:
-        if ready.done is not None:
-            consumer = torch.cuda.current_stream(self.device)
-            consumer.wait_event(ready.done)
-            for tensor in _tensors(ready.batch):
-                if tensor.is_cuda:  # made on our stream, used on the loop's: free only after its use there
-                    tensor.record_stream(consumer)
-            self.slots.handed_over(ready.slot, consumer)
-        return ready.batch
-
     @property
     def device_bytes(self) -> int:
         """Device memory the loader's own tensors take: the output slots and the largest decoded batch."""
-        return self.slots.nbytes + self.decoded_bytes_peak
+        return self.delivery.slots.nbytes + self.decoded_bytes_peak
+
+
+class _Prepare:
+    """A reader-thread task: one sample (or its replacement) read, drawn, and decoded on the CPU or made
+    ready for the batched GPU decode."""
+
+    def __init__(self, path: DevicePath, position: int, index: int, epoch: int):
+        self.path, self.position, self.index, self.epoch = path, position, index, epoch
+
+    def __call__(self, report) -> _Sample:
+        prepare = functools.partial(self.path._prepare, self.position, epoch=self.epoch, report=report)
+        return self.path.load_or_replace(prepare, self.position, self.index, self.epoch)
+
+
+def _ignore(stage: str, what: str) -> None:
+    """A report function for work no timeout watches."""
 
 
 def _on_device(image: torch.Tensor, device: torch.device) -> torch.Tensor:

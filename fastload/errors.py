@@ -22,3 +22,34 @@ class DecodeError(LoaderError):
 
     def __reduce__(self):
         return type(self), (self.index, self.path, self.reason)
+
+
+class ErrorPolicy:
+    """What a path does with a bad sample: ``on_error``, the ``max_skips`` budget, ``on_corrupt``; the
+    records go to ``stats`` (``skipped``, ``corrupt``).
+
+    Args:
+        max_skips: a count per epoch, or a fraction of ``epoch_samples``.
+    """
+
+    def __init__(self, on_error: str, max_skips: int | float | None, on_corrupt: str, stats,
+                 epoch_samples: int = 0):
+        self.on_error, self.on_corrupt, self.stats = on_error, on_corrupt, stats
+        self.max_skips = int(max_skips * epoch_samples) if isinstance(max_skips, float) else max_skips
+
+    def skip(self, error: DecodeError, epoch: int) -> None:
+        """Raise ``error``, or under on_error="skip" record it (within the max_skips budget)."""
+        if self.on_error != "skip":
+            raise error
+        skipped = self.stats.record("skipped", (epoch, error.index, error.path, error.reason))
+        if self.max_skips is not None and skipped > self.max_skips:
+            raise LoaderError(f"on_error='skip': {skipped} samples skipped in epoch {epoch}, more "
+                              f"than max_skips={self.max_skips}; the last: {error}") from error
+
+    def check_corrupt(self, warning: str | None, epoch: int, index: int, path: str) -> None:
+        """Apply on_corrupt to a JPEG that libjpeg decoded while ``warning`` about corrupt data."""
+        if warning is None:
+            return
+        if self.on_corrupt == "error":
+            raise DecodeError(index, path, f"corrupt JPEG data (libjpeg: {warning}); on_corrupt='error'")
+        self.stats.record("corrupt", (epoch, index, path, warning))

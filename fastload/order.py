@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Iterator
 
 import torch
 
@@ -80,3 +81,104 @@ def split_for_workers(indices: list[int]) -> list[int]:
     if info is None:
         return indices
     return indices[info.id::info.num_workers]
+
+
+class Order:
+    """One rank's epochs: batches of (position in the epoch's order, dataset index), and the sample that
+    stands in for one that failed (``on_error="skip"``).
+
+    The paths only ask an order these three things, so a new sharding rule
+    (DALI's and rocAL's contiguous blocks, say) is a new subclass that a
+    source returns from ``make_order``: nothing in the loader changes.
+    """
+
+    def __len__(self) -> int:
+        """Batches per epoch."""
+        raise NotImplementedError
+
+    def batches(self, epoch: int) -> Iterator[list[tuple[int, int]]]:
+        """This epoch's batches; also makes ``epoch`` the one ``replacement`` answers for."""
+        raise NotImplementedError
+
+    def replacement(self, position: int, index: int, attempt: int) -> int:
+        """The dataset index tried, on its ``attempt``-th try (1, 2, ...), in place of sample ``index`` at
+        ``position`` of the current epoch."""
+        raise NotImplementedError
+
+
+class IndexOrder(Order):
+    """An order given by a list of dataset indices per epoch, cut into batches; a failed sample is replaced
+    by the next ones in that list (wrapping around)."""
+
+    def __init__(self, batch_size: int, drop_last: bool):
+        self.batch_size, self.drop_last = batch_size, drop_last
+        self._current: list[int] = []
+
+    def indices(self, epoch: int) -> list[int]:
+        """This rank's dataset indices for ``epoch``, in order."""
+        raise NotImplementedError
+
+    def num_samples(self) -> int:
+        """How many indices ``indices`` returns (every epoch)."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        samples = self.num_samples()
+        return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
+
+    def batches(self, epoch: int) -> Iterator[list[tuple[int, int]]]:
+        self._current = order = self.indices(epoch)
+        for start in range(0, len(order), self.batch_size):
+            batch = list(enumerate(order[start:start + self.batch_size], start))
+            if len(batch) < self.batch_size and self.drop_last:
+                return
+            yield batch
+
+    def replacement(self, position: int, index: int, attempt: int) -> int:
+        return self._current[(position + attempt) % len(self._current)]
+
+
+class ShardOrder(IndexOrder):
+    """A fastload source's order: DistributedSampler's rules (``shard_indices``)."""
+
+    def __init__(self, dataset_size: int, *, rank: int, world_size: int, shuffle: bool, seed: int,
+                 drop_last: bool, even_shards: bool, batch_size: int, drop_last_batch: bool):
+        super().__init__(batch_size, drop_last_batch)
+        self.dataset_size, self.rank, self.world_size = dataset_size, rank, world_size
+        self.shuffle, self.seed, self.drop_last_samples, self.even_shards = shuffle, seed, drop_last, even_shards
+
+    def indices(self, epoch: int) -> list[int]:
+        return shard_indices(self.dataset_size, rank=self.rank, world_size=self.world_size, shuffle=self.shuffle,
+                             seed=self.seed, epoch=epoch, drop_last=self.drop_last_samples,
+                             even_shards=self.even_shards)
+
+    def num_samples(self) -> int:
+        return num_shard_samples(self.dataset_size, self.world_size, self.drop_last_samples, self.rank,
+                                 self.even_shards)
+
+
+class SamplerOrder(Order):
+    """A torch sampler's (or batch sampler's) order, as torch's DataLoader draws it; a failed sample is
+    replaced by the next dataset index (wrapping around)."""
+
+    def __init__(self, index_sampler, dataset_size: int, auto_collation: bool):
+        self.index_sampler, self.dataset_size, self.auto_collation = index_sampler, dataset_size, auto_collation
+
+    def __len__(self) -> int:
+        return len(self.index_sampler)
+
+    def batches(self, epoch: int) -> Iterator[list[tuple[int, int]]]:
+        """The sampler's batches; the sampler iterator is made now, as torch's iterator makes it (the RNG
+        it draws from is the caller's concern: ``Schedule.start``)."""
+        return _positioned(iter(self.index_sampler), self.auto_collation)
+
+    def replacement(self, position: int, index: int, attempt: int) -> int:
+        return (index + attempt) % self.dataset_size
+
+
+def _positioned(batches: Iterator, auto_collation: bool) -> Iterator[list[tuple[int, int]]]:
+    position = 0
+    for batch in batches:
+        batch = batch if auto_collation else [batch]
+        yield [(position + i, index) for i, index in enumerate(batch)]
+        position += len(batch)

@@ -43,6 +43,7 @@ import queue
 import threading
 import time
 import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 _LIVE: "weakref.WeakSet[ThreadPipeline]" = weakref.WeakSet()
@@ -124,6 +125,25 @@ class Job:
                                                                   if stage == "queued" else "")
                    for stage, what in self.stages if stage != "done"]
         return "; ".join(pending[:4]) or "in stage 'finish' (collate / normalize / copy)"
+
+
+@dataclass
+class Stages:
+    """What a path runs in an epoch, declared for ``ThreadPipeline``.
+
+    ``jobs``: one per batch; its tasks (per sample) run in the pool, then
+    its finish runs in the pool, or with ``finish_in_order=k`` in order on
+    one extra thread, at most k batches ahead of the training loop.
+    ``handover`` runs on each output in the training loop's thread.
+    ``pinned``: every job names the thread that runs it. ``in_flight``:
+    how many jobs are queued ahead.
+    """
+
+    jobs: Iterator[Job]
+    in_flight: int
+    finish_in_order: int = 0
+    handover: Callable[[Any], Any] | None = None
+    pinned: bool = False
 
 
 class ThreadPipeline:

@@ -11,13 +11,14 @@ its fast path.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
 
-from .order import dist_info, num_shard_samples, shard_indices, split_for_workers
+from .order import ShardOrder, dist_info, num_shard_samples, shard_indices, split_for_workers
 
 
 class Source(torch.utils.data.IterableDataset):
@@ -76,6 +77,24 @@ class Source(torch.utils.data.IterableDataset):
                              shuffle=self.shuffle, seed=self.seed or 0,
                              epoch=self.epoch if epoch is None else epoch, drop_last=self.drop_last,
                              even_shards=self.even_shards)
+
+    def make_order(self, batch_size: int, drop_last: bool, *, rank: int | None = None,
+                   world_size: int | None = None, shuffle: bool | None = None, seed: int | None = None) -> ShardOrder:
+        """This rank's order for ``fastload.DataLoader`` (whose overrides of rank, world size, shuffle and
+        seed win): DistributedSampler's rules. A source with another sharding rule returns its own
+        ``fastload.order.Order`` here."""
+        rank, world = dist_info(self._rank if rank is None else rank,
+                                self._world_size if world_size is None else world_size)
+        if not self.even_shards and len(self.samples) % world:
+            size, extra = divmod(len(self.samples), world)
+            warnings.warn(f"fastload: even_shards=False: ranks 0-{extra - 1} read {size + 1} samples, the "
+                          f"others {size} (this is rank {rank}): ranks may run different numbers of batches. "
+                          f"Right for evaluation (each sample once); do not run per-batch collectives "
+                          f"(DDP training) on this loader", stacklevel=4)
+        return ShardOrder(len(self.samples), rank=rank, world_size=world,
+                          shuffle=self.shuffle if shuffle is None else shuffle,
+                          seed=self.seed or 0 if seed is None else seed, drop_last=self.drop_last,
+                          even_shards=self.even_shards, batch_size=batch_size, drop_last_batch=drop_last)
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch (DistributedSampler's ``num_samples``)."""

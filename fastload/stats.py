@@ -23,7 +23,8 @@ class Stats:
     Both accumulate over epochs.
 
     On the device path (``device="cuda"``): ``decoder`` names the backend
-    that decodes ("nvjpeg", "torchcodec", "cpu"); ``device_bytes`` is the
+    that decodes ("torchvision (nvjpeg)", "torchvision (rocjpeg)",
+    "torchcodec", "cpu"); ``device_bytes`` is the
     device memory the loader's own tensors take (its output slots and the
     largest batch of decoded images; nvJPEG's internal buffers are not
     counted); ``overflow`` counts batches made outside the slots because the
@@ -46,6 +47,10 @@ class Stats:
     def add(self, stage: str, seconds: float) -> None:
         with self._lock:
             self.seconds[stage] += seconds
+
+    def waited(self, seconds: float) -> None:
+        """The training loop waited this long for a batch."""
+        self.add("wait", seconds)
 
     def count_batch(self, images: int) -> None:
         with self._lock:

@@ -42,7 +42,8 @@ from .rng import SampleRandom
 
 __all__ = ["Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
            "RandomVerticalFlip", "ColorJitter", "RandomGrayscale", "Grayscale", "RandomApply",
-           "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "compile_plan", "UnsupportedTransform"]
+           "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "RandomResizedCropGeometry", "ResizeGeometry",
+           "CenterCropGeometry", "compile_plan", "UnsupportedTransform"]
 
 
 class ToDtype(v2.ToDtype):
@@ -171,6 +172,10 @@ def _rrc_params(width: int, height: int, scale, ratio, rng: SampleRandom) -> tup
 
 def _resized_size(width: int, height: int, size, max_size) -> tuple[int, int]:
     """torchvision's _compute_resized_output_size, as (width, height)."""
+    if size is None:  # v2's Resize(None, max_size): the long side becomes max_size
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = int(max_size * short / long), max_size
+        return (new_short, new_long) if width <= height else (new_long, new_short)
     if isinstance(size, int) or len(size) == 1:
         requested = size if isinstance(size, int) else size[0]
         short, long = (width, height) if width <= height else (height, width)
@@ -182,11 +187,96 @@ def _resized_size(width: int, height: int, size, max_size) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class RandomResizedCropGeometry:
+    """RandomResizedCrop: a random box of the source (``scale`` of its area, aspect ``ratio``), resized to
+    ``size``, (height, width)."""
+
+    size: tuple[int, int]
+    scale: tuple[float, float]
+    ratio: tuple[float, float]
+
+    @property
+    def output_size(self) -> tuple[int, int]:
+        """(height, width) of every output."""
+        return self.size
+
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+        """This sample's crop and resize for a source image of ``width`` x ``height``."""
+        out_h, out_w = self.size
+        top, left, h, w = _rrc_params(width, height, self.scale, self.ratio, rng)
+        box = (left, top, left + w, top + h)
+        return Geometry(crop=box, resize=(out_w, out_h), source_box=box,
+                        max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
+
+
+@dataclass(frozen=True)
+class ResizeGeometry:
+    """Resize(size, max_size), then, if ``crop`` (height, width) is set, a CenterCrop of the result.
+
+    ``size`` is torchvision's: an int or a 1-tuple (the short side), a (height,
+    width) pair, or None (v2: the long side becomes ``max_size``).
+    """
+
+    size: int | tuple[int, ...] | None
+    max_size: int | None
+    crop: tuple[int, int] | None = None
+
+    @property
+    def output_size(self) -> tuple[int, int] | None:
+        """(height, width) of every output, or None where it depends on the image's aspect."""
+        if self.crop is not None:
+            return self.crop
+        if isinstance(self.size, tuple) and len(self.size) == 2:
+            return self.size
+        return None
+
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+        """This sample's resize (and crop) for a source image of ``width`` x ``height``; draws nothing."""
+        rw, rh = _resized_size(width, height, self.size, self.max_size)
+        reduction = _largest_reduction(min(width / rw, height / rh))
+        if self.crop is None:
+            return Geometry(resize=(rw, rh), max_reduction=reduction,
+                            source_box=(0.0, 0.0, float(width), float(height)))
+        ch, cw = self.crop
+        top, left = _center_offset(rh, ch), _center_offset(rw, cw)
+        post_crop = (left, top, left + cw, top + ch)
+        if top < 0 or left < 0:  # the crop pads: no reduced decode
+            return Geometry(resize=(rw, rh), post_crop=post_crop)
+        sx, sy = width / rw, height / rh
+        return Geometry(resize=(rw, rh), post_crop=post_crop, max_reduction=reduction,
+                        source_box=(left * sx, top * sy, (left + cw) * sx, (top + ch) * sy))
+
+
+@dataclass(frozen=True)
+class CenterCropGeometry:
+    """CenterCrop of the source image to ``size``, (height, width), padding where it is larger."""
+
+    size: tuple[int, int]
+
+    @property
+    def output_size(self) -> tuple[int, int]:
+        """(height, width) of every output."""
+        return self.size
+
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+        """This sample's crop for a source image of ``width`` x ``height``; draws nothing."""
+        ch, cw = self.size
+        top, left = _center_offset(height, ch), _center_offset(width, cw)
+        return Geometry(crop=(left, top, left + cw, top + ch))
+
+
+PlanGeometry = RandomResizedCropGeometry | ResizeGeometry | CenterCropGeometry
+
+
+@dataclass(frozen=True)
 class Plan:
     """A fused description of a supported transform pipeline.
 
-    ``geometry`` is ("rrc", (h, w), scale, ratio), ("resize", size, max_size,
-    crop_hw or None) or ("center_crop", (h, w)). Output values are
+    ``geometry`` is the one resampling step: a ``RandomResizedCropGeometry``,
+    a ``ResizeGeometry`` (with the CenterCrop that may follow it) or a
+    ``CenterCropGeometry``; its ``sample`` gives each sample's ``Geometry``.
+    All fields are immutable values, so two plans compare equal with == when
+    they do the same thing. Output values are
     ``dtype(scale[c] * x + shift[c])`` for uint8 pixel x, NCHW; ``scale`` is
     None when the output is the uint8 image itself.
 
@@ -198,7 +288,7 @@ class Plan:
     on floats in [0, 1].
     """
 
-    geometry: tuple
+    geometry: PlanGeometry
     resample: int
     hflip_p: float
     output_size: tuple[int, int]
@@ -243,34 +333,7 @@ class Plan:
 
     def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
         """This sample's geometry for a source image of ``width`` x ``height``."""
-        kind = self.geometry[0]
-        if kind == "rrc":
-            (out_h, out_w), scale, ratio = self.geometry[1:]
-            top, left, h, w = _rrc_params(width, height, scale, ratio, rng)
-            box = (left, top, left + w, top + h)
-            geometry = Geometry(crop=box, resize=(out_w, out_h), source_box=box,
-                                max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
-        elif kind == "resize":
-            size, max_size, crop = self.geometry[1:]
-            rw, rh = _resized_size(width, height, size, max_size)
-            reduction = _largest_reduction(min(width / rw, height / rh))
-            if crop is None:
-                geometry = Geometry(resize=(rw, rh), max_reduction=reduction,
-                                    source_box=(0.0, 0.0, float(width), float(height)))
-            else:
-                ch, cw = crop
-                top, left = _center_offset(rh, ch), _center_offset(rw, cw)
-                post_crop = (left, top, left + cw, top + ch)
-                if top < 0 or left < 0:  # the crop pads: no reduced decode
-                    geometry = Geometry(resize=(rw, rh), post_crop=post_crop)
-                else:
-                    sx, sy = width / rw, height / rh
-                    geometry = Geometry(resize=(rw, rh), post_crop=post_crop, max_reduction=reduction,
-                                        source_box=(left * sx, top * sy, (left + cw) * sx, (top + ch) * sy))
-        else:
-            ch, cw = self.geometry[1]
-            top, left = _center_offset(height, ch), _center_offset(width, cw)
-            geometry = Geometry(crop=(left, top, left + cw, top + ch))
+        geometry = self.geometry.sample(width, height, rng)
         if self.hflip_p > 0 and rng.random() < self.hflip_p:
             geometry = dataclasses.replace(geometry, hflip=True)
         if self.vflip_p > 0 and rng.random() < self.vflip_p:
@@ -376,17 +439,18 @@ def compile_plan(transform) -> Plan:
             if isinstance(t, (v1.CenterCrop, v2.CenterCrop)):
                 crop = _pair(t.size)
                 if geometry is None:
-                    geometry = ("center_crop", crop)
-                elif geometry[0] == "resize" and geometry[3] is None:
-                    geometry = geometry[:3] + (crop,)
+                    geometry = CenterCropGeometry(crop)
+                elif isinstance(geometry, ResizeGeometry) and geometry.crop is None:
+                    geometry = dataclasses.replace(geometry, crop=crop)
                 else:
                     raise unsupported(t, "a second crop after a crop")
             elif geometry is not None:
                 raise unsupported(t, "a second resampling step")
             elif isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop)):
-                geometry = ("rrc", _pair(t.size), tuple(t.scale), tuple(t.ratio))
+                geometry = RandomResizedCropGeometry(_pair(t.size), tuple(t.scale), tuple(t.ratio))
             else:
-                geometry = ("resize", t.size, t.max_size, None)
+                size = t.size if t.size is None or isinstance(t.size, int) else tuple(t.size)
+                geometry = ResizeGeometry(size, t.max_size)
         elif isinstance(t, (v1.RandomHorizontalFlip, v2.RandomHorizontalFlip)):
             if hflip_p:
                 raise unsupported(t, "more than one horizontal flip")
@@ -424,16 +488,10 @@ def compile_plan(transform) -> Plan:
             raise unsupported(t)
     if state == "pil":
         raise UnsupportedTransform("the pipeline ends with a PIL image, which cannot be batched")
-    if geometry is None or (geometry[0] == "resize" and geometry[3] is None
-                            and (isinstance(geometry[1], int) or len(geometry[1]) == 1)):
+    if geometry is None or geometry.output_size is None:
         raise UnsupportedTransform("no fixed output size (needs RandomResizedCrop, CenterCrop "
                                    "or Resize to (h, w)) so samples cannot be batched")
-    if geometry[0] == "resize" and geometry[3] is not None:
-        output_size = geometry[3]
-    elif geometry[0] == "resize":
-        output_size = _pair(geometry[1])
-    else:
-        output_size = geometry[1]
+    output_size = geometry.output_size
     identity = state == "uint8"
     return Plan(geometry=geometry, resample=resample, hflip_p=hflip_p, output_size=output_size,
                 dtype=dtype, scale=None if identity else tuple(scale),

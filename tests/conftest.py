@@ -21,7 +21,8 @@ kernels_on_cpu = pytest.mark.skipif(
     reason="runs Triton kernels on CPU tensors, which needs TRITON_INTERPRET=1 (set where there is no GPU); "
            "tests/gpu covers the compiled kernels")
 
-from fastload.decode import NvjpegDecoder  # noqa: E402
+from fastload.decode import decode, read_header  # noqa: E402
+from fastload.gpu_decode import TorchvisionGpuDecoder  # noqa: E402
 from fastload.pipeline import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
@@ -30,11 +31,13 @@ from fastload.sample_data import make_image  # noqa: E402
 TESTDATA = Path(os.environ.get("FASTLOAD_TESTDATA", Path(__file__).resolve().parents[2] / "shared" / "testdata"))
 
 
-class FakeGpuDecoder(NvjpegDecoder):
-    """nvJPEG's behaviour on the CPU: torchvision's decoder, refusing progressive JPEGs, and failing the
-    whole batch when any one image fails, as the batched CUDA call does."""
+class FakeGpuDecoder(TorchvisionGpuDecoder):
+    """torchvision's GPU decoder on nvJPEG, behaving so on the CPU: torchvision's CPU decoder, refusing
+    progressive JPEGs, and failing the whole batch when any one image fails, as the batched CUDA call does.
+    Its probe always succeeds."""
 
-    def __init__(self, device=None):
+    def __init__(self, device=None, library="nvjpeg"):
+        super().__init__("cpu", library=library, probe=lambda device: None)
         self.device = device
         self.calls = []
 
@@ -47,6 +50,15 @@ class FakeGpuDecoder(NvjpegDecoder):
                 raise RuntimeError("nvJPEG: progressive JPEG not supported")
             out.append(torch.ops.image.decode_jpeg(data, torchvision.io.ImageReadMode.RGB.value, False))
         return [image.to(torch.uint8) for image in out]
+
+
+def decode_on_cpu(index: int, path: str, data: bytes) -> torch.Tensor:
+    """A whole image decoded by fastload's CPU decoder as (3, H, W) uint8 RGB: what the GPU backends'
+    CPU fallback gives, to compare them with."""
+    import numpy as np
+    decoded = decode(index, path, data, read_header(index, path, data))
+    image = decoded.image if decoded.image.mode == "RGB" else decoded.image.convert("RGB")
+    return torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)
 
 
 def write_folder(root: Path, sizes_per_class: list[list[tuple[int, int]]], grayscale_every: int = 0) -> Path:

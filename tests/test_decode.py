@@ -1,3 +1,4 @@
+import functools
 import io
 import os
 import struct
@@ -6,7 +7,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import fastload
 from fastload import decode as decode_module
+from fastload import gpu_decode
 from fastload.decode import Header, decode, open_image, read_header
 from fastload.transforms import Geometry
 from fastload.errors import DecodeError
@@ -14,7 +17,7 @@ from fastload.read import read_file
 
 from fastload.sample_data import make_image
 
-from conftest import TESTDATA, FakeGpuDecoder
+from conftest import TESTDATA, FakeGpuDecoder, decode_on_cpu
 
 
 def test_read_errors_name_the_file(tmp_path):
@@ -240,17 +243,16 @@ def test_webp_size_is_read_from_the_header_before_decoding():
 def test_every_zoo_file_through_the_gpu_fallback_logic():
     """A batch of every jpeg_zoo file: each gets pixels or its own error; no bad file loses a neighbour."""
     import torch
-    cpu = decode_module.CpuDecoder()
     paths = sorted(p for p in (TESTDATA / "jpeg_zoo").iterdir() if p.is_file() and p.suffix != ".md")
     items = [(i, str(p), p.read_bytes()) for i, p in enumerate(paths)]
     gpu = FakeGpuDecoder()
-    results = decode_module.decode_batch(items, gpu, cpu)
+    results = gpu_decode.decode_batch(items, gpu, lambda i: decode_on_cpu(*items[i]))
     assert len(results) == len(items)
     assert gpu.calls[0] > 1 and len(gpu.calls) > 1  # the batch was refused, then retried image by image
     decoded = 0
     for (index, path, data), result in zip(items, results):
         try:
-            expected = cpu.decode_one(index, path, data)
+            expected = decode_on_cpu(index, path, data)
         except DecodeError as error:
             assert isinstance(result, DecodeError) and result.path == path and result.reason == error.reason
             continue
@@ -273,40 +275,55 @@ def test_a_corrupt_file_in_a_batch_is_reported_and_its_neighbours_decoded(tmp_pa
     broken = good.getvalue()[:200]
     items = [(0, "good.jpg", good.getvalue()), (1, "broken.jpg", broken), (2, "gray.jpg", gray.getvalue()),
              (3, "image.png", png.getvalue())]
-    results = decode_module.decode_batch(items, FakeGpuDecoder(), decode_module.CpuDecoder())
+    results = gpu_decode.decode_batch(items, FakeGpuDecoder(), lambda i: decode_on_cpu(*items[i]))
     assert [type(r).__name__ for r in results] == ["Tensor", "DecodeError", "Tensor", "Tensor"]
     assert results[1].path == "broken.jpg"
     assert results[2].shape == (3, 10, 20) and torch.equal(results[2][0], results[2][1])  # gray as RGB
     assert results[3].shape == (3, 8, 8)
 
 
-def test_choose_decoder_is_forceable_and_falls_back_to_cpu(monkeypatch):
+def _backends(torchvision=None, torchcodec="torchcodec is not installed", library="nvjpeg"):
+    """The two GPU backends as choose_decoder's ``backends``, with injected probes: each fails with the given
+    reason, or (None) succeeds. Fresh probe functions each time, so no cached result is shared."""
+    def probe(reason):
+        def run(device):
+            if reason is not None:
+                raise RuntimeError(reason)
+        return run
+    return [functools.partial(gpu_decode.TorchvisionGpuDecoder, library=library, probe=probe(torchvision)),
+            functools.partial(gpu_decode.TorchCodecDecoder, library=library, probe=probe(torchcodec))]
+
+
+def test_choose_decoder_is_forceable_and_falls_back_to_cpu():
     def chosen(*args, **kwargs):
-        return [type(d).__name__ for d in decode_module.choose_decoder(*args, **kwargs)]
+        return [type(d).__name__ for d in gpu_decode.choose_decoder(*args, **kwargs)]
     assert chosen("cpu", "cuda") == ["CpuDecoder"]
+    # names are validated once, by the loader's options; choose_decoder takes them as given
     with pytest.raises(ValueError, match="decode_device"):
-        decode_module.choose_decoder("gpu")
+        fastload.DataLoader(list(range(4)), decode_device="gpu")
     with pytest.raises(ValueError, match="decoder must be"):
-        decode_module.choose_decoder("auto", "cuda", decoder="dali")
-    # Where no GPU backend can decode (no GPU here; a ROCm build), "auto" decodes on the CPU
-    # and "cuda" or a forced backend says why it cannot.
-    monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: False))
-    monkeypatch.setattr(decode_module.TorchCodecDecoder, "available", classmethod(lambda cls: False))
-    assert chosen("auto", "cuda:0") == ["CpuDecoder"]
+        fastload.DataLoader(list(range(4)), decoder="dali")
+    # Where no GPU backend can decode (no GPU here; a build without a GPU JPEG decoder), "auto" decodes on the
+    # CPU and "cuda" or a forced backend says why it cannot.
+    none = _backends(torchvision="no nvJPEG", torchcodec="torchcodec is not installed")
+    assert chosen("auto", "cuda:0", backends=none) == ["CpuDecoder"]
     with pytest.raises(RuntimeError, match="cannot decode JPEGs on a GPU"):
-        decode_module.choose_decoder("cuda", "cuda:0")
+        gpu_decode.choose_decoder("cuda", "cuda:0", backends=none)
     with pytest.raises(RuntimeError, match="decoder='nvjpeg' is not available"):
-        decode_module.choose_decoder("auto", "cuda:0", decoder="nvjpeg")
-    monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: True))
-    [nvjpeg] = decode_module.choose_decoder("auto", "cuda:1")
-    assert isinstance(nvjpeg, decode_module.NvjpegDecoder) and str(nvjpeg.device) == "cuda:1"
-    assert chosen("auto", None) == ["CpuDecoder"]
-    assert chosen("cuda", None) == ["NvjpegDecoder"]
-    assert chosen("auto", "cuda", decoder="cpu") == ["CpuDecoder"]
+        gpu_decode.choose_decoder("auto", "cuda:0", decoder="nvjpeg", backends=none)
+    one = _backends(torchvision=None)
+    [torchvision] = gpu_decode.choose_decoder("auto", "cuda:1", backends=one)
+    assert isinstance(torchvision, gpu_decode.TorchvisionGpuDecoder) and str(torchvision.device) == "cuda:1"
+    assert chosen("auto", None, backends=one) == ["CpuDecoder"]
+    assert chosen("cuda", None, backends=one) == ["TorchvisionGpuDecoder"]
+    assert chosen("auto", "cuda", decoder="cpu", backends=one) == ["CpuDecoder"]
+    # "nvjpeg", its name before it ran on rocJPEG too, still means torchvision's GPU decoder
+    assert chosen("auto", "cuda", decoder="nvjpeg", backends=one) == ["TorchvisionGpuDecoder"]
+    assert chosen("auto", "cuda", decoder="torchvision", backends=one) == ["TorchvisionGpuDecoder"]
     # both GPU backends present: both are candidates, for pick_fastest to measure
-    monkeypatch.setattr(decode_module.TorchCodecDecoder, "available", classmethod(lambda cls: True))
-    assert chosen("auto", "cuda:0") == ["NvjpegDecoder", "TorchCodecDecoder"]
-    assert chosen("auto", "cuda:0", decoder="torchcodec") == ["TorchCodecDecoder"]
+    both = _backends(torchvision=None, torchcodec=None)
+    assert chosen("auto", "cuda:0", backends=both) == ["TorchvisionGpuDecoder", "TorchCodecDecoder"]
+    assert chosen("auto", "cuda:0", decoder="torchcodec", backends=both) == ["TorchCodecDecoder"]
 
 
 class _TimedDecoder:
@@ -325,27 +342,26 @@ class _TimedDecoder:
 def test_pick_fastest_measures_each_backend_on_the_real_batch():
     clock = [0.0]
     slow, fast = _TimedDecoder("slow", 2.0, clock), _TimedDecoder("fast", 1.0, clock)
-    decoder, output = decode_module.pick_fastest([slow, fast], [b"a", b"b"], clock=lambda: clock[0])
+    decoder, output = gpu_decode.pick_fastest([slow, fast], [b"a", b"b"], clock=lambda: clock[0])
     assert decoder is fast and output == ["fast:0", "fast:1"]
     broken = _TimedDecoder("broken", 0.1, clock, fails=True)
-    assert decode_module.pick_fastest([broken, slow], [b"a"], clock=lambda: clock[0])[0] is slow
-    assert decode_module.pick_fastest([broken, broken], [b"a"], clock=lambda: clock[0]) == (None, None)
-    assert decode_module.pick_fastest([slow], [b"a"]) == (slow, None)
+    assert gpu_decode.pick_fastest([broken, slow], [b"a"], clock=lambda: clock[0])[0] is slow
+    assert gpu_decode.pick_fastest([broken, broken], [b"a"], clock=lambda: clock[0]) == (None, None)
+    assert gpu_decode.pick_fastest([slow], [b"a"]) == (slow, None)
 
 
-@pytest.mark.skipif(not decode_module.TorchCodecDecoder.installed(), reason="torchcodec not installed")
+@pytest.mark.skipif(not gpu_decode.TorchCodecDecoder.installed(), reason="torchcodec not installed")
 @pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")
 def test_torchcodec_backend_through_the_fallback_logic_on_cpu():
     """TorchCodec's own decode_jpeg (on the CPU here), called as the GPU backend is: the whole zoo, per file."""
     import torch
-    cpu = decode_module.CpuDecoder()
     paths = sorted(p for p in (TESTDATA / "jpeg_zoo").iterdir() if p.suffix == ".jpg")
     items = [(i, str(p), p.read_bytes()) for i, p in enumerate(paths)]
-    results = decode_module.decode_batch(items, decode_module.TorchCodecDecoder("cpu"), cpu)
+    results = gpu_decode.decode_batch(items, gpu_decode.TorchCodecDecoder("cpu"), lambda i: decode_on_cpu(*items[i]))
     decoded = 0
     for (index, path, data), result in zip(items, results):
         try:
-            expected = cpu.decode_one(index, path, data)
+            expected = decode_on_cpu(index, path, data)
         except DecodeError:
             assert isinstance(result, (DecodeError, torch.Tensor)), path  # TorchCodec may accept what Pillow refuses
             continue
@@ -353,3 +369,181 @@ def test_torchcodec_backend_through_the_fallback_logic_on_cpu():
         assert (result.float() - expected.float()).abs().mean() < 2, path
         decoded += 1
     assert decoded > len(items) // 2
+
+
+# ---------------------------------------------------------------- GPU backends chosen by capability (ROCm)
+
+def _dc_only_jpeg(width, height, sampling) -> bytes:
+    """A baseline JPEG whose 8x8 blocks are flat (DC coefficients only), with any sampling factors: layouts
+    Pillow's encoder does not write (4:1:1, 4:4:0). ``sampling``: (h, v) per component."""
+    h_max, v_max = max(h for h, _ in sampling), max(v for _, v in sampling)
+    bits, count, out = 0, 0, bytearray()
+
+    def put(value, length):
+        nonlocal bits, count
+        bits, count = (bits << length) | value, count + length
+        while count >= 8:
+            byte = (bits >> (count - 8)) & 0xFF
+            out.extend((byte, 0) if byte == 0xFF else (byte,))  # byte stuffing
+            count -= 8
+        bits &= (1 << count) - 1
+
+    previous = [0] * len(sampling)
+    for mcu_y in range(-(-height // (8 * v_max))):
+        for mcu_x in range(-(-width // (8 * h_max))):
+            for c, (h, v) in enumerate(sampling):
+                for y in range(mcu_y * v, mcu_y * v + v):
+                    for x in range(mcu_x * h, mcu_x * h + h):  # the block's place in its component's grid
+                        level = (40 + 9 * x + 13 * y) % 200 + 20 if c == 0 else 88 + (17 * (x + c) + 7 * y) % 80
+                        dc = 8 * (level - 128)  # a flat block's DC coefficient, quantized by 1
+                        diff, previous[c] = dc - previous[c], dc
+                        size = abs(diff).bit_length()
+                        put(size, 4)  # the DC table gives category k the 4-bit code k
+                        if size:
+                            put(diff if diff > 0 else diff + (1 << size) - 1, size)
+                        put(0, 1)  # end of block: the AC table's only code
+    if count:
+        put((1 << (8 - count)) - 1, 8 - count)
+
+    def segment(marker, payload):
+        return bytes([0xFF, marker]) + (len(payload) + 2).to_bytes(2, "big") + payload
+
+    n = len(sampling)
+    frame = bytes([8]) + height.to_bytes(2, "big") + width.to_bytes(2, "big") + bytes([n])
+    frame += b"".join(bytes([c + 1, (h << 4) | v, 0]) for c, (h, v) in enumerate(sampling))
+    tables = bytes([0x00, 0, 0, 0, 12] + [0] * 12) + bytes(range(12)) + bytes([0x10, 1] + [0] * 15 + [0])
+    scan = bytes([n]) + b"".join(bytes([c + 1, 0x00]) for c in range(n)) + bytes([0, 63, 0])
+    return (b"\xff\xd8" + segment(0xDB, bytes([0] + [1] * 64)) + segment(0xC0, frame) + segment(0xC4, tables)
+            + segment(0xDA, scan) + bytes(out) + b"\xff\xd9")
+
+
+def _pillow_jpeg(width, height, subsampling=2, gray=False, **options) -> bytes:
+    out = io.BytesIO()
+    make_image(7, width, height, grayscale=gray).save(out, "JPEG", quality=90, subsampling=subsampling, **options)
+    return out.getvalue()
+
+
+def _mixed_jpegs() -> list[tuple[int, str, bytes]]:
+    """Baseline JPEGs of every common layout, one smaller than 64x64 and one 4:1:1."""
+    files = {"420.jpg": _pillow_jpeg(96, 80, 2), "422.jpg": _pillow_jpeg(80, 64, 1), "444.jpg": _pillow_jpeg(64, 64, 0),
+             "gray.jpg": _pillow_jpeg(72, 90, gray=True), "small.jpg": _pillow_jpeg(32, 32, 2),
+             "411.jpg": _dc_only_jpeg(128, 72, ((4, 1), (1, 1), (1, 1)))}
+    return [(i, name, data) for i, (name, data) in enumerate(files.items())]
+
+
+class _TorchvisionGpuLike(FakeGpuDecoder):
+    """torchvision's GPU decoder as it behaves on nvJPEG (CUDA) or rocJPEG (ROCm), run on the CPU. rocJPEG's
+    hardware path fails the call on files under 64x64 or in other subsamplings than 4:4:4, 4:2:2, 4:2:0 and
+    gray, judged here by Pillow (not by the parser ``accepts`` uses)."""
+
+    def decode_many(self, encoded):
+        for data in encoded if self.library == "rocjpeg" else ():
+            with Image.open(io.BytesIO(bytes(data))) as image:
+                sampling = tuple((h, v) for _, h, v, _ in image.layer)
+                if min(image.size) < 64 or len(sampling) == 3 and sampling not in (
+                        ((1, 1), (1, 1), (1, 1)), ((2, 1), (1, 1), (1, 1)), ((2, 2), (1, 1), (1, 1))):
+                    raise RuntimeError("rocJPEG: ROCJPEG_STATUS_JPEG_NOT_SUPPORTED")
+        return super().decode_many(encoded)
+
+
+def _torchvision_cpu(data: bytes):
+    import torch
+    import torchvision.io
+    return torchvision.io.decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                                      mode=torchvision.io.ImageReadMode.RGB)
+
+
+def test_jpeg_frame_reads_size_coding_and_sampling_factors():
+    for subsampling, expected in ((0, "4:4:4"), (1, "4:2:2"), (2, "4:2:0")):
+        frame = gpu_decode.jpeg_frame(_pillow_jpeg(70, 65, subsampling))
+        assert (frame.marker, frame.precision, frame.width, frame.height) == (0xC0, 8, 70, 65)
+        assert frame.subsampling == expected
+    assert gpu_decode.jpeg_frame(_pillow_jpeg(20, 30, gray=True)).subsampling == "4:0:0"
+    assert gpu_decode.jpeg_frame(_pillow_jpeg(70, 65, progressive=True)).marker == 0xC2
+    assert gpu_decode.jpeg_frame(_dc_only_jpeg(128, 72, ((4, 1), (1, 1), (1, 1)))).subsampling == "4:1:1"
+    assert gpu_decode.jpeg_frame(_dc_only_jpeg(64, 64, ((1, 2), (1, 1), (1, 1)))).subsampling == "4:4:0"
+    for not_a_frame in (b"", b"\xff\xd8", b"\x89PNG\r\n", _pillow_jpeg(16, 16)[:20]):
+        assert gpu_decode.jpeg_frame(not_a_frame) is None
+
+
+def test_the_handmade_4_1_1_jpeg_decodes_alike_everywhere():
+    """The 4:1:1 test file is a real JPEG: Pillow, torchvision and fastload's CPU decoder agree on it."""
+    data = _dc_only_jpeg(128, 72, ((4, 1), (1, 1), (1, 1)))
+    with Image.open(io.BytesIO(data)) as image:
+        assert [(h, v) for _, h, v, _ in image.layer] == [(4, 1), (1, 1), (1, 1)]
+        pillow = np.asarray(image.convert("RGB"))
+    assert pillow.std() > 20  # not one flat color
+    assert np.array_equal(_torchvision_cpu(data).permute(1, 2, 0).numpy(), pillow)
+    assert np.array_equal(decode_on_cpu(0, "411.jpg", data).permute(1, 2, 0).numpy(), pillow)
+
+
+def test_on_cuda_torchvision_gpu_decoder_takes_every_baseline_jpeg():
+    """nvJPEG: small and 4:1:1 files are decoded on the GPU with the rest, in one batched call."""
+    import torch
+    [backend] = gpu_decode.choose_decoder("auto", "cuda:0", backends=[lambda d: _TorchvisionGpuLike(d, "nvjpeg")])
+    assert backend.name == "torchvision" and backend.description == "torchvision (nvjpeg)"
+    items = _mixed_jpegs()
+    assert all(backend.accepts(data) for _, _, data in items)
+    assert backend.accepts(_pillow_jpeg(96, 96, progressive=True))
+    on_cpu = []
+    results = gpu_decode.decode_batch(items, backend, lambda i: on_cpu.append(i) or decode_on_cpu(*items[i]))
+    assert backend.calls == [len(items)] and on_cpu == []
+    for (_, name, data), result in zip(items, results):
+        assert torch.equal(result, _torchvision_cpu(data)), name
+
+
+def test_on_rocm_files_rocjpeg_refuses_are_decoded_on_the_cpu():
+    """rocJPEG: the 32x32 and the 4:1:1 file never reach the GPU (no failed batch); the CPU fallback decodes
+    them, and every image has torchvision's CPU decoder's pixels."""
+    import torch
+    [backend] = gpu_decode.choose_decoder("cuda", "cuda:0", backends=[lambda d: _TorchvisionGpuLike(d, "rocjpeg")])
+    assert backend.name == "torchvision" and backend.description == "torchvision (rocjpeg)"
+    items = _mixed_jpegs()
+    assert {name for _, name, data in items if not backend.accepts(data)} == {"small.jpg", "411.jpg"}
+    assert not backend.accepts(_pillow_jpeg(96, 96, progressive=True))  # the hardware path is baseline only
+    assert not backend.accepts(_dc_only_jpeg(64, 64, ((1, 2), (1, 1), (1, 1))))  # 4:4:0
+    assert backend.accepts(_pillow_jpeg(64, 64)) and not backend.accepts(_pillow_jpeg(64, 63))
+    on_cpu = []
+    results = gpu_decode.decode_batch(items, backend, lambda i: on_cpu.append(items[i][1]) or decode_on_cpu(*items[i]))
+    assert backend.calls == [len(items) - 2] and on_cpu == ["small.jpg", "411.jpg"]
+    for (_, name, data), result in zip(items, results):
+        assert isinstance(result, torch.Tensor) and result.dtype == torch.uint8, name
+        assert torch.equal(result, _torchvision_cpu(data)), name
+
+
+def test_a_build_whose_probe_decode_fails_decodes_on_the_cpu():
+    """A torchvision without a GPU JPEG decoder for this GPU: "auto" decodes on the CPU; asking for the GPU
+    says why, in the probe's words. The probe runs at first use, once per device."""
+    probed = []
+
+    def probe(device):
+        probed.append(str(device))
+        raise RuntimeError("decode_jpegs_cuda: torchvision not compiled with nvJPEG support")
+    backends = [functools.partial(gpu_decode.TorchvisionGpuDecoder, library="rocjpeg", probe=probe)]
+    gpu_decode.TorchvisionGpuDecoder("cuda:0", probe=probe)
+    assert probed == []  # not at construction
+    assert [d.description for d in gpu_decode.choose_decoder("auto", "cuda:0", backends=backends)] == ["cpu"]
+    with pytest.raises(RuntimeError, match=r"cannot decode JPEGs on a GPU here \(torchvision \(rocjpeg\): a probe "
+                                           r"decode on cuda:0 failed: .*not compiled with nvJPEG support"):
+        gpu_decode.choose_decoder("cuda", "cuda:0", backends=backends)
+    with pytest.raises(RuntimeError, match="decoder='torchvision' is not available here: .*not compiled with nvJPEG"):
+        gpu_decode.choose_decoder("auto", "cuda:0", decoder="torchvision", backends=backends)
+    assert probed == ["cuda:0"]
+    gpu_decode.choose_decoder("auto", "cuda:1", backends=backends)
+    gpu_decode.choose_decoder("auto", "cpu", backends=backends)  # nothing to decode on a GPU: no probe
+    assert probed == ["cuda:0", "cuda:1"]
+
+
+def test_the_probe_checks_the_pixels_and_rocjpeg_takes_its_image():
+    import torch
+    data = gpu_decode.probe_jpeg()
+    frame = gpu_decode.jpeg_frame(data)
+    assert frame.width >= 64 and frame.height >= 64 and gpu_decode.rocjpeg_accepts(data)
+    gpu_decode.check_probe_output(_torchvision_cpu(data), data)  # a correct decode passes
+    garbage = gpu_decode.TorchvisionGpuDecoder(
+        "cuda:0", probe=lambda device: gpu_decode.check_probe_output(torch.zeros(3, 128, 128, dtype=torch.uint8), data))
+    assert "wrong pixels" in garbage.unavailable()
+    default = gpu_decode.TorchvisionGpuDecoder("cuda:0")
+    assert default.library == ("rocjpeg" if torch.version.hip else "nvjpeg")
+    if not torch.cuda.is_available():
+        assert "no GPU" in default.unavailable()

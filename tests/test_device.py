@@ -1,20 +1,21 @@
 """The device path (fastload.device) on the CPU: the fused kernel through Triton's interpreter, GPU decoding
 through a stand-in that behaves like nvJPEG, and the ROCm-style fallback (CPU decode, device augment)."""
 
+import functools
 import os
 
 import pytest
 import torch
 
 import fastload
-from fastload import decode as decode_module
 from fastload import device as device_stage
-from fastload import loader as loader_module
+from fastload import gpu_decode
+from fastload import paths as paths_module
 from fastload import recipes
-from fastload.device import OutputSlots
+from fastload.buffers import BufferPool
 from fastload.errors import DecodeError
 
-from conftest import TESTDATA, FakeGpuDecoder
+from conftest import TESTDATA, FakeGpuDecoder, decode_on_cpu
 
 STD = torch.tensor(recipes.IMAGENET_STD).view(1, 3, 1, 1)
 
@@ -29,13 +30,14 @@ def kernel_on_cpu(monkeypatch):
 
 @pytest.fixture
 def fake_gpu_decoder(monkeypatch):
-    """The loader's decoder choice returns the nvJPEG stand-in; the list holds those made."""
+    """The loader's decoder choice (made once, when its path is chosen) returns the nvJPEG stand-in; the list
+    holds those made."""
     made = []
 
     def choose(decode_device="auto", device=None, max_pixels=None, decoder=None):
         made.append(FakeGpuDecoder(device))
         return [made[-1]]
-    monkeypatch.setattr(loader_module, "choose_decoder", choose)
+    monkeypatch.setattr(paths_module, "choose_decoder", choose)
     return made
 
 
@@ -58,7 +60,7 @@ def test_device_path_matches_the_cpu_path(image_folder, kernel_on_cpu, request, 
     loader = fastload.DataLoader(dataset, device="cpu", **options)
     assert loader.device_path
     batches = list(loader)
-    assert loader.stats.decoder == ("nvjpeg" if gpu_decode else "cpu")
+    assert loader.stats.decoder == ("torchvision (nvjpeg)" if gpu_decode else "cpu")
     if gpu_decode:
         assert sum(made[0].calls) == len(dataset) - 0  # every file went to the GPU stand-in
     expected = cpu_batches(dataset, **options)
@@ -106,11 +108,10 @@ def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gp
     delivered = [label for _, labels in loader for label in labels.tolist()]
     skipped = {path for _, _, path, _ in loader.stats.skipped}
     assert len(delivered) == len(paths)
-    cpu = decode_module.CpuDecoder()
     for i, path in enumerate(paths):
         if str(path) in skipped:  # only files that neither decoder can read are skipped
             with pytest.raises((DecodeError, RuntimeError)):
-                cpu.decode_one(i, str(path), path.read_bytes())
+                decode_on_cpu(i, str(path), path.read_bytes())
                 FakeGpuDecoder().decode_many([torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)])
         else:
             assert i in delivered, path
@@ -123,10 +124,13 @@ def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gp
 
 def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(image_folder, kernel_on_cpu,
                                                                           monkeypatch):
-    """Where no GPU decoder exists (ROCm, no nvJPEG), "auto" decodes on the CPU, still on the device path;
-    asking for GPU decoding says why it cannot."""
-    monkeypatch.setattr(decode_module.NvjpegDecoder, "available", staticmethod(lambda: False))
-    monkeypatch.setattr(decode_module.TorchCodecDecoder, "available", classmethod(lambda cls: False))
+    """Where no GPU decoder works (its probe decode fails: a torchvision without nvJPEG or rocJPEG), "auto"
+    decodes on the CPU, still on the device path; asking for GPU decoding says why it cannot."""
+    def fails(device):
+        raise RuntimeError("decode_jpegs_cuda: torchvision not compiled with nvJPEG support")
+    backends = [functools.partial(gpu_decode.TorchvisionGpuDecoder, probe=fails),
+                functools.partial(gpu_decode.TorchCodecDecoder, probe=fails)]
+    monkeypatch.setattr(paths_module, "choose_decoder", functools.partial(gpu_decode.choose_decoder, backends=backends))
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
     assert loader.device_path and len(list(loader)) == 3 and loader.stats.decoder == "cpu"
@@ -152,11 +156,11 @@ def test_gpu_decoding_asked_for_where_the_device_path_cannot_run(image_folder):
 
 
 def test_output_slots_are_reused_only_when_the_loop_has_dropped_them():
-    slots = OutputSlots(2, (4, 3, 2, 2), torch.float16, torch.device("cpu"), torch.contiguous_format)
-    assert slots.nbytes == 2 * 4 * 3 * 2 * 2 * 2
+    slots = BufferPool(2, (4, 3, 2, 2), torch.float16, torch.device("cpu"))  # the device path's output slots
     first, a = slots.take(4, None)
     second, b = slots.take(3, None)
     assert (a, b) == (0, 1) and second.shape == (3, 3, 2, 2)
+    assert slots.nbytes == 2 * 4 * 3 * 2 * 2 * 2
     third, c = slots.take(4, None)  # both held: a fresh batch, counted
     assert c is None and slots.overflow == 1
     row = second[1]  # a view keeps its slot in use
@@ -225,21 +229,23 @@ def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, ke
     import time
 
     class Slow(FakeGpuDecoder):
-        name = "nvjpeg"
+        name = "torchvision"
 
         def decode_many(self, encoded):
             time.sleep(0.5)  # far beyond the GIL waits a busy 2-core machine adds to the fast one's timing
             return super().decode_many(encoded)
 
     class Fast(FakeGpuDecoder):
-        name = "torchcodec"
+        name = description = "torchcodec"
 
     made = []
-    monkeypatch.setattr(loader_module, "choose_decoder", lambda *a, **k: made.append([Slow(), Fast()]) or made[-1])
+    monkeypatch.setattr(paths_module, "choose_decoder", lambda *a, **k: made.append([Slow(), Fast()]) or made[-1])
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
     list(loader)
     assert loader.stats.decoder == "torchcodec"
-    assert [d.name for d in made[0]] == ["torchcodec"]  # kept for the next epochs
+    assert loader.path.decoder is made[0][1]  # kept, by the path, for the next epochs
+    slow_calls = len(made[0][0].calls)
     list(loader)
     assert loader.stats.decoder == "torchcodec"
+    assert len(made) == 1 and len(made[0][0].calls) == slow_calls  # not chosen or measured again

@@ -10,6 +10,8 @@ from torchvision.transforms import v2
 import fastload
 from fastload import transforms as T
 
+from conftest import TESTDATA
+
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 TRAIN = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)])
@@ -132,7 +134,7 @@ def test_two_ranks_get_disjoint_shards_covering_the_epoch(image_folder):
         assert len(loader) == 3
         assert sum(images.shape[0] for images, _ in loader) == 12
     paths = [fastload.DataLoader(fastload.ImageFolder(image_folder, TRAIN), rank=r, world_size=2,
-                                 shuffle=True)._source_order(0) for r in range(2)]
+                                 shuffle=True).order.indices(0) for r in range(2)]
     assert len(paths[0]) == len(paths[1]) == 12
     assert set(paths[0]) | set(paths[1]) == set(range(23))
     assert len(set(paths[0]) & set(paths[1])) == 1  # one index repeated as padding, as DistributedSampler does
@@ -234,7 +236,7 @@ def test_device_cpu_and_pin_memory_flags_work_without_gpu(image_folder):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_without_the_c_extensions_batches_are_identical(image_folder, monkeypatch, dtype):
     """Pillow decode + torch normalization (a build without a compiler) give the same batches."""
-    from fastload import augment, decode
+    from fastload import cpu_augment, decode
     transform = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToDtype(dtype, scale=True),
                            T.Normalize(MEAN, STD)])
 
@@ -245,7 +247,7 @@ def test_without_the_c_extensions_batches_are_identical(image_folder, monkeypatc
 
     with_extensions = first_batch()
     monkeypatch.setattr(decode, "_jpeg", None)
-    monkeypatch.setattr(augment, "_normalize", None)
+    monkeypatch.setattr(cpu_augment, "_normalize", None)
     without = first_batch()
     assert torch.equal(with_extensions[1], without[1])
     torch.testing.assert_close(with_extensions[0], without[0], atol=1e-5 if dtype == torch.float32 else 0,
@@ -475,3 +477,24 @@ def test_a_transform_changed_between_epochs_changes_the_batches_as_torchs(image_
                                atol=1 / 255 + 1e-6, rtol=0)
     dataset.transform = v2.Compose([v2.CenterCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
     assert next(iter(ours))[0].shape[-2:] == (8, 8)
+
+
+PHOTOS = TESTDATA / "photos" / "hymenoptera_subset"
+
+
+@pytest.mark.skipif(not PHOTOS.is_dir(), reason="shared test data not present (FASTLOAD_TESTDATA)")
+@pytest.mark.parametrize("resize, crop", [(256, 224), (160, 128)])
+@pytest.mark.parametrize("split", ["train", "val"])
+def test_deterministic_geometry_gives_torchs_pixels_by_default(split, resize, crop):
+    """The drop-in promise: an evaluation transform gives torch's DataLoader's pixels within one level on
+    every shared test photo, with fastload's defaults (dct_scaling="auto": no DCT scaling here)."""
+    transform = v2.Compose([v2.Resize(resize), v2.CenterCrop(crop), v2.ToImage(),
+                            v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+    dataset = torchvision.datasets.ImageFolder(PHOTOS / split, transform)
+    ours = fastload.DataLoader(dataset, batch_size=8, num_workers=2)
+    assert ours.fast_path
+    one_level = 1 / 255 / min(STD) + 1e-5
+    for (images, labels), (ref_images, ref_labels) in zip(ours, torch.utils.data.DataLoader(dataset, 8),
+                                                          strict=True):
+        assert torch.equal(labels, ref_labels)
+        torch.testing.assert_close(images, ref_images, atol=one_level, rtol=0)

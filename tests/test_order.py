@@ -3,7 +3,7 @@ import os
 import pytest
 from torch.utils.data.distributed import DistributedSampler
 
-from fastload.order import dist_info, num_shard_samples, shard_indices
+from fastload.order import IndexOrder, dist_info, num_shard_samples, shard_indices
 
 
 @pytest.mark.parametrize("size", [1, 2, 7, 10, 13])
@@ -50,3 +50,32 @@ def test_uneven_shards_partition_the_epoch(size, world, shuffle):
     assert sorted(i for shard in shards for i in shard) == list(range(size))
     assert [len(s) for s in shards] == [num_shard_samples(size, world, False, r, even_shards=False)
                                         for r in range(world)]
+
+
+class ContiguousBlocks(IndexOrder):
+    """DALI's and rocAL's reader rule (shard i reads the block [size*i//n, size*(i+1)//n)): a second
+    sharding rule, defined here, outside the package."""
+
+    def __init__(self, size, shard, shards, batch_size, drop_last):
+        super().__init__(batch_size, drop_last)
+        self.start, self.end = size * shard // shards, size * (shard + 1) // shards
+
+    def indices(self, epoch):
+        return list(range(self.start, self.end))
+
+    def num_samples(self):
+        return self.end - self.start
+
+
+def test_a_new_order_class_plugs_in_without_touching_the_loader(numbered_list):
+    import fastload
+    from fastload import transforms as T
+
+    class BlockList(fastload.FileList):
+        def make_order(self, batch_size, drop_last, **overrides):
+            return ContiguousBlocks(len(self.samples), 1, 3, batch_size, drop_last)
+
+    transform = T.Compose([T.CenterCrop(8), T.ToImage()])
+    loader = fastload.DataLoader(BlockList(numbered_list, transform=transform), batch_size=3, num_workers=2)
+    labels = [label for _, batch in loader for label in batch.tolist()]
+    assert labels == list(range(23 // 3, 46 // 3)) and len(loader) == 3

@@ -3,13 +3,15 @@ import torch
 from PIL import Image
 
 from fastload import recipes
-from fastload.transforms import compile_plan
+from fastload.transforms import RandomResizedCropGeometry, ResizeGeometry, compile_plan
 
 
 def test_resnet50_recipes_take_the_fast_path():
     train, evaluate = compile_plan(recipes.resnet50_train()), compile_plan(recipes.resnet50_eval())
-    assert train.geometry[0] == "rrc" and train.hflip_p == 0.5 and train.output_size == (224, 224)
-    assert evaluate.geometry[0] == "resize" and evaluate.output_size == (224, 224) and evaluate.hflip_p == 0
+    assert isinstance(train.geometry, RandomResizedCropGeometry)
+    assert train.hflip_p == 0.5 and train.output_size == (224, 224)
+    assert isinstance(evaluate.geometry, ResizeGeometry) and evaluate.output_size == (224, 224)
+    assert evaluate.hflip_p == 0
     assert train.dtype == evaluate.dtype == torch.float32
 
 

@@ -42,6 +42,7 @@ def test_uint8_and_half_outputs():
     (v2.Compose([v2.RandomResizedCrop(8), v2.RandomApply([v2.RandomGrayscale(0.5)]), v2.ToImage()]),
      "RandomGrayscale with p < 1"),
     (v2.Compose([v2.Resize(8), v2.ToImage()]), "no fixed output size"),
+    (v2.Compose([v2.Resize(None, max_size=8), v2.ToImage()]), "no fixed output size"),
     (v2.Compose([v2.RandomResizedCrop(8)]), "PIL image"),
     (v2.Compose([v2.Resize(10), v2.RandomResizedCrop(8), v2.ToImage()]), "second resampling"),
     (v2.Compose([v2.RandomResizedCrop(8), v2.ToDtype(torch.float32), v2.ToImage()]), "ToImage first"),
@@ -99,7 +100,7 @@ def test_center_crop_is_placed_as_torchvision_places_it_even_when_it_pads(resize
     import itertools
 
     import numpy as np
-    from fastload.augment import transform_image
+    from fastload.cpu_augment import transform_image
     from fastload.decode import Decoded
     from fastload.rng import SampleRandom
     for height, width, crop in itertools.product(range(1, 9), range(1, 9), [(3, 4), (7, 7), (6, 11)]):
@@ -112,6 +113,22 @@ def test_center_crop_is_placed_as_torchvision_places_it_even_when_it_pads(resize
         ours = np.asarray(transform_image(Decoded(image, 1), geometry, Image.Resampling.BILINEAR))
         assert torch.equal(torch.from_numpy(ours.copy()).permute(2, 0, 1), transform(image)), \
             (height, width, crop, geometry)
+
+
+def test_resize_of_the_long_side_then_center_crop_equals_torchvision():
+    """v2's Resize(None, max_size) scales the long side to max_size; a CenterCrop after it fixes the size."""
+    import numpy as np
+    from fastload.cpu_augment import transform_image
+    from fastload.decode import Decoded
+    from fastload.rng import SampleRandom
+    transform = v2.Compose([v2.Resize(None, max_size=40), v2.CenterCrop(24), v2.PILToTensor()])
+    plan = compile_plan(transform)
+    assert plan.output_size == (24, 24)
+    for width, height in [(100, 60), (60, 100), (37, 91), (24, 24)]:
+        image = Image.fromarray((np.arange(height * width * 3).reshape(height, width, 3) % 251).astype(np.uint8))
+        geometry = plan.sample(width, height, SampleRandom(0, 0, 0))
+        ours = np.asarray(transform_image(Decoded(image, 1), geometry, plan.resample))
+        assert torch.equal(torch.from_numpy(ours.copy()).permute(2, 0, 1), transform(image)), (width, height)
 
 
 # Every transform class the plan accepts, with arguments, and a pipeline it can sit in.

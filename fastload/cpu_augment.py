@@ -14,7 +14,6 @@ own oracle, so the CPU and GPU paths compute the same values.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from PIL import Image
 
@@ -55,11 +54,6 @@ def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: b
     if image.mode != "RGB":
         image = image.convert("RGB")
     return image
-
-
-def apply_geometry(decoded: Decoded, geometry: Geometry, resample: int) -> np.ndarray:
-    """Crop, resize and flip; returns HxWx3 uint8."""
-    return np.asarray(transform_image(decoded, geometry, resample))
 
 
 def normalizes_per_sample(plan: Plan) -> bool:

@@ -5,7 +5,7 @@ import torch
 from PIL import Image
 from torchvision.transforms import v2
 
-from fastload import augment
+from fastload import cpu_augment
 from fastload.kernels.normalize import normalize_reference
 from fastload.transforms import compile_plan
 
@@ -13,7 +13,7 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 PLAN = compile_plan(v2.Compose([v2.RandomResizedCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
                                 v2.Normalize(MEAN, STD)]))
 
-needs_extension = pytest.mark.skipif(augment._normalize is None,
+needs_extension = pytest.mark.skipif(cpu_augment._normalize is None,
                                      reason="fastload._normalize was not built (no C compiler)")
 
 
@@ -25,7 +25,7 @@ def test_write_normalized_equals_reference_and_torchvision(height, width, hflip)
     pixels = torch.randint(0, 256, (height, width, 3), dtype=torch.uint8)
     image = Image.fromarray(pixels.numpy(), "RGB")
     out = torch.full((3, height, width), float("nan"))
-    augment.write_normalized(image, hflip, PLAN, out)
+    cpu_augment.write_normalized(image, hflip, PLAN, out)
     source = pixels.flip(1) if hflip else pixels
     expected = normalize_reference(source[None], PLAN.scale, PLAN.shift, torch.float32)[0]
     assert torch.equal(out, expected)
@@ -36,7 +36,7 @@ def test_write_normalized_equals_reference_and_torchvision(height, width, hflip)
 @needs_extension
 def test_write_normalized_into_a_row_of_a_batch_leaves_the_others():
     batch = torch.zeros(3, 3, 4, 6)
-    augment.write_normalized(Image.new("RGB", (6, 4), (255, 0, 128)), False, PLAN, batch[1])
+    cpu_augment.write_normalized(Image.new("RGB", (6, 4), (255, 0, 128)), False, PLAN, batch[1])
     assert batch[0].abs().sum() == 0 and batch[2].abs().sum() == 0
     torch.testing.assert_close(batch[1, :, 0, 0], torch.tensor([(1 - MEAN[0]) / STD[0], -MEAN[1] / STD[1],
                                                                 (128 / 255 - MEAN[2]) / STD[2]]))
@@ -45,11 +45,11 @@ def test_write_normalized_into_a_row_of_a_batch_leaves_the_others():
 @needs_extension
 def test_normalize_refuses_too_small_buffers():
     with pytest.raises(ValueError, match="too small"):
-        augment._normalize.normalize(bytes(10), torch.empty(3, 2, 2).numpy(), 2, 2, (1, 1, 1), (0, 0, 0), False)
+        cpu_augment._normalize.normalize(bytes(10), torch.empty(3, 2, 2).numpy(), 2, 2, (1, 1, 1), (0, 0, 0), False)
 
 
 def test_per_sample_path_only_for_float32_plans():
     half = compile_plan(v2.Compose([v2.RandomResizedCrop(8), v2.ToImage(), v2.ToDtype(torch.float16, scale=True)]))
     uint8 = compile_plan(v2.Compose([v2.RandomResizedCrop(8), v2.PILToTensor()]))
-    assert not augment.normalizes_per_sample(half) and not augment.normalizes_per_sample(uint8)
-    assert augment.normalizes_per_sample(PLAN) == (augment._normalize is not None)
+    assert not cpu_augment.normalizes_per_sample(half) and not cpu_augment.normalizes_per_sample(uint8)
+    assert cpu_augment.normalizes_per_sample(PLAN) == (cpu_augment._normalize is not None)

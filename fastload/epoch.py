@@ -1,0 +1,92 @@
+"""One epoch of a loader: what ``iter(loader)`` starts, as torch's ``_MultiProcessingDataLoaderIter``.
+
+``start_epoch`` asks the schedule for the epoch (its order drawn as torch
+draws it), the path for its stages, and hands them to a ``ThreadPipeline``
+-- the iterator the training loop gets -- with the loader threads' worker
+identities (``fastload.workers``) and a ``Delivery`` that keeps the resume
+position and gives torch's IterableDataset length warning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import torch
+from torch.utils.data import IterableDataset
+
+from .pipeline import END, ThreadPipeline
+from .sources import Source
+from .workers import ThreadWorkers, install_worker_info
+
+
+def start_epoch(loader) -> ThreadPipeline:
+    loader.refresh_path()
+    path, order, threads = loader.path, loader.order, loader.num_workers
+    start = loader.schedule.start(order.batches if order is not None else None)
+    loader.stats.reset()
+    _warn_as_torch(loader)
+    workers = _workers(loader, start.base_seed) if threads else None
+    batches = itertools.islice(start.batches, start.skip, None) if order is not None else None
+    stages = path.stages(batches, start.epoch, order)
+    replay = start.skip if order is None else 0  # a plain IterableDataset can only be replayed
+    try:
+        length = len(loader) - start.skip + replay
+    except TypeError:
+        length = None
+    pipeline = ThreadPipeline(stages.jobs, threads, stages.in_flight, loader.timeout,
+                              on_wait=loader.stats.waited, thread_init=workers.init_thread if workers else None,
+                              length=length, on_deliver=Delivery(loader), serial_finish=stages.finish_in_order,
+                              handover=stages.handover, pinned=stages.pinned)
+    loader.iterators.add(pipeline)
+    for _ in range(replay):
+        if next(pipeline, END) is END:
+            break
+    loader.schedule.position["batches"] = start.skip
+    return pipeline
+
+
+def _workers(loader, base_seed: int) -> ThreadWorkers:
+    """The worker identities of this epoch's threads: new each epoch, or kept with persistent_workers."""
+    kept = loader.persistent_workers and loader.workers is not None
+    if not kept:
+        install_worker_info()
+        loader.workers = ThreadWorkers(loader.dataset, loader.num_workers, base_seed, loader.worker_init_fn,
+                                       copy_dataset=not isinstance(loader.dataset, Source))
+    return loader.workers
+
+
+class Delivery:
+    """Called as each batch is handed over (``end``: the epoch ran out): the resume position, and torch's
+    warning when an IterableDataset yields more than its ``len`` said."""
+
+    def __init__(self, loader):
+        self.loader = loader
+        self.yielded = 0
+
+    def __call__(self, end: bool) -> None:
+        loader = self.loader
+        loader.schedule.delivered(end)
+        if end:
+            return
+        self.yielded += 1
+        reported = loader._IterableDataset_len_called
+        if isinstance(loader.dataset, IterableDataset) and reported is not None and self.yielded > reported:
+            message = (f"Length of IterableDataset {loader.dataset} was reported to be {reported}"
+                       f"(when accessing len(dataloader)), but {self.yielded} samples have been fetched. ")
+            if loader.num_workers > 0:
+                message += ("For multiprocessing data-loading, this could be caused by not properly configuring "
+                            "the IterableDataset replica at each worker. Please see "
+                            "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset "
+                            "for examples.")
+            warnings.warn(message, stacklevel=3)
+
+
+def _warn_as_torch(loader) -> None:
+    """The warnings torch's iterator gives when it starts."""
+    if loader.pin_memory and loader.pin_memory_device:
+        warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                      f"ignore pin_memory_device='{loader.pin_memory_device}'.", stacklevel=4)
+    if loader.pin_memory and not torch.accelerator.is_available():
+        warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                      "then device pinned memory won't be used.", stacklevel=4)

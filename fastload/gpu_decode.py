@@ -1,0 +1,438 @@
+"""GPU batch decoding: the backends that decode a batch of JPEGs on the device, and the choice between them.
+
+This is the device path's half of decoding; ``fastload.decode`` is the CPU
+half (header parsing, region decode, Pillow). The two change for different
+reasons -- this one with GPU libraries and what they accept, that one with
+libjpeg-turbo and torchvision's pixels -- and the CPU half must import
+without touching CUDA, so they are separate modules.
+
+A backend decodes what it can; every image it refuses or fails on -- not a
+JPEG, CMYK, lossless, corrupt, one the GPU library cannot take, or a whole
+batch the library rejected -- is decoded alone by the caller's CPU fallback,
+or reported with its file and reason, so one bad image never loses its
+neighbours. Results are (3, H, W) uint8 RGB tensors (gray and CMYK
+converted), as torchvision's RGB read mode gives.
+
+Backends:
+
+* ``TorchvisionGpuDecoder`` ("torchvision"; "nvjpeg" is accepted as its old
+  name): torchvision's batched GPU decode, nvJPEG on CUDA builds and rocJPEG
+  on ROCm builds, behind the same operator;
+* ``TorchCodecDecoder`` ("torchcodec"): TorchCodec's, an optional extra;
+* ``CpuDecoder`` ("cpu"): no GPU decode; every file is decoded on the CPU.
+
+Whether a GPU backend works here is decided by capability, not by build
+flags: at first use, a probe decode of a small JPEG on the device (cached per
+device). A failing probe makes the backend unavailable, and its reason is
+what an explicit request for GPU decoding reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from PIL import Image
+
+from .decode import DEFAULT_MAX_PIXELS
+from .errors import DecodeError
+
+try:
+    from . import _jpeg
+except ImportError:  # built without libjpeg headers
+    _jpeg = None
+
+DECODE_DEVICES = ("auto", "cpu", "cuda")
+DECODER_NAMES = ("torchvision", "nvjpeg", "torchcodec", "cpu")  # the values ``decoder=`` takes (and None)
+_ALIASES = {"nvjpeg": "torchvision"}  # the torchvision backend's name before it also ran on rocJPEG
+
+# What rocJPEG's hardware (VCN) path decodes: baseline JPEGs of at least 64x64 in these subsamplings.
+ROCJPEG_MIN_SIZE = 64
+ROCJPEG_SUBSAMPLINGS = ("4:4:4", "4:2:2", "4:2:0", "4:0:0")
+_SOF_BASELINE = 0xC0
+
+
+class CpuDecoder:
+    """The choice to decode every file on the CPU (``fastload.decode``), in the device path's reader threads.
+
+    Not a batch backend: the device path sees it and decodes each file where
+    it is read, as ``decode_device="cpu"`` (or no working GPU backend) asks.
+    """
+
+    name = "cpu"
+    description = "cpu"
+
+    def __init__(self, max_pixels: int | None = DEFAULT_MAX_PIXELS):
+        self.max_pixels = max_pixels  # the loader's pixel cap, which the reader threads apply to every header
+
+
+# ---------------------------------------------------------------- JPEG frame header
+
+@dataclass(frozen=True)
+class JpegFrame:
+    """A JPEG's frame header (SOFn): its coding process, size and per-component sampling factors."""
+
+    marker: int  # 0xC0 baseline, 0xC1 extended, 0xC2 progressive, 0xC3 lossless, ...
+    precision: int
+    width: int
+    height: int
+    sampling: tuple[tuple[int, int], ...]  # (horizontal, vertical) per component, in frame order
+
+    @property
+    def subsampling(self) -> str | None:
+        """"4:4:4", "4:2:2", "4:2:0", "4:4:0", "4:1:1", "4:0:0" (grayscale), or None for other layouts."""
+        if len(self.sampling) == 1:
+            return "4:0:0"
+        if len(self.sampling) != 3 or self.sampling[1] != (1, 1) or self.sampling[2] != (1, 1):
+            return None
+        return {(1, 1): "4:4:4", (2, 1): "4:2:2", (2, 2): "4:2:0", (1, 2): "4:4:0",
+                (4, 1): "4:1:1"}.get(self.sampling[0])
+
+
+def jpeg_frame(data: bytes) -> JpegFrame | None:
+    """The frame header of a JPEG, read by walking its marker segments; None if there is none before the scan."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    i, end = 2, len(data)
+    while i + 4 <= end:
+        if data[i] != 0xFF:  # stray bytes between segments: skipped to the next marker, as libjpeg does
+            i = data.find(b"\xff", i)
+            if i < 0:
+                return None
+            continue
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # markers without a length
+            i += 2
+            continue
+        if marker in (0xD9, 0xDA):  # end of image, or a scan, before any frame header
+            return None
+        length = int.from_bytes(data[i + 2:i + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
+            segment = data[i + 4:i + 2 + length]
+            count = segment[5] if len(segment) >= 6 else 0
+            if count == 0 or len(segment) < 6 + 3 * count:
+                return None
+            sampling = tuple((segment[7 + 3 * k] >> 4, segment[7 + 3 * k] & 0x0F) for k in range(count))
+            return JpegFrame(marker, segment[0], int.from_bytes(segment[3:5], "big"),
+                             int.from_bytes(segment[1:3], "big"), sampling)
+        if length < 2:
+            return None
+        i += 2 + length
+    return None
+
+
+# ---------------------------------------------------------------- probing
+
+@functools.lru_cache(maxsize=1)
+def probe_jpeg() -> bytes:
+    """A small JPEG (128x128 baseline 4:2:0, a color gradient) to probe GPU decoders with.
+
+    Large enough for rocJPEG's hardware path (64x64 and up), small enough to cost nothing.
+    """
+    import numpy as np
+    ramp = np.arange(128, dtype=np.uint8) * 2
+    pixels = np.stack([np.broadcast_to(ramp[None, :], (128, 128)), np.broadcast_to(ramp[:, None], (128, 128)),
+                       np.full((128, 128), 90, np.uint8)], axis=-1)
+    out = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels), "RGB").save(out, "JPEG", quality=90, subsampling=2)
+    return out.getvalue()
+
+
+class Unavailable(RuntimeError):
+    """A probe's finding that its backend cannot run here at all (no GPU, not installed): said as is."""
+
+
+def check_probe_output(image, data: bytes) -> None:
+    """Raise unless ``image`` (the backend's decode of ``data``) is what torchvision's CPU decoder gives, within
+    the few levels GPU IDCTs and upsampling differ by."""
+    import torch
+    import torchvision.io
+    expected = torch.ops.image.decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                                           torchvision.io.ImageReadMode.RGB.value, False)
+    got = image.cpu()
+    if tuple(got.shape) != tuple(expected.shape) or got.dtype != torch.uint8:
+        raise RuntimeError(f"the probe decode gave a {got.dtype} tensor of shape {tuple(got.shape)}, "
+                           f"not {tuple(expected.shape)} uint8")
+    off = (got.float() - expected.float()).abs().mean().item()
+    if off > 4:
+        raise RuntimeError(f"the probe decode gave wrong pixels ({off:.1f} levels off on average)")
+
+
+def _probe_torchvision(device) -> None:
+    """Decode ``probe_jpeg()`` on ``device`` with torchvision's GPU decoder; raise, saying why, if it cannot."""
+    import torch
+    import torchvision
+    from torchvision.io import ImageReadMode
+    if not torch.cuda.is_available():
+        raise Unavailable("no GPU (torch.cuda.is_available() is False)")
+    if not hasattr(torch.ops.image, "decode_jpegs_cuda"):
+        raise Unavailable(f"torchvision {torchvision.__version__} has no GPU JPEG decoder (decode_jpegs_cuda)")
+    data = probe_jpeg()
+    [image] = torch.ops.image.decode_jpegs_cuda([torch.frombuffer(bytearray(data), dtype=torch.uint8)],
+                                                ImageReadMode.RGB.value, device)
+    check_probe_output(image, data)
+
+
+def _probe_torchcodec(device) -> None:
+    """Decode ``probe_jpeg()`` on ``device`` with TorchCodec; raise, saying why, if it cannot."""
+    import torch
+    if not TorchCodecDecoder.installed():
+        raise Unavailable("torchcodec is not installed (pip install fastload[torchcodec])")
+    if not torch.cuda.is_available():
+        raise Unavailable("no GPU (torch.cuda.is_available() is False)")
+    from torchcodec.decoders import decode_jpeg
+    data = probe_jpeg()
+    [image] = decode_jpeg([torch.frombuffer(bytearray(data), dtype=torch.uint8)], mode="RGB", device=device)
+    check_probe_output(image, data)
+
+
+_probed: dict = {}  # (probe, device) -> None when it decodes, else why not
+_probe_lock = threading.Lock()
+
+
+def _probe_result(probe: Callable, device) -> str | None:
+    key = (probe, str(device))
+    with _probe_lock:
+        if key not in _probed:
+            try:
+                probe(device)
+                _probed[key] = None
+            except Unavailable as error:
+                _probed[key] = str(error)
+            except Exception as error:  # whatever the library raises: the backend cannot decode here
+                _probed[key] = f"a probe decode on {device} failed: {type(error).__name__}: {error}"
+        return _probed[key]
+
+
+# ---------------------------------------------------------------- GPU backends
+
+class TorchvisionGpuDecoder:
+    """torchvision's batched GPU JPEG decode on one device: nvJPEG on CUDA builds, rocJPEG on ROCm builds.
+
+    torchvision's GPU decoder serializes its callers behind one lock, so
+    the loader gives it one decoding thread per device, not the pool. It is
+    called through the operator itself, which does not emit
+    torchvision.io's deprecation warning (the user's own calls still do).
+
+    Args:
+        device: the device to decode on.
+        library: "nvjpeg" or "rocjpeg", the library underneath (default: from
+            ``torch.version.hip``); rocJPEG is given only the files its
+            hardware path takes (``accepts``).
+        probe: a function of the device that decodes a small JPEG there and
+            raises if it cannot (default: a real decode); called once per
+            device, at the first ``unavailable()``.
+    """
+
+    name = "torchvision"
+    default_probe = staticmethod(_probe_torchvision)
+
+    def __init__(self, device, *, library: str | None = None, probe: Callable | None = None):
+        import torch
+        self.device = torch.device(device)
+        self.library = library or ("rocjpeg" if torch.version.hip else "nvjpeg")
+        self.probe = probe or self.default_probe
+
+    @property
+    def description(self) -> str:
+        """What ``loader.stats.decoder`` reports: "torchvision (nvjpeg)" or "torchvision (rocjpeg)"."""
+        return f"{self.name} ({self.library})"
+
+    def unavailable(self) -> str | None:
+        """Why this backend cannot decode on its device (the probe's failure), or None when it can."""
+        return _probe_result(self.probe, self.device)
+
+    def accepts(self, data: bytes) -> bool:
+        """Whether to try this file on the GPU: a JPEG, not CMYK, not lossless (nvJPEG refuses those);
+        for rocJPEG also baseline, at least 64x64, and 4:4:4, 4:2:2, 4:2:0 or grayscale."""
+        if data[:3] != b"\xff\xd8\xff":
+            return False
+        if _jpeg is not None:
+            try:
+                components = _jpeg.header(data)[2]
+            except Exception:
+                return False
+            if components not in (1, 3):
+                return False
+        if b"\xff\xc3" in data[:65536]:  # SOF3: lossless
+            return False
+        return self.library != "rocjpeg" or rocjpeg_accepts(data)
+
+    def decode_many(self, encoded: list) -> list:
+        """Decode a list of uint8 CPU tensors; raises if the library rejects the batch."""
+        from torchvision.io import ImageReadMode
+        import torch
+        return torch.ops.image.decode_jpegs_cuda(encoded, ImageReadMode.RGB.value, self.device)
+
+
+def rocjpeg_accepts(data: bytes) -> bool:
+    """Whether rocJPEG's hardware path takes this JPEG: baseline 8-bit, at least 64x64, and 4:4:4, 4:2:2,
+    4:2:0 or grayscale. Anything else goes to the CPU fallback instead of failing a batch on the GPU."""
+    frame = jpeg_frame(data)
+    return (frame is not None and frame.marker == _SOF_BASELINE and frame.precision == 8
+            and frame.width >= ROCJPEG_MIN_SIZE and frame.height >= ROCJPEG_MIN_SIZE
+            and frame.subsampling in ROCJPEG_SUBSAMPLINGS)
+
+
+class TorchCodecDecoder(TorchvisionGpuDecoder):
+    """TorchCodec's batched JPEG decode (``torchcodec.decoders.decode_jpeg``), the successor of torchvision's.
+
+    An optional extra (``pip install fastload[torchcodec]``): used when it is
+    installed and decodes here, and, with ``decoder="auto"``, when it is
+    measured faster than torchvision's on the loader's own first batch
+    (``pick_fastest``). It takes what torchvision's GPU decoder takes.
+    """
+
+    name = "torchcodec"
+    default_probe = staticmethod(_probe_torchcodec)
+
+    @property
+    def description(self) -> str:
+        return self.name
+
+    @staticmethod
+    def installed() -> bool:
+        try:
+            from torchcodec.decoders import decode_jpeg  # noqa: F401
+        except Exception:  # not installed, or its native library does not load here
+            return False
+        return True
+
+    def accepts(self, data: bytes) -> bool:
+        """As torchvision's, and not EXIF-rotated: TorchCodec applies the EXIF orientation, which torchvision's
+        loaders (and so fastload's other paths) do not, and a 90-degree turn would also swap the size."""
+        return super().accepts(data) and _exif_orientation(data) in (None, 1)
+
+    def decode_many(self, encoded: list) -> list:
+        from torchcodec.decoders import decode_jpeg
+        return decode_jpeg(list(encoded), mode="RGB", device=self.device)
+
+
+def _exif_orientation(data: bytes) -> int | None:
+    """The EXIF orientation tag of a JPEG, or None when it has none."""
+    if b"Exif" not in data[:65536]:
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.getexif().get(0x0112)
+    except Exception:
+        return None
+
+
+# The GPU backends by ``decoder=`` name ("nvjpeg": the torchvision backend's former name).
+DECODERS = {"torchvision": TorchvisionGpuDecoder, "nvjpeg": TorchvisionGpuDecoder, "torchcodec": TorchCodecDecoder}
+GPU_BACKENDS = (TorchvisionGpuDecoder, TorchCodecDecoder)  # in order of preference
+
+
+# ---------------------------------------------------------------- the choice
+
+def choose_decoder(decode_device: str = "auto", device=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
+                   decoder: str | None = None, *, backends: Sequence[Callable] | None = None) -> list:
+    """The batch decoder(s) for ``decode_device`` and an optional ``decoder`` name (both already validated).
+
+    ``decode_device``: "cpu"; "cuda" (an error that says why where no GPU
+    backend decodes); or "auto": the GPU for a CUDA ``device`` where a
+    backend decodes there, else the CPU. ``decoder`` forces a backend by
+    name: "torchvision" (or "nvjpeg"), "torchcodec" or "cpu". ``backends``:
+    the GPU backend classes (or factories of a device) to consider, in order
+    of preference (default ``GPU_BACKENDS``). Returns a list: one decoder,
+    or with "auto" and several working GPU backends, all of them, for
+    ``pick_fastest`` to choose between on real data.
+    """
+    import torch
+    on_gpu = device is not None and torch.device(device).type == "cuda"
+    gpu_wanted = decode_device == "cuda" or (decode_device != "cpu" and on_gpu)
+    if decoder == "cpu" or (decoder is None and not gpu_wanted):
+        return [CpuDecoder(max_pixels)]  # no probe: nothing is to decode on a GPU
+    gpu_device = device if on_gpu else "cuda"
+    candidates = [make(gpu_device) for make in (GPU_BACKENDS if backends is None else backends)]
+    if decoder is not None:
+        name = _ALIASES.get(decoder, decoder)
+        backend = next((b for b in candidates if b.name == name), None)
+        reason = "no such backend" if backend is None else backend.unavailable()
+        if reason is not None:
+            raise RuntimeError(f"decoder={decoder!r} is not available here: {reason}")
+        return [backend]
+    reasons = [(backend, backend.unavailable()) for backend in candidates]
+    present = [backend for backend, reason in reasons if reason is None]
+    if present:
+        return present
+    if decode_device == "cuda":
+        why = "; ".join(f"{backend.description}: {reason}" for backend, reason in reasons) or "no GPU backend"
+        raise RuntimeError(f"decode_device='cuda': this torch/torchvision build cannot decode JPEGs on a GPU "
+                           f"here ({why}); use 'auto' or 'cpu'")
+    return [CpuDecoder(max_pixels)]
+
+
+def pick_fastest(decoders: list, encoded: list, clock=None):
+    """The decoder of ``decoders`` that decodes ``encoded`` (one real batch) fastest, and its output.
+
+    Each decodes the batch twice (the first call warms it up: handles,
+    buffers) and the second is timed to completion. A decoder that fails on
+    the batch is not chosen; (None, None) when all fail. A single decoder
+    is returned without a trial.
+    """
+    import torch
+    if len(decoders) == 1:
+        return decoders[0], None
+    clock = clock or time.perf_counter
+    best = None
+    for decoder in decoders:
+        try:
+            decoder.decode_many(encoded)
+            started = clock()
+            output = decoder.decode_many(encoded)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            seconds = clock() - started
+        except Exception:
+            continue
+        if best is None or seconds < best[0]:
+            best = (seconds, decoder, output)
+    if best is None:  # the batch failed on every backend: choose on another batch
+        return None, None
+    return best[1], best[2]
+
+
+def decode_batch(items: list[tuple[int, str, bytes]], decoder, fallback: Callable[[int], object],
+                 encoded: list | None = None) -> list:
+    """Decode (index, path, data) items: a (3, H, W) uint8 tensor or a DecodeError per item, in order.
+
+    ``decoder`` takes the files it accepts as one batch; if it rejects the
+    batch, each of them alone; whatever it still refuses, ``fallback``
+    decodes: a function of an item's position in ``items`` that returns its
+    image or raises DecodeError. ``encoded``: every item's data as a uint8
+    tensor, when the caller has already checked that ``decoder`` accepts
+    them all.
+    """
+    import torch
+    results: list = [None] * len(items)
+    if encoded is not None:
+        tried = list(range(len(items)))
+    else:
+        tried = [i for i, (_, _, data) in enumerate(items) if decoder.accepts(data)]
+        encoded = [torch.frombuffer(bytearray(items[i][2]), dtype=torch.uint8) for i in tried]
+    if tried:
+        try:
+            for i, image in zip(tried, decoder.decode_many(encoded)):
+                results[i] = image
+        except Exception:  # one bad image fails the library's batch: retry each alone
+            for i, data in zip(tried, encoded):
+                try:
+                    results[i] = decoder.decode_many([data])[0]
+                except Exception:
+                    pass
+    for i in range(len(items)):
+        if results[i] is None:
+            try:
+                results[i] = fallback(i)
+            except DecodeError as error:
+                results[i] = error
+    return results

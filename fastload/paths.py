@@ -1,0 +1,122 @@
+"""Which path a loader takes: chosen once, by ``choose_path``, and an object that owns its stages.
+
+* ``generic.IterablePath`` -- a generic IterableDataset (torch's rule for workers);
+* ``generic.MapPath`` -- any other dataset, or one whose transform does not fuse;
+* ``batch.FastPath`` -- a fastload source, or torchvision's ImageFolder/DatasetFolder
+  with its default loader (or a ``Subset`` of one), whose transform compiles
+  to a ``Plan``: decoded and augmented on the CPU;
+* ``device.DevicePath`` -- the fast path with a CUDA ``device`` and a plan
+  the fused kernel runs: decoded and augmented on the GPU.
+
+A path has ``fast`` and ``on_device`` (``loader.fast_path`` / ``loader.device_path``)
+and ``stages(batches, epoch, order)``: the epoch's declared stages. Adding a
+path is adding such a class and one line here.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torchvision
+from torch.utils.data import IterableDataset, Subset
+from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loader
+
+from fastload.kernels import augment as augment_kernel
+
+from . import device as device_stage
+from .batch import FastPath
+from .generic import IterablePath, MapPath
+from .gpu_decode import choose_decoder
+from .sources import Source
+from .transforms import UnsupportedTransform, compile_plan
+
+
+def choose_path(loader) -> Any:
+    """The path for ``loader``'s dataset and options (an error when GPU decoding was asked for and cannot
+    happen, or its backend is missing)."""
+    dataset, options = loader.dataset, loader.options
+    if isinstance(dataset, IterableDataset) and not isinstance(dataset, Source):
+        return IterablePath(loader)
+    fast = fast_path_inputs(dataset, loader.batch_size)
+    reason = device_refusal(fast, options.device)
+    gpu_decode_asked = options.decode_device == "cuda" or options.decoder not in (None, "cpu")
+    if reason and gpu_decode_asked:
+        raise ValueError(f"decode_device={options.decode_device!r}, decoder={options.decoder!r}: GPU decoding "
+                         f"runs on the device path, and {reason}")
+    if fast is None:
+        return MapPath(loader)
+    if reason is None:
+        decoders = choose_decoder(options.decode_device, options.device, options.max_image_pixels, options.decoder)
+        return device_stage.DevicePath(loader, *fast, decoders=decoders)
+    return FastPath(loader, *fast)
+
+
+def device_refusal(fast, device) -> str | None:
+    """Why the device path cannot run, or None when it can."""
+    if fast is None:
+        return "the dataset or its transform does not take the fast path"
+    if device is None or device.type not in device_stage.KERNEL_DEVICE_TYPES:
+        return "device is not a CUDA device"
+    if augment_kernel.triton is None:
+        return "triton is not installed"
+    reason = device_stage.unsupported(fast[1])
+    return reason and f"the fused kernel cannot run {reason}"
+
+
+def fast_path_inputs(dataset, batch_size: int | None):
+    """(samples, plan, target_transform) when the fast path applies, else None (warning once).
+
+    A ``Subset`` (``random_split``'s output) of a dataset that takes it
+    takes it too, over that subset's samples in its index order. A dataset
+    (or Subset) subclass that overrides how it fetches runs as given.
+    """
+    dataset, indices = _unwrap_subsets(dataset)
+    if isinstance(dataset, Subset):  # one that overrides how it fetches
+        if isinstance(_unwrap_subsets(dataset.dataset)[0], (Source, DatasetFolder)):
+            _warn_overrides(dataset, Subset)
+        return None
+    if isinstance(dataset, Source):
+        if indices is not None:
+            return None
+    elif isinstance(dataset, DatasetFolder):
+        if dataset.loader not in (default_loader, pil_loader) or torchvision.get_image_backend() != "PIL":
+            return None
+    else:
+        return None
+    if batch_size is None:
+        return None
+    if _overridden(dataset, Source if isinstance(dataset, Source) else DatasetFolder):
+        _warn_overrides(dataset, Source if isinstance(dataset, Source) else DatasetFolder)
+        return None
+    try:
+        plan = compile_plan(dataset.transform)
+    except UnsupportedTransform as reason:
+        warnings.warn(f"fastload: the fast path cannot run {reason}; running "
+                      f"{type(dataset).__name__}'s transform as given (correct, slower)", stacklevel=4)
+        return None
+    samples = dataset.samples if indices is None else [dataset.samples[i] for i in indices]
+    return samples, plan, dataset.target_transform
+
+
+def _unwrap_subsets(dataset) -> tuple[Any, list[int] | None]:
+    """(the dataset under any ``Subset`` layers, the indices into it they select; None without one)."""
+    indices = None
+    while isinstance(dataset, Subset) and not _overridden(dataset, Subset):
+        selected = [int(i) for i in dataset.indices]
+        indices = selected if indices is None else [selected[i] for i in indices]
+        dataset = dataset.dataset
+    return dataset, indices
+
+
+def _overridden(dataset, known: type) -> list[str]:
+    """The sample-producing methods of ``known`` that ``type(dataset)`` replaces (the fast path would
+    bypass them)."""
+    names = ("__getitem__", "__getitems__", "load")
+    return [name for name in names
+            if hasattr(known, name) and getattr(type(dataset), name, None) is not getattr(known, name)]
+
+
+def _warn_overrides(dataset, known: type) -> None:
+    warnings.warn(f"fastload: {type(dataset).__name__} overrides {', '.join(_overridden(dataset, known))}; "
+                  f"running it as given (correct, slower) instead of the fast path", stacklevel=4)
