@@ -340,13 +340,16 @@ def choose_decoder(decode_device: str = "auto", device=None, max_pixels: int | N
     ``decode_device``: "cpu"; "cuda" (an error that says why where no GPU
     backend decodes); or "auto": the GPU for a CUDA ``device`` where a
     backend decodes there, else the CPU. ``decoder`` forces a backend by
-    name: "torchvision" (or "nvjpeg"), "torchcodec" or "cpu". ``backends``:
+    name: "torchvision" (or "nvjpeg"), "torchcodec" or "cpu", or is the
+    caller's own backend object (or list of them), used as given. ``backends``:
     the GPU backend classes (or factories of a device) to consider, in order
     of preference (default ``GPU_BACKENDS``). Returns a list: one decoder,
     or with "auto" and several working GPU backends, all of them, for
     ``pick_fastest`` to choose between on real data.
     """
     import torch
+    if decoder is not None and not isinstance(decoder, str):  # the caller's own backend object(s)
+        return list(decoder) if isinstance(decoder, (list, tuple)) else [decoder]
     on_gpu = device is not None and torch.device(device).type == "cuda"
     gpu_wanted = decode_device == "cuda" or (decode_device != "cpu" and on_gpu)
     if decoder == "cpu" or (decoder is None and not gpu_wanted):

@@ -58,7 +58,10 @@ class Options:
             (decode on the CPU, augment on the GPU).
         decoder: force a decoding backend: "torchvision" (torchvision's GPU
             decoder; "nvjpeg" is the same), "torchcodec"
-            (``pip install fastload[torchcodec]``) or "cpu".
+            (``pip install fastload[torchcodec]``) or "cpu"; or a backend
+            object of your own (``accepts(data)``, ``decode_many(encoded)``,
+            ``description``, as in ``fastload.gpu_decode``), or a list of
+            them, of which the first batch measures the fastest.
             By default, with both GPU backends installed, the first batch
             measures which is faster.
         device_prefetch: with ``device="cuda"``, how many batches are
@@ -92,7 +95,8 @@ class Options:
         _one_of("on_corrupt", self.on_corrupt, ("deliver", "error"))
         _one_of("dct_scaling", self.dct_scaling, (True, False, "auto"))
         _one_of("decode_device", self.decode_device, DECODE_DEVICES)
-        _one_of("decoder", self.decoder, (None, *DECODER_NAMES))
+        if not _backends(self.decoder):
+            _one_of("decoder", self.decoder, (None, *DECODER_NAMES))
         _one_of("memory_format", self.memory_format, (torch.contiguous_format, torch.channels_last))
         skips = self.max_skips
         if skips is not None and not (isinstance(skips, int) and skips >= 0
@@ -104,6 +108,14 @@ class Options:
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(field.name for field in fields(cls))
+
+
+def _backends(decoder) -> bool:
+    """Whether ``decoder`` is a backend object (or a list of them): anything with ``accepts`` and
+    ``decode_many``, as ``fastload.gpu_decode``'s backends have."""
+    candidates = decoder if isinstance(decoder, (list, tuple)) else [decoder]
+    return bool(candidates) and all(callable(getattr(c, "decode_many", None)) and callable(getattr(c, "accepts", None))
+                                    for c in candidates)
 
 
 def _one_of(name: str, value, allowed: tuple) -> None:

@@ -29,16 +29,9 @@ def kernel_on_cpu(monkeypatch):
 
 
 @pytest.fixture
-def fake_gpu_decoder(monkeypatch):
-    """The loader's decoder choice (made once, when its path is chosen) returns the nvJPEG stand-in; the list
-    holds those made."""
-    made = []
-
-    def choose(decode_device="auto", device=None, max_pixels=None, decoder=None):
-        made.append(FakeGpuDecoder(device))
-        return [made[-1]]
-    monkeypatch.setattr(paths_module, "choose_decoder", choose)
-    return made
+def fake_gpu_decoder():
+    """The nvJPEG stand-in, for ``decoder=``."""
+    return FakeGpuDecoder(torch.device("cpu"))
 
 
 def levels_apart(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -54,15 +47,15 @@ def cpu_batches(dataset, **options):
 def test_device_path_matches_the_cpu_path(image_folder, kernel_on_cpu, request, gpu_decode):
     """Same seeds, same crops and flips: the fused kernel's batches are the CPU path's within one level
     (the kernel resamples as torchvision's tensor resize, the CPU path as Pillow)."""
-    made = request.getfixturevalue("fake_gpu_decoder") if gpu_decode else []
+    fake = request.getfixturevalue("fake_gpu_decoder") if gpu_decode else None
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(32))
     options = dict(batch_size=5, num_workers=2, seed=11, shuffle=True)
-    loader = fastload.DataLoader(dataset, device="cpu", **options)
+    loader = fastload.DataLoader(dataset, device="cpu", decoder=fake, **options)
     assert loader.device_path
     batches = list(loader)
     assert loader.stats.decoder == ("torchvision (nvjpeg)" if gpu_decode else "cpu")
     if gpu_decode:
-        assert sum(made[0].calls) == len(dataset) - 0  # every file went to the GPU stand-in
+        assert sum(fake.calls) == len(dataset) - 0  # every file went to the GPU stand-in
     expected = cpu_batches(dataset, **options)
     assert len(batches) == len(expected) == 5
     for (images, labels), (cpu_images, cpu_labels) in zip(batches, expected):
@@ -104,7 +97,8 @@ def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gp
     transform = fastload.transforms.Compose([fastload.transforms.CenterCrop(16),
                                              fastload.transforms.ToImage()])
     dataset = fastload.FileList(str(listing), transform=transform, shuffle=False)
-    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu", on_error="skip")
+    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu", on_error="skip",
+                                 decoder=fake_gpu_decoder)
     delivered = [label for _, labels in loader for label in labels.tolist()]
     skipped = {path for _, _, path, _ in loader.stats.skipped}
     assert len(delivered) == len(paths)
@@ -118,7 +112,7 @@ def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gp
     assert skipped and len(skipped) < len(paths) // 2
     # on_error="raise": the first bad file is named
     with pytest.raises(DecodeError) as error:
-        list(fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu"))
+        list(fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu", decoder=fake_gpu_decoder))
     assert error.value.path in skipped
 
 
@@ -225,7 +219,7 @@ def test_break_and_close_join_the_device_stage(image_folder, kernel_on_cpu):
     loader.close()  # the autouse fixture checks that no fastload thread (the finisher included) survives
 
 
-def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, kernel_on_cpu, monkeypatch):
+def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, kernel_on_cpu):
     import time
 
     class Slow(FakeGpuDecoder):
@@ -238,14 +232,13 @@ def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, ke
     class Fast(FakeGpuDecoder):
         name = description = "torchcodec"
 
-    made = []
-    monkeypatch.setattr(paths_module, "choose_decoder", lambda *a, **k: made.append([Slow(), Fast()]) or made[-1])
+    slow, fast = Slow(), Fast()
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
-    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
+    loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu", decoder=[slow, fast])
     list(loader)
     assert loader.stats.decoder == "torchcodec"
-    assert loader.path.decoder is made[0][1]  # kept, by the path, for the next epochs
-    slow_calls = len(made[0][0].calls)
+    assert loader.path.decoder is fast  # kept, by the path, for the next epochs
+    slow_calls = len(slow.calls)
     list(loader)
     assert loader.stats.decoder == "torchcodec"
-    assert len(made) == 1 and len(made[0][0].calls) == slow_calls  # not chosen or measured again
+    assert len(slow.calls) == slow_calls  # not chosen or measured again
