@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -30,6 +31,18 @@ from .rng import SampleRandom
 from .transforms import Plan, RandomResizedCropGeometry
 
 
+@dataclass(frozen=True)
+class EpochContext:
+    """What one epoch's tasks share, carried by them (an iterator still finishing an old epoch keeps its
+    own): the epoch, its augmentation seed, its order (which sample replaces a failed one) and its error
+    policy (with this epoch's skip budget)."""
+
+    epoch: int
+    seed: int
+    order: Any
+    errors: ErrorPolicy
+
+
 class SampleReader:
     """What every fast path does per sample: read the file, parse its header, draw its augmentation, and
     under ``on_error="skip"`` replace a sample that fails (the order says by which); and per batch: its
@@ -43,20 +56,23 @@ class SampleReader:
 
     def __init__(self, loader, samples: list[tuple[str, int]], plan: Plan, target_transform: Callable | None):
         self.loader, self.samples, self.plan, self.target_transform = loader, samples, plan, target_transform
-        self.options, self.stats = loader.options, loader.stats
-        self.device = self.options.device
+        self.stats = loader.stats
+        self.device = loader.options.device
         self.collate_fn = None if loader.collate_fn is default_collate else loader.collate_fn
-        self.seed, self.order, self.errors = 0, None, None  # the epoch's, from begin()
 
-    def begin(self, epoch: int, order) -> None:
-        """Start an epoch: its augmentation seed, its order (replacements) and its error budget."""
+    @property
+    def options(self):
+        return self.loader.options
+
+    def context(self, epoch: int, order) -> EpochContext:
+        """An epoch's shared state: its augmentation seed, its order and its error policy (with its budget)."""
         options, loader = self.options, self.loader
-        self.seed, self.order = loader.schedule.augment_seed, order
-        self.errors = ErrorPolicy(options.on_error, options.max_skips, options.on_corrupt, self.stats,
-                                  epoch_samples=len(order) * loader.batch_size)
+        errors = ErrorPolicy(options.on_error, options.max_skips, options.on_corrupt, self.stats,
+                             epoch_samples=len(order) * loader.batch_size)
+        return EpochContext(epoch, loader.schedule.augment_seed, order, errors)
 
-    def read(self, index: int, epoch: int, report) -> tuple[str, Any, bytes, Any, Any]:
-        """(path, label, file bytes, header, geometry) of sample ``index`` in ``epoch``."""
+    def read(self, index: int, ctx: EpochContext, report) -> tuple[str, Any, bytes, Any, Any]:
+        """(path, label, file bytes, header, geometry) of sample ``index`` in the context's epoch."""
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
@@ -64,7 +80,7 @@ class SampleReader:
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
-        geometry = self.plan.sample(header.width, header.height, SampleRandom(self.seed, epoch, index))
+        geometry = self.plan.sample(header.width, header.height, SampleRandom(ctx.seed, ctx.epoch, index))
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
         return path, label, data, header, geometry
@@ -72,16 +88,16 @@ class SampleReader:
     def label(self, label: Any) -> Any:
         return self.target_transform(label) if self.target_transform is not None else label
 
-    def load_or_replace(self, load: Callable[[int], Any], position: int, index: int, epoch: int,
+    def load_or_replace(self, load: Callable[[int], Any], position: int, index: int, ctx: EpochContext,
                         start: int = 0) -> Any:
         """``load(index)``, or under on_error="skip" ``load`` of the order's replacements for it
-        (``start=1``: this one having failed already)."""
-        for attempt in range(start, len(self.samples)):
-            candidate = index if attempt == 0 else self.order.replacement(position, index, attempt)
+        (``start=1``: this one having failed already), each sample of the epoch tried at most once."""
+        for attempt in range(start, ctx.order.attempts()):
+            candidate = index if attempt == 0 else ctx.order.replacement(position, index, attempt)
             try:
                 return load(candidate)
             except DecodeError as error:
-                self.errors.skip(error, epoch)
+                ctx.errors.skip(error, ctx.epoch)
         raise DecodeError(index, self.samples[index][0], "on_error='skip': no loadable sample left "
                                                          "to replace the failed ones")
 
@@ -119,48 +135,55 @@ class FastPath(SampleReader):
         self.in_flight = (loader.prefetch_factor or 2) * threads
         height, width = plan.output_size
         self.delivery = None
-        if self.device is not None and self.device.type == "cuda":
+        if self.device is not None and self.device.type == "cuda":  # every batch in flight may be finished
             from .device import DeviceDelivery
-            self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, options)
+            self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, options, slots=self.in_flight + 2)
         # direct: threads write normalized samples into the output batch; else they stage uint8
         self.direct = self.delivery is None and normalizes_per_sample(plan)
-        pin = self.delivery is not None or (loader.pin_memory and torch.cuda.is_available())
-        batch = (loader.batch_size, 3, height, width)
-        self.outputs = BufferPool(self.in_flight + 2, batch, plan.output_dtype, pin=pin and self.direct)
-        self.staging = None if self.direct else BufferPool(self.in_flight, (loader.batch_size, height, width, 3),
-                                                           torch.uint8, pin=pin)
+        # pin_memory: a fresh pinned output per batch, as torch's pin_memory gives; torch's caching host
+        # allocator then tracks the copies that read it, which a pool could not
+        self.pin_output = loader.pin_memory and torch.cuda.is_available() and self.delivery is None
+        self.outputs = BufferPool(self.in_flight + 2, (loader.batch_size, 3, height, width), plan.output_dtype)
+        staging = (loader.batch_size, height, width, 3)
+        self.staging = None if self.direct else BufferPool(self.in_flight, staging, torch.uint8,
+                                                           pin=self.device if self.delivery is not None else None)
         self.dct = options.dct_scaling is True or (options.dct_scaling == "auto"
                                                    and isinstance(plan.geometry, RandomResizedCropGeometry))
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
-        self.begin(epoch, order)
-        return Stages(self._jobs(batches, epoch), in_flight=self.in_flight,
+        return Stages(self._jobs(batches, self.context(epoch, order)), in_flight=self.in_flight,
                       handover=self.delivery.handover if self.delivery is not None else None)
 
-    def _jobs(self, batches, epoch: int) -> Iterator[Job]:
+    def _jobs(self, batches, ctx: EpochContext) -> Iterator[Job]:
         slots = self.plan.color_slots
         for batch in batches:
-            rows = LazyTake(self.staging or self.outputs, len(batch))
+            rows = LazyTake(self.staging.take if self.staging is not None else self._output, len(batch))
             color = ((torch.empty(len(batch), slots, dtype=torch.int32),
                       torch.empty(len(batch), slots, dtype=torch.float32)) if slots else None)
-            tasks = [_LoadInto(self, position, index, epoch, rows, row, color)
+            tasks = [_LoadInto(self, position, index, ctx, rows, row, color)
                      for row, (position, index) in enumerate(batch)]
             yield Job(tasks, _Finish(self, rows, color), what=[self.samples[index][0] for _, index in batch],
                       discard=rows.drop)
 
-    def load(self, index: int, epoch: int, out: torch.Tensor, report, color_row=None) -> Any:
+    def _output(self, rows: int) -> tuple[torch.Tensor, int | None]:
+        """A CPU output batch: pooled, or fresh and pinned (``pin_memory``)."""
+        if self.pin_output:
+            return torch.empty((rows,) + self.outputs.shape[1:], dtype=self.outputs.dtype, pin_memory=True), None
+        return self.outputs.take(rows)
+
+    def load(self, index: int, ctx: EpochContext, out: torch.Tensor, report, color_row=None) -> Any:
         """Decode and augment sample ``index`` into ``out`` (its output or staging row); return its label.
 
         ``color_row`` receives the sample's color operations and factors,
         which the batch's finish applies.
         """
-        path, label, data, header, geometry = self.read(index, epoch, report)
+        path, label, data, header, geometry = self.read(index, ctx, report)
         t1 = time.perf_counter()
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
             color_row[1].copy_(torch.tensor([factor for _, factor in geometry.color], dtype=torch.float32))
         decoded = decode(index, path, data, header, geometry, geometry.max_reduction if self.dct else 1)
-        self.errors.check_corrupt(decoded.warning, epoch, index, path)
+        ctx.errors.check_corrupt(decoded.warning, ctx.epoch, index, path)
         t2 = time.perf_counter()
         report("augment", path)
         try:
@@ -185,11 +208,12 @@ class FastPath(SampleReader):
                 rows.drop()
                 ready = self.delivery.ready(self.tail(images, labels), slot)
             self.stats.add("copy", time.perf_counter() - started)
+            self.stats.device("cpu", self.delivery.slots.nbytes, self.delivery.overflow)
             return ready
         if self.direct:
             images = buffer
         else:
-            images = finish_batch(buffer[:size], self.plan, out=self.outputs.take(size)[0], color=color)
+            images = finish_batch(buffer[:size], self.plan, out=self._output(size)[0], color=color)
         rows.drop()
         if self.options.memory_format != torch.contiguous_format:
             images = images.contiguous(memory_format=self.options.memory_format)
@@ -201,16 +225,17 @@ class FastPath(SampleReader):
 class _LoadInto:
     """A task: one sample (or its replacement) decoded and augmented into its row of the batch."""
 
-    def __init__(self, path: FastPath, position: int, index: int, epoch: int, rows: LazyTake, row: int, color):
-        self.path, self.position, self.index, self.epoch, self.rows, self.row = path, position, index, epoch, rows, row
+    def __init__(self, path: FastPath, position: int, index: int, ctx: EpochContext, rows: LazyTake, row: int,
+                 color):
+        self.path, self.position, self.index, self.ctx, self.rows, self.row = path, position, index, ctx, rows, row
         self.color_row = None if color is None else (color[0][row], color[1][row])
 
     def __call__(self, report) -> Any:
         return self.path.load_or_replace(functools.partial(self._load, report), self.position, self.index,
-                                         self.epoch)
+                                         self.ctx)
 
     def _load(self, report, index: int) -> Any:
-        return self.path.load(index, self.epoch, self.rows.get()[self.row], report, self.color_row)
+        return self.path.load(index, self.ctx, self.rows.get()[self.row], report, self.color_row)
 
 
 class _Finish:

@@ -24,7 +24,7 @@ the batches being built and those done hold memory.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -36,11 +36,11 @@ def _views(tensor: torch.Tensor) -> int:
 
 
 class BufferPool:
-    """Up to ``count`` buffers of ``shape``/``dtype`` on ``device`` (pinned host memory with ``pin``),
-    made when first needed, reused as the module docstring says."""
+    """Up to ``count`` buffers of ``shape``/``dtype`` on ``device`` (or pinned host memory for copies to the
+    CUDA device ``pin``), made when first needed, reused as the module docstring says."""
 
     def __init__(self, count: int, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | None = None,
-                 pin: bool = False, memory_format: torch.memory_format = torch.contiguous_format):
+                 pin: torch.device | None = None, memory_format: torch.memory_format = torch.contiguous_format):
         self.count, self.shape, self.dtype = count, tuple(shape), dtype
         self.device, self.pin, self.memory_format = device or torch.device("cpu"), pin, memory_format
         self._buffers: list[torch.Tensor] = []
@@ -89,16 +89,18 @@ class BufferPool:
 
     def _new(self, rows: int) -> torch.Tensor:
         shape = (rows,) + self.shape[1:]
-        if self.pin:
-            return torch.empty(shape, dtype=self.dtype, pin_memory=True)
+        if self.pin is not None:  # pinned for copies to this CUDA device; made there, whichever thread asks
+            with torch.cuda.device(self.pin):
+                return torch.empty(shape, dtype=self.dtype, pin_memory=True)
         return torch.empty(shape, dtype=self.dtype, device=self.device, memory_format=self.memory_format)
 
 
 class LazyTake:
-    """A batch's buffer from ``pool``, taken by the first ``get()`` (the batch's first sample to start)."""
+    """A batch's buffer from ``take(rows) -> (buffer, slot)`` (a ``BufferPool``'s, say), taken by the first
+    ``get()`` (the batch's first sample to start)."""
 
-    def __init__(self, pool: BufferPool, rows: int):
-        self.pool, self.rows = pool, rows
+    def __init__(self, take: Callable[[int], tuple[torch.Tensor, int | None]], rows: int):
+        self.take, self.rows = take, rows
         self.buffer: torch.Tensor | None = None
         self.slot: int | None = None
         self._lock = threading.Lock()
@@ -106,7 +108,7 @@ class LazyTake:
     def get(self) -> torch.Tensor:
         with self._lock:
             if self.buffer is None:
-                self.buffer, self.slot = self.pool.take(self.rows)
+                self.buffer, self.slot = self.take(self.rows)
             return self.buffer
 
     def drop(self) -> None:

@@ -34,7 +34,7 @@ import contextlib
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -42,7 +42,7 @@ from PIL import Image
 
 from fastload.kernels.augment import AugmentParams, augment_batch
 
-from .batch import SampleReader
+from .batch import EpochContext, SampleReader
 from .buffers import BufferPool
 from .cpu_augment import finish_batch
 from .decode import decode
@@ -83,13 +83,13 @@ class DeviceDelivery:
     the training loop's stream wait for it. Made once, for the loader's life (the stream at first use, so
     that making a loader touches no GPU)."""
 
-    def __init__(self, device: torch.device, batch_size: int, plan, options):
+    def __init__(self, device: torch.device, batch_size: int, plan, options, slots: int | None = None):
         self.device = device
         self.on_cuda = device.type == "cuda"
         self._stream = None
         height, width = plan.output_size
-        self.slots = BufferPool(options.device_prefetch + 2, (batch_size, 3, height, width), plan.output_dtype,
-                                device, memory_format=options.memory_format)
+        self.slots = BufferPool(slots or options.device_prefetch + 2, (batch_size, 3, height, width),
+                                plan.output_dtype, device, memory_format=options.memory_format)
 
     @property
     def stream(self):
@@ -153,23 +153,31 @@ class DevicePath(SampleReader):
     on ``device``: the three stages of the module docstring.
 
     Args:
-        decoders: the GPU decoder(s) from ``gpu_decode.choose_decoder``; with
-            several, the first batch measures which is fastest, and the choice
-            is kept for the loader's life. A ``CpuDecoder`` decodes every file
-            in the reader threads.
+        decoders: returns the GPU decoder(s) (``gpu_decode.choose_decoder``,
+            whose probe decodes on the device): called at the first epoch, on
+            first use. With several, the first batch measures which is
+            fastest, and the choice is kept for the loader's life. A
+            ``CpuDecoder`` decodes every file in the reader threads.
         (the others as ``SampleReader``'s)
     """
 
     fast = on_device = True
 
-    def __init__(self, loader, samples, plan, target_transform, *, decoders: list):
+    def __init__(self, loader, samples, plan, target_transform, *, decoders: Callable[[], list]):
         super().__init__(loader, samples, plan, target_transform)
         self.on_cuda = self.device.type == "cuda"
+        self._choose_decoders = decoders
+        self.cpu, self.candidates, self.decoder = None, [], None  # chosen by the first stages()
+        self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, self.options)
+        self.decoded_bytes_peak = 0
+
+    def _choose(self) -> None:
+        if self._choose_decoders is None:
+            return
+        decoders, self._choose_decoders = self._choose_decoders(), None
         self.cpu = next((d for d in decoders if isinstance(d, CpuDecoder)), None)
         self.candidates = [d for d in decoders if not isinstance(d, CpuDecoder)]
         self.decoder = self.candidates[0] if len(self.candidates) == 1 else None
-        self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, self.options)
-        self.decoded_bytes_peak = 0
 
     @property
     def decoder_name(self) -> str:
@@ -183,37 +191,37 @@ class DevicePath(SampleReader):
         """Reader threads per sample; the device stage in order on one thread, ``device_prefetch`` batches
         ahead of the loop; the handover in the loop's thread. Encoded batches in flight: those on the GPU,
         and a few being read."""
-        self.begin(epoch, order)
+        self._choose()
         prefetch = self.options.device_prefetch
-        return Stages(self._jobs(batches, epoch), in_flight=prefetch + (self.loader.prefetch_factor or 2),
+        return Stages(self._jobs(batches, self.context(epoch, order)), in_flight=prefetch + (self.loader.prefetch_factor or 2),
                       finish_in_order=prefetch, handover=self.delivery.handover)
 
     # -- reader threads --------------------------------------------------------------------
-    def _jobs(self, batches, epoch: int) -> Iterator[Job]:
+    def _jobs(self, batches, ctx: EpochContext) -> Iterator[Job]:
         for batch in batches:
-            yield Job([_Prepare(self, position, index, epoch) for position, index in batch],
-                      functools.partial(self._finish, epoch=epoch),
+            yield Job([_Prepare(self, position, index, ctx) for position, index in batch],
+                      functools.partial(self._finish, ctx=ctx),
                       what=[self.samples[index][0] for _, index in batch])
 
-    def _prepare(self, position: int, index: int, epoch: int, report, on_cpu: bool = False) -> _Sample:
+    def _prepare(self, position: int, index: int, ctx: EpochContext, report, on_cpu: bool = False) -> _Sample:
         """Read and draw a sample; decode it here unless the GPU decoder takes it (every candidate, while
         they are still to be measured), in which case its bytes are made ready for the batched call."""
-        path, label, data, header, geometry = self.read(index, epoch, report)
+        path, label, data, header, geometry = self.read(index, ctx, report)
         sample = _Sample(position, index, path, data, header, geometry, label)
         gpus = [self.decoder] if self.decoder is not None else self.candidates
         if on_cpu or not gpus or not all(gpu.accepts(data) for gpu in gpus):
-            self._decode_on_cpu(sample, epoch)
+            self._decode_on_cpu(sample, ctx)
         else:  # one buffer for the GPU decoder and, should it fail, the CPU fallback
             sample.data = bytearray(data)
             sample.encoded = torch.frombuffer(sample.data, dtype=torch.uint8)
         return sample
 
-    def _decode_on_cpu(self, sample: _Sample, epoch: int) -> torch.Tensor:
+    def _decode_on_cpu(self, sample: _Sample, ctx: EpochContext) -> torch.Tensor:
         """The one CPU fallback: decode the sample's crop region on the CPU into (pinned) memory; returns it
         as (C, H, W). For files the GPU decoder refuses, fails, or every file with a CPU decoder."""
         started = time.perf_counter()
         decoded = decode(sample.index, sample.path, sample.data, sample.header, sample.geometry, 1)
-        self.errors.check_corrupt(decoded.warning, epoch, sample.index, sample.path)
+        ctx.errors.check_corrupt(decoded.warning, ctx.epoch, sample.index, sample.path)
         image = decoded.image if decoded.image.mode in ("RGB", "L") else decoded.image.convert("RGB")
         pixels = np.asarray(image)
         # pinned from a reader thread, whose current device would otherwise be GPU 0: under torchrun every
@@ -227,11 +235,11 @@ class DevicePath(SampleReader):
         return sample.image
 
     # -- the device stage ------------------------------------------------------------------
-    def _finish(self, samples: list[_Sample], epoch: int) -> Ready:
+    def _finish(self, samples: list[_Sample], ctx: EpochContext) -> Ready:
         started = time.perf_counter()
         delivery = self.delivery
         with delivery.on_stream():
-            images = self._decode(samples, epoch)
+            images = self._decode(samples, ctx)
             self.decoded_bytes_peak = max(self.decoded_bytes_peak, sum(i.numel() for i in images))
             out, slot = delivery.take(len(samples))
             augment_batch(images, self._params(samples), self.plan.output_size,
@@ -243,11 +251,10 @@ class DevicePath(SampleReader):
                     image.record_stream(delivery.stream)
             ready = delivery.ready(batch, slot)
         self.stats.add("copy", time.perf_counter() - started)
-        self.stats.decoder, self.stats.device_bytes = self.decoder_name, self.device_bytes
-        self.stats.overflow = delivery.overflow
+        self.stats.device(self.decoder_name, self.device_bytes, delivery.overflow)
         return ready
 
-    def _decode(self, samples: list[_Sample], epoch: int) -> list[torch.Tensor]:
+    def _decode(self, samples: list[_Sample], ctx: EpochContext) -> list[torch.Tensor]:
         """Every sample's image on the device: GPU-decoded in one batch, the others copied over."""
         pending = [s for s in samples if s.image is None]
         if pending:
@@ -256,23 +263,23 @@ class DevicePath(SampleReader):
                 self.decoder = pick_fastest(self.candidates, encoded)[0]
             decoder = self.decoder or self.candidates[0]
             items = [(s.index, s.path, s.data) for s in pending]
-            results = decode_batch(items, decoder, functools.partial(self._fallback, pending, epoch), encoded)
+            results = decode_batch(items, decoder, functools.partial(self._fallback, pending, ctx), encoded)
             for sample, result in zip(pending, results):
                 if isinstance(result, DecodeError):
-                    self.errors.skip(result, epoch)  # raises unless on_error="skip"
-                    self._replace(sample, epoch)
+                    ctx.errors.skip(result, ctx.epoch)  # raises unless on_error="skip"
+                    self._replace(sample, ctx)
                 else:
                     sample.image = result
         return [_on_device(s.image, self.device) for s in samples]
 
-    def _fallback(self, pending: list[_Sample], epoch: int, i: int) -> torch.Tensor:
-        return self._decode_on_cpu(pending[i], epoch)
+    def _fallback(self, pending: list[_Sample], ctx: EpochContext, i: int) -> torch.Tensor:
+        return self._decode_on_cpu(pending[i], ctx)
 
-    def _replace(self, sample: _Sample, epoch: int) -> None:
+    def _replace(self, sample: _Sample, ctx: EpochContext) -> None:
         """Under on_error="skip": put the next loadable sample (decoded on the CPU) in ``sample``'s place."""
         replacement = self.load_or_replace(
-            functools.partial(self._prepare, sample.position, epoch=epoch, report=_ignore, on_cpu=True),
-            sample.position, sample.index, epoch, start=1)
+            functools.partial(self._prepare, sample.position, ctx=ctx, report=_ignore, on_cpu=True),
+            sample.position, sample.index, ctx, start=1)
         sample.__dict__.update(replacement.__dict__)
 
     def _params(self, samples: list[_Sample]) -> AugmentParams:
@@ -306,12 +313,12 @@ class _Prepare:
     """A reader-thread task: one sample (or its replacement) read, drawn, and decoded on the CPU or made
     ready for the batched GPU decode."""
 
-    def __init__(self, path: DevicePath, position: int, index: int, epoch: int):
-        self.path, self.position, self.index, self.epoch = path, position, index, epoch
+    def __init__(self, path: DevicePath, position: int, index: int, ctx: EpochContext):
+        self.path, self.position, self.index, self.ctx = path, position, index, ctx
 
     def __call__(self, report) -> _Sample:
-        prepare = functools.partial(self.path._prepare, self.position, epoch=self.epoch, report=report)
-        return self.path.load_or_replace(prepare, self.position, self.index, self.epoch)
+        prepare = functools.partial(self.path._prepare, self.position, ctx=self.ctx, report=report)
+        return self.path.load_or_replace(prepare, self.position, self.index, self.ctx)
 
 
 def _ignore(stage: str, what: str) -> None:

@@ -16,17 +16,16 @@ import torch
 from torch.utils.data import IterableDataset
 
 from .pipeline import END, ThreadPipeline
-from .sources import Source
-from .workers import ThreadWorkers, install_worker_info
 
 
 def start_epoch(loader) -> ThreadPipeline:
     loader.refresh_path()
-    path, order, threads = loader.path, loader.order, loader.num_workers
-    start = loader.schedule.start(order.batches if order is not None else None)
+    path, threads = loader.path, loader.num_workers
+    start = loader.schedule.start(loader.make_order)
+    order = start.order
     loader.stats.reset()
     _warn_as_torch(loader)
-    workers = _workers(loader, start.base_seed) if threads else None
+    workers = loader.workers.for_epoch(loader, start.base_seed) if threads else None
     batches = itertools.islice(start.batches, start.skip, None) if order is not None else None
     stages = path.stages(batches, start.epoch, order)
     replay = start.skip if order is None else 0  # a plain IterableDataset can only be replayed
@@ -42,18 +41,9 @@ def start_epoch(loader) -> ThreadPipeline:
     for _ in range(replay):
         if next(pipeline, END) is END:
             break
-    loader.schedule.position["batches"] = start.skip
+    if replay:
+        loader.schedule.replayed(start.skip)
     return pipeline
-
-
-def _workers(loader, base_seed: int) -> ThreadWorkers:
-    """The worker identities of this epoch's threads: new each epoch, or kept with persistent_workers."""
-    kept = loader.persistent_workers and loader.workers is not None
-    if not kept:
-        install_worker_info()
-        loader.workers = ThreadWorkers(loader.dataset, loader.num_workers, base_seed, loader.worker_init_fn,
-                                       copy_dataset=not isinstance(loader.dataset, Source))
-    return loader.workers
 
 
 class Delivery:

@@ -326,8 +326,6 @@ def _exif_orientation(data: bytes) -> int | None:
         return None
 
 
-# The GPU backends by ``decoder=`` name ("nvjpeg": the torchvision backend's former name).
-DECODERS = {"torchvision": TorchvisionGpuDecoder, "nvjpeg": TorchvisionGpuDecoder, "torchcodec": TorchCodecDecoder}
 GPU_BACKENDS = (TorchvisionGpuDecoder, TorchCodecDecoder)  # in order of preference
 
 

@@ -8,6 +8,7 @@ by ``fastload.epoch.start_epoch``; ARCHITECTURE.md draws the whole data path.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 
 import torch
@@ -23,6 +24,7 @@ from .paths import choose_path, fast_path_inputs
 from .schedule import Schedule
 from .sources import Source
 from .stats import Stats
+from .workers import Workers
 
 
 class DataLoader(torch.utils.data.DataLoader):
@@ -35,13 +37,10 @@ class DataLoader(torch.utils.data.DataLoader):
     ``world_size``, ``max_image_pixels``, ``dct_scaling``, ``max_skips``,
     ``on_corrupt``, ``decode_device``, ``decoder``, ``device_prefetch``,
     ``memory_format``) are described in ``fastload.options.Options`` and
-    readable as attributes of the loader. ``loader.stats`` counts the
-    current epoch; ``state_dict``/``load_state_dict`` resume mid-epoch.
-
-    The epoch of an iteration is the one last given to ``set_epoch`` (on the
-    loader or on its source) since the previous iteration, else the previous
-    epoch + 1, so shuffling and augmentation change every epoch even when
-    ``set_epoch`` is never called.
+    readable (and settable, validated again) as attributes of the loader.
+    ``loader.stats`` counts the current epoch; ``state_dict`` and
+    ``load_state_dict`` resume mid-epoch. Epochs advance by themselves
+    without ``set_epoch`` (``fastload.schedule`` says how).
     """
 
     # Hugging Face Accelerate reads these two attributes. ``prepare()`` returns a loader it finds
@@ -92,8 +91,15 @@ class DataLoader(torch.utils.data.DataLoader):
         self.schedule = Schedule(dataset if isinstance(dataset, Source) else None, seed, self.sampler,
                                  generator, persistent_workers)
         self.iterators: weakref.WeakSet = weakref.WeakSet()  # this loader's live epochs, for close()
-        self.workers = None  # the loader threads' worker identities (kept across epochs if persistent)
+        self.workers = Workers()  # the loader threads' worker identities (kept across epochs if persistent)
         self.path = choose_path(self)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in Options.names() and "options" in self.__dict__:  # validated again; the path may change
+            self.__dict__["options"] = dataclasses.replace(self.options, **{name: value})
+            self.path = choose_path(self)
+            return
+        super().__setattr__(name, value)
 
     def __getattr__(self, name: str):
         options = self.__dict__.get("options")
@@ -117,9 +123,10 @@ class DataLoader(torch.utils.data.DataLoader):
         fast = fast_path_inputs(self.dataset, self.batch_size)
         if (None if fast is None else fast[1]) != self.path.plan:
             self.path = choose_path(self)
+        elif fast is not None:  # same plan: the samples or the target_transform may still be new
+            self.path.samples, self.path.target_transform = fast[0], fast[2]
 
-    @property
-    def order(self):
+    def make_order(self):
         """This rank's order of an epoch (``fastload.order.Order``), None for a generic IterableDataset."""
         if isinstance(self.dataset, Source):
             return self.dataset.make_order(self.batch_size, self.drop_last, rank=self.rank,
@@ -137,7 +144,7 @@ class DataLoader(torch.utils.data.DataLoader):
         """Batches per epoch; for a fastload source, of this loader's shard (its rank/world overrides)."""
         if not isinstance(self.dataset, Source):
             return super().__len__()
-        return len(self.order)
+        return len(self.make_order())
 
     def check_worker_number_rationality(self) -> None:
         """No-op: torch warns about worker *processes* beyond the core count; these are threads."""

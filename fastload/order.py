@@ -105,6 +105,10 @@ class Order:
         ``position`` of the current epoch."""
         raise NotImplementedError
 
+    def attempts(self) -> int:
+        """How many samples a failed one may be replaced by, itself included: each of the epoch's once."""
+        raise NotImplementedError
+
 
 class IndexOrder(Order):
     """An order given by a list of dataset indices per epoch, cut into batches; a failed sample is replaced
@@ -136,6 +140,9 @@ class IndexOrder(Order):
 
     def replacement(self, position: int, index: int, attempt: int) -> int:
         return self._current[(position + attempt) % len(self._current)]
+
+    def attempts(self) -> int:
+        return len(self._current)
 
 
 class ShardOrder(IndexOrder):
@@ -174,6 +181,9 @@ class SamplerOrder(Order):
 
     def replacement(self, position: int, index: int, attempt: int) -> int:
         return (index + attempt) % self.dataset_size
+
+    def attempts(self) -> int:
+        return self.dataset_size
 
 
 def _positioned(batches: Iterator, auto_collation: bool) -> Iterator[list[tuple[int, int]]]:

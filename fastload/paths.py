@@ -15,6 +15,7 @@ path is adding such a class and one line here.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -46,8 +47,9 @@ def choose_path(loader) -> Any:
                          f"runs on the device path, and {reason}")
     if fast is None:
         return MapPath(loader)
-    if reason is None:
-        decoders = choose_decoder(options.decode_device, options.device, options.max_image_pixels, options.decoder)
+    if reason is None:  # the decoders are chosen (GPU backends probed) at the first epoch, on first use
+        decoders = functools.partial(choose_decoder, options.decode_device, options.device,
+                                     options.max_image_pixels, options.decoder)
         return device_stage.DevicePath(loader, *fast, decoders=decoders)
     return FastPath(loader, *fast)
 

@@ -28,6 +28,7 @@ class EpochStart:
 
     epoch: int
     skip: int  # batches already delivered (a resumed epoch)
+    order: Any  # the epoch's ``fastload.order.Order``, None for a generic IterableDataset
     batches: Iterator | None  # the order's batches, drawn as torch draws them
     base_seed: int
 
@@ -88,21 +89,26 @@ class Schedule:
         return self._augment_seed
 
     # -- an epoch's start -----------------------------------------------------------------------
-    def start(self, make_batches: Callable[[int], Iterator] | None) -> EpochStart:
-        """Begin the next epoch: resume if a state is pending, draw the epoch's order with
-        ``make_batches(epoch)`` and the base seed as torch's iterator draws them."""
+    def start(self, make_order: Callable[[], Any]) -> EpochStart:
+        """Begin the next epoch: resume if a state is pending (its seeds too), make the epoch's order with
+        ``make_order()`` and draw its batches and the base seed as torch's iterator draws them."""
         skip, resumed_rng = self._apply_pending()
         epoch = self._next_epoch()
+        order = make_order()
         rng = resumed_rng if resumed_rng is not None else self._rng_state()
         with self._rng_restored(resumed_rng):
-            batches = make_batches(epoch) if make_batches is not None else None
+            batches = order.batches(epoch) if order is not None else None
             if not (self.persistent and self.base_seed is not None):
                 self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
             if resumed_rng is not None and batches is not None:  # make the sampler draw from the saved state now
                 first = next(batches, None)
                 batches = itertools.chain([first] if first is not None else [], batches)
         self.position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng}
-        return EpochStart(epoch, skip, batches, self.base_seed)
+        return EpochStart(epoch, skip, order, batches, self.base_seed)
+
+    def replayed(self, skip: int) -> None:
+        """A generic IterableDataset's first ``skip`` batches were replayed to resume: they do not count."""
+        self.position["batches"] = skip
 
     def delivered(self, end: bool) -> None:
         """A batch was handed to the training loop (``end``: the epoch ran out)."""

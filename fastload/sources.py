@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
 
-from .order import ShardOrder, dist_info, num_shard_samples, shard_indices, split_for_workers
+from .order import ShardOrder, dist_info, num_shard_samples, split_for_workers
 
 
 class Source(torch.utils.data.IterableDataset):
@@ -58,6 +58,7 @@ class Source(torch.utils.data.IterableDataset):
         dist_info(rank, world_size)  # refuse an invalid pair now
         self._rank, self._world_size = rank, world_size
         self.epoch = 0
+        self._uneven_warned = False
 
     @property
     def rank(self) -> int:
@@ -73,10 +74,7 @@ class Source(torch.utils.data.IterableDataset):
 
     def shard(self, epoch: int | None = None) -> list[int]:
         """This rank's dataset indices for ``epoch`` (default: the current one)."""
-        return shard_indices(len(self.samples), rank=self.rank, world_size=self.world_size,
-                             shuffle=self.shuffle, seed=self.seed or 0,
-                             epoch=self.epoch if epoch is None else epoch, drop_last=self.drop_last,
-                             even_shards=self.even_shards)
+        return self.make_order(1, False).indices(self.epoch if epoch is None else epoch)
 
     def make_order(self, batch_size: int, drop_last: bool, *, rank: int | None = None,
                    world_size: int | None = None, shuffle: bool | None = None, seed: int | None = None) -> ShardOrder:
@@ -85,7 +83,8 @@ class Source(torch.utils.data.IterableDataset):
         ``fastload.order.Order`` here."""
         rank, world = dist_info(self._rank if rank is None else rank,
                                 self._world_size if world_size is None else world_size)
-        if not self.even_shards and len(self.samples) % world:
+        if not self.even_shards and len(self.samples) % world and not self._uneven_warned:
+            self._uneven_warned = True  # once per source
             size, extra = divmod(len(self.samples), world)
             warnings.warn(f"fastload: even_shards=False: ranks 0-{extra - 1} read {size + 1} samples, the "
                           f"others {size} (this is rank {rank}): ranks may run different numbers of batches. "

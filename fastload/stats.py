@@ -52,6 +52,11 @@ class Stats:
         """The training loop waited this long for a batch."""
         self.add("wait", seconds)
 
+    def device(self, decoder: str, device_bytes: int, overflow: int) -> None:
+        """What the device delivery reports after each batch."""
+        with self._lock:
+            self.decoder, self.device_bytes, self.overflow = decoder, device_bytes, overflow
+
     def count_batch(self, images: int) -> None:
         with self._lock:
             self.images += images

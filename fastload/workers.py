@@ -138,6 +138,26 @@ class ThreadWorkers:
             return self.dataset
 
 
+class Workers:
+    """A loader's worker identities across epochs: new ``ThreadWorkers`` each epoch, or, with
+    ``persistent_workers``, the same ones (torch's persistent worker processes)."""
+
+    def __init__(self):
+        self.current: ThreadWorkers | None = None
+
+    def for_epoch(self, loader, base_seed: int) -> ThreadWorkers:
+        if not (loader.persistent_workers and self.current is not None):
+            install_worker_info()
+            self.current = ThreadWorkers(loader.dataset, loader.num_workers, base_seed, loader.worker_init_fn,
+                                         copy_dataset=not _is_fastload_source(loader.dataset))
+        return self.current
+
+
+def _is_fastload_source(dataset) -> bool:
+    from .sources import Source
+    return isinstance(dataset, Source)
+
+
 class _as_worker_process:
     """Seed the process's torch (CPU), random and numpy generators as worker process ``seed`` would have
     them; put the caller's states back on exit."""

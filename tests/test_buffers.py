@@ -55,7 +55,7 @@ def test_held_batches_are_never_overwritten():
 
 def test_a_lazy_take_holds_the_buffer_from_its_first_sample_until_dropped():
     pool = BufferPool(1, (2, 3), torch.uint8)
-    rows = LazyTake(pool, 2)
+    rows = LazyTake(pool.take, 2)
     assert pool.nbytes == 0  # nothing taken while the job is only queued
     held = rows.get().data_ptr()
     assert rows.get().data_ptr() == held  # one buffer for the whole batch

@@ -128,10 +128,11 @@ def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(image
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
     assert loader.device_path and len(list(loader)) == 3 and loader.stats.decoder == "cpu"
+    # the probe runs on first use, so the reason comes with the first iteration
     with pytest.raises(RuntimeError, match="cannot decode JPEGs on a GPU"):
-        fastload.DataLoader(dataset, batch_size=8, device="cpu", decode_device="cuda")
+        iter(fastload.DataLoader(dataset, batch_size=8, device="cpu", decode_device="cuda"))
     with pytest.raises(RuntimeError, match="decoder='torchcodec' is not available"):
-        fastload.DataLoader(dataset, batch_size=8, device="cpu", decoder="torchcodec")
+        iter(fastload.DataLoader(dataset, batch_size=8, device="cpu", decoder="torchcodec"))
 
 
 def test_gpu_decoding_asked_for_where_the_device_path_cannot_run(image_folder):

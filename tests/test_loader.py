@@ -134,7 +134,7 @@ def test_two_ranks_get_disjoint_shards_covering_the_epoch(image_folder):
         assert len(loader) == 3
         assert sum(images.shape[0] for images, _ in loader) == 12
     paths = [fastload.DataLoader(fastload.ImageFolder(image_folder, TRAIN), rank=r, world_size=2,
-                                 shuffle=True).order.indices(0) for r in range(2)]
+                                 shuffle=True).make_order().indices(0) for r in range(2)]
     assert len(paths[0]) == len(paths[1]) == 12
     assert set(paths[0]) | set(paths[1]) == set(range(23))
     assert len(set(paths[0]) & set(paths[1])) == 1  # one index repeated as padding, as DistributedSampler does
