@@ -3,9 +3,9 @@
 from . import transforms
 from .errors import DecodeError, LoaderError
 from .loader import DataLoader
-from .sources import FileList, ImageFolder, Source
+from .sources import Encoded, FileList, ImageFolder, Source
 from .stats import Stats
 
-__all__ = ["DataLoader", "ImageFolder", "FileList", "Source", "transforms", "DecodeError",
+__all__ = ["DataLoader", "ImageFolder", "FileList", "Encoded", "Source", "transforms", "DecodeError",
            "LoaderError", "Stats"]
 __version__ = "0.1.0"

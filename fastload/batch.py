@@ -26,7 +26,6 @@ from .buffers import BufferPool, LazyTake
 from .deliver import collate, to_device
 from .errors import DecodeError, ErrorPolicy
 from .pipeline import Job, Stages
-from .read import read_file
 from .rng import SampleRandom
 from .transforms import Plan, RandomResizedCropGeometry
 
@@ -50,12 +49,15 @@ class SampleReader:
 
     Args:
         loader: whose options, stats, schedule (seeds) and collate_fn apply.
-        samples: the dataset's [(path, label)].
+        samples: the dataset's [(path or name, label)].
         plan: the compiled transform.
+        read: sample index -> its encoded bytes (a file's, or a source's own).
     """
 
-    def __init__(self, loader, samples: list[tuple[str, int]], plan: Plan, target_transform: Callable | None):
+    def __init__(self, loader, samples: list[tuple[str, int]], plan: Plan, target_transform: Callable | None,
+                 read: Callable[[int], bytes]):
         self.loader, self.samples, self.plan, self.target_transform = loader, samples, plan, target_transform
+        self.read_bytes = read
         self.stats = loader.stats
         self.device = loader.options.device
         self.collate_fn = None if loader.collate_fn is default_collate else loader.collate_fn
@@ -76,7 +78,7 @@ class SampleReader:
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
-        data = read_file(index, path)
+        data = self.read_bytes(index)
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
@@ -129,8 +131,8 @@ class FastPath(SampleReader):
 
     fast, on_device = True, False
 
-    def __init__(self, loader, samples, plan: Plan, target_transform):
-        super().__init__(loader, samples, plan, target_transform)
+    def __init__(self, loader, samples, plan: Plan, target_transform, read):
+        super().__init__(loader, samples, plan, target_transform, read)
         options, threads = self.options, max(loader.num_workers, 1)
         self.in_flight = (loader.prefetch_factor or 2) * threads
         height, width = plan.output_size

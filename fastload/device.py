@@ -163,8 +163,8 @@ class DevicePath(SampleReader):
 
     fast = on_device = True
 
-    def __init__(self, loader, samples, plan, target_transform, *, decoders: Callable[[], list]):
-        super().__init__(loader, samples, plan, target_transform)
+    def __init__(self, loader, samples, plan, target_transform, read, *, decoders: Callable[[], list]):
+        super().__init__(loader, samples, plan, target_transform, read)
         self.on_cuda = self.device.type == "cuda"
         self._choose_decoders = decoders
         self.cpu, self.candidates, self.decoder = None, [], None  # chosen by the first stages()

@@ -123,8 +123,8 @@ class DataLoader(torch.utils.data.DataLoader):
         fast = fast_path_inputs(self.dataset, self.batch_size)
         if (None if fast is None else fast[1]) != self.path.plan:
             self.path = choose_path(self)
-        elif fast is not None:  # same plan: the samples or the target_transform may still be new
-            self.path.samples, self.path.target_transform = fast[0], fast[2]
+        elif fast is not None:  # same plan: the samples, target_transform or reader may still be new
+            self.path.samples, self.path.target_transform, self.path.read_bytes = fast[0], fast[2], fast[3]
 
     def make_order(self):
         """This rank's order of an epoch (``fastload.order.Order``), None for a generic IterableDataset."""

@@ -29,6 +29,7 @@ from . import device as device_stage
 from .batch import FastPath
 from .generic import IterablePath, MapPath
 from .gpu_decode import choose_decoder
+from .read import read_file
 from .sources import Source
 from .transforms import UnsupportedTransform, compile_plan
 
@@ -67,7 +68,8 @@ def device_refusal(fast, device) -> str | None:
 
 
 def fast_path_inputs(dataset, batch_size: int | None):
-    """(samples, plan, target_transform) when the fast path applies, else None (warning once).
+    """(samples, plan, target_transform, read) when the fast path applies, else None (warning once);
+    ``read(index)`` gives sample ``index``'s encoded bytes.
 
     A ``Subset`` (``random_split``'s output) of a dataset that takes it
     takes it too, over that subset's samples in its index order. A dataset
@@ -98,7 +100,31 @@ def fast_path_inputs(dataset, batch_size: int | None):
                       f"{type(dataset).__name__}'s transform as given (correct, slower)", stacklevel=4)
         return None
     samples = dataset.samples if indices is None else [dataset.samples[i] for i in indices]
-    return samples, plan, dataset.target_transform
+    if isinstance(dataset, Source):
+        read = dataset.read if indices is None else _SubsetRead(dataset.read, indices)
+    else:
+        read = _FileRead(samples)
+    return samples, plan, dataset.target_transform, read
+
+
+class _FileRead:
+    """``read(index)``: the file of ``samples[index]``."""
+
+    def __init__(self, samples):
+        self.samples = samples
+
+    def __call__(self, index: int) -> bytes:
+        return read_file(index, self.samples[index][0])
+
+
+class _SubsetRead:
+    """``read(index)`` of a subset: the source's read of the index it selects."""
+
+    def __init__(self, read, indices: list[int]):
+        self.read, self.indices = read, indices
+
+    def __call__(self, index: int) -> bytes:
+        return self.read(self.indices[index])
 
 
 def _unwrap_subsets(dataset) -> tuple[Any, list[int] | None]:

@@ -16,9 +16,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+from PIL import Image
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
 
+from .decode import open_image
+from .errors import DecodeError
 from .order import ShardOrder, dist_info, num_shard_samples, split_for_workers
+from .read import read_file
 
 
 class Source(torch.utils.data.IterableDataset):
@@ -100,15 +104,22 @@ class Source(torch.utils.data.IterableDataset):
         return num_shard_samples(len(self.samples), self.world_size, self.drop_last, self.rank,
                                  self.even_shards)
 
+    def read(self, index: int) -> bytes:
+        """Sample ``index``'s encoded bytes (the fast paths' read stage): its file's."""
+        return read_file(index, self.samples[index][0])
+
     def load(self, index: int) -> tuple[Any, Any]:
         """One sample as torchvision's ImageFolder.__getitem__ returns it."""
         path, label = self.samples[index]
-        image = pil_loader(path)
+        image = self._open(index, path)
         if self.transform is not None:
             image = self.transform(image)
         if self.target_transform is not None:
             label = self.target_transform(label)
         return image, label
+
+    def _open(self, index: int, path: str) -> Image.Image:
+        return pil_loader(path)
 
     def __iter__(self):
         for index in split_for_workers(self.shard()):
@@ -170,3 +181,36 @@ class FileList(Source):
                                      f"integer label, got {line!r}") from None
                 samples.append((os.path.join(self.root, fields[0]), label))
         return samples
+
+
+class Encoded(Source):
+    """Your own encoded images as a source (what DALI's ``external_source`` is for): ``items[i]`` is
+    ``(encoded bytes, label)``.
+
+    ``items`` is a list, or any sequence with a length and indexing (a view
+    of a database, a memory-mapped store): read by index, so it shards,
+    shuffles and resumes exactly like the folder sources and takes the fast
+    path and the device path; every item is read once when the source is
+    made (for its label). The bytes may be ``bytes``, ``bytearray``, a
+    ``memoryview`` or a uint8 numpy array / tensor. Errors name a sample
+    ``name[i]``. For a one-pass stream of samples, wrap it in an
+    ``IterableDataset`` (the generic path, as torch would run it).
+    """
+
+    def __init__(self, items, transform: Callable | None = None, target_transform: Callable | None = None, *,
+                 name: str = "encoded", **order):
+        self.items, self.name = items, name
+        super().__init__([(f"{name}[{i}]", label) for i, (_, label) in enumerate(items)], transform,
+                         target_transform, **order)
+
+    def read(self, index: int) -> bytes:
+        data = self.items[index][0]
+        if hasattr(data, "numpy"):  # a tensor
+            data = data.numpy()
+        data = bytes(memoryview(data).cast("B")) if not isinstance(data, bytes) else data
+        if not data:
+            raise DecodeError(index, self.samples[index][0], "empty bytes")
+        return data
+
+    def _open(self, index: int, path: str) -> Image.Image:
+        return open_image(index, path, self.read(index)).convert("RGB")

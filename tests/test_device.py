@@ -243,3 +243,16 @@ def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, ke
     list(loader)
     assert loader.stats.decoder == "torchcodec"
     assert len(slow.calls) == slow_calls  # not chosen or measured again
+
+
+def test_encoded_bytes_on_the_device_path(image_folder, kernel_on_cpu, fake_gpu_decoder):
+    """A source of your own encoded bytes takes the device path as a folder does: the same batches."""
+    reference = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    items = [(open(path, "rb").read(), label) for path, label in reference.samples]
+    options = dict(batch_size=8, num_workers=2, seed=5, device="cpu", decoder=fake_gpu_decoder)
+    encoded = fastload.DataLoader(fastload.Encoded(items, transform=recipes.resnet50_train(16)), **options)
+    assert encoded.device_path
+    got = list(encoded)  # one at a time: Triton's interpreter runs one kernel launch at a time
+    for (images, labels), (ref_images, ref_labels) in zip(got, fastload.DataLoader(reference, **options),
+                                                          strict=True):
+        assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)

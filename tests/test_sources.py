@@ -4,6 +4,7 @@ import torchvision
 import pytest
 
 import fastload
+from fastload import transforms as T
 from fastload.sources import FileList, ImageFolder
 
 
@@ -71,3 +72,58 @@ def test_sources_split_across_stock_torch_workers(image_folder):
     loader = torch.utils.data.DataLoader(source, batch_size=4, num_workers=2)
     labels = torch.cat([labels for _, labels in loader]).tolist()
     assert sorted(labels) == sorted(source.targets)
+
+
+def _encoded_items(folder):
+    """(bytes, label) for every file of a folder, in ImageFolder's order."""
+    reference = fastload.ImageFolder(folder)
+    return [(open(path, "rb").read(), label) for path, label in reference.samples]
+
+
+@pytest.mark.parametrize("kind", ["bytes", "numpy", "tensor"])
+def test_encoded_bytes_take_the_fast_path_with_the_folder_s_batches(image_folder, kind):
+    import numpy as np
+    items = _encoded_items(image_folder)
+    if kind == "numpy":
+        items = [(np.frombuffer(data, np.uint8), label) for data, label in items]
+    elif kind == "tensor":
+        items = [(torch.frombuffer(bytearray(data), dtype=torch.uint8), label) for data, label in items]
+    transform = T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True)])
+    options = dict(batch_size=5, num_workers=2, shuffle=True, seed=3)
+    encoded = fastload.DataLoader(fastload.Encoded(items, transform), **options)
+    folder = fastload.DataLoader(fastload.ImageFolder(image_folder, transform), **options)
+    assert encoded.fast_path and len(encoded) == len(folder)
+    for (images, labels), (ref_images, ref_labels) in zip(encoded, folder, strict=True):
+        assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+
+
+def test_encoded_bytes_shard_resume_and_name_bad_samples(image_folder):
+    items = _encoded_items(image_folder)
+    items[4] = (b"not an image", items[4][1])
+    transform = T.Compose([T.CenterCrop(8), T.ToImage()])
+    shards = [fastload.DataLoader(fastload.Encoded(items, transform, rank=r, world_size=2, name="mine"),
+                                  batch_size=4, on_error="skip") for r in range(2)]
+    seen = [label for loader in shards for _, labels in loader for label in labels.tolist()]
+    assert len(seen) == 24 and shards[0].stats.skipped[0][2] == "mine[4]"  # 23 + 1 padding, one replaced
+    with pytest.raises(fastload.DecodeError, match=r"mine\[4\]"):
+        list(fastload.DataLoader(fastload.Encoded(items, transform, name="mine"), batch_size=4))
+    loader = fastload.DataLoader(fastload.Encoded(items[:4] + items[5:], transform), batch_size=4, shuffle=True)
+    iterator = iter(loader)
+    next(iterator)
+    state = loader.state_dict()
+    rest = [labels.tolist() for _, labels in iterator]
+    resumed = fastload.DataLoader(fastload.Encoded(items[:4] + items[5:], transform), batch_size=4, shuffle=True)
+    resumed.load_state_dict(state)
+    assert [labels.tolist() for _, labels in resumed] == rest
+
+
+def test_encoded_bytes_with_a_transform_that_does_not_fuse_run_as_given(image_folder):
+    from torchvision.transforms import v2
+    items = _encoded_items(image_folder)
+    transform = v2.Compose([v2.ToImage(), v2.GaussianBlur(3, sigma=1.0), v2.CenterCrop(8)])
+    with pytest.warns(UserWarning, match="GaussianBlur"):
+        loader = fastload.DataLoader(fastload.Encoded(items, transform), batch_size=23)
+    assert not loader.fast_path
+    images, labels = next(iter(loader))
+    expected = torch.stack([transform(fastload.ImageFolder(image_folder).load(i)[0]) for i in range(23)])
+    assert torch.equal(images, expected)
