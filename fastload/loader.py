@@ -120,7 +120,7 @@ class DataLoader(torch.utils.data.DataLoader):
     def refresh_path(self) -> None:
         """Choose the path again if the dataset's transform changed since the last epoch (progressive
         resizing, a new transform on a split): the batches must change, as they would under torch."""
-        fast = fast_path_inputs(self.dataset, self.batch_size)
+        fast = fast_path_inputs(self.dataset, self.batch_size, warn=False)
         if (None if fast is None else fast[1]) != self.path.plan:
             self.path = choose_path(self)
         elif fast is not None:  # same plan: the samples, target_transform or reader may still be new

@@ -67,7 +67,7 @@ def device_refusal(fast, device) -> str | None:
     return reason and f"the fused kernel cannot run {reason}"
 
 
-def fast_path_inputs(dataset, batch_size: int | None):
+def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True):
     """(samples, plan, target_transform, read) when the fast path applies, else None (warning once);
     ``read(index)`` gives sample ``index``'s encoded bytes.
 
@@ -76,28 +76,32 @@ def fast_path_inputs(dataset, batch_size: int | None):
     (or Subset) subclass that overrides how it fetches runs as given.
     """
     dataset, indices = _unwrap_subsets(dataset)
+    say = _warn if warn else _quiet
     if isinstance(dataset, Subset):  # one that overrides how it fetches
         if isinstance(_unwrap_subsets(dataset.dataset)[0], (Source, DatasetFolder)):
-            _warn_overrides(dataset, Subset)
+            say(f"{type(dataset).__name__} overrides {', '.join(_overridden(dataset, Subset))}")
         return None
     if isinstance(dataset, Source):
         if indices is not None:
             return None
     elif isinstance(dataset, DatasetFolder):
-        if dataset.loader not in (default_loader, pil_loader) or torchvision.get_image_backend() != "PIL":
+        if dataset.loader not in (default_loader, pil_loader):
+            say(f"{type(dataset).__name__} reads its files with its own loader, {dataset.loader!r}")
+            return None
+        if torchvision.get_image_backend() != "PIL":
             return None
     else:
         return None
     if batch_size is None:
         return None
-    if _overridden(dataset, Source if isinstance(dataset, Source) else DatasetFolder):
-        _warn_overrides(dataset, Source if isinstance(dataset, Source) else DatasetFolder)
+    known = Source if isinstance(dataset, Source) else DatasetFolder
+    if _overridden(dataset, known):
+        say(f"{type(dataset).__name__} overrides {', '.join(_overridden(dataset, known))}")
         return None
     try:
         plan = compile_plan(dataset.transform)
     except UnsupportedTransform as reason:
-        warnings.warn(f"fastload: the fast path cannot run {reason}; running "
-                      f"{type(dataset).__name__}'s transform as given (correct, slower)", stacklevel=4)
+        say(f"the fast path cannot run {reason}", f"{type(dataset).__name__}'s transform")
         return None
     samples = dataset.samples if indices is None else [dataset.samples[i] for i in indices]
     if isinstance(dataset, Source):
@@ -145,6 +149,11 @@ def _overridden(dataset, known: type) -> list[str]:
             if hasattr(known, name) and getattr(type(dataset), name, None) is not getattr(known, name)]
 
 
-def _warn_overrides(dataset, known: type) -> None:
-    warnings.warn(f"fastload: {type(dataset).__name__} overrides {', '.join(_overridden(dataset, known))}; "
-                  f"running it as given (correct, slower) instead of the fast path", stacklevel=4)
+def _warn(why: str, what: str = "it") -> None:
+    """Say, once, why the fast path is not taken (from the user's DataLoader(...) line)."""
+    warnings.warn(f"fastload: {why}; running {what} as given (correct, slower) instead of the fast path",
+                  stacklevel=5)
+
+
+def _quiet(why: str, what: str = "it") -> None:
+    """Not again: the reason was given when the path was chosen."""

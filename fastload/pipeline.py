@@ -257,6 +257,9 @@ class ThreadPipeline:
         except BaseException:
             self.close()
             raise
+        # The error's traceback keeps this frame: it must not keep the pipeline (and its threads) alive once
+        # the training loop has let go of it, as a `for` loop the error leaves does.
+        del self
         raise error  # outside the handler: the error keeps its own cause and context
 
     def _next_output(self) -> Any:

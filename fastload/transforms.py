@@ -412,6 +412,9 @@ def compile_plan(transform) -> Plan:
             color.append((p, tuple(steps)))
 
     for t in _flatten(transform):
+        if isinstance(t, (v1.ColorJitter, v1.Grayscale, v1.RandomGrayscale)) and not isinstance(t, v2.Transform):
+            raise unsupported(t, "v1's color operations on PIL images round as Pillow's ImageEnhance does; "
+                                 "torchvision.transforms.v2's (or fastload.transforms') fuse")
         if isinstance(t, (v2.ColorJitter, v2.Grayscale, v2.RandomGrayscale)):
             color_group(t, float(getattr(t, "p", 1.0)), [t])
             continue
@@ -435,6 +438,9 @@ def compile_plan(transform) -> Plan:
                 mode = InterpolationMode(mode)  # v2 keeps the mode as its string value
                 if mode not in _PIL_RESAMPLE:
                     raise unsupported(t, f"interpolation {mode.value}")
+                if state != "pil" and mode != InterpolationMode.NEAREST and getattr(t, "antialias", True) is not True:
+                    # on a PIL image torchvision always antialiases, as the plan does; on a tensor it obeys this
+                    raise unsupported(t, "antialias=False on a tensor image")
                 resample = _PIL_RESAMPLE[mode]
             if isinstance(t, (v1.CenterCrop, v2.CenterCrop)):
                 crop = _pair(t.size)

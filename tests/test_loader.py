@@ -4,6 +4,7 @@ import shutil
 import pytest
 import torch
 import torchvision
+from PIL import Image
 from torchvision import transforms as v1
 from torchvision.transforms import v2
 
@@ -498,3 +499,21 @@ def test_deterministic_geometry_gives_torchs_pixels_by_default(split, resize, cr
                                                           strict=True):
         assert torch.equal(labels, ref_labels)
         torch.testing.assert_close(images, ref_images, atol=one_level, rtol=0)
+
+
+def test_a_fallback_warns_once_naming_why(image_folder):
+    import warnings
+    transform = v2.Compose([v2.ToImage(), v2.Resize((12, 12), antialias=False), v2.ToDtype(torch.float32, scale=True)])
+    dataset = torchvision.datasets.ImageFolder(image_folder, transform)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        loader = fastload.DataLoader(dataset, batch_size=8)
+        batches = list(loader) + list(loader)
+    assert [str(w.message) for w in caught if "fastload" in str(w.message)] == [
+        f"fastload: the fast path cannot run {type(transform.transforms[1]).__module__}.Resize "
+        f"(antialias=False on a tensor image); running ImageFolder's transform as given (correct, slower) "
+        f"instead of the fast path"]
+    assert torch.equal(batches[0][0], next(iter(torch.utils.data.DataLoader(dataset, 8)))[0])
+    custom = torchvision.datasets.ImageFolder(image_folder, transform=TRAIN, loader=lambda p: Image.open(p).convert("RGB"))
+    with pytest.warns(UserWarning, match="its own loader"):
+        assert not fastload.DataLoader(custom, batch_size=4).fast_path

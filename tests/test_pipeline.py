@@ -121,3 +121,16 @@ def test_serial_finish_error_reaches_the_consumer_and_close_joins_a_waiting_fini
     time.sleep(0.05)
     pipeline.close()
     assert not fastload_threads()
+
+
+def test_an_error_that_leaves_the_loop_stops_the_threads_at_once():
+    """The error's traceback must not keep the pipeline alive: threads stop when the `for` loop is left,
+    without waiting for the garbage collector."""
+    gc.disable()
+    try:
+        with pytest.raises(KeyError):
+            for _ in ThreadPipeline(jobs(10, fail_at=3), 2, max_in_flight=4):
+                pass
+        assert not fastload_threads()
+    finally:
+        gc.enable()

@@ -177,3 +177,13 @@ def test_a_subclass_that_overrides_behaviour_runs_as_given(base, args, role):
             continue  # v2 rebinds get_params to v1's on every subclass: the override never takes effect
         with pytest.raises(UnsupportedTransform, match=f"My{base.__name__} .*overrides {name}"):
             compile_plan(v2.Compose(_remove_identity(_pipeline(subclass(*args), role))))
+
+
+def test_antialias_false_on_tensors_runs_as_given_and_v1_color_says_why():
+    with pytest.raises(UnsupportedTransform, match="antialias=False on a tensor image"):
+        compile_plan(v2.Compose([v2.ToImage(), v2.Resize((8, 8), antialias=False)]))
+    compile_plan(v2.Compose([v2.Resize((8, 8), antialias=False), v2.ToImage()]))  # PIL: always antialiased
+    compile_plan(v2.Compose([v2.ToImage(), v2.Resize((8, 8), interpolation=v2.InterpolationMode.NEAREST,
+                                                     antialias=False)]))
+    with pytest.raises(UnsupportedTransform, match="ImageEnhance"):
+        compile_plan(v1.Compose([v1.CenterCrop(8), v1.ColorJitter(0.4), v1.ToTensor()]))
