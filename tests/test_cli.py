@@ -137,3 +137,5 @@ def test_unknown_loader_and_missing_data_are_clear_errors(image_folder):
         main(["bench", str(image_folder), "--compare", "dali"])
     with pytest.raises(SystemExit, match="no such folder or file list"):
         main(["inspect", "/nonexistent/data"])
+    with pytest.raises(SystemExit, match="not an image folder, and not a file list"):
+        main(["inspect", __file__])  # a Python file is neither

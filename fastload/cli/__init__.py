@@ -17,7 +17,11 @@ def open_source(data: str, transform=None, **options):
     if os.path.isdir(data):
         return ImageFolder(data, transform, **options)
     if os.path.isfile(data):
-        return FileList(data, transform=transform, **options)
+        try:
+            return FileList(data, transform=transform, **options)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise SystemExit(f"fastload: {data}: not an image folder, and not a file list of 'path label' "
+                             f"lines ({error})") from None
     raise SystemExit(f"fastload: {data}: no such folder or file list")
 
 

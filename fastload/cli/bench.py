@@ -186,7 +186,8 @@ def run_in_child(name: str, command: list[str]) -> dict:
     output, _ = child.communicate()
     peak_mb = memory.stop()
     if child.returncode:
-        raise SystemExit(f"fastload bench: {name} failed with exit status {child.returncode}")
+        raise SystemExit(f"fastload bench: {name} failed with exit status {child.returncode} (its error is "
+                         f"above; for broken or unreadable files, `fastload inspect DATA` lists them all)")
     result = json.loads(output.strip().splitlines()[-1])
     result["peak_mb"] = peak_mb if peak_mb is not None else result["own_peak_rss_mb"]
     return result
