@@ -48,10 +48,6 @@ class BufferPool:
         self._lock = threading.Lock()
         self.overflow = 0
 
-    def matches(self, count: int, shape, dtype, device=None, memory_format=torch.contiguous_format) -> bool:
-        return (self.count, self.shape, self.dtype, self.device, self.memory_format) == (
-            count, tuple(shape), dtype, device or torch.device("cpu"), memory_format)
-
     @property
     def nbytes(self) -> int:
         return sum(buffer.numel() * buffer.element_size() for buffer in self._buffers)

@@ -165,7 +165,6 @@ class DevicePath(SampleReader):
 
     def __init__(self, loader, samples, plan, target_transform, read, *, decoders: Callable[[], list]):
         super().__init__(loader, samples, plan, target_transform, read)
-        self.on_cuda = self.device.type == "cuda"
         self._choose_decoders = decoders
         self.cpu, self.candidates, self.decoder = None, [], None  # chosen by the first stages()
         self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, self.options)
@@ -193,8 +192,9 @@ class DevicePath(SampleReader):
         and a few being read."""
         self._choose()
         prefetch = self.options.device_prefetch
-        return Stages(self._jobs(batches, self.context(epoch, order)), in_flight=prefetch + (self.loader.prefetch_factor or 2),
-                      finish_in_order=prefetch, handover=self.delivery.handover)
+        return Stages(self._jobs(batches, self.context(epoch, order)),
+                      in_flight=prefetch + (self.loader.prefetch_factor or 2), finish_in_order=prefetch,
+                      handover=self.delivery.handover)
 
     # -- reader threads --------------------------------------------------------------------
     def _jobs(self, batches, ctx: EpochContext) -> Iterator[Job]:
@@ -226,8 +226,9 @@ class DevicePath(SampleReader):
         pixels = np.asarray(image)
         # pinned from a reader thread, whose current device would otherwise be GPU 0: under torchrun every
         # rank would create a CUDA context there (torch's pin-memory thread sets its device for this too)
-        with torch.cuda.device(self.device) if self.on_cuda else contextlib.nullcontext():
-            host = torch.empty(pixels.shape, dtype=torch.uint8, pin_memory=self.on_cuda)
+        on_cuda = self.delivery.on_cuda
+        with torch.cuda.device(self.device) if on_cuda else contextlib.nullcontext():
+            host = torch.empty(pixels.shape, dtype=torch.uint8, pin_memory=on_cuda)
         host.numpy()[...] = pixels
         sample.image = host.permute(2, 0, 1) if host.dim() == 3 else host[None]
         sample.origin = decoded.origin

@@ -27,8 +27,9 @@ class Options:
             without one, the order's is 0 (DistributedSampler's) and the
             augmentation's is ``torch.initial_seed()`` (the ``generator``'s,
             if one is given) when the loader is first iterated, so
-            ``torch.manual_seed`` changes it and a fixed seed reproduces it. Augmentation is a pure function of (seed, epoch,
-            sample index); ``state_dict`` records its seed.
+            ``torch.manual_seed`` changes it and a fixed seed reproduces it.
+            Augmentation is a pure function of (seed, epoch, sample index);
+            ``state_dict`` records its seed.
         on_error: "raise" (default) raises ``fastload.DecodeError`` naming the
             file; "skip" replaces a bad sample with the next one and records
             it in ``loader.stats.skipped``.

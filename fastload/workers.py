@@ -50,6 +50,8 @@ import numpy as np
 import torch
 from torch.utils.data._utils import worker as torch_worker
 
+from .sources import Source
+
 _local = threading.local()
 _install_lock = threading.Lock()
 _process_rng_lock = threading.Lock()  # worker_init_fn calls swap the process generators: one at a time
@@ -149,13 +151,8 @@ class Workers:
         if not (loader.persistent_workers and self.current is not None):
             install_worker_info()
             self.current = ThreadWorkers(loader.dataset, loader.num_workers, base_seed, loader.worker_init_fn,
-                                         copy_dataset=not _is_fastload_source(loader.dataset))
+                                         copy_dataset=not isinstance(loader.dataset, Source))
         return self.current
-
-
-def _is_fastload_source(dataset) -> bool:
-    from .sources import Source
-    return isinstance(dataset, Source)
 
 
 class _as_worker_process:
