@@ -192,3 +192,106 @@ def _positioned(batches: Iterator, auto_collation: bool) -> Iterator[list[tuple[
         batch = batch if auto_collation else [batch]
         yield [(position + i, index) for i, index in enumerate(batch)]
         position += len(batch)
+
+
+class ReaderOrder(IndexOrder):
+    """DALI's (and rocAL's) file reader order: a stream of samples, not a per-epoch permutation.
+
+    Shard ``shard_id`` of ``num_shards`` is the contiguous block
+    ``[size * shard_id // num_shards, size * (shard_id + 1) // num_shards)``.
+    The reader never rewinds: without ``stick_to_shard`` it reads on past
+    its block, through the next shards and around the dataset; with it, it
+    cycles its own block. ``pad_last_batch`` pads each block, by repeating
+    its last sample, to the largest shard's size rounded up to whole batches,
+    so every shard yields the same number of full batches. What makes an
+    epoch is the iterator's business (``plugin``); here an epoch of the
+    loader is one padded block's worth of batches, and epochs follow each
+    other along the stream. Measured against DALI 2.4.0's ``readers.file``
+    (tests/compat/test_dali_reader.py).
+
+    Shuffling is DALI's in kind (its generator differs, so not its values):
+    ``shuffle_after_epoch`` reads the block from a fresh permutation of the
+    whole dataset (seeded ``seed + pass``) on every pass; ``random_shuffle``
+    draws each sample at random from a buffer of the next ``initial_fill``
+    samples of the stream.
+    """
+
+    def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
+                 stick_to_shard: bool = False, pad_last_batch: bool = False, random_shuffle: bool = False,
+                 initial_fill: int = 1024, shuffle_after_epoch: bool = False, seed: int = 0):
+        super().__init__(batch_size, drop_last=False)
+        if not 0 <= shard_id < num_shards:
+            raise ValueError(f"shard_id {shard_id} is not in [0, num_shards={num_shards})")
+        if dataset_size < num_shards:
+            raise ValueError(f"{dataset_size} samples cannot be split into {num_shards} shards")
+        if shuffle_after_epoch and (stick_to_shard or random_shuffle):
+            raise ValueError("shuffle_after_epoch cannot be combined with stick_to_shard or random_shuffle "
+                             "(as in DALI)")
+        self.size, self.shard_id, self.num_shards = dataset_size, shard_id, num_shards
+        self.stick, self.pad, self.seed = stick_to_shard, pad_last_batch, seed
+        self.random_shuffle, self.initial_fill = random_shuffle, max(1, initial_fill)
+        self.shuffle_after_epoch = shuffle_after_epoch
+        self._buffer_state: tuple[int, list[int], int] | None = None  # (next position, buffer, base position)
+        self._permutation: tuple[int, list[int]] = (-1, [])  # (pass, permutation) of shuffle_after_epoch
+
+    def bounds(self, shard: int) -> tuple[int, int]:
+        return self.size * shard // self.num_shards, self.size * (shard + 1) // self.num_shards
+
+    def block(self) -> int:
+        """Samples the reader reads from one shard before moving on (or around): the padded block with
+        ``pad_last_batch``, else the shard's size."""
+        if self.pad:
+            largest = -(-self.size // self.num_shards)
+            return -(-largest // self.batch_size) * self.batch_size
+        low, high = self.bounds(self.shard_id)
+        return high - low
+
+    def num_samples(self) -> int:
+        return -(-self.block() // self.batch_size) * self.batch_size
+
+    def indices(self, epoch: int) -> list[int]:
+        count = self.num_samples()
+        return self.stream(epoch * count, count)
+
+    def stream(self, start: int, count: int) -> list[int]:
+        """The dataset indices at stream positions ``start .. start + count - 1``."""
+        if self.random_shuffle:
+            return self._shuffled(start, count)
+        return [self._at(p) for p in range(start, start + count)]
+
+    def _at(self, p: int) -> int:
+        """The (unshuffled, or permuted per pass) sample at stream position ``p``."""
+        if self.shuffle_after_epoch:
+            block = self.block()
+            low, high = self.bounds(self.shard_id)
+            if self._permutation[0] != p // block:  # one permutation per pass, made once
+                generator = torch.Generator().manual_seed(self.seed + p // block)
+                self._permutation = (p // block, torch.randperm(self.size, generator=generator).tolist())
+            return self._permutation[1][low + min(p % block, high - low - 1)]
+        if self.pad:
+            block = self.block()
+            shard = self.shard_id if self.stick else (self.shard_id + p // block) % self.num_shards
+            low, high = self.bounds(shard)
+            return low + min(p % block, high - low - 1)
+        low, high = self.bounds(self.shard_id)
+        if self.stick:
+            return low + p % (high - low)
+        return (low + p) % self.size
+
+    def _shuffled(self, start: int, count: int) -> list[int]:
+        """Positions ``start ..`` of the stream drawn through the shuffle buffer; the buffer's state is
+        kept, so consecutive epochs continue it (another start replays it from the beginning)."""
+        from .rng import SampleRandom
+        state = self._buffer_state
+        if state is None or state[0] > start:
+            state = (0, [self._at(p) for p in range(self.initial_fill)], self.initial_fill)
+        position, buffer, base = state
+        out = []
+        while position < start + count:
+            slot = SampleRandom(self.seed, 0, position).randint(0, len(buffer))
+            if position >= start:
+                out.append(buffer[slot])
+            buffer[slot] = self._at(base)
+            position, base = position + 1, base + 1
+        self._buffer_state = (position, buffer, base)
+        return out

@@ -1,3 +1,4 @@
+import collections
 import os
 
 import pytest
@@ -79,3 +80,66 @@ def test_a_new_order_class_plugs_in_without_touching_the_loader(numbered_list):
     loader = fastload.DataLoader(BlockList(numbered_list, transform=transform), batch_size=3, num_workers=2)
     labels = [label for _, batch in loader for label in batch.tolist()]
     assert labels == list(range(23 // 3, 46 // 3)) and len(loader) == 3
+
+
+def _dali_reader_stream(tmp_path, size, batch_size, batches, **reader):
+    """The labels real DALI's fn.readers.file yields, batch after batch (label i = file i)."""
+    dali = pytest.importorskip("nvidia.dali")
+    files = []
+    for i in range(size):
+        (tmp_path / f"f{i}").write_bytes(b"%d" % i)
+        files.append(str(tmp_path / f"f{i}"))
+
+    @dali.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None)
+    def pipe():
+        _, labels = dali.fn.readers.file(files=files, labels=list(range(size)), name="R", **reader)
+        return labels
+
+    p = pipe()
+    p.build()
+    stream = []
+    for _ in range(batches):
+        labels, = p.run()
+        stream += [int(x) for x in labels.as_array().ravel()]
+    return stream, p.reader_meta("R")
+
+
+@pytest.mark.parametrize("size,shards,batch_size", [(11, 3, 4), (11, 3, 3), (11, 4, 2), (7, 1, 2), (10, 5, 4)])
+@pytest.mark.parametrize("stick,pad", [(False, False), (True, False), (False, True), (True, True)])
+def test_reader_order_is_dalis_stream(tmp_path, size, shards, batch_size, stick, pad):
+    """ReaderOrder's stream equals DALI 2.4's file reader's, for every shard (contiguous blocks, reading on
+    past the block or cycling it, padding each block with its last sample to whole batches)."""
+    from fastload.order import ReaderOrder
+    for shard in range(shards):
+        count = 7 * batch_size
+        theirs, meta = _dali_reader_stream(tmp_path, size, batch_size, 7, shard_id=shard, num_shards=shards,
+                                           stick_to_shard=stick, pad_last_batch=pad)
+        order = ReaderOrder(size, shard_id=shard, num_shards=shards, batch_size=batch_size,
+                            stick_to_shard=stick, pad_last_batch=pad)
+        assert order.stream(0, count) == theirs, (shard, meta)
+        # the loader's epochs follow each other along the same stream
+        epochs = [i for e in range(-(-count // order.num_samples())) for i in order.indices(e)]
+        assert epochs[:count] == theirs
+
+
+def test_reader_order_shuffles_as_dali_does_in_kind():
+    """shuffle_after_epoch: each pass over the block is a fresh permutation's block (one pass of a single
+    shard is every sample once); random_shuffle: the stream's samples, mixed through a buffer."""
+    from fastload.order import ReaderOrder
+    whole = ReaderOrder(11, shard_id=0, num_shards=1, batch_size=4, shuffle_after_epoch=True, seed=3)
+    passes = [whole.stream(11 * k, 11) for k in range(3)]
+    assert all(sorted(p) == list(range(11)) for p in passes) and passes[0] != passes[1]
+    block = ReaderOrder(11, shard_id=1, num_shards=3, batch_size=4, shuffle_after_epoch=True, seed=3)
+    assert all(len(set(block.stream(4 * k, 4))) == 4 for k in range(5))
+    mixed = ReaderOrder(11, shard_id=0, num_shards=1, batch_size=4, random_shuffle=True, initial_fill=4, seed=3)
+    stream = mixed.stream(0, 44)
+    assert stream != [i % 11 for i in range(44)] and sorted(stream[:40]) != stream[:40]
+    counts = collections.Counter(stream)  # 4 of each went in; up to 4 may still wait in the buffer
+    assert set(counts) == set(range(11)) and all(0 < c <= 8 for c in counts.values())
+    assert mixed.stream(0, 44) == stream  # replayed from the start: the same
+    again = ReaderOrder(11, shard_id=0, num_shards=1, batch_size=4, random_shuffle=True, initial_fill=4, seed=3)
+    assert [i for e in range(4) for i in again.indices(e)][:44] == stream[:44]
+    with pytest.raises(ValueError, match="shuffle_after_epoch"):
+        ReaderOrder(11, shard_id=0, num_shards=1, batch_size=4, shuffle_after_epoch=True, stick_to_shard=True)
+    with pytest.raises(ValueError, match="shards"):
+        ReaderOrder(2, shard_id=0, num_shards=3, batch_size=4)
