@@ -38,6 +38,9 @@ def choose_path(loader) -> Any:
     """The path for ``loader``'s dataset and options (an error when GPU decoding was asked for and cannot
     happen, or its backend is missing)."""
     dataset, options = loader.dataset, loader.options
+    own_path = getattr(dataset, "fastload_path", None)  # a front end's source that brings its own path
+    if own_path is not None:
+        return own_path(loader)
     if isinstance(dataset, IterableDataset) and not isinstance(dataset, Source):
         return IterablePath(loader)
     fast = fast_path_inputs(dataset, loader.batch_size)
