@@ -7,7 +7,7 @@ fastload._normalize (one-pass per-sample normalization). If they do not
 build, installation goes on and Pillow and torch do that work, only slower.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name="fastload",
@@ -15,7 +15,7 @@ setup(
     description="A drop-in, thread-based torch DataLoader for image training",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=["fastload", "fastload.cli", "fastload.kernels"],
+    packages=[*find_packages(include=["fastload", "fastload.*"]), "fastload.kernels"],
     package_dir={"fastload": "fastload", "fastload.kernels": "kernels"},
     ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"], libraries=["jpeg"],
                            extra_compile_args=["-O2"], optional=True),
@@ -27,7 +27,9 @@ setup(
                     "torchcodec": ["torchcodec==0.17.0"],
                     # lightning and accelerate: tests/test_frameworks.py runs the loader under both;
                     # torchcodec: tests/test_decode.py calls its decoder (on the CPU) as the GPU path does
+                    # nvidia-dali-cuda130: tests/compat compares fastload.compat.dali with real DALI's CPU
+                    # operators (they run without a GPU)
                     "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
-                             "torchcodec==0.17.0"]},
+                             "torchcodec==0.17.0", "nvidia-dali-cuda130==2.4.0"]},
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )
