@@ -1,0 +1,1 @@
+"""Front ends that run other loaders' pipelines (NVIDIA DALI) on fastload's own machinery."""

@@ -1,0 +1,4 @@
+"""``fn.decoders``: image decoding, whole or a random crop window."""
+
+from ..operators import decoders_image as image  # noqa: F401
+from ..operators import decoders_image_random_crop as image_random_crop  # noqa: F401

@@ -1,0 +1,3 @@
+"""``fn.io``: file input."""
+
+from . import file  # noqa: F401

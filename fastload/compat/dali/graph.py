@@ -1,0 +1,275 @@
+"""The graph a DALI pipeline definition traces, and how one sample runs through it.
+
+Operators called inside a pipeline (``fn.resize(images, ...)``) do not run:
+they add an ``Op`` to the pipeline being defined and return ``DataNode``s,
+as in DALI. At ``build()`` the pipeline keeps the ops its outputs depend on
+(DALI prunes the rest too) and runs them per sample in fastload's loader
+threads (``graph_path.GraphPath``). Each sample is independent: DALI's
+operators here are all per-sample, and its random operators draw from the
+sample's own stream, so the order threads finish in changes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ...rng import SampleRandom, _mix
+
+_IDS = itertools.count(1)
+_DEFINING = threading.local()  # the stack of pipelines being defined on this thread
+
+
+def current_pipeline():
+    """The pipeline being defined on this thread (``with pipe:``, ``pipeline_def``, ``define_graph``)."""
+    stack = getattr(_DEFINING, "stack", [])
+    return stack[-1] if stack else None
+
+
+def push_pipeline(pipe) -> None:
+    _DEFINING.stack = getattr(_DEFINING, "stack", []) + [pipe]
+
+
+def pop_pipeline() -> None:
+    _DEFINING.stack = _DEFINING.stack[:-1]
+
+
+@dataclass
+class SampleContext:
+    """What one sample's run needs: its random streams' key (seed, epoch, index), its reader sample
+    ((bytes, label) for the reader op), the external sources' values for it, and the torch device of the
+    pipeline's "gpu" operators."""
+
+    seed: int
+    epoch: int
+    index: int
+    name: str = ""
+    reader: tuple[bytes, int] | None = None
+    external: dict[int, Any] = field(default_factory=dict)
+    gpu: torch.device = torch.device("cpu")
+
+    def rng(self, op: "Op") -> SampleRandom:
+        """The sample's stream for ``op``: its own, so operators draw independently of each other."""
+        return SampleRandom(_mix(self.seed ^ (op.ordinal * 0x9E3779B1)), self.epoch, self.index)
+
+
+class Op:
+    """One operator call: ``impl(ctx, op, *input_values, **args) -> output(s)``.
+
+    ``args`` are constants; ``arg_inputs`` are DataNodes given as named
+    arguments (per-sample values, DALI's "argument inputs"), resolved to
+    Python numbers for each sample. ``layouts`` are the outputs' layouts.
+    """
+
+    def __init__(self, name: str, impl: Callable, inputs: list["DataNode"], args: dict, *, device: str = "cpu",
+                 num_outputs: int = 1, layouts: tuple[str, ...] | None = None, dtypes: tuple | None = None,
+                 fusable: bool = True):
+        self.id, self.name, self.impl, self.device = next(_IDS), name, impl, device
+        self.inputs = [as_node(x) for x in inputs]
+        self.arg_inputs = {k: v for k, v in args.items() if isinstance(v, DataNode)}
+        self.args = {k: v for k, v in args.items() if not isinstance(v, DataNode)}
+        self.num_outputs, self.fusable = num_outputs, fusable
+        layouts = layouts or ("",) * num_outputs
+        self.outputs = [DataNode(self, i, "gpu" if device in ("gpu", "mixed") else "cpu", layouts[i])
+                        for i in range(num_outputs)]
+        pipe = current_pipeline()
+        self.ordinal = self.id  # the op's place in its pipeline: two pipelines defined alike draw alike
+        if pipe is not None:
+            self.ordinal = len(pipe._ops)
+            pipe._ops.append(self)
+
+    def __repr__(self) -> str:
+        return f"{self.name}(device={self.device!r})"
+
+    def run(self, ctx: SampleContext, values: dict) -> tuple:
+        inputs = [values[node] for node in self.inputs]
+        args = dict(self.args)
+        for key, node in self.arg_inputs.items():
+            args[key] = scalar_value(values[node])
+        out = self.impl(ctx, self, *inputs, **args)
+        out = out if isinstance(out, tuple) else (out,)
+        if self.device in ("gpu", "mixed"):
+            out = tuple(x.to(ctx.gpu, non_blocking=True) if isinstance(x, torch.Tensor) else x for x in out)
+        return out
+
+
+def scalar_value(value):
+    """A per-sample argument input as an operator reads it: a number, or a tuple of numbers."""
+    if isinstance(value, torch.Tensor):
+        return value.item() if value.numel() == 1 else tuple(value.flatten().tolist())
+    return value
+
+
+class DataNode:
+    """An operator's output, per sample; what DALI's ``DataNode`` is to a pipeline definition."""
+
+    def __init__(self, source: Op | None, index: int, device: str, layout: str = ""):
+        self.source, self.index, self.device, self._layout = source, index, device, layout
+
+    @property
+    def name(self) -> str:
+        return f"__{self.source.name}_{self.source.id}_{self.index}" if self.source else "__constant"
+
+    def layout(self) -> str:
+        return self._layout
+
+    def __repr__(self) -> str:
+        return f"DataNode(name={self.name!r}, device={self.device!r})"
+
+    def gpu(self) -> "DataNode":
+        """This node on the GPU (on a machine without one, the pipeline runs it on the CPU, warning once)."""
+        if self.device == "gpu":
+            return self
+        return Op("gpu", lambda ctx, op, x: x, [self], {}, device="gpu", layouts=(self._layout,)).outputs[0]
+
+    def cpu(self) -> "DataNode":
+        if self.device == "cpu":
+            return self
+        return Op("cpu", lambda ctx, op, x: x.cpu(), [self], {}, layouts=(self._layout,)).outputs[0]
+
+    def __bool__(self):
+        raise TypeError("fastload.compat.dali: a DataNode has a value per sample, known only when the "
+                        "pipeline runs; an `if` on one needs enable_conditionals=True, which fastload does not "
+                        "support yet (use fn.random.coin_flip as an argument input, e.g. mirror=coin, or "
+                        "arithmetic such as `a * cond + b * (1 - cond)`)")
+
+    def __getitem__(self, key):
+        return Op("subscript", lambda ctx, op, x, key=key: x[key], [self], {}, device=self.device,
+                  fusable=False).outputs[0]
+
+    # arithmetic: DALI's operators on DataNodes, with torch's type promotion (which agrees with DALI's:
+    # an integer constant keeps an integer tensor's type, a float constant or `/` makes float32)
+    def _binary(self, other, fn, name, reflected=False):
+        a, b = (other, self) if reflected else (self, other)
+        device = "gpu" if "gpu" in (getattr(a, "device", "cpu"), getattr(b, "device", "cpu")) else "cpu"
+        layout = self._layout
+        return Op(f"arithmetic({name})", lambda ctx, op, x, y: _arithmetic(name, fn, x, y), [a, b], {}, device=device,
+                  layouts=(layout,), fusable=False).outputs[0]
+
+    def _unary(self, fn, name):
+        return Op(f"arithmetic({name})", lambda ctx, op, x: fn(x), [self], {}, device=self.device,
+                  layouts=(self._layout,), fusable=False).outputs[0]
+
+
+def _operand(value) -> torch.Tensor:
+    """A Python constant as DALI types it: int -> int32, float -> float32, bool -> bool."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, bool):
+        return torch.tensor(value)
+    return torch.tensor(value, dtype=torch.int32 if isinstance(value, int) else torch.float32)
+
+
+def _arithmetic(name: str, fn: Callable, x, y) -> torch.Tensor:
+    """``x <op> y`` with DALI's type promotion (``imageops.promote``; ``/`` gives float32 for integers)."""
+    from .imageops import promote, true_divide_type
+    x, y = _operand(x), _operand(y)
+    common = (true_divide_type if name == "truediv" else promote)(x.dtype, y.dtype)
+    return fn(x.to(common), y.to(common))
+
+
+def _floor_divide(x, y):
+    if x.dtype.is_floating_point:
+        return torch.floor_divide(x, y)
+    return torch.div(x, y, rounding_mode="trunc")  # DALI's integer // truncates, as C++ does
+
+
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": torch.true_divide,
+           "floordiv": _floor_divide, "pow": torch.pow, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt,
+           "le": torch.le, "gt": torch.gt, "ge": torch.ge, "and": torch.bitwise_and, "or": torch.bitwise_or,
+           "xor": torch.bitwise_xor}
+
+
+def _install_operators() -> None:
+    for name, fn in _BINARY.items():
+        def forward(self, other, fn=fn, name=name):
+            return self._binary(other, fn, name)
+
+        def reflected(self, other, fn=fn, name=name):
+            return self._binary(other, fn, name, reflected=True)
+
+        setattr(DataNode, f"__{name}__", forward)
+        if name not in ("eq", "ne", "lt", "le", "gt", "ge"):
+            setattr(DataNode, f"__r{name}__", reflected)
+    DataNode.__neg__ = lambda self: self._unary(torch.neg, "neg")
+    DataNode.__pos__ = lambda self: self
+    DataNode.__invert__ = lambda self: self._unary(torch.bitwise_not, "invert")
+    DataNode.__hash__ = object.__hash__
+
+
+_install_operators()
+
+
+def constant(value, dtype=None, shape=None, layout=None, device=None) -> DataNode:
+    """A constant graph node: the same tensor for every sample."""
+    from .types import torch_dtype
+    tensor = torch.as_tensor(value)
+    if dtype is not None:
+        tensor = tensor.to(torch_dtype(dtype))
+    elif tensor.dtype == torch.float64:
+        tensor = tensor.float()  # DALI's constants are float32 unless asked
+    elif tensor.dtype == torch.int64 and not isinstance(value, torch.Tensor):
+        tensor = tensor.int()
+    if shape is not None:
+        tensor = tensor.reshape(shape)
+    return Op("constant", lambda ctx, op: tensor, [], {}, device=device or "cpu",
+              layouts=(layout or "",)).outputs[0]
+
+
+def as_node(value) -> DataNode:
+    """An operator input: a DataNode as is, a Python number or array as a constant node."""
+    if isinstance(value, DataNode):
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, DataNode) for v in value):
+        raise TypeError("fastload.compat.dali: a list of DataNodes is not an operator input; "
+                        "use fn.stack or fn.cat")
+    if isinstance(value, (int, float, bool)):
+        # kept a Python number: torch then promotes as DALI does with constants (an int keeps an integer
+        # tensor's type, a float makes float32)
+        return Op("constant", lambda ctx, op: value, [], {}).outputs[0]
+    return constant(value)
+
+
+def ops_for(outputs: list[DataNode]) -> list[Op]:
+    """The ops ``outputs`` depend on, each before its consumers (the rest are pruned, as DALI does)."""
+    order, seen = [], set()
+
+    def visit(op: Op) -> None:
+        if op.id in seen:
+            return
+        seen.add(op.id)
+        for node in itertools.chain(op.inputs, op.arg_inputs.values()):
+            if node.source is not None:
+                visit(node.source)
+        order.append(op)
+
+    for node in outputs:
+        visit(node.source)
+    return order
+
+
+class Graph:
+    """A built pipeline's ops (pruned to its outputs) and how to run one sample through them."""
+
+    def __init__(self, outputs: list[DataNode]):
+        self.outputs = outputs
+        self.ops = ops_for(outputs)
+
+    def find(self, name: str) -> list[Op]:
+        return [op for op in self.ops if op.name == name]
+
+    def run_sample(self, ctx: SampleContext) -> tuple:
+        values: dict[DataNode, Any] = {}
+        for op in self.ops:
+            for node, value in zip(op.outputs, op.run(ctx, values)):
+                values[node] = value
+        return tuple(_as_tensor(values[node]) for node in self.outputs)
+
+
+def _as_tensor(value) -> torch.Tensor:
+    return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)

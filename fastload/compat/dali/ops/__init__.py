@@ -1,0 +1,43 @@
+"""DALI's legacy ``ops`` API: operator objects made with arguments and called with inputs (and more
+arguments), each the ``fn`` function of the same operator."""
+
+from __future__ import annotations
+
+from .. import operators
+
+
+def legacy(name: str, function):
+    """A DALI ``ops`` class: ``name(**args)(*inputs, **more_args)`` is ``function(*inputs, **args, **more_args)``."""
+    def __init__(self, **args):
+        self._args = args
+
+    def __call__(self, *inputs, **args):
+        return function(*inputs, **{**self._args, **args})
+
+    return type(name, (), {"__init__": __init__, "__call__": __call__,
+                           "__doc__": f"DALI's ops.{name}: see {function.__module__}.{function.__name__}.",
+                           "__module__": __name__})
+
+
+FileReader = legacy("FileReader", operators.readers_file)
+ImageDecoder = legacy("ImageDecoder", operators.decoders_image)
+nvJPEGDecoder = legacy("nvJPEGDecoder", operators.decoders_image)
+ImageDecoderRandomCrop = legacy("ImageDecoderRandomCrop", operators.decoders_image_random_crop)
+nvJPEGDecoderRandomCrop = legacy("nvJPEGDecoderRandomCrop", operators.decoders_image_random_crop)
+RandomResizedCrop = legacy("RandomResizedCrop", operators.random_resized_crop)
+Resize = legacy("Resize", operators.resize)
+Crop = legacy("Crop", operators.crop)
+CropMirrorNormalize = legacy("CropMirrorNormalize", operators.crop_mirror_normalize)
+Flip = legacy("Flip", operators.flip)
+Rotate = legacy("Rotate", operators.rotate)
+ColorTwist = legacy("ColorTwist", operators.color_twist)
+BrightnessContrast = legacy("BrightnessContrast", operators.brightness_contrast)
+Hsv = legacy("Hsv", operators.hsv)
+Cast = legacy("Cast", operators.cast)
+Cat = legacy("Cat", operators.cat)
+Stack = legacy("Stack", operators.stack)
+CoinFlip = legacy("CoinFlip", operators.random_coin_flip)
+Uniform = legacy("Uniform", operators.random_uniform)
+ExternalSource = legacy("ExternalSource", operators.external_source)
+
+from . import decoders, random, readers  # noqa: E402,F401

@@ -1,0 +1,310 @@
+"""DALI's ``Pipeline`` and ``pipeline_def``, defined in any of DALI's three styles, run by fastload.
+
+Styles: ``@pipeline_def`` (bare or with arguments; a call's keyword
+arguments go to the Pipeline when it takes them and the function does not,
+as in DALI), ``with pipe: ... pipe.set_outputs(...)``, and a ``Pipeline``
+subclass with ``define_graph`` (and ``iter_setup`` / ``feed_input`` for
+external sources). ``build()`` is optional before ``run()``. A pipeline
+with a file reader runs as a fastload DataLoader over that reader
+(``execution``): the loader's threads read and run the graph, batches are
+prefetched. A pipeline fed by external sources runs its graph when
+``run()`` is called, on the batch its sources give.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import random
+import warnings
+
+import torch
+
+from ...loader import DataLoader
+from .execution import ReaderSource, TensorList, batch_outputs
+from .graph import DataNode, Graph, SampleContext, current_pipeline, pop_pipeline, push_pipeline
+from .operators import ExternalSourceOp
+from .types import BatchInfo, SampleInfo
+
+_warned_no_gpu = False
+
+
+class Pipeline:
+    """A DALI pipeline: its arguments as in DALI; ``device_id=None`` makes it CPU-only."""
+
+    def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, exec_pipelined=True,
+                 prefetch_queue_depth=2, exec_async=True, bytes_per_sample=0, set_affinity=False,
+                 max_streams=-1, default_cuda_stream_priority=0, *, enable_memory_stats=False,
+                 enable_checkpointing=False, checkpoint=None, py_num_workers=1, py_start_method="fork",
+                 py_callback_pickler=None, output_dtype=None, output_ndim=None, output_layout=None,
+                 exec_dynamic=None, experimental_exec_dynamic=None, stream_policy=None, concurrency=None):
+        if enable_checkpointing or checkpoint is not None:
+            raise NotImplementedError("fastload.compat.dali: DALI checkpointing is not supported; "
+                                      "fastload.DataLoader's state_dict() resumes exactly")
+        self._batch_size = batch_size if batch_size is not None else -1
+        self._num_threads = num_threads if num_threads is not None and num_threads > 0 else 1
+        self._device_id = device_id
+        self._seed = seed if seed is not None and seed >= 0 else random.SystemRandom().randrange(1 << 31)
+        depth = prefetch_queue_depth
+        self._prefetch_queue_depth = depth if isinstance(depth, int) else int(depth["cpu_size"])
+        self._exec_dynamic = exec_dynamic
+        self._outputs: list[DataNode] | None = None
+        self._ops: list = []
+        self._graph: Graph | None = None
+        self._loader: DataLoader | None = None
+        self._batches = None
+        self._sources: list[ExternalSourceOp] = []
+        self._fed: dict[int, list] = {}
+        self._iterators: dict[int, object] = {}
+        self._iteration = self._epoch = 0
+        self._built = False
+
+    # -- properties DALI scripts read
+    batch_size = property(lambda self: self._batch_size)
+    max_batch_size = batch_size
+    num_threads = property(lambda self: self._num_threads)
+    device_id = property(lambda self: self._device_id)
+    seed = property(lambda self: self._seed)
+    exec_dynamic = property(lambda self: self._exec_dynamic)
+    prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
+
+    # -- definition
+    def __enter__(self):
+        push_pipeline(self)
+        return self
+
+    def __exit__(self, *exc):
+        pop_pipeline()
+
+    @staticmethod
+    def current():
+        """The pipeline being defined (inside ``with pipe:`` or a ``pipeline_def`` function), else None."""
+        return current_pipeline()
+
+    def set_outputs(self, *outputs) -> None:
+        nodes = []
+        for out in outputs:
+            nodes.extend(out if isinstance(out, (list, tuple)) else [out])
+        for node in nodes:
+            if not isinstance(node, DataNode):
+                raise TypeError(f"set_outputs: {node!r} is not a DataNode (an operator's output)")
+        self._outputs = nodes
+
+    def define_graph(self):
+        """Override in a subclass: return the outputs (DALI's subclassing style)."""
+        raise RuntimeError("this pipeline has no outputs: define them in define_graph(), with set_outputs(), "
+                           "or with @pipeline_def")
+
+    def iter_setup(self) -> None:
+        """Called before each ``run()``; a subclass feeds its external sources here (``feed_input``)."""
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=False) -> None:
+        """Give an external source (its DataNode or name) the next batch: a list of samples or one array."""
+        self.build()
+        name = data_node if isinstance(data_node, str) else None
+        for op in self._sources:
+            if (name is not None and op.feed_name == name) or (
+                    name is None and any(data_node is node for node in op.outputs)):
+                self._fed[op.id] = _samples(data, op.output_dtypes[0])
+                return
+        raise RuntimeError(f"feed_input: no external source named {data_node!r} in this pipeline")
+
+    # -- building
+    def build(self) -> None:
+        if self._built:
+            return
+        if self._batch_size is None or self._batch_size < 1:
+            raise ValueError("the pipeline's batch_size must be set (a positive int)")
+        if self._outputs is None:
+            with self:
+                outputs = self.define_graph()
+            self.set_outputs(*(outputs if isinstance(outputs, (list, tuple)) else [outputs]))
+        self._graph = graph = Graph(self._outputs)
+        readers = graph.find("readers.file")
+        self._sources = [op for op in graph.ops if isinstance(op, ExternalSourceOp)]
+        if len(readers) > 1 or (readers and self._sources):
+            raise NotImplementedError("fastload.compat.dali: a pipeline runs one reader, or external sources "
+                                      "only; this one has more")
+        gpu = self._gpu_device(graph)
+        self._reader = readers[0] if readers else None
+        if self._reader is not None:
+            source = ReaderSource(self._reader.reader, graph, self._seed, gpu)
+            self._loader = DataLoader(source, batch_size=self._batch_size, num_workers=self._num_threads,
+                                      prefetch_factor=max(1, self._prefetch_queue_depth))
+        self._gpu = gpu
+        self._built = True
+
+    def _gpu_device(self, graph: Graph) -> torch.device:
+        global _warned_no_gpu
+        gpu_ops = [op for op in graph.ops if op.device in ("gpu", "mixed")]
+        if not gpu_ops:
+            return torch.device("cpu")
+        if self._device_id is not None and torch.cuda.is_available():
+            return torch.device("cuda", max(self._device_id, 0))
+        if not _warned_no_gpu:
+            _warned_no_gpu = True
+            why = "device_id=None" if self._device_id is None else "there is no GPU"
+            warnings.warn(f"fastload.compat.dali: {why}: the pipeline's GPU operators ("
+                          f"{', '.join(sorted({op.name for op in gpu_ops}))}) run on the CPU", stacklevel=3)
+        return torch.device("cpu")
+
+    # -- running
+    def run(self) -> tuple:
+        """The next batch: one TensorList per output (StopIteration when an external source ran out)."""
+        self.build()
+        self._iteration += 1
+        if self._loader is not None:
+            if self._batches is None:
+                self._batches = _endless(self._loader)
+            return next(self._batches)
+        return self._run_external()
+
+    def schedule_run(self) -> None:
+        """Accepted for DALI's manual prefetching protocol; fastload prefetches by itself."""
+
+    def outputs(self) -> tuple:
+        return self.run()
+
+    share_outputs = outputs
+
+    def release_outputs(self) -> None:
+        pass
+
+    def _run_external(self) -> tuple:
+        self.iter_setup()
+        values = {}
+        for op in self._sources:
+            values[op.id] = self._fed.pop(op.id, None)
+            if values[op.id] is None:
+                if op.source is None:
+                    raise RuntimeError(f"external source {op.feed_name!r} has no data: feed it with "
+                                       f"feed_input() in iter_setup(), or give it a source")
+                values[op.id] = self._call_source(op)
+        sizes = {len(v) for v in values.values()} or {self._batch_size}  # no input at all: random operators
+        if len(sizes) != 1:
+            raise RuntimeError(f"external sources gave batches of different sizes: {sorted(sizes)}")
+        size = sizes.pop()
+        if size > self._batch_size:
+            raise RuntimeError(f"an external source gave {size} samples, more than batch_size={self._batch_size}")
+        results = []
+        for i in range(size):
+            ctx = SampleContext(self._seed, self._iteration, i, name=f"sample {i}", gpu=self._gpu,
+                                external={key: value[i] for key, value in values.items()})
+            results.append(self._graph.run_sample(ctx))
+        return batch_outputs(self._graph, results)
+
+    def _call_source(self, op: ExternalSourceOp) -> list:
+        """A batch from ``op.source``: a callable (with BatchInfo/SampleInfo when asked), an iterable, or a
+        generator function; StopIteration ends the epoch (``reset()`` starts the next)."""
+        source, iteration = op.source, self._iteration - 1
+        if not op.batch:  # per-sample callable
+            samples = [source(SampleInfo(iteration * self._batch_size + i, i, iteration, self._epoch))
+                       for i in range(self._batch_size)]
+            return _group(samples, op)
+        if callable(source) and not inspect.isgeneratorfunction(source) and not hasattr(source, "__iter__"):
+            batch = source(BatchInfo(iteration, self._epoch)) if op.batch_info else source()
+            return _group(batch, op, batched=True)
+        iterator = self._iterators.get(op.id)
+        if iterator is None:
+            iterator = self._iterators[op.id] = iter(source() if inspect.isgeneratorfunction(source) else source)
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            del self._iterators[op.id]
+            if op.cycle in (True, "quiet"):
+                return self._call_source(op)
+            raise
+        return _group(batch, op, batched=True)
+
+    def reset(self) -> None:
+        """After an external source ran out: start its next epoch."""
+        self._epoch += 1
+        self._iteration = 0
+
+    # -- readers
+    def _reader_source(self, name):
+        self.build()
+        if self._reader is None or (name is not None and self._reader.reader.name != name):
+            raise KeyError(f"no reader named {name!r} in this pipeline")
+        return self._loader.dataset
+
+    def epoch_size(self, name=None):
+        """Samples in the reader's dataset (a dict by reader name when no name is given), as in DALI."""
+        source = self._reader_source(name)
+        return source.meta()["epoch_size"] if name is not None else {source.spec.name: len(source.samples)}
+
+    def reader_meta(self, name=None) -> dict:
+        source = self._reader_source(name)
+        return source.meta() if name is not None else {source.spec.name: source.meta()}
+
+    @property
+    def loader(self) -> DataLoader | None:
+        """The fastload DataLoader that runs a reader pipeline (its ``stats`` say where time goes)."""
+        self.build()
+        return self._loader
+
+
+def _endless(loader):
+    """The reader's stream: the loader's epochs back to back (the order carries the position on)."""
+    while True:
+        yield from loader
+
+
+def _samples(data, dtype=None) -> list[torch.Tensor]:
+    """A batch given as one array (first dimension: samples) or a list of per-sample arrays/bytes."""
+    if isinstance(data, TensorList):
+        return list(data.tensors)
+    if isinstance(data, (list, tuple)):
+        return [_tensor(x, dtype) for x in data]
+    tensor = _tensor(data, dtype)
+    return list(tensor.unbind(0))
+
+
+def _tensor(value, dtype=None) -> torch.Tensor:
+    if isinstance(value, (bytes, bytearray)):
+        tensor = torch.frombuffer(bytearray(value), dtype=torch.uint8)
+    else:
+        tensor = torch.as_tensor(value)
+    return tensor.to(dtype) if dtype is not None and tensor.dtype != dtype else tensor
+
+
+def _group(batch, op: ExternalSourceOp, batched: bool = False) -> list:
+    """A source's batch as a list of per-sample values; with ``num_outputs``, a tuple of outputs each."""
+    if op.grouped:
+        outputs = [_samples(b, d) for b, d in zip(batch, op.output_dtypes)] if batched else \
+            [_samples([s[k] for s in batch], op.output_dtypes[k]) for k in range(op.num_outputs)]
+        return list(zip(*outputs))
+    return _samples(batch, op.output_dtypes[0])
+
+
+def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
+    """DALI's decorator: calling the function makes a Pipeline whose outputs are what it returns."""
+    def decorate(func):
+        names = inspect.signature(func).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in names.values()):
+            raise TypeError(f"Using variadic keyword argument in a graph-defining function is not allowed "
+                            f"({func.__name__})")
+        ctor = inspect.signature(Pipeline.__init__).parameters
+
+        @functools.wraps(func)
+        def create_pipeline(*args, **kwargs):
+            conditionals = kwargs.pop("enable_conditionals", enable_conditionals) \
+                if "enable_conditionals" not in names else enable_conditionals
+            kwargs.pop("debug", None) if "debug" not in names else None
+            pipe_args = dict(pipeline_kwargs)
+            fn_args = {}
+            for key, value in kwargs.items():
+                if key in names:
+                    fn_args[key] = value
+                elif key in ctor:
+                    pipe_args[key] = value
+                else:
+                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument {key!r}")
+            pipe = Pipeline(**pipe_args)
+            pipe._conditionals = conditionals
+            with pipe:
+                outputs = func(*args, **fn_args)
+            pipe.set_outputs(*(outputs if isinstance(outputs, (list, tuple)) else [outputs]))
+            return pipe
+        return create_pipeline
+    return decorate(fn) if fn is not None else decorate
