@@ -22,13 +22,12 @@ import functools
 import io
 import math
 from fractions import Fraction
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Tuple
 
 import numpy as np
 import torch
 from PIL import Image, ImageOps
 
-Number = Union[int, float]
 _F32 = np.float32
 
 # --------------------------------------------------------------------------------------------
@@ -43,39 +42,55 @@ def _round_half_away(x: torch.Tensor) -> torch.Tensor:
     return torch.where(tie, whole + torch.sign(x), rounded)
 
 
+def _to_float16(x: torch.Tensor) -> torch.Tensor:
+    """float -> float16 as DALI converts (measured): nearest, but halves away from zero (not to
+    even); beyond the range, infinity."""
+    x = x.float()
+    magnitude = x.abs()
+    nearest = magnitude.to(torch.float16)  # ties to even
+    bits = nearest.view(torch.int16)
+    up = nearest.float() < magnitude  # the other candidate is one float16 step away
+    other = torch.where(up, bits + 1, bits - 1).clamp(min=0).view(torch.float16)
+    tie = (magnitude.double() - nearest.double()).abs() == (other.double() - magnitude.double()).abs()
+    away = torch.where(tie & (other.float() > nearest.float()), other, nearest)
+    return torch.where(x < 0, -away, away).to(torch.float16)
+
+
+_NUMPY = {torch.uint8: np.uint8, torch.int8: np.int8, torch.uint16: np.uint16, torch.int16: np.int16,
+          torch.uint32: np.uint32, torch.int32: np.int32, torch.uint64: np.uint64, torch.int64: np.int64}
+
+
 def _convert_sat(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """DALI's ConvertSat: to an integer type round (halves away from zero) and clamp to its range;
-    to float16 clamp to float16's finite range (measured: 1e6 -> 65504); other floats just convert."""
-    if dtype == torch.bool:
-        return x != 0
+    integer to integer clamp; to float16 round halves away from zero; other floats just convert."""
+    if dtype == torch.bool:  # measured: a float is rounded first (0.49999997 -> False, 0.5 -> True)
+        return (_round_half_away(x.double()) if x.dtype.is_floating_point else x) != 0
+    if dtype == torch.float16:
+        return _to_float16(x) if x.dtype != torch.float16 else x.clone()
     if dtype.is_floating_point:
-        if dtype == torch.float16 and x.dtype != torch.float16:
-            x = x.clamp(-65504.0, 65504.0)
         return x.to(dtype)
-    info = torch.iinfo(dtype)
-    if x.dtype.is_floating_point:
-        x = _round_half_away(x.double() if x.dtype == torch.float64 else x.float())
-        # min/max of 64-bit types do not fit a double exactly; compare as doubles, then convert
-        x = x.double().clamp(float(info.min), float(info.max))
-        out = x.to(torch.int64) if dtype != torch.uint64 else x.to(torch.uint64)
-        if dtype == torch.int64:  # 2**63 (the clamped double of int64 max) wrapped: saturate instead
-            out = torch.where(x >= 2.0 ** 63, torch.tensor(info.max), out)
-        return out.to(dtype)
+    info = np.iinfo(_NUMPY[dtype])
     if x.dtype == torch.bool:
         return x.to(dtype)
-    wide = x.to(torch.int64) if x.dtype != torch.uint64 else x
-    if x.dtype == torch.uint64:  # only an upper bound can be exceeded
-        return torch.where(x > info.max, torch.tensor(info.max, dtype=torch.uint64), x).to(dtype) \
-            if info.max < 2 ** 64 - 1 else x.clone()
-    if dtype == torch.uint64:
-        return wide.clamp(min=0).to(dtype)
-    return wide.clamp(info.min, info.max).to(dtype)
+    if x.dtype.is_floating_point:  # numpy: torch lacks comparisons on uint16/32/64
+        values = _round_half_away(x.double() if x.dtype == torch.float64 else x.float()).double().numpy()
+        top = float(info.max)  # for 64-bit types this rounds up to 2**63 / 2**64, out of range
+        out = np.clip(values, float(info.min), np.nextafter(top, 0) if top >= 2.0 ** 63 else top)
+        out = out.astype(_NUMPY[dtype])
+        out[values >= top] = info.max
+        return torch.from_numpy(out)
+    values = x.numpy()
+    source = np.iinfo(values.dtype)
+    low, high = max(info.min, source.min), min(info.max, source.max)
+    return torch.from_numpy(np.clip(values, values.dtype.type(low), values.dtype.type(high)).astype(_NUMPY[dtype]))
 
 
 def cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """fn.cast: DALI's saturating conversion. Float to integer rounds to nearest (halves away from
-    zero) and clamps to the target's range (300.7 -> uint8 255, -3.5 -> int8 -4); integer to a
-    narrower integer clamps (300 -> uint8 255, -1 -> uint8 0); to bool is ``x != 0``."""
+    """fn.cast: DALI's saturating conversion (checked against real DALI for every pair of its 12
+    numeric types). Float to integer rounds to nearest, halves away from zero, and clamps to the
+    target's range (300.7 -> uint8 255, -2.5 -> int8 -3); integer to integer clamps (300 -> uint8
+    255, -1 -> uint8 0); to float16 rounds halves away from zero and overflows to infinity; to
+    bool is ``round(x) != 0``."""
     return _convert_sat(x, dtype)
 
 
@@ -125,49 +140,88 @@ def true_divide_type(a: torch.dtype, b: torch.dtype) -> torch.dtype:
 # Decoding
 
 
+# What DALI's decoder takes (its documented list), by Pillow's format names (PNM is "PPM")
+_DALI_FORMATS = {"JPEG", "MPO", "JPEG2000", "TIFF", "PNG", "BMP", "PPM", "WEBP"}
+
+
 def decode(data: bytes, output_type: str = "RGB") -> torch.Tensor:
     """fn.decoders.image(device="cpu"): the image as HWC uint8.
 
     DALI's CPU decoder is libjpeg-turbo (through nvImageCodec) with fancy upsampling and the
     accurate integer IDCT; Pillow wraps the same library with the same defaults, and both apply
-    the EXIF orientation (DALI's ``adjust_orientation=True``). "GRAY" asks libjpeg for the luma
-    plane (Pillow's draft mode), as DALI does, rather than converting RGB afterwards. "YCbCr" is
-    the RGB result converted with ITU-R BT.601 studio-range coefficients (DALI's documented
-    definition: Y in 16..235), computed in float32 and rounded.
+    the EXIF orientation (DALI's ``adjust_orientation=True``). "GRAY" of a JPEG asks libjpeg for
+    the luma plane (Pillow's draft mode), as DALI does; other formats are converted from RGB with
+    0.299/0.587/0.114. "YCbCr" is the RGB result in ITU-R BT.601 studio range (DALI's documented
+    definition). WebP goes through torchvision where Pillow lacks it. Formats DALI does not
+    decode (GIF, ...) and undecodable bytes raise ValueError saying why.
     """
-    output_type = output_type.upper() if output_type.upper() != "YCBCR" else "YCbCr"
-    if output_type not in ("RGB", "BGR", "GRAY", "YCbCr"):
+    kind = {"RGB": "RGB", "BGR": "BGR", "GRAY": "GRAY", "YCBCR": "YCbCr"}.get(str(output_type).upper())
+    if kind is None:
         raise ValueError(f"decode: output_type {output_type!r} is not one of RGB, BGR, GRAY, YCbCr")
+    data = bytes(data)
     try:
-        image = Image.open(io.BytesIO(bytes(data)))
-        if output_type == "GRAY" and image.format == "JPEG":
+        image = Image.open(io.BytesIO(data))
+        if image.format not in _DALI_FORMATS:
+            raise ValueError(f"cannot decode image: {image.format} is not a format DALI decodes "
+                             "(JPEG, JPEG 2000, TIFF, PNG, BMP, PNM, WebP)")
+        if kind == "GRAY" and image.format in ("JPEG", "MPO"):
             image.draft("L", image.size)
         image = ImageOps.exif_transpose(image)
-        image = image.convert("L" if output_type == "GRAY" else "RGB")
+        if image.mode not in ("L", "RGB") or (image.mode == "L" and kind != "GRAY"):
+            image = image.convert("RGB")
+        array = torch.from_numpy(np.array(image))
+    except Image.UnidentifiedImageError:
+        if data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+            raise ValueError("cannot decode image: unknown image format") from None
+        array = _decode_webp(data)
     except Image.DecompressionBombError as error:
         raise ValueError(f"cannot decode image: too large ({error})") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as error:
-        reason = "unknown image format" if isinstance(error, Image.UnidentifiedImageError) else str(error)
-        raise ValueError(f"cannot decode image: {reason}") from None
-    array = torch.from_numpy(np.array(image))
-    if output_type == "GRAY":
-        return array.unsqueeze(-1).contiguous()
-    if output_type == "BGR":
+    except (OSError, SyntaxError, EOFError) as error:
+        raise ValueError(f"cannot decode image: {error}") from None
+    if kind == "GRAY":
+        return (array if array.dim() == 2 else _rgb_to_gray(array)).unsqueeze(-1).contiguous()
+    if array.dim() == 2:
+        array = array.unsqueeze(-1).expand(-1, -1, 3)
+    if kind == "BGR":
         return array.flip(-1).contiguous()
-    if output_type == "YCbCr":
+    if kind == "YCbCr":
         return _rgb_to_ycbcr(array)
-    return array
+    return array.contiguous()
+
+
+def _decode_webp(data: bytes) -> torch.Tensor:
+    import torchvision.io
+    try:
+        decoded = torchvision.io.decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                                              mode=torchvision.io.ImageReadMode.RGB, apply_exif_orientation=True)
+    except RuntimeError as error:
+        raise ValueError(f"cannot decode image: {error}") from None
+    return decoded.permute(1, 2, 0).contiguous()
+
+
+def _weighted(rgb: torch.Tensor, weights, bias: float) -> torch.Tensor:
+    """sum_c weights[c] * rgb[..., c] + bias in float32, in channel order (DALI's dot)."""
+    values = rgb.float()
+    acc = values[..., 0] * float(_F32(weights[0]))
+    acc = acc + values[..., 1] * float(_F32(weights[1]))
+    acc = acc + values[..., 2] * float(_F32(weights[2]))
+    return acc + bias
+
+
+def _rgb_to_gray(rgb: torch.Tensor) -> torch.Tensor:
+    return _convert_sat(_weighted(rgb, (0.299, 0.587, 0.114), 0.0), torch.uint8)
 
 
 def _rgb_to_ycbcr(rgb: torch.Tensor) -> torch.Tensor:
-    # ITU-R BT.601, studio range: the matrix is 65.481/255 ... (Y 16..235, Cb/Cr 16..240)
-    matrix = torch.tensor([[65.481, 128.553, 24.966],
-                           [-37.797, -74.203, 112.0],
-                           [112.0, -93.786, -18.214]], dtype=torch.float64) / 255
-    bias = torch.tensor([16.0, 128.0, 128.0])
-    values = rgb.float()
-    out = [((values[..., 0] * float(_F32(matrix[c, 0]))) + values[..., 1] * float(_F32(matrix[c, 1])))
-           + values[..., 2] * float(_F32(matrix[c, 2])) + float(bias[c]) for c in range(3)]
+    """ITU-R BT.601 studio range (Kr = 0.299, Kb = 0.114; Y scaled to 219/255, Cb/Cr to 224/255,
+    offsets 16 and 128), coefficients rounded to float32 and applied in float32 as DALI does."""
+    kr, kb = 0.299, 0.114
+    kg = 1 - kr - kb
+    y, c = 219 / 255, 224 / 255
+    rows = [[y * kr, y * kg, y * kb],
+            [-c * kr / (2 * (1 - kb)), -c * kg / (2 * (1 - kb)), c / 2],
+            [c / 2, -c * kg / (2 * (1 - kr)), -c * kb / (2 * (1 - kr))]]
+    out = [_weighted(rgb, row, bias) for row, bias in zip(rows, (16.0, 128.0, 128.0))]
     return _convert_sat(torch.stack(out, -1), torch.uint8)
 
 
@@ -176,13 +230,14 @@ def _rgb_to_ycbcr(rgb: torch.Tensor) -> torch.Tensor:
 
 
 def random_crop_window(height: int, width: int, rng, area: Tuple[float, float] = (0.08, 1.0),
-                       aspect_ratio: Tuple[float, float] = (0.75, 1.333333),
+                       aspect_ratio: Tuple[float, float] = (3 / 4, 4 / 3),
                        num_attempts: int = 10) -> Tuple[int, int, int, int]:
     """The (y, x, h, w) crop window of fn.random_resized_crop / fn.decoders.image_random_crop.
 
     DALI's RandomCropGenerator, in float32 as DALI computes it: each attempt draws the area
     fraction uniformly from ``area`` and the aspect ratio (w/h) log-uniformly from
-    ``aspect_ratio`` (DALI's default is (0.75, 1.333333), not exactly 4/3); ``w = round(sqrt(A*r))``,
+    ``aspect_ratio`` (DALI's default is 3/4 .. 4/3 in float32, which its docs print as 1.333333:
+    a 33 x 1000 image gives 44-wide windows, which 1.333333 would make 43); ``w = round(sqrt(A*r))``,
     ``h = round(sqrt(A/r))`` (at least 1); the first window that fits and whose rounded ratio is
     still in range wins. Images too wide or too tall for any window in range are answered at once
     (full height, ``int(H * max_ratio)`` wide; or the transpose), and after ``num_attempts``
@@ -199,9 +254,9 @@ def random_crop_window(height: int, width: int, rng, area: Tuple[float, float] =
     min_area = _F32(W * H) * min_area_frac
     max_w = max(1, int(_F32(H) * max_ratio))
     max_h = max(1, int(_F32(W) * max_hw_ratio))
-    if H * max_w < min_area:  # too wide for any window in range
+    if _F32(H * max_w) < min_area:  # too wide for any window in range
         h, w = H, max_w
-    elif W * max_h < min_area:  # too tall
+    elif _F32(W * max_h) < min_area:  # too tall
         h, w = max_h, W
     else:
         log_lo, log_hi = float(_F32(math.log(min_ratio))), float(_F32(math.log(max_ratio)))
@@ -245,7 +300,7 @@ def _pair(value) -> Tuple[float, float]:
 
 
 def _resize_plan(height: int, width: int, *, resize_x=None, resize_y=None, size=None,
-                 resize_shorter=None, resize_longer=None, max_size=None, mode="default",
+                 resize_shorter=None, resize_longer=None, max_size=None, mode=None,
                  roi_start=None, roi_end=None, roi_relative=False, subpixel_scale=True):
     """DALI's ResizeAttr for one sample: output (h, w) and the input region (lo, hi) per axis
     that maps onto it (float32, as DALI stores them)."""
@@ -253,8 +308,9 @@ def _resize_plan(height: int, width: int, *, resize_x=None, resize_y=None, size=
     methods = separate + (size is not None) + (resize_shorter is not None) + (resize_longer is not None)
     if methods != 1:
         raise ValueError("resize: give exactly one of resize_x/resize_y, size, resize_shorter, resize_longer")
-    if (resize_shorter is not None or resize_longer is not None) and mode != "default":
+    if (resize_shorter is not None or resize_longer is not None) and mode is not None:
         raise ValueError("resize: resize_shorter, resize_longer and mode are mutually exclusive")
+    mode = mode or "default"
     if mode not in ("default", "stretch", "not_smaller", "not_larger"):
         raise ValueError(f"resize: unknown mode {mode!r}")
     if resize_shorter is not None:
@@ -357,11 +413,12 @@ def _adjust_output_size(out, in_size, mode, limit):
 
 def resize_output_size(height: int, width: int, *, resize_x: Optional[float] = None,
                        resize_y: Optional[float] = None, size=None, resize_shorter: Optional[float] = None,
-                       resize_longer: Optional[float] = None, max_size=None, mode: str = "default",
+                       resize_longer: Optional[float] = None, max_size=None, mode: Optional[str] = None,
                        roi_start=None, roi_end=None, roi_relative: bool = False) -> Tuple[int, int]:
     """fn.resize's output (height, width) for an input of ``height`` x ``width``.
 
-    DALI's rules: exactly one of resize_x/resize_y, size=(h, w), resize_shorter, resize_longer.
+    DALI's rules: exactly one of resize_x/resize_y, size=(h, w), resize_shorter, resize_longer;
+    ``mode`` (None means DALI's "default") only with the first two.
     A missing or 0 extent keeps the aspect ratio ("default": it takes the geometric mean scale of
     the given extents; "stretch": it keeps its input size). "not_larger"/"not_smaller" use one
     scale for both axes, the smallest/largest of the given ones; resize_shorter is "not_smaller"
@@ -426,15 +483,30 @@ def _sinc(x: np.ndarray) -> np.ndarray:
 
 
 def _sinf(x: np.ndarray) -> np.ndarray:
-    """The C library's float sinf, which DALI's Lanczos table uses: glibc's is not always
-    correctly rounded, and 10 of the 193 table entries differ by one ulp from a rounded double sin.
-    Falls back to the rounded double where libm cannot be loaded."""
+    return _libm_float("sin", x)
+
+
+@functools.lru_cache(maxsize=None)
+def _libm():
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        libm.sinf.restype, libm.sinf.argtypes = ctypes.c_float, [ctypes.c_float]
-        return np.array([libm.sinf(float(v)) for v in x.ravel()], dtype=_F32).reshape(x.shape)
+        for name in ("sinf", "cosf"):
+            getattr(libm, name).restype, getattr(libm, name).argtypes = ctypes.c_float, [ctypes.c_float]
+        return libm
     except (OSError, AttributeError):
-        return np.sin(x.astype(np.float64)).astype(_F32)
+        return None
+
+
+def _libm_float(name: str, x: np.ndarray) -> np.ndarray:
+    """The C library's float sinf/cosf, which DALI calls: glibc's are not always correctly rounded
+    (10 of the 193 Lanczos table entries differ by one ulp from a rounded double sin). Falls back
+    to the rounded double result where libm cannot be loaded."""
+    x = np.asarray(x, dtype=_F32)
+    libm = _libm()
+    if libm is None:
+        return getattr(np, name)(x.astype(np.float64)).astype(_F32)
+    function = getattr(libm, name + "f")
+    return np.array([function(float(v)) for v in x.ravel()], dtype=_F32).reshape(x.shape)
 
 
 def _rescaled(anchor, scale, n, support):
@@ -540,7 +612,7 @@ def _nearest_axis(x: torch.Tensor, axis: int, out_size: int, origin, scale, shif
 
 def resize(image: torch.Tensor, *, resize_x: Optional[float] = None, resize_y: Optional[float] = None,
            size=None, resize_shorter: Optional[float] = None, resize_longer: Optional[float] = None,
-           max_size=None, mode: str = "default", interp_type="linear", min_filter=None, mag_filter=None,
+           max_size=None, mode: Optional[str] = None, interp_type="linear", min_filter=None, mag_filter=None,
            antialias: bool = True, dtype: Optional[torch.dtype] = None, roi_start=None, roi_end=None,
            roi_relative: bool = False, subpixel_scale: bool = True) -> torch.Tensor:
     """fn.resize on one HWC image.
@@ -554,8 +626,10 @@ def resize(image: torch.Tensor, *, resize_x: Optional[float] = None, resize_y: O
     coordinates clamp at the borders. When a computed size is fractional DALI rounds it and (with
     ``subpixel_scale``) shrinks the input region about its centre to keep the exact scale. The
     region ``roi_start``/``roi_end`` ((y, x), pixels or relative) resamples only part of the input
-    (a reversed region flips). Output: the input type (uint8 rounded half away from zero, clamped)
-    or ``dtype`` (float32 keeps the unrounded values).
+    (a reversed region flips); fn.random_resized_crop is this with the window of
+    :func:`random_crop_window` as the region (measured: taps at the window's edges read the pixels
+    beyond it, so cropping first and resizing the crop differs). Output: the input type (uint8
+    rounded half away from zero, clamped) or ``dtype`` (float32 keeps the unrounded values).
     """
     if image.dim() != 3:
         raise ValueError(f"resize: expected an HWC image, got shape {tuple(image.shape)}")
@@ -570,21 +644,21 @@ def resize(image: torch.Tensor, *, resize_x: Optional[float] = None, resize_y: O
     sizes, extents = (out_h, out_w), (height, width)
     rois = (roi_y, roi_x)
     interp = _interp(interp_type)
-    kinds = (_interp(min_filter) if min_filter is not None else ("triangular" if antialias and interp == "linear"
-                                                                 else interp),
+    minify = _interp(min_filter) if min_filter is not None else interp
+    kinds = ("triangular" if minify == "linear" and antialias else minify,  # measured: linear antialiases
              _interp(mag_filter) if mag_filter is not None else interp)
     axes = []
     for d in range(2):
         start, end = rois[d]
         in_extent = abs(end - start)
         kind = kinds[0] if sizes[d] < in_extent else kinds[1]
-        if kind == "triangular" and not antialias:
-            kind = "linear"
         flt = _axis_filter(kind, antialias, in_extent, sizes[d])
         scale = (end - start) / _F32(sizes[d])
         anchor = flt[1] if flt is not None else _F32(0)
         support = flt[3] if flt is not None else 1
         lo_f, hi_f = (start, end) if start <= end else (end, start)
+        # the input region the filters reach; the second pass clamps to it (measured: its end
+        # rounds up)
         lo = max(0, min(extents[d], math.floor(lo_f - anchor)))
         hi = max(0, min(extents[d], math.ceil(hi_f - anchor + support)))
         axes.append(dict(flt=flt, origin=start, scale=scale, lo=lo, hi=hi, support=max(1, support)))
@@ -687,7 +761,8 @@ def _crop_window(height: int, width: int, crop_h, crop_w, crop_pos_x, crop_pos_y
     whole axis; the anchor is ``pos * (in - crop)`` (pos as float32, product in double), rounded
     half away from zero ("round") or truncated, and may be negative when the window is larger."""
     window = []
-    for extent, crop, pos, name in ((height, crop_h, crop_pos_y, "crop_pos_y"), (width, crop_w, crop_pos_x, "crop_pos_x")):
+    for extent, crop, pos, name in ((height, crop_h, crop_pos_y, "crop_pos_y"),
+                                    (width, crop_w, crop_pos_x, "crop_pos_x")):
         size = int(float(crop or 0))
         pos = float(_F32(pos)) if size > 0 else 0.5
         if not 0.0 <= pos <= 1.0:
@@ -879,13 +954,15 @@ def rotate(image: torch.Tensor, angle: float, *, fill_value: Optional[float] = N
         raise ValueError("rotate: interp_type must be nn or linear")
     # destination -> source: translate(in / 2) * rotation2D(angle) * translate(-out / 2), float32
     a = _F32(-angle) * _F32(math.pi / 180)
-    c, s = _F32(math.cos(-a)), _F32(math.sin(-a))
+    c, s = _libm_float("cos", -a), _libm_float("sin", -a)  # rotation2D(-a) in float32 (cosf, sinf)
     ow, oh = _F32(out_w) * _F32(0.5), _F32(out_h) * _F32(0.5)
     m02 = (c * -ow + (-s) * -oh) + _F32(width) * _F32(0.5)
     m12 = (s * -ow + c * -oh) + _F32(height) * _F32(0.5)
     ys = np.arange(out_h, dtype=_F32) + _F32(0.5)
-    row_x = (c * _F32(0.5) + (-s) * ys) + m02  # source of column 0 of each row
-    row_y = (s * _F32(0.5) + c * ys) + m12
+    # the source of column 0 of each row; DALI adds the x term and the offset before the y term
+    # (measured: this order reproduces its float32 coordinates exactly)
+    row_x = (c * _F32(0.5) + m02) + (-s) * ys
+    row_y = (s * _F32(0.5) + m12) + c * ys
     src_x, src_y = (_walk_row(start, step, out_w) for start, step in ((row_x, c), (row_y, s)))
     src_x, src_y = torch.from_numpy(src_x), torch.from_numpy(src_y)
     pixels = image.float()
@@ -944,8 +1021,35 @@ def _mat3(a, b):
     return out
 
 
+def _f32_exact(value: Fraction):
+    """The float32 nearest to an exact rational (ties to even)."""
+    guess = _F32(float(value))
+    candidates = [np.nextafter(guess, _F32(-np.inf)), guess, np.nextafter(guess, _F32(np.inf))]
+    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(np.int32)) & 1))
+
+
+def _inverse3(matrix: np.ndarray) -> np.ndarray:
+    """Gauss-Jordan inverse with partial pivoting in float32, using fused multiply-adds: DALI's
+    mat inverse (solve_gauss), so the YIQ->RGB matrix has DALI's exact float32 entries."""
+    a = [[_F32(v) for v in row] for row in matrix]
+    b = [[_F32(i == j) for j in range(3)] for i in range(3)]
+    fma = lambda x, y, z: _f32_exact(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))  # noqa: E731
+    for v in range(3):
+        pivot = max(range(v, 3), key=lambda i: (abs(a[i][v]), -i))
+        a[v], a[pivot], b[v], b[pivot] = a[pivot], a[v], b[pivot], b[v]
+        x = _F32(1) / a[v][v]
+        a[v] = a[v][:v] + [_F32(1)] + [a[v][j] * x for j in range(v + 1, 3)]
+        b[v] = [value * x for value in b[v]]
+        for i in range(3):
+            if i != v:
+                c = -a[i][v]
+                a[i] = a[i][:v] + [_F32(0)] + [fma(c, a[v][j], a[i][j]) for j in range(v + 1, 3)]
+                b[i] = [fma(c, b[v][j], b[i][j]) for j in range(3)]
+    return np.array(b, dtype=_F32)
+
+
 _RGB2YIQ = np.array([[.299, .587, .114], [.596, -.274, -.321], [.211, -.523, .311]], dtype=_F32)
-_YIQ2RGB = np.linalg.inv(_RGB2YIQ.astype(np.float64)).astype(_F32)
+_YIQ2RGB = _inverse3(_RGB2YIQ)
 
 
 def _linear_color(image: torch.Tensor, matrix: np.ndarray, offset, dtype) -> torch.Tensor:
@@ -994,9 +1098,11 @@ def hsv(image: torch.Tensor, hue: float = 0.0, saturation: float = 1.0, value: f
         dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """fn.hsv on one RGB HWC image: as DALI documents, approximated by a linear map in RGB space:
     into YIQ, rotate the IQ plane by ``hue`` degrees, scale it by ``saturation``, scale all of
-    YIQ by ``value``, back to RGB. float32; integer outputs round half away from zero, saturate."""
+    YIQ by ``value``, back to RGB. float32; integer outputs round half away from zero, saturate.
+    The output is uint8 unless ``dtype`` says otherwise, even for float input (DALI's default
+    dtype, measured)."""
     matrix = _twist_matrix(_F32(1), _F32(1), hue, _F32(saturation), _F32(value))
-    return _linear_color(image, matrix, 0.0, dtype)
+    return _linear_color(image, matrix, 0.0, torch.uint8 if dtype is None else dtype)
 
 
 def brightness_contrast(image: torch.Tensor, brightness: float = 1.0, brightness_shift: float = 0.0,
