@@ -188,11 +188,13 @@ def test_float_chain_matches_torchvision(seed):
 
 
 def assert_levels_close(ours, expected, what):
-    """At most 0.5% of values differ (float32 rounding flips at a truncation), by at most 4 levels: a
-    one-level flip is scaled by the factors of the operations after it (up to 2 each; 200 seeds: 2)."""
+    """At most 1.5% of values differ (float32 rounding flips at a truncation), by at most 4 levels: a
+    one-level flip is scaled by the factors of the operations after it (up to 2 each; 200 seeds: 2). The
+    share of flips depends on the batch: 151 seeds gave at most 0.74% (0.56% at seed 1088114439, which
+    failed a 0.5% bound in a full run), so the bound is twice the largest seen."""
     diff = (ours - expected).abs()
     assert diff.max() <= 4.0 + 1e-4, f"{what}: max difference {diff.max():.3f} levels"
-    assert (diff > 1e-4).float().mean() <= 0.005, f"{what}: {(diff > 1e-4).float().mean():.2%} of values differ"
+    assert (diff > 1e-4).float().mean() <= 0.015, f"{what}: {(diff > 1e-4).float().mean():.2%} of values differ"
 
 
 def resized_and_colored(seed):
