@@ -33,7 +33,7 @@ def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: b
     """Crop, resize, flip vertically and (unless ``flip`` is False) horizontally; returns RGB."""
     image, scale = decoded.image, decoded.scale
     x0, y0 = decoded.origin
-    if scale != 1:
+    if scale != 1 or geometry.box_resize:
         left, top, right, bottom = geometry.source_box
         box = (left / scale - x0, top / scale - y0, right / scale - x0, bottom / scale - y0)
         image = image.resize(geometry.output_size, resample, box=box)

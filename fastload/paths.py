@@ -31,16 +31,17 @@ from .generic import IterablePath, MapPath
 from .gpu_decode import choose_decoder
 from .read import read_file
 from .sources import Source
-from .transforms import UnsupportedTransform, compile_plan
+from .transforms import Plan, UnsupportedTransform, compile_plan
 
 
 def choose_path(loader) -> Any:
     """The path for ``loader``'s dataset and options (an error when GPU decoding was asked for and cannot
     happen, or its backend is missing)."""
     dataset, options = loader.dataset, loader.options
-    own_path = getattr(dataset, "fastload_path", None)  # a front end's source that brings its own path
-    if own_path is not None:
-        return own_path(loader)
+    own_path = getattr(dataset, "fastload_path", None)  # a front end's source may bring its own path
+    path = own_path(loader) if own_path is not None else None
+    if path is not None:
+        return path
     if isinstance(dataset, IterableDataset) and not isinstance(dataset, Source):
         return IterablePath(loader)
     fast = fast_path_inputs(dataset, loader.batch_size)
@@ -101,8 +102,8 @@ def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True):
     if _overridden(dataset, known):
         say(f"{type(dataset).__name__} overrides {', '.join(_overridden(dataset, known))}")
         return None
-    try:
-        plan = compile_plan(dataset.transform)
+    try:  # a front end may give its source a Plan it compiled itself (fastload.compat.dali)
+        plan = dataset.transform if isinstance(dataset.transform, Plan) else compile_plan(dataset.transform)
     except UnsupportedTransform as reason:
         say(f"the fast path cannot run {reason}", f"{type(dataset).__name__}'s transform")
         return None

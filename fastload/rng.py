@@ -30,6 +30,13 @@ class SampleRandom:
         state = _mix(state ^ (((epoch & _MASK) + 2 * _GOLDEN) & _MASK))
         self._state = _mix(state ^ (((index & _MASK) + 3 * _GOLDEN) & _MASK))
 
+    def fork(self, salt: int) -> "SampleRandom":
+        """An independent stream keyed by this one's current state and ``salt``: a sample's stream per
+        operator (fastload.compat.dali), the same whether the operator runs alone or fused in a plan."""
+        child = SampleRandom.__new__(SampleRandom)
+        child._state = _mix(self._state ^ _mix(((salt & _MASK) + 4 * _GOLDEN) & _MASK))
+        return child
+
     def random(self) -> float:
         """A float uniform in [0, 1)."""
         self._state = (self._state + _GOLDEN) & _MASK

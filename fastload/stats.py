@@ -31,6 +31,10 @@ class Stats:
     training loop still held every slot (memory grows only then).
     ``copy`` is then the device stage's host time per batch (the GPU work
     itself is asynchronous).
+
+    ``unfused``: for a front end's pipeline (``fastload.compat.dali``), the
+    operators that run one by one in torch instead of fused, and why ("" when
+    it is fused or not a front end's).
     """
 
     images: int = 0
@@ -41,6 +45,7 @@ class Stats:
     decoder: str = ""
     device_bytes: int = 0
     overflow: int = 0
+    unfused: str = ""
     started: float = field(default_factory=time.perf_counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

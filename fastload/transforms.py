@@ -89,7 +89,9 @@ class Geometry:
     When the JPEG is decoded at 1/s scale (s <= ``max_reduction``, the
     largest DCT scale that still covers the output), the steps become one
     resize that reads ``source_box`` (float source pixels) straight to the
-    output size.
+    output size; ``box_resize`` asks for that at full scale too (a resize
+    whose scale is not the ratio of integer sizes: DALI's,
+    fastload.compat.dali).
     """
 
     crop: tuple[int, int, int, int] | None = None
@@ -100,6 +102,7 @@ class Geometry:
     color: tuple[tuple[int, float], ...] = ()
     max_reduction: int = 1
     source_box: tuple[float, float, float, float] | None = None
+    box_resize: bool = False
 
     def region(self, width: int, height: int, scale: int) -> tuple[int, int, int, int]:
         """The integer box of the image decoded at 1/``scale`` that these steps read.

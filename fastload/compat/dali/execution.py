@@ -14,6 +14,7 @@ import torch
 from ...batch import SampleReader
 from ...order import ReaderOrder
 from ...pipeline import Job, Stages
+from ...read import read_file
 from ...sources import Source
 from .graph import Graph, SampleContext
 from .types import DALI_TYPES
@@ -27,11 +28,23 @@ class TensorList:
     copy. ``layout()`` is the per-sample layout ("HWC", "CHW" or "").
     """
 
-    def __init__(self, tensors: list[torch.Tensor], layout: str = "", device: str = "cpu"):
-        self.tensors, self._layout, self.device = tensors, layout, device
+    def __init__(self, tensors: list[torch.Tensor] | None, layout: str = "", device: str = "cpu",
+                 dense: torch.Tensor | None = None):
+        self._tensors, self._layout, self.device, self._dense = tensors, layout, device, dense
+
+    @classmethod
+    def from_batch(cls, batch: torch.Tensor, layout: str = "", device: str = "cpu") -> "TensorList":
+        """A dense batch (first dimension: samples) kept as it is: ``as_tensor()`` returns it, uncopied."""
+        return cls(None, layout, device, dense=batch)
+
+    @property
+    def tensors(self) -> list[torch.Tensor]:
+        if self._tensors is None:
+            self._tensors = list(self._dense.unbind(0))
+        return self._tensors
 
     def __len__(self) -> int:
-        return len(self.tensors)
+        return len(self._dense) if self._dense is not None else len(self._tensors)
 
     def __iter__(self):
         return iter(self.tensors)
@@ -58,9 +71,11 @@ class TensorList:
         return [tuple(t.shape) for t in self.tensors]
 
     def is_dense_tensor(self) -> bool:
-        return len({tuple(t.shape) for t in self.tensors}) <= 1
+        return self._dense is not None or len({tuple(t.shape) for t in self.tensors}) <= 1
 
     def as_tensor(self) -> torch.Tensor:
+        if self._dense is not None:
+            return self._dense
         if not self.is_dense_tensor():
             raise RuntimeError(f"the samples have different shapes ({self.shape()[:4]}...): as_tensor() needs "
                                f"a dense batch (as in DALI)")
@@ -70,36 +85,49 @@ class TensorList:
         return self.as_cpu().as_tensor().numpy()
 
     def as_cpu(self) -> "TensorList":
+        if self._dense is not None:
+            return TensorList.from_batch(self._dense.cpu(), self._layout, "cpu")
         return TensorList([t.cpu() for t in self.tensors], self._layout, "cpu")
 
 
 class ReaderSource(Source):
-    """``fn.readers.file``'s samples as a fastload source: DALI's order (``ReaderOrder``), and the pipeline's
-    graph as its path (``GraphPath``)."""
+    """A pipeline's ``fn.readers.file`` samples as a fastload source with DALI's order (``ReaderOrder``).
 
-    def __init__(self, spec, graph: Graph, seed: int, gpu: torch.device):
-        super().__init__(spec.samples, seed=seed)
-        self.spec, self.graph, self.gpu = spec, graph, gpu
-        self.order_seed = spec.seed if spec.seed >= 0 else seed
+    Its transform is the graph's ``Plan`` when the graph lowers to one (the
+    fast or device path), else None and the graph runs as its own path
+    (``GraphPath``). A pipeline with several readers (images and masks, say)
+    reads them side by side: the first drives the loader's order, the others
+    read their own streams at the same stream positions, as DALI's readers
+    each advance by one batch per iteration.
+    """
 
-    def make_order(self, batch_size: int, drop_last: bool, **ignored) -> ReaderOrder:
-        spec = self.spec
-        return ReaderOrder(len(self.samples), shard_id=spec.shard_id, num_shards=spec.num_shards,
+    def __init__(self, readers: list, graph: Graph, seed: int, gpu: torch.device, plan=None):
+        self.readers = readers  # the reader ops, the first one driving the order
+        spec = readers[0].reader
+        super().__init__(spec.samples, plan, seed=seed)
+        self.spec, self.graph, self.gpu, self.base_seed = spec, graph, gpu, seed
+
+    def reader_order(self, spec, batch_size: int) -> ReaderOrder:
+        return ReaderOrder(len(spec.samples), shard_id=spec.shard_id, num_shards=spec.num_shards,
                            batch_size=batch_size, stick_to_shard=spec.stick_to_shard,
                            pad_last_batch=spec.pad_last_batch, random_shuffle=spec.random_shuffle,
                            initial_fill=spec.initial_fill, shuffle_after_epoch=spec.shuffle_after_epoch,
-                           seed=self.order_seed)
+                           seed=spec.seed if spec.seed >= 0 else self.base_seed)
 
-    def meta(self) -> dict:
-        """DALI's ``reader_meta`` for this reader."""
-        spec, size = self.spec, len(self.samples)
+    def make_order(self, batch_size: int, drop_last: bool, **ignored) -> ReaderOrder:
+        return self.reader_order(self.spec, batch_size)
+
+    def meta(self, spec=None) -> dict:
+        """DALI's ``reader_meta`` for a reader (the first by default)."""
+        spec = spec or self.spec
+        size = len(spec.samples)
         padded = -(-size // spec.num_shards) * spec.num_shards if spec.pad_last_batch else size
         return {"epoch_size": size, "epoch_size_padded": padded, "number_of_shards": spec.num_shards,
                 "shard_id": spec.shard_id, "pad_last_batch": int(spec.pad_last_batch),
                 "stick_to_shard": int(spec.stick_to_shard)}
 
     def fastload_path(self, loader):
-        return GraphPath(loader, self)
+        return GraphPath(loader, self) if self.transform is None else None
 
 
 class GraphPath(SampleReader):
@@ -113,7 +141,8 @@ class GraphPath(SampleReader):
 
     def __init__(self, loader, source: ReaderSource):
         super().__init__(loader, source.samples, None, None, source.read)
-        self.graph, self.gpu, self.names = source.graph, source.gpu, source.spec.names
+        self.graph, self.gpu, self.readers = source.graph, source.gpu, source.readers
+        self.others = [(op, source.reader_order(op.reader, loader.batch_size)) for op in source.readers[1:]]
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         ctx = self.context(epoch, order)
@@ -122,17 +151,23 @@ class GraphPath(SampleReader):
 
     def _jobs(self, batches, ctx) -> Iterator[Job]:
         for batch in batches:
-            tasks = [_RunSample(self, position, index, ctx) for position, index in batch]
+            start = ctx.epoch * ctx.order.num_samples() + batch[0][0]  # the batch's place in the stream
+            others = [(op, order.stream(start, len(batch))) for op, order in self.others]  # in stream order
+            tasks = [_RunSample(self, position, index, ctx, [(op, indices[i]) for op, indices in others])
+                     for i, (position, index) in enumerate(batch)]
             yield Job(tasks, self._finish, what=[self.samples[index][0] for _, index in batch])
 
-    def run(self, index: int, ctx, report) -> tuple:
+    def run(self, index: int, ctx, report, others=()) -> tuple:
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
-        data = self.read_bytes(index)
+        readers = {self.readers[0].id: (self.read_bytes(index), label)}
+        for op, other in others:
+            other_path, other_label = op.reader.samples[other]
+            readers[op.id] = (read_file(other, other_path), other_label)
         read = time.perf_counter()
         report("graph", path)
-        sample = SampleContext(ctx.seed, ctx.epoch, index, name=path, reader=(data, label), gpu=self.gpu)
+        sample = SampleContext(ctx.seed, ctx.epoch, index, name=path, readers=readers, gpu=self.gpu)
         outputs = self.graph.run_sample(sample)
         self.stats.add("read", read - started)
         self.stats.add("augment", time.perf_counter() - read)
@@ -150,9 +185,9 @@ def batch_outputs(graph: Graph, results: list[tuple]) -> tuple:
 
 
 class _RunSample:
-    def __init__(self, path: GraphPath, position: int, index: int, ctx):
-        self.path, self.position, self.index, self.ctx = path, position, index, ctx
+    def __init__(self, path: GraphPath, position: int, index: int, ctx, others):
+        self.path, self.position, self.index, self.ctx, self.others = path, position, index, ctx, others
 
     def __call__(self, report) -> tuple:
-        return self.path.load_or_replace(lambda index: self.path.run(index, self.ctx, report), self.position,
-                                         self.index, self.ctx)
+        return self.path.load_or_replace(lambda index: self.path.run(index, self.ctx, report, self.others),
+                                         self.position, self.index, self.ctx)

@@ -4,7 +4,9 @@ Operators called inside a pipeline (``fn.resize(images, ...)``) do not run:
 they add an ``Op`` to the pipeline being defined and return ``DataNode``s,
 as in DALI. At ``build()`` the pipeline keeps the ops its outputs depend on
 (DALI prunes the rest too) and runs them per sample in fastload's loader
-threads (``graph_path.GraphPath``). Each sample is independent: DALI's
+threads (``graph_path.GraphPath``), by demand from the outputs (so the
+branch of a conditional a sample does not take does not run for it,
+``conditionals``). Each sample is independent: DALI's
 operators here are all per-sample, and its random operators draw from the
 sample's own stream, so the order threads finish in changes nothing.
 """
@@ -19,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from ...rng import SampleRandom, _mix
+from ...rng import SampleRandom
 
 _IDS = itertools.count(1)
 _DEFINING = threading.local()  # the stack of pipelines being defined on this thread
@@ -41,21 +43,21 @@ def pop_pipeline() -> None:
 
 @dataclass
 class SampleContext:
-    """What one sample's run needs: its random streams' key (seed, epoch, index), its reader sample
-    ((bytes, label) for the reader op), the external sources' values for it, and the torch device of the
+    """What one sample's run needs: its random streams' key (seed, epoch, index), its reader samples
+    ((bytes, label) per reader op), the external sources' values for it, and the torch device of the
     pipeline's "gpu" operators."""
 
     seed: int
     epoch: int
     index: int
     name: str = ""
-    reader: tuple[bytes, int] | None = None
+    readers: dict[int, tuple[bytes, int]] = field(default_factory=dict)  # reader op id -> (bytes, label)
     external: dict[int, Any] = field(default_factory=dict)
     gpu: torch.device = torch.device("cpu")
 
     def rng(self, op: "Op") -> SampleRandom:
         """The sample's stream for ``op``: its own, so operators draw independently of each other."""
-        return SampleRandom(_mix(self.seed ^ (op.ordinal * 0x9E3779B1)), self.epoch, self.index)
+        return SampleRandom(self.seed, self.epoch, self.index).fork(op.ordinal)
 
 
 class Op:
@@ -85,6 +87,11 @@ class Op:
 
     def __repr__(self) -> str:
         return f"{self.name}(device={self.device!r})"
+
+    def wanted(self, values: dict) -> list["DataNode"]:
+        """The inputs this op needs for a sample, given the values computed so far: all of them (a
+        conditional's select needs its predicate, then only the chosen branch's value)."""
+        return [*self.inputs, *self.arg_inputs.values()]
 
     def run(self, ctx: SampleContext, values: dict) -> tuple:
         inputs = [values[node] for node in self.inputs]
@@ -133,10 +140,18 @@ class DataNode:
         return Op("cpu", lambda ctx, op, x: x.cpu(), [self], {}, layouts=(self._layout,)).outputs[0]
 
     def __bool__(self):
+        pipe = current_pipeline()
+        if getattr(pipe, "_conditionals", False):  # conditionals on, but this truth test was not converted
+            raise TypeError("fastload.compat.dali: a DataNode has a value per sample, known only when the "
+                            "pipeline runs; with enable_conditionals=True fastload converts the `if`, `and`, "
+                            "`or` and `not` of the @pipeline_def function and of the functions of your code it "
+                            "calls, but not this truth test (bool(), assert, a chained comparison such as "
+                            "`a < x < b`, a comprehension's `if`, or code whose source cannot be read)")
         raise TypeError("fastload.compat.dali: a DataNode has a value per sample, known only when the "
-                        "pipeline runs; an `if` on one needs enable_conditionals=True, which fastload does not "
-                        "support yet (use fn.random.coin_flip as an argument input, e.g. mirror=coin, or "
-                        "arithmetic such as `a * cond + b * (1 - cond)`)")
+                        "pipeline runs; an `if`, `and`, `or` or `not` on one needs conditionals: pass "
+                        "enable_conditionals=True to @pipeline_def, as in DALI (or use the value as an "
+                        "argument input, e.g. mirror=fn.random.coin_flip(), or arithmetic such as "
+                        "`a * cond + b * (1 - cond)`)")
 
     def __getitem__(self, key):
         return Op("subscript", lambda ctx, op, x, key=key: x[key], [self], {}, device=self.device,
@@ -264,10 +279,23 @@ class Graph:
         return [op for op in self.ops if op.name == name]
 
     def run_sample(self, ctx: SampleContext) -> tuple:
+        """The outputs for one sample, evaluated by demand from them: each op runs once, after the inputs
+        it wants (``Op.wanted``), so an op only a branch not taken needs (a conditional) does not run."""
         values: dict[DataNode, Any] = {}
-        for op in self.ops:
-            for node, value in zip(op.outputs, op.run(ctx, values)):
-                values[node] = value
+        for node in self.outputs:
+            stack = [node.source]
+            while stack:
+                op = stack[-1]
+                if op.outputs[0] in values:
+                    stack.pop()
+                    continue
+                missing = [x.source for x in op.wanted(values) if x not in values and x.source is not None]
+                if missing:
+                    stack.extend(reversed(missing))
+                    continue
+                stack.pop()
+                for out, value in zip(op.outputs, op.run(ctx, values)):
+                    values[out] = value
         return tuple(_as_tensor(values[node]) for node in self.outputs)
 
 

@@ -123,7 +123,7 @@ def readers_file(*, file_root=None, files=None, labels=None, file_list=None, sha
 
 
 def _read_sample(ctx, op):
-    data, label = ctx.reader
+    data, label = ctx.readers[op.id]
     return torch.frombuffer(bytearray(data), dtype=torch.uint8), torch.tensor([label], dtype=torch.int32)
 
 
@@ -206,7 +206,9 @@ def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter
 def _random_resized_crop(ctx, op, image, size, random_area, random_aspect_ratio, num_attempts, **settings):
     y, x, h, w = imageops.random_crop_window(image.shape[0], image.shape[1], ctx.rng(op), random_area,
                                              random_aspect_ratio, num_attempts)
-    return imageops.resize(image[y:y + h, x:x + w], resize_x=size[1], resize_y=size[0], **settings)
+    # DALI resamples the window as a region of the whole image: the filter reads past its edges
+    return imageops.resize(image, resize_x=size[1], resize_y=size[0], roi_start=(y, x), roi_end=(y + h, x + w),
+                           **settings)
 
 
 def random_resized_crop(images, *, size, device=None, random_area=(0.08, 1.0), random_aspect_ratio=(0.75, 4 / 3),
@@ -271,8 +273,9 @@ def flip(images, *, device=None, horizontal=1, vertical=0, **args):
         device=_device([images], device), layouts=(images.layout(),)))
 
 
-def rotate(images, *, angle, device=None, fill_value=0, keep_size=False, size=None, interp_type=None, **args):
-    """``fn.rotate``: by ``angle`` degrees (DALI's direction), output the bounding box or ``size``."""
+def rotate(images, *, angle, device=None, fill_value=None, keep_size=False, size=None, interp_type=None, **args):
+    """``fn.rotate``: by ``angle`` degrees (DALI's direction), output the bounding box or ``size``; outside
+    the image, ``fill_value``, or without one the nearest border pixel (DALI's default)."""
     check_args("fn.rotate", args, set())
     settings = {"angle": angle, "fill_value": fill_value, "keep_size": bool(keep_size),
                 "size": _pair(size) if size is not None else None,

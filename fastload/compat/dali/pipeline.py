@@ -22,6 +22,7 @@ import torch
 
 from ...loader import DataLoader
 from .execution import ReaderSource, TensorList, batch_outputs
+from .lowering import lower
 from .graph import DataNode, Graph, SampleContext, current_pipeline, pop_pipeline, push_pipeline
 from .operators import ExternalSourceOp
 from .types import BatchInfo, SampleInfo
@@ -54,10 +55,13 @@ class Pipeline:
         self._loader: DataLoader | None = None
         self._batches = None
         self._sources: list[ExternalSourceOp] = []
+        self._readers: list = []
         self._fed: dict[int, list] = {}
         self._iterators: dict[int, object] = {}
         self._iteration = self._epoch = 0
         self._built = False
+        self.unfused: str | None = None  # why the graph runs operator by operator (None: it is fused)
+        self._dct_scaling = False  # full-scale decoding, as DALI decodes (tests may try "auto")
 
     # -- properties DALI scripts read
     batch_size = property(lambda self: self._batch_size)
@@ -122,15 +126,27 @@ class Pipeline:
         self._graph = graph = Graph(self._outputs)
         readers = graph.find("readers.file")
         self._sources = [op for op in graph.ops if isinstance(op, ExternalSourceOp)]
-        if len(readers) > 1 or (readers and self._sources):
-            raise NotImplementedError("fastload.compat.dali: a pipeline runs one reader, or external sources "
-                                      "only; this one has more")
+        if readers and self._sources:
+            raise NotImplementedError("fastload.compat.dali: a pipeline runs readers, or external sources; "
+                                      "this one has both")
         gpu = self._gpu_device(graph)
-        self._reader = readers[0] if readers else None
-        if self._reader is not None:
-            source = ReaderSource(self._reader.reader, graph, self._seed, gpu)
+        self._readers = readers
+        self._lowered = None
+        if readers:
+            lowered = lower(graph) if len(readers) == 1 else "it has several readers"
+            if isinstance(lowered, str):
+                names = sorted({op.name for op in graph.ops if op.name not in ("readers.file", "gpu", "cpu")})
+                self.unfused = f"{', '.join(names)} run one by one in torch, not fused: {lowered}"
+                _warn_unfused(self.unfused)
+            else:
+                self._lowered, self.unfused = lowered, None
+            plan = self._lowered.plan if self._lowered else None
+            source = ReaderSource(readers, graph, self._seed, gpu, plan)
             self._loader = DataLoader(source, batch_size=self._batch_size, num_workers=self._num_threads,
-                                      prefetch_factor=max(1, self._prefetch_queue_depth))
+                                      prefetch_factor=max(1, self._prefetch_queue_depth),
+                                      device=gpu if plan is not None and gpu.type == "cuda" else None,
+                                      dct_scaling=self._dct_scaling)
+            self._loader.stats.unfused = self.unfused or ""
         self._gpu = gpu
         self._built = True
 
@@ -156,8 +172,21 @@ class Pipeline:
         if self._loader is not None:
             if self._batches is None:
                 self._batches = _endless(self._loader)
-            return next(self._batches)
+            batch = next(self._batches)
+            return self._as_outputs(batch) if self._lowered is not None else batch
         return self._run_external()
+
+    def _as_outputs(self, batch) -> tuple:
+        """The fast path's [images, labels] as the graph's outputs: images as one dense CHW batch,
+        labels int32 of shape [N, 1] (DALI's reader labels), each where its output node says."""
+        images, labels = batch
+        outputs = [None, None]
+        nodes = self._graph.outputs
+        lowered = self._lowered
+        outputs[lowered.image_output] = TensorList.from_batch(images, "CHW", nodes[lowered.image_output].device)
+        outputs[lowered.label_output] = TensorList.from_batch(labels.to(torch.int32).reshape(-1, 1), "",
+                                                              nodes[lowered.label_output].device)
+        return tuple(outputs)
 
     def schedule_run(self) -> None:
         """Accepted for DALI's manual prefetching protocol; fastload prefetches by itself."""
@@ -222,26 +251,49 @@ class Pipeline:
         self._iteration = 0
 
     # -- readers
-    def _reader_source(self, name):
+    def _reader_spec(self, name):
+        """The spec of the reader named ``name`` (None: the only one), as DALI finds it by name."""
         self.build()
-        if self._reader is None or (name is not None and self._reader.reader.name != name):
-            raise KeyError(f"no reader named {name!r} in this pipeline")
-        return self._loader.dataset
+        specs = [op.reader for op in self._readers]
+        if name is None and len(specs) == 1:
+            return specs[0]
+        for spec in specs:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"no reader named {name!r} in this pipeline (readers: {[s.name for s in specs]})")
 
     def epoch_size(self, name=None):
         """Samples in the reader's dataset (a dict by reader name when no name is given), as in DALI."""
-        source = self._reader_source(name)
-        return source.meta()["epoch_size"] if name is not None else {source.spec.name: len(source.samples)}
+        if name is None:
+            return {op.reader.name: len(op.reader.samples) for op in self._readers_built()}
+        return len(self._reader_spec(name).samples)
 
     def reader_meta(self, name=None) -> dict:
-        source = self._reader_source(name)
-        return source.meta() if name is not None else {source.spec.name: source.meta()}
+        """DALI's reader metadata (epoch_size, epoch_size_padded, number_of_shards, shard_id, pad_last_batch,
+        stick_to_shard), of one reader, or a dict by reader name."""
+        if name is None:
+            return {op.reader.name: self._loader.dataset.meta(op.reader) for op in self._readers_built()}
+        return self._loader.dataset.meta(self._reader_spec(name))
+
+    def _readers_built(self) -> list:
+        self.build()
+        return self._readers
 
     @property
     def loader(self) -> DataLoader | None:
         """The fastload DataLoader that runs a reader pipeline (its ``stats`` say where time goes)."""
         self.build()
         return self._loader
+
+
+_warned_unfused: set[str] = set()
+
+
+def _warn_unfused(what: str) -> None:
+    """Once per distinct graph shape: which operators do not fuse, and why (also in ``loader.stats``)."""
+    if what not in _warned_unfused:
+        _warned_unfused.add(what)
+        warnings.warn(f"fastload.compat.dali: {what}", stacklevel=4)
 
 
 def _endless(loader):
@@ -285,6 +337,7 @@ def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
             raise TypeError(f"Using variadic keyword argument in a graph-defining function is not allowed "
                             f"({func.__name__})")
         ctor = inspect.signature(Pipeline.__init__).parameters
+        converted = []  # func with its `if`/`and`/`or`/`not` rewritten (conditionals.convert), made once
 
         @functools.wraps(func)
         def create_pipeline(*args, **kwargs):
@@ -302,9 +355,27 @@ def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
                     raise TypeError(f"{func.__name__}() got an unexpected keyword argument {key!r}")
             pipe = Pipeline(**pipe_args)
             pipe._conditionals = conditionals
+            body = func
+            if conditionals:
+                from . import conditionals as conversion
+                if not converted:
+                    converted.append(conversion.convert(func))
+                body = converted[0]
             with pipe:
-                outputs = func(*args, **fn_args)
+                outputs = body(*args, **fn_args)
             pipe.set_outputs(*(outputs if isinstance(outputs, (list, tuple)) else [outputs]))
             return pipe
         return create_pipeline
     return decorate(fn) if fn is not None else decorate
+
+
+class experimental:  # noqa: N801 -- DALI's ``nvidia.dali.pipeline.experimental`` namespace
+    """``pipeline.experimental.pipeline_def``: DALI's decorator with its experimental features; fastload
+    runs it as ``pipeline_def`` and refuses debug mode, which it does not have."""
+
+    @staticmethod
+    def pipeline_def(fn=None, *, enable_conditionals=False, debug=False, **pipeline_kwargs):
+        if debug:
+            raise NotImplementedError("fastload.compat.dali: pipeline debug mode (debug=True) is not supported; "
+                                      "run the pipeline and inspect pipe.run()'s outputs instead")
+        return pipeline_def(fn, enable_conditionals=enable_conditionals, **pipeline_kwargs)

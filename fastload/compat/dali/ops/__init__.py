@@ -6,10 +6,13 @@ from __future__ import annotations
 from .. import operators
 
 
-def legacy(name: str, function):
-    """A DALI ``ops`` class: ``name(**args)(*inputs, **more_args)`` is ``function(*inputs, **args, **more_args)``."""
-    def __init__(self, **args):
-        self._args = args
+def legacy(name: str, function, positional: tuple[str, ...] = ()):
+    """A DALI ``ops`` class: ``name(**args)(*inputs, **more_args)`` is ``function(*inputs, **args, **more_args)``
+    (``positional``: the constructor arguments DALI also takes by position, ExternalSource's source)."""
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(positional):
+            raise TypeError(f"ops.{name} takes at most {len(positional)} positional arguments")
+        self._args = {**dict(zip(positional, args)), **kwargs}
 
     def __call__(self, *inputs, **args):
         return function(*inputs, **{**self._args, **args})
@@ -38,6 +41,6 @@ Cat = legacy("Cat", operators.cat)
 Stack = legacy("Stack", operators.stack)
 CoinFlip = legacy("CoinFlip", operators.random_coin_flip)
 Uniform = legacy("Uniform", operators.random_uniform)
-ExternalSource = legacy("ExternalSource", operators.external_source)
+ExternalSource = legacy("ExternalSource", operators.external_source, positional=("source", "num_outputs"))
 
 from . import decoders, random, readers  # noqa: E402,F401
