@@ -1,0 +1,132 @@
+"""DALI's ResNet-50 training pipeline on this machine's CPU: real DALI vs the same pipeline on
+fastload.compat.dali, with the native fastload loader beside them, in one run on the same data.
+
+The pipeline is the training branch of DALI's ResNet-50 example
+(docs/examples/use_cases/pytorch/resnet50/main.py with --dali_cpu): file
+reader with random shuffle and pad_last_batch, random-crop decode (area
+[0.1, 1], aspect [0.8, 1.25], 100 attempts), resize to 224x224 (triangular),
+crop_mirror_normalize to float32 CHW with a coin-flip mirror; batch 64,
+num_threads = cores, DALIClassificationIterator(reader_name="Reader",
+last_batch_policy=PARTIAL). The native loader runs the same transform as
+torchvision names it (RandomResizedCrop(224, scale=(0.1, 1), ratio=(0.8,
+1.25)), flip, float32, normalize). Each loader runs in its own subprocess:
+a warm-up epoch, then ``--epochs`` timed ones. Run with no arguments it
+first generates the built-in sample folder (2,000 JPEGs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from fastload.cli.bench import machine, measure, run_in_child
+
+LOADERS = ("dali", "fastload.compat.dali", "fastload")
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def _resnet50_pipeline(lib, root: str, batch_size: int, workers: int):
+    @lib.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=12)
+    def create_dali_pipeline(data_dir, crop):
+        images, labels = lib.fn.readers.file(file_root=data_dir, random_shuffle=True, pad_last_batch=True,
+                                             name="Reader")
+        images = lib.fn.decoders.image_random_crop(images, device="cpu", output_type=lib.types.RGB,
+                                                   random_aspect_ratio=[0.8, 1.25], random_area=[0.1, 1.0],
+                                                   num_attempts=100)
+        images = lib.fn.resize(images, device="cpu", resize_x=crop, resize_y=crop,
+                               interp_type=lib.types.INTERP_TRIANGULAR)
+        mirror = lib.fn.random.coin_flip(probability=0.5)
+        images = lib.fn.crop_mirror_normalize(images, dtype=lib.types.FLOAT, output_layout="CHW",
+                                              crop=(crop, crop), mean=[m * 255 for m in MEAN],
+                                              std=[s * 255 for s in STD], mirror=mirror)
+        return images, labels
+
+    pipe = create_dali_pipeline(data_dir=root, crop=224)
+    pipe.build()
+    return pipe
+
+
+class _IteratorBatches:
+    """A DALI-style iterator as ``measure`` reads a loader: (images, labels) batches, len, batch_size."""
+
+    def __init__(self, iterator, batch_size: int, stats=None):
+        self.iterator, self.batch_size, self.stats = iterator, batch_size, stats
+
+    def __len__(self) -> int:
+        return len(self.iterator)
+
+    def __iter__(self):
+        for outputs in self.iterator:
+            yield outputs[0]["data"], outputs[0]["label"]
+
+
+def _make_loader(name: str, root: str, batch_size: int, workers: int):
+    import torch
+
+    import fastload
+    if name == "fastload":
+        t = fastload.transforms
+        transform = t.Compose([t.RandomResizedCrop(224, scale=(0.1, 1.0), ratio=(0.8, 1.25)),
+                               t.RandomHorizontalFlip(), t.ToDtype(torch.float32, scale=True), t.Normalize(MEAN, STD)])
+        return fastload.DataLoader(fastload.ImageFolder(root, transform), batch_size=batch_size, shuffle=True,
+                                   num_workers=workers)
+    if name == "dali":
+        import nvidia.dali as lib
+        from nvidia.dali.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
+    else:
+        import fastload.compat.dali as lib
+        from fastload.compat.dali.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
+    pipe = _resnet50_pipeline(lib, root, batch_size, workers)
+    iterator = DALIClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
+                                          last_batch_policy=LastBatchPolicy.PARTIAL)
+    return _IteratorBatches(iterator, batch_size, getattr(pipe, "loader", None) and pipe.loader.stats)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", nargs="?", help="ImageFolder root (default: the built-in sample)")
+    parser.add_argument("--images", type=int, default=2000, help="size of the generated sample")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
+    parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one loader, print JSON
+    args = parser.parse_args(argv)
+
+    if args.one:
+        loader = _make_loader(args.one, args.root, args.batch_size, args.workers)
+        print(json.dumps(measure(args.one, loader, args.epochs, "cpu", True)))
+        return 0
+    root = args.root
+    if root is None:
+        from fastload.sample_data import default_sample_root, make_sample_folder
+        root = str(default_sample_root())
+        print(f"sample folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
+        make_sample_folder(root, num_images=args.images)
+    results = []
+    for name in args.loaders.split(","):
+        command = [sys.executable, os.path.abspath(__file__), root, "--one", name, "--batch-size",
+                   str(args.batch_size), "--workers", str(args.workers), "--epochs", str(args.epochs)]
+        results.append(run_in_child(name, command))
+    by_name = {r["name"]: r["images_per_s"] for r in results}
+    print(f"\nmachine: {machine()}")
+    print(f"data: {root}; batch {args.batch_size}, {args.workers} threads; DALI's ResNet-50 training pipeline "
+          f"(random-crop decode, resize 224, crop_mirror_normalize float32 CHW, coin-flip mirror); "
+          f"{args.epochs} timed epochs\n")
+    print(f"{'loader':<22} {'images/s':>9} {'vs DALI':>8} {'vs native':>10} {'peak memory MB':>15}")
+    for r in results:
+        dali, native = by_name.get("dali"), by_name.get("fastload")
+        vs_dali = f"{r['images_per_s'] / dali:.2f}x" if dali else "-"
+        vs_native = f"{r['images_per_s'] / native:.2f}x" if native else "-"
+        print(f"{r['name']:<22} {r['images_per_s']:>9.0f} {vs_dali:>8} {vs_native:>10} {r['peak_mb']:>15.0f}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "results": results}, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
