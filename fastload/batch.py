@@ -189,7 +189,8 @@ class FastPath(SampleReader):
         t2 = time.perf_counter()
         report("augment", path)
         try:
-            image = transform_image(decoded, geometry, self.plan.resample, flip=not self.direct)
+            image = transform_image(decoded, geometry, self.plan.resample, flip=not self.direct,
+                                    affine=self.plan.affine)
             if self.direct:
                 write_normalized(image, geometry.hflip, self.plan, out)
             else:

@@ -1,9 +1,12 @@
 """Augmentation on the CPU: geometry per sample in Pillow, values per sample in C or per batch in torch.
 
-Crop, antialiased resize and flips run per sample in the worker thread on
-uint8 pixels (Pillow releases the GIL, and pillow-simd vectorizes the
-resampling). The value part of the plan -- dtype, scale, normalize, NCHW --
-is ``fastload.kernels.normalize``'s math. For float32 output it runs per
+Crop, antialiased resize, rotation or affine map, and flips run per sample
+in the worker thread on uint8 pixels (Pillow releases the GIL, and
+pillow-simd vectorizes the resampling). A rotation torchvision would apply
+to a PIL image is Pillow's, as there; one it would apply to a tensor is its
+grid sampling, through the kernel's plain-torch reference. The value part
+of the plan -- dtype, scale, normalize, NCHW -- is
+``fastload.kernels.normalize``'s math. For float32 output it runs per
 sample in ``fastload._normalize`` (one pass, flip folded in, no GIL, no
 OpenMP), straight into the sample's row of the batch; otherwise, or without
 the extension, once per batch on a staged uint8 batch with torch. Color
@@ -14,10 +17,11 @@ own oracle, so the CPU and GPU paths compute the same values.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from PIL import Image
 
-from fastload.kernels.augment import finish_reference
+from fastload.kernels.augment import finish_reference, warp_reference
 from fastload.kernels.normalize import normalize_reference
 
 try:
@@ -26,11 +30,13 @@ except ImportError:  # built without a C compiler: batches are normalized in tor
     _normalize = None
 
 from .decode import Decoded
-from .transforms import Geometry, Plan
+from .transforms import AffineGeometry, Geometry, Plan
 
 
-def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: bool = True) -> Image.Image:
-    """Crop, resize, flip vertically and (unless ``flip`` is False) horizontally; returns RGB."""
+def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: bool = True,
+                    affine: AffineGeometry | None = None) -> Image.Image:
+    """Crop, resize, rotate or map (``affine``: the plan's), flip vertically and (unless ``flip`` is False)
+    horizontally; returns RGB."""
     image, scale = decoded.image, decoded.scale
     x0, y0 = decoded.origin
     if scale != 1 or geometry.box_resize:
@@ -47,6 +53,8 @@ def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: b
             image = image.resize(geometry.resize, resample)
         if geometry.post_crop is not None:
             image = image.crop(geometry.post_crop)
+    if geometry.affine is not None:
+        image = warp_image(image, geometry, affine)
     if flip and geometry.hflip:
         image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
     if geometry.vflip:
@@ -54,6 +62,25 @@ def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: b
     if image.mode != "RGB":
         image = image.convert("RGB")
     return image
+
+
+def warp_image(image: Image.Image, geometry: Geometry, affine: AffineGeometry) -> Image.Image:
+    """The flips before the rotation or affine map, then the map itself, as torchvision applies them: on
+    a PIL image, Pillow's ``transform`` with the matrix torchvision gives it; on a tensor, grid sampling
+    with torchvision's fill mask, rounded back to uint8. Returns RGB."""
+    image = image.convert("RGB") if image.mode != "RGB" else image
+    if geometry.pre_flips[0]:
+        image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    if geometry.pre_flips[1]:
+        image = image.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
+    height, width = affine.output_size
+    if affine.pil:
+        resample = Image.Resampling.NEAREST if affine.nearest else Image.Resampling.BILINEAR
+        return image.transform((width, height), Image.Transform.AFFINE, geometry.affine, resample,
+                               fillcolor=tuple(int(v) for v in affine.fill))
+    levels = torch.from_numpy(np.array(image)).permute(2, 0, 1)[None].float()
+    warped = warp_reference(levels, torch.tensor([geometry.affine]), affine.output_size, affine.nearest, affine.fill)
+    return Image.fromarray(warped[0].round_().permute(1, 2, 0).to(torch.uint8).contiguous().numpy())
 
 
 def normalizes_per_sample(plan: Plan) -> bool:

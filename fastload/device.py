@@ -5,7 +5,7 @@ plan whose resize is bilinear; ``unsupported``),
 a batch goes through three stages:
 
 1. reader threads (the pool): read each file, parse its header and draw the
-   sample's crop, flips and colors; a file the GPU decoder would refuse
+   sample's crop, rotation, flips and colors; a file the GPU decoder would refuse
    (PNG, CMYK, progressive under some backends...) -- or every file, when
    decoding on the CPU (``decode_device="cpu"``, or no GPU decoder passed its probe) -- is decoded here,
    only its crop region, into pinned memory;
@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from fastload.kernels.augment import AugmentParams, augment_batch
+from fastload.kernels.augment import AugmentParams, Warp, augment_batch
 
 from .batch import EpochContext, SampleReader
 from .buffers import BufferPool
@@ -58,6 +58,11 @@ def unsupported(plan) -> str | None:
     """Why the fused kernel cannot run ``plan``'s geometry, or None when it can."""
     if plan.resample != Image.Resampling.BILINEAR:
         return "its resize is not bilinear (the kernel resamples like torchvision's bilinear, antialias=True)"
+    affine = getattr(plan, "affine", None)
+    if affine is not None and affine.pil and not affine.nearest:
+        return ("its bilinear rotation/affine step meets a PIL image: Pillow's rule at the rotated border "
+                "(clamp inside, fill outside) is not the kernel's (torchvision's tensor rule), up to 175 "
+                "levels apart there; put ToImage() before the step to run it on the device")
     return None
 
 
@@ -169,6 +174,9 @@ class DevicePath(SampleReader):
         self.cpu, self.candidates, self.decoder = None, [], None  # chosen by the first stages()
         self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, self.options)
         self.decoded_bytes_peak = 0
+        # the kernel samples a rotation or affine map as torchvision does a tensor, whatever the plan's meets
+        affine = plan.affine
+        self.warp = None if affine is None else Warp(affine.input_size, affine.nearest, affine.fill)
 
     def _choose(self) -> None:
         if self._choose_decoders is None:
@@ -245,7 +253,7 @@ class DevicePath(SampleReader):
             out, slot = delivery.take(len(samples))
             augment_batch(images, self._params(samples), self.plan.output_size,
                           out.dtype, self.plan.scale, self.plan.shift,
-                          quantize=self.plan.color_quantized, out=out)
+                          quantize=self.plan.color_quantized, out=out, warp=self.warp)
             batch = self.tail(out, [self.label(sample.label) for sample in samples])
             if delivery.stream is not None:
                 for image in images:  # decoded on the decoder's stream, read on ours
@@ -284,9 +292,10 @@ class DevicePath(SampleReader):
         sample.__dict__.update(replacement.__dict__)
 
     def _params(self, samples: list[_Sample]) -> AugmentParams:
-        """The kernel's per-image crop boxes (relative to each decoded image), flips and colors, on the host."""
+        """The kernel's per-image crop boxes (relative to each decoded image), flips, colors and inverse
+        maps, on the host."""
         boxes, windows, flips, ops, factors = [], [], [], [], []
-        out_h, out_w = self.plan.output_size
+        out_h, out_w = self.plan.resampled_size
         for s in samples:
             g = s.geometry
             height, width = s.image.shape[1:]
@@ -302,7 +311,8 @@ class DevicePath(SampleReader):
             ops.append([op for op, _ in g.color])
             factors.append([factor for _, factor in g.color])
         return AugmentParams.make(boxes, flips, ops if self.plan.color_slots else None,
-                                  factors if self.plan.color_slots else None, windows=windows)
+                                  factors if self.plan.color_slots else None, windows=windows,
+                                  matrices=[s.geometry.warp for s in samples] if self.warp is not None else None)
 
     @property
     def device_bytes(self) -> int:

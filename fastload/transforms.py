@@ -8,8 +8,9 @@ into a ``Plan``: one crop box and output size per sample (drawn from the
 sample's own random stream), flip flags, the sample's color operations
 (ColorJitter's random order and factors, grayscale) as the parameters of
 ``fastload.kernels.augment``, and one per-channel affine map and dtype for
-the whole batch. Anything else raises ``UnsupportedTransform`` and the
-loader runs the transform as given.
+the whole batch. A RandomRotation or RandomAffine after the resampling step
+becomes one inverse affine map per sample (``AffineGeometry``). Anything else
+raises ``UnsupportedTransform`` and the loader runs the transform as given.
 
 Color operations compile when they follow the crop or resize (they do not
 commute with resampling) and come from torchvision.transforms.v2 (or
@@ -30,20 +31,21 @@ import torch
 from PIL import Image
 from torchvision import transforms as v1
 from torchvision.transforms import InterpolationMode
-from torchvision.transforms.functional import _interpolation_modes_from_int
+from torchvision.transforms.functional import _get_inverse_affine_matrix, _interpolation_modes_from_int
 from torchvision.transforms import v2
-from torchvision.transforms.v2 import (CenterCrop, ColorJitter, Compose, Grayscale, Normalize, RandomApply,
-                                       RandomGrayscale, RandomHorizontalFlip, RandomResizedCrop,
-                                       RandomVerticalFlip, Resize, ToImage)
+from torchvision.transforms.v2 import (CenterCrop, ColorJitter, Compose, Grayscale, Normalize, RandomAffine,
+                                       RandomApply, RandomGrayscale, RandomHorizontalFlip, RandomResizedCrop,
+                                       RandomRotation, RandomVerticalFlip, Resize, ToImage)
+from torchvision.transforms.v2.functional._geometry import _compute_affine_output_size
 
 from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
 
 from .rng import SampleRandom
 
 __all__ = ["Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
-           "RandomVerticalFlip", "ColorJitter", "RandomGrayscale", "Grayscale", "RandomApply",
-           "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "RandomResizedCropGeometry", "ResizeGeometry",
-           "CenterCropGeometry", "compile_plan", "UnsupportedTransform"]
+           "RandomVerticalFlip", "RandomRotation", "RandomAffine", "ColorJitter", "RandomGrayscale", "Grayscale",
+           "RandomApply", "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "RandomResizedCropGeometry",
+           "ResizeGeometry", "CenterCropGeometry", "AffineGeometry", "compile_plan", "UnsupportedTransform"]
 
 
 class ToDtype(v2.ToDtype):
@@ -83,15 +85,17 @@ class Geometry:
     At full scale: ``crop`` (an integer box in source pixels, padded with
     zeros outside the image as PIL/torchvision crops are), ``resize`` the
     result to (width, height), ``post_crop`` (a CenterCrop after a Resize),
-    then horizontal and vertical flips -- torchvision's own steps, so its
-    pixels exactly. ``color`` holds the sample's color operations for
-    ``fastload.kernels.augment``: (operation id, factor) per slot of the plan.
-    When the JPEG is decoded at 1/s scale (s <= ``max_reduction``, the
-    largest DCT scale that still covers the output), the steps become one
-    resize that reads ``source_box`` (float source pixels) straight to the
-    output size; ``box_resize`` asks for that at full scale too (a resize
-    whose scale is not the ratio of integer sizes: DALI's,
-    fastload.compat.dali).
+    then, with a rotation or affine step, the flips drawn before it
+    (``pre_flips``: horizontal, vertical) and ``affine``, its inverse map
+    (see ``AffineGeometry``), then horizontal and vertical flips --
+    torchvision's own steps, so its pixels exactly. ``color`` holds the
+    sample's color operations for ``fastload.kernels.augment``: (operation
+    id, factor) per slot of the plan. When the JPEG is decoded at 1/s scale
+    (s <= ``max_reduction``, the largest DCT scale that still covers the
+    output), the resampling steps become one resize that reads
+    ``source_box`` (float source pixels) straight to ``output_size``;
+    ``box_resize`` asks for that at full scale too (a resize whose scale is
+    not the ratio of integer sizes: DALI's, fastload.compat.dali).
     """
 
     crop: tuple[int, int, int, int] | None = None
@@ -102,6 +106,8 @@ class Geometry:
     color: tuple[tuple[int, float], ...] = ()
     max_reduction: int = 1
     source_box: tuple[float, float, float, float] | None = None
+    affine: tuple[float, float, float, float, float, float] | None = None
+    pre_flips: tuple[bool, bool] = (False, False)
     box_resize: bool = False
 
     def region(self, width: int, height: int, scale: int) -> tuple[int, int, int, int]:
@@ -127,7 +133,7 @@ class Geometry:
 
     @property
     def output_size(self) -> tuple[int, int]:
-        """(width, height) of the result."""
+        """(width, height) of the resampled image (the input of any affine step)."""
         if self.post_crop is not None:
             left, top, right, bottom = self.post_crop
             return right - left, bottom - top
@@ -135,6 +141,20 @@ class Geometry:
             return self.resize
         left, top, right, bottom = self.crop
         return right - left, bottom - top
+
+    @property
+    def warp(self) -> tuple[float, float, float, float, float, float] | None:
+        """``affine`` with ``pre_flips`` folded in (each mirrors the map's input), for the fused kernel,
+        which flips only after it."""
+        if self.affine is None:
+            return None
+        a, b, c, d, e, f = self.affine
+        width, height = self.output_size
+        if self.pre_flips[0]:
+            a, b, c = -a, -b, width - c
+        if self.pre_flips[1]:
+            d, e, f = -d, -e, height - f
+        return a, b, c, d, e, f
 
 
 def _pair(size) -> tuple[int, int]:
@@ -268,6 +288,103 @@ class CenterCropGeometry:
         return Geometry(crop=(left, top, left + cw, top + ch))
 
 
+def _rotation_matrix(angle: float, width: int, height: int, center, output: tuple[int, int]) -> tuple[float, ...]:
+    """The inverse map of Pillow's ``Image.rotate`` (which torchvision's rotate calls on a PIL image), to an
+    output of (width, height) ``output``, computed as Pillow computes it so the pixels are Pillow's exactly."""
+    angle = -math.radians(angle % 360.0)
+    cos, sin = round(math.cos(angle), 15), round(math.sin(angle), 15)
+    a, b, d, e = cos, sin, round(-math.sin(angle), 15), cos
+    cx, cy = center if center is not None else (width / 2, height / 2)
+    c = a * -cx + b * -cy + 0.0 + cx
+    f = d * -cx + e * -cy + 0.0 + cy
+    dx, dy = -(output[0] - width) / 2.0, -(output[1] - height) / 2.0  # expand: keep the centre
+    return a, b, a * dx + b * dy + c, d, e, d * dx + e * dy + f
+
+
+def _expanded_size(angle: float, width: int, height: int, pil: bool) -> tuple[int, int]:
+    """(height, width) of ``rotate(expand=True)`` by ``angle``: Pillow's rule on a PIL image, torchvision's
+    (which truncates to 1e-4 before rounding up) on a tensor -- except at multiples of 90 degrees, where both
+    transpose instead (the rules would add a pixel to an odd-sized side)."""
+    if angle % 360 in (0.0, 180.0):
+        return height, width
+    if angle % 360 in (90.0, 270.0):
+        return width, height
+    if pil:
+        a, b, c, d, e, f = _rotation_matrix(angle, width, height, None, (width, height))
+        corners = ((0, 0), (width, 0), (width, height), (0, height))
+        xs, ys = [a * x + b * y + c for x, y in corners], [d * x + e * y + f for x, y in corners]
+        return math.ceil(max(ys)) - math.floor(min(ys)), math.ceil(max(xs)) - math.floor(min(xs))
+    centred = _get_inverse_affine_matrix([0.0, 0.0], -(angle % 360), [0.0, 0.0], 1.0, [0.0, 0.0])
+    out_w, out_h = _compute_affine_output_size(centred, width, height)
+    return out_h, out_w
+
+
+@dataclass(frozen=True)
+class AffineGeometry:
+    """A RandomRotation (``rotation``) or RandomAffine after the resampling step, drawn and applied as
+    torchvision draws and applies it.
+
+    ``sample`` gives a sample's inverse affine map (a, b, c, d, e, f): output
+    point (x, y), pixel centres at i + 0.5, reads the resampled image at
+    (a x + b y + c, d x + e y + f). It is the matrix torchvision hands
+    Pillow's ``Image.transform`` (for a rotation, Pillow's ``rotate``'s own);
+    torchvision's tensor kernel samples through the same map in coordinates
+    centred on the image. ``pil`` says which one the step meets: a PIL
+    image (Pillow: points outside the image take ``fill``, those inside it
+    clamp at the edge) or a tensor (grid_sample: zeros outside, then the fill
+    blended in by torchvision's mask). ``fill`` is in uint8 levels per
+    channel; None is a tensor's ``fill=None`` (zeros, no mask).
+    ``pre_flips`` says whether the plan's horizontal / vertical flip comes
+    before the step. ``input_size`` and ``output_size`` are (height, width);
+    they differ only for ``expand=True``, which compiles for a fixed angle.
+    """
+
+    input_size: tuple[int, int]
+    output_size: tuple[int, int]
+    degrees: tuple[float, float]
+    translate: tuple[float, float] | None = None
+    scale: tuple[float, float] | None = None
+    shear: tuple[float, ...] | None = None
+    center: tuple[float, float] | None = None
+    rotation: bool = False
+    nearest: bool = True
+    fill: tuple[float, float, float] | None = (0.0, 0.0, 0.0)
+    pil: bool = True
+    pre_flips: tuple[bool, bool] = (False, False)
+
+    def draw(self, rng: SampleRandom) -> dict:
+        """torchvision's make_params, in its order: the angle, then translate, scale and shear where set (as
+        the keyword arguments of its functional ``affine``; a rotation's is the angle alone)."""
+        angle = _float32(rng.uniform(*self.degrees))
+        if self.rotation:
+            return dict(angle=angle)
+        translate = (0, 0)
+        if self.translate is not None:
+            height, width = self.input_size
+            max_dx, max_dy = float(self.translate[0] * width), float(self.translate[1] * height)
+            translate = (int(round(_float32(rng.uniform(-max_dx, max_dx)))),
+                         int(round(_float32(rng.uniform(-max_dy, max_dy)))))
+        scale = _float32(rng.uniform(*self.scale)) if self.scale is not None else 1.0
+        shear = [0.0, 0.0]
+        if self.shear is not None:
+            shear[0] = _float32(rng.uniform(self.shear[0], self.shear[1]))
+            if len(self.shear) == 4:
+                shear[1] = _float32(rng.uniform(self.shear[2], self.shear[3]))
+        return dict(angle=angle, translate=translate, scale=scale, shear=tuple(shear))
+
+    def matrix(self, angle: float, translate=(0, 0), scale: float = 1.0, shear=(0.0, 0.0)) -> tuple[float, ...]:
+        """The inverse map of these parameters, as torchvision computes it for a PIL image."""
+        height, width = self.input_size
+        if self.rotation:
+            return _rotation_matrix(angle, width, height, self.center, self.output_size[::-1])
+        center = list(self.center) if self.center is not None else [width * 0.5, height * 0.5]
+        return tuple(_get_inverse_affine_matrix(center, angle, [float(v) for v in translate], scale, list(shear)))
+
+    def sample(self, rng: SampleRandom) -> tuple[float, ...]:
+        """This sample's inverse map."""
+        return self.matrix(**self.draw(rng))
+
+
 PlanGeometry = RandomResizedCropGeometry | ResizeGeometry | CenterCropGeometry
 
 
@@ -278,6 +395,8 @@ class Plan:
     ``geometry`` is the one resampling step: a ``RandomResizedCropGeometry``,
     a ``ResizeGeometry`` (with the CenterCrop that may follow it) or a
     ``CenterCropGeometry``; its ``sample`` gives each sample's ``Geometry``.
+    ``affine``, an ``AffineGeometry`` or None, is a rotation or affine map
+    of the resampled image (of ``resampled_size``) to ``output_size``.
     All fields are immutable values, so two plans compare equal with == when
     they do the same thing. Output values are
     ``dtype(scale[c] * x + shift[c])`` for uint8 pixel x, NCHW; ``scale`` is
@@ -301,6 +420,12 @@ class Plan:
     vflip_p: float = 0.0
     color: tuple = ()
     color_quantized: bool = True
+    affine: AffineGeometry | None = None
+
+    @property
+    def resampled_size(self) -> tuple[int, int]:
+        """(height, width) of the resampled image: the output, or the input of ``affine``."""
+        return self.affine.input_size if self.affine is not None else self.output_size
 
     @property
     def output_dtype(self) -> torch.dtype:
@@ -337,10 +462,15 @@ class Plan:
     def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
         """This sample's geometry for a source image of ``width`` x ``height``."""
         geometry = self.geometry.sample(width, height, rng)
-        if self.hflip_p > 0 and rng.random() < self.hflip_p:
-            geometry = dataclasses.replace(geometry, hflip=True)
-        if self.vflip_p > 0 and rng.random() < self.vflip_p:
-            geometry = dataclasses.replace(geometry, vflip=True)
+        matrix = self.affine.sample(rng) if self.affine is not None else None
+        hflip = self.hflip_p > 0 and rng.random() < self.hflip_p
+        vflip = self.vflip_p > 0 and rng.random() < self.vflip_p
+        if matrix is not None:
+            first_h, first_v = self.affine.pre_flips
+            geometry = dataclasses.replace(geometry, affine=matrix, pre_flips=(hflip and first_h, vflip and first_v))
+            hflip, vflip = hflip and not first_h, vflip and not first_v
+        if hflip or vflip:
+            geometry = dataclasses.replace(geometry, hflip=hflip, vflip=vflip)
         if self.color:
             geometry = dataclasses.replace(geometry, color=self._sample_color(rng))
         return geometry
@@ -386,11 +516,57 @@ def _flatten(transform) -> list:
     return [transform]
 
 
+def _interpolation(t) -> InterpolationMode:
+    """``t.interpolation`` as an InterpolationMode, whichever of its spellings torchvision accepted."""
+    mode = t.interpolation
+    if isinstance(mode, int):  # a PIL constant, accepted by torchvision for compatibility
+        mode = _interpolation_modes_from_int(mode)
+    return InterpolationMode(mode)  # v2 keeps the mode as its string value
+
+
+def _affine_step(t, state: str, size: tuple[int, int], pre_flips: tuple[bool, bool], unsupported) -> AffineGeometry:
+    """A RandomRotation or RandomAffine meeting the resampled image of ``size`` (height, width) in ``state``
+    ("pil", "uint8", or "float" holding ToDtype(scale=True) values)."""
+    mode = _interpolation(t)
+    if mode not in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR):
+        raise unsupported(t, f"interpolation {mode.value}: nearest and bilinear compile")
+    pil = state == "pil"
+    fill = t.fill
+    if isinstance(fill, dict):
+        raise unsupported(t, "a fill per input type")
+    if fill is None and pil:
+        fill = 0  # torchvision fills a PIL image with 0; a tensor with fill=None gets no fill mask
+    if fill is not None:
+        fill = [float(fill)] * 3 if isinstance(fill, (int, float)) else [float(v) for v in fill]
+        fill = fill * 3 if len(fill) == 1 else fill
+        if len(fill) != 3:
+            raise unsupported(t, "a fill of neither 1 nor 3 values")
+        fill = tuple(float(int(v)) if pil else v * 255.0 if state == "float" else v for v in fill)
+        if not all(0.0 <= v <= 255.0 for v in fill):
+            raise unsupported(t, "a fill outside the image's range of values")
+    center = None if t.center is None else (float(t.center[0]), float(t.center[1]))
+    degrees = (float(t.degrees[0]), float(t.degrees[1]))
+    output = size
+    if getattr(t, "expand", False):
+        if degrees[0] != degrees[1] or center is not None:
+            raise unsupported(t, "expand=True with a random angle or a center: each sample's output size "
+                                 "differs, so samples cannot be batched")
+        output = _expanded_size(_float32(degrees[0]), size[1], size[0], pil)
+
+    def pair(value):
+        return None if value is None else tuple(float(v) for v in value)
+
+    return AffineGeometry(size, output, degrees, pair(getattr(t, "translate", None)), pair(getattr(t, "scale", None)),
+                          pair(getattr(t, "shear", None)), center,
+                          rotation=isinstance(t, (v1.RandomRotation, v2.RandomRotation)),
+                          nearest=mode == InterpolationMode.NEAREST, fill=fill, pil=pil, pre_flips=pre_flips)
+
+
 def compile_plan(transform) -> Plan:
     """Translate a torchvision (v1 or v2) or fastload transform into a Plan, or raise UnsupportedTransform."""
     if transform is None:
         raise UnsupportedTransform("no transform: samples stay PIL images, which cannot be batched")
-    geometry, resample, hflip_p, vflip_p = None, Image.BILINEAR, 0.0, 0.0
+    geometry, resample, hflip_p, vflip_p, affine = None, Image.BILINEAR, 0.0, 0.0, None
     state = "pil"                     # "pil", then "uint8" or "float" once converted to a tensor
     dtype, scale, shift = torch.uint8, [1.0] * 3, [0.0] * 3
     color, color_quantized = [], None
@@ -427,6 +603,17 @@ def compile_plan(transform) -> Plan:
                 raise unsupported(t, "a RandomGrayscale with p < 1 inside it")
             color_group(t, float(t.p), inner)
             continue
+        if isinstance(t, (v1.RandomRotation, v2.RandomRotation, v1.RandomAffine, v2.RandomAffine)):
+            if geometry is None or geometry.output_size is None:
+                raise unsupported(t, "before a crop or resize to a fixed size")
+            if affine is not None:
+                raise unsupported(t, "a second rotation or affine map")
+            if color:
+                raise unsupported(t, "after color operations, which do not commute with it")
+            if state == "float" and (any(abs(s * 255 - 1) > 1e-12 for s in scale) or any(shift)):
+                raise unsupported(t, "on floats that are not ToDtype(scale=True) values in [0, 1]")
+            affine = _affine_step(t, state, geometry.output_size, (bool(hflip_p), bool(vflip_p)), unsupported)
+            continue
         if isinstance(t, (v1.RandomVerticalFlip, v2.RandomVerticalFlip)):
             if vflip_p:
                 raise unsupported(t, "more than one vertical flip")
@@ -434,11 +621,10 @@ def compile_plan(transform) -> Plan:
             continue
         if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop, v1.Resize, v2.Resize,
                           v1.CenterCrop, v2.CenterCrop)):
+            if affine is not None:
+                raise unsupported(t, "a crop or resize after a rotation or affine map")
             if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop, v1.Resize, v2.Resize)):
-                mode = t.interpolation
-                if isinstance(mode, int):  # a PIL constant, accepted by torchvision for compatibility
-                    mode = _interpolation_modes_from_int(mode)
-                mode = InterpolationMode(mode)  # v2 keeps the mode as its string value
+                mode = _interpolation(t)
                 if mode not in _PIL_RESAMPLE:
                     raise unsupported(t, f"interpolation {mode.value}")
                 if state != "pil" and mode != InterpolationMode.NEAREST and getattr(t, "antialias", True) is not True:
@@ -500,12 +686,12 @@ def compile_plan(transform) -> Plan:
     if geometry is None or geometry.output_size is None:
         raise UnsupportedTransform("no fixed output size (needs RandomResizedCrop, CenterCrop "
                                    "or Resize to (h, w)) so samples cannot be batched")
-    output_size = geometry.output_size
+    output_size = affine.output_size if affine is not None else geometry.output_size
     identity = state == "uint8"
     return Plan(geometry=geometry, resample=resample, hflip_p=hflip_p, output_size=output_size,
                 dtype=dtype, scale=None if identity else tuple(scale),
                 shift=None if identity else tuple(shift), vflip_p=vflip_p, color=tuple(color),
-                color_quantized=color_quantized is not False)
+                color_quantized=color_quantized is not False, affine=affine)
 
 
 def _color_step(t, unsupported) -> tuple | None:

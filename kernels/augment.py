@@ -9,13 +9,19 @@ dtype and layout on them in registers before the single write. Contrast
 needs the mean gray level of the whole image at its point in the chain, so
 a plan with contrast runs the same kernel once more first, in a mode that
 only writes per-tile partial sums (summed in a fixed order: deterministic).
+A rotation or affine map (``warp``) resamples the resized image again, so
+then the kernel first writes the resized batch alone, and runs again in a
+mode that samples it through each image's inverse map; without a warp that
+mode is not compiled in.
 
 Semantics are torchvision.transforms.v2.functional on the uint8 image
 tensor: ``resized_crop`` (bilinear, antialias=True, zero padding outside
 the image), ``hflip``/``vflip``, ``adjust_brightness``,
 ``adjust_contrast``, ``adjust_saturation``, ``adjust_hue``,
 ``rgb_to_grayscale``, then ``to_dtype(scale=True)`` + ``normalize`` as one
-per-channel affine map. With ``quantize=True`` the values are rounded and
+per-channel affine map; with a ``warp``, ``affine_image`` / ``rotate_image``
+(nearest or bilinear grid sampling, zeros outside, the fill blended in by
+torchvision's mask) between the resize and the flips. With ``quantize=True`` the values are rounded and
 truncated to uint8 levels wherever torchvision's uint8 pipeline does
 (after the resize and after every color operation); with
 ``quantize=False`` they stay float in [0, 1], as when the image was
@@ -66,6 +72,10 @@ class AugmentParams:
             output is the window of that at (top, left), zeros outside it --
             a Resize then CenterCrop, whose filter sees the whole image. None
             means the box is resized to the output size (crop, then resize).
+        matrices: (N, 6) float32 inverse affine maps (a, b, c, d, e, f), or
+            None: with a ``Warp``, output point (x, y) (pixel centres at
+            i + 0.5, before the flips) samples the resized image at
+            (a x + b y + c, d x + e y + f).
     """
 
     boxes: torch.Tensor
@@ -73,13 +83,14 @@ class AugmentParams:
     ops: torch.Tensor
     factors: torch.Tensor
     windows: torch.Tensor | None = None
+    matrices: torch.Tensor | None = None
 
     def to(self, device) -> "AugmentParams":
         """These parameters on ``device`` (copied asynchronously)."""
         if self.boxes.device == torch.device(device):
             return self
         return AugmentParams(*(None if t is None else t.to(device, non_blocking=True) for t in
-                               (self.boxes, self.flips, self.ops, self.factors, self.windows)))
+                               (self.boxes, self.flips, self.ops, self.factors, self.windows, self.matrices)))
 
     def with_windows(self, size: tuple[int, int]) -> "AugmentParams":
         """These parameters with explicit windows: the default one (resize to ``size``) where there are none."""
@@ -89,8 +100,9 @@ class AugmentParams:
         return dataclasses.replace(self, windows=windows.expand(self.boxes.shape[0], 4).contiguous())
 
     @classmethod
-    def make(cls, boxes, flips=None, ops=None, factors=None, device=None, windows=None) -> "AugmentParams":
-        """Build from Python lists or tensors; missing flips/ops/windows mean none."""
+    def make(cls, boxes, flips=None, ops=None, factors=None, device=None, windows=None,
+             matrices=None) -> "AugmentParams":
+        """Build from Python lists or tensors; missing flips/ops/windows/matrices mean none."""
         boxes = torch.as_tensor(boxes, dtype=torch.int32, device=device).reshape(-1, 4)
         n = boxes.shape[0]
         flips = (torch.zeros(n, 2, dtype=torch.int32, device=device) if flips is None
@@ -101,10 +113,30 @@ class AugmentParams:
                    else torch.as_tensor(factors, dtype=torch.float32, device=device).reshape(ops.shape))
         if windows is not None:
             windows = torch.as_tensor(windows, dtype=torch.int32, device=device).reshape(n, 4)
-        return cls(boxes, flips, ops, factors, windows)
+        if matrices is not None:
+            matrices = torch.as_tensor(matrices, dtype=torch.float32, device=device).reshape(n, 6)
+        return cls(boxes, flips, ops, factors, windows, matrices)
 
 
-def _check(images: Sequence[torch.Tensor], params: AugmentParams) -> None:
+@dataclass(frozen=True)
+class Warp:
+    """A rotation or affine map after the resize (torchvision's ``affine_image`` / ``rotate_image`` on the
+    resized image), through each image's ``AugmentParams.matrices``.
+
+    Args:
+        size: (height, width) of the resized image the maps read.
+        nearest: nearest instead of bilinear sampling.
+        fill: per-channel value outside the resized image, in uint8 levels,
+            blended in by torchvision's mask; None is torchvision's
+            ``fill=None``: zeros, no mask.
+    """
+
+    size: tuple[int, int]
+    nearest: bool = False
+    fill: tuple[float, float, float] | None = None
+
+
+def _check(images: Sequence[torch.Tensor], params: AugmentParams, warp: Warp | None = None) -> None:
     if len(images) != params.boxes.shape[0]:
         raise ValueError(f"{len(images)} images but {params.boxes.shape[0]} crop boxes")
     for i, image in enumerate(images):
@@ -115,6 +147,8 @@ def _check(images: Sequence[torch.Tensor], params: AugmentParams) -> None:
         raise ValueError("crop boxes need a positive height and width")
     if params.windows is not None and bool((params.windows[:, :2] <= 0).any()):
         raise ValueError("windows need a positive resize height and width")
+    if warp is not None and params.matrices is None:
+        raise ValueError("a warp needs the images' matrices (AugmentParams.matrices)")
 
 
 def _out_values(dtype: torch.dtype, scale, shift, quantize: bool):
@@ -228,23 +262,69 @@ def resized_crop_reference(image: torch.Tensor, box: Sequence[int], size: tuple[
     return resized.expand(3, -1, -1) if image.shape[0] == 1 else resized
 
 
+def warp_reference(levels: torch.Tensor, matrices: torch.Tensor, size: tuple[int, int], nearest: bool = False,
+                   fill=None) -> torch.Tensor:
+    """torchvision's affine_image / rotate_image on a float (N, C, H, W) batch, each image through its own
+    inverse map (``AugmentParams.matrices``) to ``size`` (height, width): its grid_sample (zeros outside,
+    align_corners=False), then the fill blended in by the mask torchvision samples beside the image. Not
+    rounded.
+
+    The sampling is written out in plain float32 torch, operation for operation as the kernel's ``_warp``
+    computes it (the point through the map, its neighbours and weights, the sum over them in the same order),
+    so the two agree to the bit where the kernel is not compiled with fused multiply-adds (the interpreter).
+    ``F.grid_sample`` gives the same values up to float32 rounding, but reaches the sampling point through
+    normalized coordinates: its point differs by a few ulp, which on a noisy image moves a value by up to a
+    thousandth of a level (and one more level, rarely, after rounding) -- then grown by the colors after it."""
+    n, channels, height, width = levels.shape
+    out_h, out_w = size
+    m = matrices.to(device=levels.device, dtype=torch.float32).view(n, 6, 1, 1).unbind(1)
+    py = (torch.arange(out_h, dtype=torch.float32, device=levels.device) + 0.5).view(1, out_h, 1)
+    px = (torch.arange(out_w, dtype=torch.float32, device=levels.device) + 0.5).view(1, 1, out_w)
+    x = m[0] * px + m[1] * py + m[2] - 0.5  # (N, h, w): pixel coordinates to indices
+    y = m[3] * px + m[4] * py + m[5] - 0.5
+    flat = levels.float().reshape(n, channels, height * width)
+
+    def tap(tx, ty, weight):  # one neighbour, weighted; zero outside the image
+        ok = (tx >= 0) & (tx < width) & (ty >= 0) & (ty < height)
+        at = (torch.where(ok, ty, 0.0).long() * width + torch.where(ok, tx, 0.0).long()).view(n, 1, -1)
+        weight = torch.where(ok, weight, 0.0).unsqueeze(1)
+        values = flat.gather(2, at.expand(n, channels, -1)).view(n, channels, out_h, out_w)
+        return weight * values, weight
+
+    if nearest:  # round half to even, as grid_sample's nearbyint
+        out, cover = tap(torch.round(x), torch.round(y), torch.ones_like(x))
+    else:
+        x0, y0 = torch.floor(x), torch.floor(y)
+        x1, y1 = x0 + 1.0, y0 + 1.0
+        out, cover = tap(x0, y0, (x1 - x) * (y1 - y))
+        for tx, ty, weight in ((x1, y0, (x - x0) * (y1 - y)), (x0, y1, (x1 - x) * (y - y0)),
+                               (x1, y1, (x - x0) * (y - y0))):
+            values, w = tap(tx, ty, weight)
+            out, cover = out + values, cover + w
+    if fill is None:
+        return out
+    fill = torch.as_tensor(fill, dtype=torch.float32, device=out.device).view(1, -1, 1, 1)
+    return torch.where(cover < 0.5, fill, out) if nearest else (out - fill) * cover + fill
+
+
 def augment_reference(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
                       dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
-                      channels_last: bool = False) -> torch.Tensor:
+                      channels_last: bool = False, warp: Warp | None = None) -> torch.Tensor:
     """What ``augment_batch`` computes, in plain torch (per image for the ragged geometry, batched after)."""
-    _check(images, params)
-    boxes, flips = params.boxes.tolist(), params.flips.tolist()
-    windows = params.with_windows(size).windows.tolist()
+    _check(images, params, warp)
+    resized = warp.size if warp is not None else size
+    windows = params.with_windows(resized).windows.tolist()
     rows = []
-    for image, box, (hflip, vflip), (resize_h, resize_w, top, left) in zip(images, boxes, flips, windows):
+    for image, box, (resize_h, resize_w, top, left) in zip(images, params.boxes.tolist(), windows):
         x = resized_crop_reference(image, box, (resize_h, resize_w))
-        x = _window(x.round() if quantize else x * (1.0 / 255.0), top, left, size)
-        if hflip:
-            x = x.flip(-1)
-        if vflip:
-            x = x.flip(-2)
-        rows.append(x)
+        rows.append(_window(x.round() if quantize else x * (1.0 / 255.0), top, left, resized))
     batch = torch.stack(rows) if rows else torch.empty((0, 3) + tuple(size))
+    if warp is not None and rows:
+        fill = None if warp.fill is None else [v if quantize else v / 255.0 for v in warp.fill]
+        batch = warp_reference(batch, params.matrices, size, warp.nearest, fill)
+        batch = batch.round() if quantize else batch
+    batch = torch.stack([x.flip([d for d, on in ((-1, h), (-2, v)) if on])
+                         for x, (h, v) in zip(batch, params.flips.tolist())]) if rows else batch
     return finish_reference(batch, params.ops, params.factors, dtype, scale, shift, quantize=quantize,
                             channels_last=channels_last)
 
@@ -333,17 +413,8 @@ if triton is not None:
         return red, green, blue
 
     @triton.jit
-    def _augment_kernel(
-        src_ptrs, src_meta, boxes, windows, flips, ops, factors, partials, scale_ptr, shift_ptr,
-        out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
-        SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
-        QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
-        TILES: tl.constexpr, BLOCK: tl.constexpr,
-    ):
-        tile = tl.program_id(0).to(tl.int64)
-        n = tl.program_id(1).to(tl.int64)
-        BOUND: tl.constexpr = 255.0 if QUANTIZE else 1.0
-
+    def _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, BLOCK: tl.constexpr):
+        """torchvision's resized_crop (bilinear, antialias=True) of image n at output pixels (oy, ox), in float."""
         # This image: where it is, its size, channels and strides (in elements).
         src = tl.load(src_ptrs + n).to(tl.pointer_type(tl.uint8))
         image_h = tl.load(src_meta + n * 6 + 0)
@@ -357,16 +428,6 @@ if triton is not None:
         left = tl.load(boxes + n * 4 + 1).to(tl.int64)
         crop_h = tl.load(boxes + n * 4 + 2)
         crop_w = tl.load(boxes + n * 4 + 3)
-
-        pixel = tile * BLOCK + tl.arange(0, BLOCK)
-        valid = pixel < out_h * out_w
-        oy = pixel // out_w
-        ox = pixel % out_w
-        if FLIPS:  # flips act on the resized image: read the mirrored output position
-            hflip = tl.load(flips + n * 2 + 0)
-            vflip = tl.load(flips + n * 2 + 1)
-            ox = tl.where(hflip != 0, out_w - 1 - ox, ox)
-            oy = tl.where(vflip != 0, out_h - 1 - oy, oy)
 
         # The output is the window at (off_y, off_x) of the box resized to (resize_h, resize_w); zeros outside.
         resize_h = tl.load(windows + n * 4 + 0)
@@ -422,11 +483,95 @@ if triton is not None:
             r += wy * row_r
             g += wy * row_g
             b += wy * row_b
-        if QUANTIZE:  # torchvision rounds a resized uint8 image back to uint8
+        return r, g, b
+
+    @triton.jit
+    def _tap(image, plane, mid_h, mid_w, x, y, weight, valid):
+        """One neighbour (x, y) of a contiguous (3, mid_h, mid_w) image, weighted; zero outside it."""
+        ok = valid & (x >= 0.0) & (x < mid_w) & (y >= 0.0) & (y < mid_h)
+        at = image + tl.where(ok, y, 0.0).to(tl.int64) * mid_w + tl.where(ok, x, 0.0).to(tl.int64)
+        weight = tl.where(ok, weight, 0.0)
+        r = weight * tl.load(at, mask=ok, other=0).to(tl.float32)
+        g = weight * tl.load(at + plane, mask=ok, other=0).to(tl.float32)
+        b = weight * tl.load(at + 2 * plane, mask=ok, other=0).to(tl.float32)
+        return r, g, b, weight
+
+    @triton.jit
+    def _warp(mid, mid_h, mid_w, matrices, fill, n, oy, ox, valid, NEAREST: tl.constexpr,
+              HAS_FILL: tl.constexpr):
+        """torchvision's affine_image of resized image n (contiguous in ``mid``) at output pixels (oy, ox): its
+        grid_sample (zeros outside) and, with a fill, the fill blended in by the sampled mask. ``warp_reference``
+        repeats these float32 steps in this order, to agree to the bit: change both together."""
+        plane = mid_h.to(tl.int64) * mid_w
+        image = mid + n * 3 * plane
+        px = ox.to(tl.float32) + 0.5
+        py = oy.to(tl.float32) + 0.5
+        x = tl.load(matrices + n * 6 + 0) * px + tl.load(matrices + n * 6 + 1) * py + tl.load(matrices + n * 6 + 2)
+        y = tl.load(matrices + n * 6 + 3) * px + tl.load(matrices + n * 6 + 4) * py + tl.load(matrices + n * 6 + 5)
+        x = x - 0.5  # pixel coordinates to indices
+        y = y - 0.5
+        if NEAREST:
+            r, g, b, cover = _tap(image, plane, mid_h, mid_w, _round_half_even(x), _round_half_even(y), 1.0, valid)
+        else:  # grid_sample's bilinear weights, neighbours outside the image read as zeros
+            x0 = tl.floor(x)
+            y0 = tl.floor(y)
+            x1 = x0 + 1.0
+            y1 = y0 + 1.0
+            r, g, b, cover = _tap(image, plane, mid_h, mid_w, x0, y0, (x1 - x) * (y1 - y), valid)
+            r1, g1, b1, w1 = _tap(image, plane, mid_h, mid_w, x1, y0, (x - x0) * (y1 - y), valid)
+            r2, g2, b2, w2 = _tap(image, plane, mid_h, mid_w, x0, y1, (x1 - x) * (y - y0), valid)
+            r3, g3, b3, w3 = _tap(image, plane, mid_h, mid_w, x1, y1, (x - x0) * (y - y0), valid)
+            r = r + r1 + r2 + r3
+            g = g + g1 + g2 + g3
+            b = b + b1 + b2 + b3
+            cover = cover + w1 + w2 + w3
+        if HAS_FILL:
+            fill_r = tl.load(fill + 0)
+            fill_g = tl.load(fill + 1)
+            fill_b = tl.load(fill + 2)
+            if NEAREST:
+                r = tl.where(cover < 0.5, fill_r, r)
+                g = tl.where(cover < 0.5, fill_g, g)
+                b = tl.where(cover < 0.5, fill_b, b)
+            else:
+                r = (r - fill_r) * cover + fill_r
+                g = (g - fill_g) * cover + fill_g
+                b = (b - fill_b) * cover + fill_b
+        return r, g, b
+
+    @triton.jit
+    def _augment_kernel(
+        src_ptrs, src_meta, boxes, windows, flips, ops, factors, partials, scale_ptr, shift_ptr,
+        out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
+        mid, mid_h, mid_w, matrices, fill,
+        SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
+        QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
+        WARP: tl.constexpr, NEAREST: tl.constexpr, HAS_FILL: tl.constexpr,
+        TILES: tl.constexpr, BLOCK: tl.constexpr,
+    ):
+        tile = tl.program_id(0).to(tl.int64)
+        n = tl.program_id(1).to(tl.int64)
+        BOUND: tl.constexpr = 255.0 if QUANTIZE else 1.0
+
+        pixel = tile * BLOCK + tl.arange(0, BLOCK)
+        valid = pixel < out_h * out_w
+        oy = pixel // out_w
+        ox = pixel % out_w
+        if FLIPS:  # flips act on the resized (or warped) image: read the mirrored output position
+            hflip = tl.load(flips + n * 2 + 0)
+            vflip = tl.load(flips + n * 2 + 1)
+            ox = tl.where(hflip != 0, out_w - 1 - ox, ox)
+            oy = tl.where(vflip != 0, out_h - 1 - oy, oy)
+
+        if WARP:  # the resized batch was written to ``mid`` by a first launch; sample it through the map
+            r, g, b = _warp(mid, mid_h, mid_w, matrices, fill, n, oy, ox, valid, NEAREST, HAS_FILL)
+        else:
+            r, g, b = _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, BLOCK)
+        if QUANTIZE:  # torchvision rounds a resized (or warped) uint8 image back to uint8
             r = _round_half_even(r)
             g = _round_half_even(g)
             b = _round_half_even(b)
-        else:
+        elif not WARP:  # ``mid`` holds values in [0, 1] already
             r = r * (1.0 / 255.0)
             g = g * (1.0 / 255.0)
             b = b * (1.0 / 255.0)
@@ -486,8 +631,8 @@ if triton is not None:
 def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
                   dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
                   channels_last: bool = False, out: torch.Tensor | None = None,
-                  block: int | None = None) -> torch.Tensor:
-    """Augment a ragged batch with one fused kernel (two when a plan has contrast).
+                  block: int | None = None, warp: Warp | None = None) -> torch.Tensor:
+    """Augment a ragged batch with one fused kernel (two when a plan has contrast, one more with a warp).
 
     Args:
         images: N (C, H, W) uint8 tensors on one device, C 1 or 3, any
@@ -501,10 +646,12 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         quantize: round to uint8 levels where torchvision's uint8 path does.
         channels_last: the output's memory format, when ``out`` is not given.
         out: an (N, 3, H, W) tensor to write into, of any strides.
+        warp: a rotation or affine map of the resized images (of
+            ``warp.size``) to ``size``, through ``params.matrices``.
     """
     if triton is None:
         raise RuntimeError("fastload.kernels.augment needs triton; use augment_reference")
-    _check(images, params)
+    _check(images, params, warp)
     affine = _out_values(dtype, scale, shift, quantize)
     n = len(images)
     height, width = size
@@ -524,18 +671,35 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         scale_t = shift_t = torch.zeros(3, dtype=torch.float32, device=device)
     else:
         scale_t, shift_t = (v.to(device) for v in affine)
-    if block is None:  # interpreted on the CPU, fewer and larger programs run faster
-        block = (min(4096, triton.next_power_of_2(height * width)) if device.type == "cpu" else 256)
-    n_tiles = triton.cdiv(height * width, block)
+    def tile(pixels: int) -> int:  # interpreted on the CPU, fewer and larger programs run faster
+        return block or (min(4096, triton.next_power_of_2(pixels)) if device.type == "cpu" else 256)
+
+    n_tiles = triton.cdiv(height * width, tile(height * width))
     slots = params.ops.shape[1]
     has_contrast = slots > 0 and bool((params.ops == CONTRAST).any())
     flips = bool(params.flips.any())
-    params = params.with_windows(size).to(device)  # built on the host: checked above without a device sync
+    # built on the host: checked above without a device sync
+    params = params.with_windows(warp.size if warp is not None else size).to(device)
     partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
-    arguments = (src_ptrs, src_meta, params.boxes, params.windows, params.flips, params.ops, params.factors, partials,
-                 scale_t, shift_t, out, *out.stride(), height, width, n_tiles)
+    inputs = (src_ptrs, src_meta, params.boxes, params.windows, params.flips, params.ops, params.factors, partials,
+              scale_t, shift_t)
+    warp_args = (out, 1, 1, scale_t, scale_t)  # read only with WARP
+    if warp is not None:  # first the resized batch alone: uint8 levels, or values in [0, 1]
+        mid = torch.empty((n, 3) + tuple(warp.size), dtype=torch.uint8 if quantize else torch.float32, device=device)
+        mid_tiles = triton.cdiv(mid[0, 0].numel(), tile(mid[0, 0].numel()))
+        _augment_kernel[(mid_tiles, n)](*inputs, mid, *mid.stride(), *warp.size, mid_tiles, *warp_args, SLOTS=0,
+                                        HAS_CONTRAST=False, MEAN_PASS=False, QUANTIZE=quantize, NORMALIZE=False,
+                                        FLIPS=False, WARP=False, NEAREST=False, HAS_FILL=False, TILES=1,
+                                        BLOCK=tile(mid[0, 0].numel()))
+        # the fill on the chain's scale, as augment_reference converts it (in double, then to float32)
+        fill = scale_t if warp.fill is None else torch.tensor([v if quantize else v / 255.0 for v in warp.fill],
+                                                              dtype=torch.float32, device=device)
+        warp_args = (mid, *warp.size, params.matrices, fill)
+    arguments = inputs + (out, *out.stride(), height, width, n_tiles) + warp_args
     options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, QUANTIZE=quantize, NORMALIZE=affine is not None,
-                   FLIPS=flips, TILES=triton.next_power_of_2(n_tiles), BLOCK=block)
+                   FLIPS=flips, WARP=warp is not None, NEAREST=warp is not None and warp.nearest,
+                   HAS_FILL=warp is not None and warp.fill is not None, TILES=triton.next_power_of_2(n_tiles),
+                   BLOCK=tile(height * width))
     grid = (n_tiles, n)
     if has_contrast:
         _augment_kernel[grid](*arguments, MEAN_PASS=True, **options)

@@ -86,6 +86,42 @@ def test_color_recipe_on_the_device_path(image_folder, kernel_on_cpu):
         assert apart.mean() < 0.5 and (apart > 4.001).float().mean() < 0.01
 
 
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_rotation_on_the_device_path(image_folder, kernel_on_cpu, mode):
+    """A rotation after ToImage (torchvision's tensor semantics on both paths), flips on either side of it:
+    the kernel samples the resized batch through each sample's map as the CPU path's reference does, so the
+    batches are the CPU path's within the resize's one level. Without a rotation no warp is compiled in."""
+    T = fastload.transforms
+    transform = T.Compose([T.ToImage(), T.RandomResizedCrop((20, 24)), T.RandomHorizontalFlip(),
+                           T.RandomRotation(45, mode, fill=(255, 0, 128)), T.RandomVerticalFlip(),
+                           T.ToDtype(torch.float32, scale=True),
+                           T.Normalize(recipes.IMAGENET_MEAN, recipes.IMAGENET_STD)])
+    dataset = fastload.ImageFolder(str(image_folder), transform=transform)
+    options = dict(batch_size=8, num_workers=2, seed=3)
+    loader = fastload.DataLoader(dataset, device="cpu", **options)
+    assert loader.device_path and loader.path.warp is not None
+    for (images, labels), (cpu_images, cpu_labels) in zip(loader, cpu_batches(dataset, **options), strict=True):
+        assert torch.equal(labels, cpu_labels)
+        assert levels_apart(images, cpu_images).max() <= 1.001
+    plain = fastload.DataLoader(fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16)),
+                                batch_size=8, device="cpu")
+    assert plain.device_path and plain.path.warp is None
+
+
+def test_a_bilinear_rotation_of_pil_images_stays_on_the_cpu_path(image_folder, kernel_on_cpu):
+    """Pillow's rule at a rotated border is not the kernel's (up to 175 levels apart there): a bilinear
+    rotation before ToImage takes the CPU fast path, whose pixels are torchvision's own."""
+    from torchvision.transforms import InterpolationMode
+    T = fastload.transforms
+    transform = T.Compose([T.RandomResizedCrop(16), T.RandomRotation(30, InterpolationMode.BILINEAR), T.ToImage(),
+                           T.ToDtype(torch.float32, scale=True)])
+    loader = fastload.DataLoader(fastload.ImageFolder(str(image_folder), transform=transform), batch_size=4,
+                                 device="cpu")
+    assert loader.fast_path and not loader.device_path
+    assert "PIL image" in fastload.paths.device_refusal(fastload.paths.fast_path_inputs(loader.dataset, 4),
+                                                        loader.options.device)
+
+
 @pytest.mark.skipif(not (TESTDATA / "jpeg_zoo").is_dir(), reason="shared test data not present")
 def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gpu_decoder):
     """Real odd and broken JPEGs: each is decoded on the GPU stand-in, on the CPU, or skipped with its

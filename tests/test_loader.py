@@ -501,6 +501,44 @@ def test_deterministic_geometry_gives_torchs_pixels_by_default(split, resize, cr
         torch.testing.assert_close(images, ref_images, atol=one_level, rtol=0)
 
 
+@pytest.mark.parametrize("warp", [
+    v1.RandomRotation(30, v1.InterpolationMode.BILINEAR, fill=(255, 0, 0)),
+    v2.RandomAffine(20, (0.1, 0.1), (0.8, 1.2), (-10, 10), v2.InterpolationMode.NEAREST, fill=64)])
+@pytest.mark.parametrize("source", ["generated", "photos"])
+def test_rotation_takes_the_fast_path_with_torchvisions_pixels(image_folder, source, warp):
+    """RandomResizedCrop, a flip, a rotation or affine map, ToTensor, Normalize: each fast-path sample is
+    torchvision's own steps on the dataset's image with the plan's draws (Pillow's pixels, exactly)."""
+    import torchvision.transforms.v2.functional as F
+    from fastload.rng import SampleRandom
+    from fastload.transforms import compile_plan
+    root = image_folder if source == "generated" else PHOTOS / "val"
+    if not root.is_dir():
+        pytest.skip("shared test data not present (FASTLOAD_TESTDATA)")
+    transform = v1.Compose([v1.RandomResizedCrop(32), v1.RandomHorizontalFlip(), warp, v1.ToTensor(),
+                            v1.Normalize(MEAN, STD)])
+    dataset = torchvision.datasets.ImageFolder(root, transform)
+    loader = fastload.DataLoader(dataset, batch_size=len(dataset), num_workers=2, dct_scaling=False, seed=6)
+    assert loader.fast_path
+    images, labels = next(iter(loader))
+    plan = compile_plan(transform)
+    for index, (path, label) in enumerate(dataset.samples):
+        image = dataset.loader(path)
+        geometry = plan.sample(image.width, image.height, SampleRandom(6, 0, index))
+        stream = SampleRandom(6, 0, index)
+        plan.geometry.sample(image.width, image.height, stream)
+        params = plan.affine.draw(stream)
+        left, top, right, bottom = geometry.crop
+        x = F.resized_crop(image, top, left, bottom - top, right - left, [32, 32])
+        x = F.hflip(x) if geometry.pre_flips[0] else x
+        if isinstance(warp, v1.RandomRotation):
+            x = F.rotate(x, params["angle"], warp.interpolation, fill=warp.fill)
+        else:
+            x = F.affine(x, **params, interpolation=warp.interpolation, fill=warp.fill)
+        expected = F.normalize(F.to_dtype(F.pil_to_tensor(x), torch.float32, scale=True), MEAN, STD)
+        torch.testing.assert_close(images[index], expected, atol=1e-5, rtol=0)
+        assert labels[index] == label
+
+
 def test_a_fallback_warns_once_naming_why(image_folder):
     import warnings
     transform = v2.Compose([v2.ToImage(), v2.Resize((12, 12), antialias=False), v2.ToDtype(torch.float32, scale=True)])

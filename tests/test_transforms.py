@@ -47,6 +47,22 @@ def test_uint8_and_half_outputs():
     (v2.Compose([v2.Resize(10), v2.RandomResizedCrop(8), v2.ToImage()]), "second resampling"),
     (v2.Compose([v2.RandomResizedCrop(8), v2.ToDtype(torch.float32), v2.ToImage()]), "ToImage first"),
     (None, "no transform"),
+    (v2.Compose([v2.RandomRotation(10), v2.RandomResizedCrop(8), v2.ToImage()]), "before a crop or resize"),
+    (v2.Compose([v2.Resize(10), v2.RandomRotation(10), v2.CenterCrop(8), v2.ToImage()]), "to a fixed size"),
+    (v2.Compose([v2.Resize((8, 8)), v2.RandomAffine(10), v2.CenterCrop(6), v2.ToImage()]), "a crop or resize after"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomRotation(10, expand=True), v2.ToImage()]), "expand=True with a random"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomRotation((9, 9), expand=True, center=(1, 1)), v2.ToImage()]),
+     "or a center"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomRotation(10, v2.InterpolationMode.BICUBIC), v2.ToImage()]),
+     "interpolation bicubic"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomRotation(10), v2.RandomAffine(5), v2.ToImage()]), "a second rotation"),
+    (v2.Compose([v2.CenterCrop(8), v2.ColorJitter(0.4), v2.RandomRotation(10), v2.ToImage()]), "do not commute"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomRotation(10, fill={Image.Image: 1}), v2.ToImage()]), "fill per input"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomRotation(10, fill=256), v2.ToImage()]), "fill outside"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomAffine(10, fill=(1, 2)), v2.ToImage()]), "neither 1 nor 3"),
+    (v2.Compose([v2.CenterCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD),
+                 v2.RandomRotation(10)]), "not ToDtype"),
+    (v2.Compose([v2.CenterCrop(8), v2.RandomApply([v2.RandomRotation(10)]), v2.ToImage()]), "inside RandomApply"),
 ])
 def test_unsupported_pipelines_name_the_reason(transform, name):
     with pytest.raises(UnsupportedTransform, match=name):
@@ -143,6 +159,8 @@ _ACCEPTED = [
     (v1.ToTensor, (), "to_float"), (v2.ToDtype, (torch.float32, True), "to_float"),
     (v1.ConvertImageDtype, (torch.float32,), "to_float"), (v2.Normalize, ([0.5] * 3, [0.2] * 3), "normalize"),
     (v1.Normalize, ([0.5] * 3, [0.2] * 3), "normalize"),
+    (v2.RandomRotation, (10,), "warp"), (v1.RandomRotation, (10,), "warp"),
+    (v2.RandomAffine, (10, (0.1, 0.1)), "warp"), (v1.RandomAffine, (10, (0.1, 0.1)), "warp"),
 ]
 
 
@@ -187,3 +205,84 @@ def test_antialias_false_on_tensors_runs_as_given_and_v1_color_says_why():
                                                      antialias=False)]))
     with pytest.raises(UnsupportedTransform, match="ImageEnhance"):
         compile_plan(v1.Compose([v1.CenterCrop(8), v1.ColorJitter(0.4), v1.ToTensor()]))
+
+
+def test_rotation_and_affine_compile_to_an_affine_step():
+    """v1 and v2 (and fastload.transforms) compile alike: after the resampling step, with the flips drawn
+    before it folded into its input, its fill in levels (as torchvision fills a PIL image: int), and the
+    semantics of what it meets (a PIL image here, a tensor after ToImage)."""
+    plans = [compile_plan(m.Compose([m.RandomResizedCrop((20, 30)), m.RandomHorizontalFlip(),
+                                     m.RandomRotation(15, fill=(1.7, 2, 3)), m.RandomVerticalFlip()] + tail))
+             for m, tail in ((v1, [v1.ToTensor()]), (v2, [v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
+                             (T, [T.ToDtype(torch.float32, scale=True)]))]
+    assert plans[0] == plans[1] == plans[2]
+    affine = plans[0].affine
+    assert affine == T.AffineGeometry((20, 30), (20, 30), (-15.0, 15.0), rotation=True, nearest=True,
+                                      fill=(1.0, 2.0, 3.0), pil=True, pre_flips=(True, False))
+    assert plans[0].output_size == plans[0].resampled_size == (20, 30)
+    on_tensor = compile_plan(v2.Compose([v2.ToImage(), v2.CenterCrop(8), v2.ToDtype(torch.float32, scale=True),
+                                         v2.RandomAffine(10, shear=(1, 2, 3, 4), fill=0.5,
+                                                         interpolation=v2.InterpolationMode.BILINEAR)]))
+    assert on_tensor.affine.fill == (127.5, 127.5, 127.5) and not on_tensor.affine.pil
+    assert on_tensor.affine.shear == (1.0, 2.0, 3.0, 4.0) and not on_tensor.affine.nearest
+    no_fill = [v2.CenterCrop(8), v2.ToImage(), v2.RandomRotation(5, fill=None)]
+    assert compile_plan(v2.Compose(no_fill)).affine.fill is None
+    no_fill[1:] = no_fill[2], no_fill[1]  # torchvision fills a PIL image with 0 when fill is None
+    assert compile_plan(v2.Compose(no_fill)).affine.fill == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("angle", [90.0, 45.0, 30.0, 180.0])
+@pytest.mark.parametrize("pil", [True, False])
+def test_expand_with_a_fixed_angle_has_torchvisions_size(angle, pil):
+    """One angle, one output size: Pillow's rule on a PIL image, torchvision's on a tensor."""
+    steps = [v2.CenterCrop((20, 31)), v2.RandomRotation((angle, angle), expand=True), v2.ToImage()]
+    plan = compile_plan(v2.Compose(steps if pil else [steps[0], steps[2], steps[1]]))
+    image = Image.new("RGB", (31, 20))
+    expected = v2.functional.rotate(image if pil else v2.functional.pil_to_tensor(image), angle, expand=True)
+    assert plan.output_size == tuple(v2.functional.get_size(expected)) and plan.resampled_size == (20, 31)
+
+
+def test_affine_parameters_are_drawn_as_torchvision_draws_them():
+    """make_params' order on the sample's stream: angle, tx, ty, scale, shear x, shear y -- each only where
+    set -- in float32, translations rounded to whole pixels."""
+    import struct
+    from fastload.rng import SampleRandom
+
+    def f32(x):
+        return struct.unpack("f", struct.pack("f", x))[0]
+
+    affine = compile_plan(v2.Compose([v2.CenterCrop((20, 30)), v2.RandomAffine(10, (0.1, 0.2), (0.8, 1.2),
+                                                                              (-5, 5, -3, 3)), v2.ToImage()])).affine
+    for index in range(50):
+        stream = SampleRandom(0, 0, index)
+        u = [stream.random() for _ in range(6)]
+        translate = (round(f32(-3 + 6 * u[1])), round(f32(-4 + 8 * u[2])))  # 0.1 of 30, 0.2 of 20 pixels
+        assert affine.draw(SampleRandom(0, 0, index)) == dict(angle=f32(-10 + 20 * u[0]), translate=translate,
+                                                               scale=f32(0.8 + 0.4 * u[3]),
+                                                               shear=(f32(-5 + 10 * u[4]), f32(-3 + 6 * u[5])))
+    rotation = compile_plan(v2.Compose([v2.CenterCrop(8), v2.RandomRotation((5, 9)), v2.ToImage()])).affine
+    stream = SampleRandom(1, 2, 3)
+    assert rotation.draw(stream) == dict(angle=f32(5 + 4 * SampleRandom(1, 2, 3).random()))
+    only_angle = compile_plan(v2.Compose([v2.CenterCrop(8), v2.RandomAffine(30), v2.ToImage()])).affine
+    assert only_angle.draw(SampleRandom(1, 2, 3)) == dict(angle=f32(-30 + 60 * SampleRandom(1, 2, 3).random()),
+                                                          translate=(0, 0), scale=1.0, shear=(0.0, 0.0))
+
+
+def test_flips_before_the_rotation_fold_into_its_input():
+    """A flip before the rotation is drawn into ``pre_flips`` (never ``hflip``), one after it into ``vflip``; the
+    kernel's map (``Geometry.warp``) reads the flipped input where ``affine`` reads the unflipped one."""
+    from fastload.rng import SampleRandom
+    plan = compile_plan(v2.Compose([v2.RandomResizedCrop((20, 30)), v2.RandomHorizontalFlip(),
+                                    v2.RandomRotation(40), v2.RandomVerticalFlip(), v2.ToImage()]))
+    geometries = [plan.sample(64, 48, SampleRandom(0, 0, index)) for index in range(400)]
+    assert not any(g.hflip or g.pre_flips[1] for g in geometries)
+    assert 150 < sum(g.pre_flips[0] for g in geometries) < 250 and 150 < sum(g.vflip for g in geometries) < 250
+    for index, g in enumerate(geometries[:20]):
+        stream = SampleRandom(0, 0, index)
+        plan.geometry.sample(64, 48, stream)
+        assert g.affine == plan.affine.sample(stream)
+        a, b, c, d, e, f = g.affine
+        for x, y in ((0.5, 0.5), (29.5, 3.25), (7.0, 19.5)):
+            u, v = a * x + b * y + c, d * x + e * y + f
+            a2, b2, c2, d2, e2, f2 = g.warp
+            assert (a2 * x + b2 * y + c2, d2 * x + e2 * y + f2) == pytest.approx((30 - u if g.pre_flips[0] else u, v))

@@ -24,20 +24,35 @@ Tolerances, and why:
   on the GPU in float and rounds (the kernel's rule: equal up to the same
   boundary flips) and on the CPU with 7-bit fixed-point weights (within 1
   level).
+- warp (rotation, affine map) vs the reference: ``warp_reference`` takes
+  the kernel's float32 steps in the kernel's order, so the interpreted warp
+  is the reference's to the bit (test_warp_stage_is_the_reference). After a
+  full crop-resize-warp only the resize's differences above remain, which
+  the warp reads into the pixels around them.
+- warp vs torchvision's rotate / affine on the same resized uint8 image:
+  the same grid sampling, fill mask and rounding, but torchvision reaches
+  the sampling point through a normalized grid, a few ulp away, so equal but
+  for a flip of a sampling coordinate at a tie: 1 level bilinear, the
+  neighbour's value (in all channels) nearest; at most 0.5% of a batch's
+  values.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 import torch
+import torchvision
 from torchvision.transforms.v2 import functional as TF
+from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
 
-from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams,
+from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams, Warp,
                                       augment_batch, augment_reference, color_reference)
+from fastload.sample_data import make_image
 
-from conftest import kernels_on_cpu
+from conftest import TESTDATA, kernels_on_cpu
 
 pytestmark = kernels_on_cpu
 
@@ -170,9 +185,9 @@ def apply_torchvision_color(x, ops, factors):
     return x
 
 
-def identity_levels(images, params, quantize):
+def identity_levels(images, params, quantize, warp=None):
     """The kernel's output as floats on the uint8 level scale (scale 1/255 in, x255 out)."""
-    out = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=quantize)
+    out = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=quantize, warp=warp)
     return out * 255
 
 
@@ -307,3 +322,183 @@ def test_bad_arguments_are_named():
         augment_batch([image, image], AugmentParams.make([(0, 0, 4, 4)]), (2, 2), torch.uint8)
     with pytest.raises(ValueError, match="uint8"):
         augment_batch([image], AugmentParams.make([(0, 0, 4, 4)]), (2, 2), torch.float32)
+
+
+# ------------------------------------------------------------------ warp (rotation and affine maps)
+
+def inverse_map(size, out_size, angle, translate=(0, 0), scale=1.0, shear=(0.0, 0.0)):
+    """torchvision's inverse affine matrix in pixel coordinates (the one it gives Pillow), about the centre of
+    an image of ``size``; an output of ``out_size`` keeps the centres aligned (rotate's expand). A rotation by
+    a is the affine map of angle -a."""
+    (height, width), (out_h, out_w) = size, out_size
+    a, b, c, d, e, f = _get_inverse_affine_matrix([width / 2, height / 2], angle, [float(t) for t in translate],
+                                                  scale, list(shear))
+    dx, dy = -(out_w - width) / 2, -(out_h - height) / 2
+    return a, b, a * dx + b * dy + c, d, e, d * dx + e * dy + f
+
+
+def random_warps(generator: random.Random, n: int):
+    """Per image: ("rotate", its arguments) or ("affine", its arguments) for torchvision.transforms.v2.functional,
+    angles all round, translations, scales from 0.5 to 2 and shears in both axes."""
+    warps = []
+    for _ in range(n):
+        if generator.random() < 0.5:
+            warps.append(("rotate", dict(angle=generator.uniform(-180, 180))))
+        else:
+            warps.append(("affine", dict(angle=generator.uniform(-180, 180),
+                                         translate=(generator.randint(-3, 3), generator.randint(-2, 2)),
+                                         scale=generator.uniform(0.5, 2.0),
+                                         shear=(generator.uniform(-30, 30), generator.uniform(-30, 30)))))
+    return warps
+
+
+def warp_matrices(warps, size=SIZE, out_size=SIZE):
+    return [inverse_map(size, out_size, -p["angle"]) if kind == "rotate" else inverse_map(size, out_size, **p)
+            for kind, p in warps]
+
+
+def torchvision_warp(x, kind, arguments, nearest, fill, expand=False):
+    mode = TF.InterpolationMode.NEAREST if nearest else TF.InterpolationMode.BILINEAR
+    fill = None if fill is None else list(fill)
+    if kind == "rotate":
+        return TF.rotate(x, arguments["angle"], mode, expand=expand, fill=fill)
+    return TF.affine(x, **arguments, interpolation=mode, fill=fill)
+
+
+FILLS = [None, (0.0, 0.0, 0.0), (30.0, 250.0, 7.0)]  # None: torchvision's fill=None (zeros, no fill mask)
+
+
+def assert_warped_close(ours, expected, nearest, what, within=0):
+    """Within ``within`` levels but for float32 rounding flips of a sampling coordinate at a tie, in at most
+    0.5% of values: one level more when bilinear, the neighbour's value (anything) when nearest."""
+    difference = (ours - expected).abs()
+    assert (difference > within).float().mean() <= 0.005, f"{what}: {(difference > within).float().mean():.2%}"
+    assert nearest or difference.max() <= within + 1, f"{what}: max difference {difference.max()}"
+
+
+@pytest.mark.parametrize("nearest", [False, True])
+def test_warp_stage_is_the_reference(seed, nearest):
+    """Through a 1:1 resize (exact) with flips and no colors, the interpreted kernel's warp is ``warp_reference``
+    to the bit, every fill, uint8 and float chains: the reference repeats the kernel's float32 steps in its
+    order. (Before, it reached the sampling point through grid_sample's normalized grid, a few ulp away: a value
+    in a few hundred batches rounded a level apart, and the colors grew that to 6 levels (seed 607942710 in
+    test_warp_matches_reference[fill2-False]), or a float value moved by up to 2e-3 of a level.)"""
+    generator = random.Random(seed)
+    mid = (6, 13)  # the resized images, of another size than the output
+    images = [torch.randint(0, 256, (3,) + mid, dtype=torch.uint8) for _ in range(8)]
+    flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in images]
+    params = AugmentParams.make([(0, 0) + mid] * len(images), flips,
+                                matrices=warp_matrices(random_warps(generator, len(images)), mid, SIZE))
+    for fill in FILLS:
+        for quantize in (True, False):
+            arguments = (images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3)
+            ours = augment_batch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
+            expected = augment_reference(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
+            difference = (ours - expected).abs().max() * 255
+            assert torch.equal(ours, expected), f"seed {seed}, fill {fill}, quantize {quantize}: {difference} levels"
+
+
+@pytest.mark.parametrize("nearest", [False, True])
+@pytest.mark.parametrize("fill", FILLS)
+def test_warp_matches_reference(seed, nearest, fill):
+    """Rotations and affine maps of the awkward batch, with flips and colors, uint8 and float chains. The warp
+    is the reference's to the bit (test_warp_stage_is_the_reference), so only the resize's differences remain
+    (those of test_kernel_matches_reference), carried through the warp. uint8: its rare one-level rounding
+    flips (all three channels of the gray image), which the warp reads into the pixels around (up to four
+    bilinear, more where the map zooms in) and the colors grow, up to 4 levels, nearest or bilinear; contrast's
+    mean can carry one into more of the image's values, so at most 2% of values (measured: 1.5% at seed
+    1973561182 nearest, 1.3% bilinear). Float: the resize's float rounding, grown by the colors as without a
+    warp, within 2e-3 of a level (a tighter bound, near test_float_chain_matches_reference's 1e-5 in
+    normalized units, awaits a seed sweep of the current reference). Before the reference took the kernel's steps, the sampling point's few-ulp difference moved
+    float values by up to 1.7e-3 of a level and, once in a few hundred batches, rounded a bilinear value a
+    level apart, which hue and saturation grew to 5 or 6 levels (seeds 1076119704, 607942710, both fill2)."""
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    plain = make_params(generator, boxes)
+    params = dataclasses.replace(plain, matrices=torch.tensor(warp_matrices(random_warps(generator, len(images)))))
+    warp = Warp(SIZE, nearest, fill)
+    ours = augment_batch(images, params, SIZE, torch.uint8, warp=warp,
+                         out=poisoned(len(images), torch.uint8, False, 77))
+    difference = (ours.float() - augment_reference(images, params, SIZE, torch.uint8, warp=warp).float()).abs()
+    assert difference.max() <= 4, f"seed {seed}: max difference {difference.max()}"
+    assert (difference > 0).float().mean() <= 0.02, f"seed {seed}: {(difference > 0).float().mean():.2%} differ"
+    ours = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False, warp=warp)
+    expected = augment_reference(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False,
+                                 warp=warp)
+    torch.testing.assert_close(ours * 255, expected * 255, atol=2e-3, rtol=0, msg=lambda m: f"seed {seed}: {m}")
+
+
+@pytest.mark.parametrize("nearest", [False, True])
+@pytest.mark.parametrize("fill", FILLS)
+def test_warp_matches_torchvision_rotate_and_affine(seed, nearest, fill):
+    """From the same resized uint8 image, the kernel's warp and flips are torchvision's rotate / affine (grid
+    sampling, its fill mask, rounding) and flips on the uint8 tensor: equal but for a float32 rounding flip of
+    a sampling coordinate at a tie (measured: none in 12 seeds x 7 images x 3 fills, either mode). The float
+    chain (converted before the resize, fill in [0, 1]) within 2e-3 of a level, but for such ties."""
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in boxes]
+    warps = random_warps(generator, len(images))
+    params = AugmentParams.make(boxes, flips, matrices=warp_matrices(warps))
+    ours = augment_batch(images, params, SIZE, torch.uint8, warp=Warp(SIZE, nearest, fill)).float()
+    resized = augment_batch(images, AugmentParams.make(boxes), SIZE, torch.uint8)
+    expected = torch.stack([torchvision_warp(resized[i], *warps[i], nearest, fill).flip(
+        [d for d, on in ((-1, flips[i][0]), (-2, flips[i][1])) if on]) for i in range(len(images))])
+    assert_warped_close(ours, expected.float(), nearest, f"seed {seed}")
+    ours = identity_levels(images, params, quantize=False, warp=Warp(SIZE, nearest, fill))
+    float_fill = None if fill is None else [v / 255 for v in fill]
+    expected = []
+    for i, image in enumerate(images):
+        x = TF.to_dtype(image.expand(3, -1, -1) if image.shape[0] == 1 else image, torch.float32, scale=True)
+        x = torchvision_warp(TF.resized_crop(x, *boxes[i], list(SIZE), antialias=True), *warps[i], nearest, float_fill)
+        expected.append(x.flip([d for d, on in ((-1, flips[i][0]), (-2, flips[i][1])) if on]) * 255)
+    # over the batch, as the uint8 chain: one tie in an image is 3 of its 231 values, 1.3% (seed 13903732)
+    assert_warped_close(ours, torch.stack(expected), nearest, f"seed {seed}, float", within=2e-3)
+
+
+PHOTOS = TESTDATA / "photos" / "hymenoptera_subset"
+
+
+@pytest.mark.skipif(not PHOTOS.is_dir(), reason="shared test data not present (FASTLOAD_TESTDATA)")
+@pytest.mark.parametrize("nearest", [False, True])
+def test_warp_on_photos_matches_torchvision(seed, nearest):
+    """Real photos and generated images of awkward sizes, cropped, resized, rotated or mapped (to a keep-size
+    and an expanded output) and flipped, against torchvision v2 on the uint8 tensors: its GPU rule (float
+    resize, rounded) equal but for the resize's and the warp's rounding flips (measured: 1 level, in 0.02% of
+    values); its CPU fixed-point resize within one level (the resize's difference, which the warp only moves
+    about), but for the warp's ties."""
+    generator = random.Random(seed)
+    files = sorted(p for p in PHOTOS.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
+    images = [torchvision.io.decode_image(str(p), mode=torchvision.io.ImageReadMode.RGB)
+              for p in generator.sample(files, 4)]
+    images += [TF.pil_to_tensor(make_image(i, w, h)) for i, (w, h) in enumerate([(1, 1), (3, 400), (13, 17)])]
+    size = (12, 17)
+    for out_size in (size, (17, 12)):  # keep size; a fixed 90 degree rotation with expand=True
+        boxes = []
+        for image in images:
+            _, height, width = image.shape
+            # boxes up to 64 pixels a side: up to 5x down, which the interpreter runs in seconds
+            h, w = generator.randint(1, min(height, 64)), generator.randint(1, min(width, 64))
+            boxes.append((generator.randint(0, height - h), generator.randint(0, width - w), h, w))
+        warps = (random_warps(generator, len(images)) if out_size == size
+                 else [("rotate", dict(angle=90.0))] * len(images))
+        flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in images]
+        fill = (200.0, 100.0, 50.0)
+        params = AugmentParams.make(boxes, flips, matrices=warp_matrices(warps, size, out_size))
+        ours = augment_batch(images, params, out_size, torch.uint8, warp=Warp(size, nearest, fill)).float()
+        gpu_rule, cpu_uint8 = [], []
+        for i, image in enumerate(images):
+            flip = [d for d, on in ((-1, flips[i][0]), (-2, flips[i][1])) if on]
+            expand = out_size != size
+            resized = TF.resized_crop(image.float(), *boxes[i], list(size), antialias=True).round().to(torch.uint8)
+            gpu_rule.append(torchvision_warp(resized, *warps[i], nearest, fill, expand).flip(flip))
+            resized = TF.resized_crop(image, *boxes[i], list(size), antialias=True)
+            cpu_uint8.append(torchvision_warp(resized, *warps[i], nearest, fill, expand).flip(flip))
+        assert_warped_close(ours, torch.stack(gpu_rule).float(), nearest, f"seed {seed}, {out_size}")
+        assert_warped_close(ours, torch.stack(cpu_uint8).float(), nearest, f"seed {seed}, {out_size}", within=1)
+
+
+def test_a_warp_needs_matrices():
+    image = torch.zeros(3, 4, 4, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="matrices"):
+        augment_batch([image], AugmentParams.make([(0, 0, 4, 4)]), (2, 2), torch.uint8, warp=Warp((2, 2)))
