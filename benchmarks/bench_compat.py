@@ -10,8 +10,12 @@ num_threads = cores, DALIClassificationIterator(reader_name="Reader",
 last_batch_policy=PARTIAL). The native loader runs the same transform as
 torchvision names it (RandomResizedCrop(224, scale=(0.1, 1), ratio=(0.8,
 1.25)), flip, float32, normalize). Each loader runs in its own subprocess:
-a warm-up epoch, then ``--epochs`` timed ones. Run with no arguments it
-first generates the built-in sample folder (2,000 JPEGs).
+a warm-up epoch, then ``--epochs`` timed ones. This machine's throughput
+drifts by 10-20% over minutes, so ``--rounds`` runs every loader that many
+times, alternating their order, and the ratios are the medians of each
+round's ratios (loaders of one round ran within seconds of each other). Run
+with no arguments it first generates the built-in sample folder (2,000
+JPEGs).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 
 from fastload.cli.bench import machine, measure, run_in_child
@@ -92,6 +97,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
     parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every loader, alternating their order")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one loader, print JSON
     args = parser.parse_args(argv)
@@ -106,25 +112,36 @@ def main(argv=None) -> int:
         root = str(default_sample_root())
         print(f"sample folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
         make_sample_folder(root, num_images=args.images)
-    results = []
-    for name in args.loaders.split(","):
-        command = [sys.executable, os.path.abspath(__file__), root, "--one", name, "--batch-size",
-                   str(args.batch_size), "--workers", str(args.workers), "--epochs", str(args.epochs)]
-        results.append(run_in_child(name, command))
-    by_name = {r["name"]: r["images_per_s"] for r in results}
+    names = args.loaders.split(",")
+    rounds = []
+    for round_number in range(args.rounds):
+        order = names if round_number % 2 == 0 else names[::-1]
+        results = {}
+        for name in order:
+            command = [sys.executable, os.path.abspath(__file__), root, "--one", name, "--batch-size",
+                       str(args.batch_size), "--workers", str(args.workers), "--epochs", str(args.epochs)]
+            results[name] = run_in_child(name, command)
+        rounds.append(results)
     print(f"\nmachine: {machine()}")
     print(f"data: {root}; batch {args.batch_size}, {args.workers} threads; DALI's ResNet-50 training pipeline "
           f"(random-crop decode, resize 224, crop_mirror_normalize float32 CHW, coin-flip mirror); "
-          f"{args.epochs} timed epochs\n")
-    print(f"{'loader':<22} {'images/s':>9} {'vs DALI':>8} {'vs native':>10} {'peak memory MB':>15}")
-    for r in results:
-        dali, native = by_name.get("dali"), by_name.get("fastload")
-        vs_dali = f"{r['images_per_s'] / dali:.2f}x" if dali else "-"
-        vs_native = f"{r['images_per_s'] / native:.2f}x" if native else "-"
-        print(f"{r['name']:<22} {r['images_per_s']:>9.0f} {vs_dali:>8} {vs_native:>10} {r['peak_mb']:>15.0f}")
+          f"{args.epochs} timed epochs, {args.rounds} rounds\n")
+    print(f"{'round':<6} " + " ".join(f"{name:>22}" for name in names) + " (images/s)")
+    for number, results in enumerate(rounds, 1):
+        print(f"{number:<6} " + " ".join(f"{results[name]['images_per_s']:>22.0f}" for name in names))
+    print(f"\n{'loader':<22} {'median img/s':>12} {'vs DALI':>8} {'vs native':>10} {'peak memory MB':>15}")
+    for name in names:
+        def ratio(peer):
+            if peer not in names:
+                return "-"
+            values = [r[name]["images_per_s"] / r[peer]["images_per_s"] for r in rounds]
+            return f"{statistics.median(values):.2f}x"
+        median = statistics.median(r[name]["images_per_s"] for r in rounds)
+        peak = max(r[name]["peak_mb"] for r in rounds)
+        print(f"{name:<22} {median:>12.0f} {ratio('dali'):>8} {ratio('fastload'):>10} {peak:>15.0f}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"machine": machine(), "results": results}, out, indent=2)
+            json.dump({"machine": machine(), "rounds": rounds}, out, indent=2)
     return 0
 
 

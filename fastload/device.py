@@ -58,6 +58,9 @@ def unsupported(plan) -> str | None:
     """Why the fused kernel cannot run ``plan``'s geometry, or None when it can."""
     if plan.resample != Image.Resampling.BILINEAR:
         return "its resize is not bilinear (the kernel resamples like torchvision's bilinear, antialias=True)"
+    if getattr(plan.geometry, "box_resize", False):
+        return ("its resize keeps a scale that is not a ratio of whole sizes (DALI's subpixel scale): the "
+                "kernel's crop boxes are whole pixels")
     affine = getattr(plan, "affine", None)
     if affine is not None and affine.pil and not affine.nearest:
         return ("its bilinear rotation/affine step meets a PIL image: Pillow's rule at the rotated border "

@@ -1,5 +1,6 @@
 """The benchmark scripts still run (tiny inputs, CPU): a check of the scripts, not a measurement."""
 
+import json
 import os
 import subprocess
 import sys
@@ -35,15 +36,16 @@ def test_bench_gpu_runs_on_the_cpu(tmp_path):
 
 
 def test_bench_compat_runs(tmp_path):
-    """bench_compat.py: real DALI, fastload.compat.dali and the native loader, one tiny epoch each."""
+    """bench_compat.py: real DALI, fastload.compat.dali and the native loader, one tiny epoch each, twice."""
     import pytest
     pytest.importorskip("nvidia.dali")
     from fastload.sample_data import make_sample_folder
     root = make_sample_folder(tmp_path / "folder", num_images=8, num_classes=2)
     result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_compat.py"), str(root), "--batch-size", "4",
-                             "--workers", "1", "--epochs", "1", "--json", str(tmp_path / "out.json")],
+                             "--workers", "1", "--epochs", "1", "--rounds", "2", "--json", str(tmp_path / "out.json")],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     for row in ("dali", "fastload.compat.dali", "fastload"):
         assert f"\n{row} " in result.stdout
-    assert (tmp_path / "out.json").exists()
+    rounds = json.loads((tmp_path / "out.json").read_text())["rounds"]
+    assert len(rounds) == 2 and all(r[name]["images"] == 8 for r in rounds for name in r)

@@ -3,6 +3,7 @@ definition, written once for both libraries, gives the same outputs."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,8 @@ import torch
 import fastload.compat.dali as ours
 from fastload.compat.dali import fn, types
 from fastload.sample_data import make_image
+
+from conftest import kernels_on_cpu
 
 dali = pytest.importorskip("nvidia.dali")
 
@@ -355,7 +358,8 @@ def test_classification_graph_matches_dali_values(jpeg_folder):
         assert diff.max() <= 1.5 and diff.mean() < 0.2, (t_out.layout(), diff.max(), diff.mean())
 
 
-def resnet50_pipeline(lib, data_dir, is_training, crop=64, size=72, seed=12, batch_size=6):
+def resnet50_pipeline(lib, data_dir, is_training, crop=64, size=72, seed=12, batch_size=6, dali_cpu=True,
+                      **fastload_args):
     """The pipeline of DALI's ResNet-50 example (docs/examples/use_cases/pytorch/resnet50/main.py, with
     --dali_cpu), as that script defines it; small sizes for the test."""
     @lib.pipeline_def
@@ -382,8 +386,8 @@ def resnet50_pipeline(lib, data_dir, is_training, crop=64, size=72, seed=12, bat
         return images, labels
 
     pipe = create_dali_pipeline(batch_size=batch_size, num_threads=2, device_id=None, seed=seed,
-                                data_dir=str(data_dir), crop=crop, size=size, dali_cpu=True, shard_id=0,
-                                num_shards=1, is_training=is_training)
+                                data_dir=str(data_dir), crop=crop, size=size, dali_cpu=dali_cpu, shard_id=0,
+                                num_shards=1, is_training=is_training, **fastload_args)
     pipe.build()
     return pipe
 
@@ -416,6 +420,58 @@ def test_resnet50_graph_is_fused_and_equals_the_operator_run(photo_folder, monke
         assert f_images.layout() == s_images.layout() == "CHW" and f_images.dtype == s_images.dtype
         levels = (f_images.as_tensor() - s_images.as_tensor()).abs() * std
         assert levels.mean() < 0.5 and levels.flatten(1).quantile(0.99, dim=1).max() <= 6, levels.max()
+
+
+@kernels_on_cpu
+@pytest.mark.parametrize("is_training, gpu_decode", [(True, False), (True, True), (False, False)])
+def test_the_mixed_graph_takes_the_device_path(photo_folder, monkeypatch, is_training, gpu_decode):
+    """The script's GPU branch ("mixed" decoder, "gpu" resize and crop_mirror_normalize) lowers to the same
+    plan and runs on fastload's device path: the fused Triton kernel (here in its interpreter on the CPU,
+    standing in for the GPU) and, with gpu_decode, batched decoding through the nvJPEG stand-in. Its batches
+    are the CPU fast path's: same labels, crops and flips, pixels within one level (the kernel resamples
+    as torchvision's tensor resize, the CPU path as Pillow's). The validation graph keeps DALI's fractional
+    resize scale, which the kernel's whole-pixel boxes cannot say (measured: up to 5 levels off): it stays
+    on the CPU fast path, its batches the CPU graph's exactly."""
+    from fastload import device as device_stage
+    from fastload.compat.dali import pipeline as pipeline_module
+    from conftest import FakeGpuDecoder
+    monkeypatch.setattr(device_stage, "KERNEL_DEVICE_TYPES", ("cuda", "cpu"))  # the CPU plays the GPU
+    fake = FakeGpuDecoder(torch.device("cpu"))
+    with warnings.catch_warnings(), monkeypatch.context() as patch:
+        warnings.simplefilter("ignore")  # device_id=None: "the GPU operators run on the CPU"
+        if gpu_decode:
+            patch.setattr(pipeline_module, "DataLoader",
+                          functools.partial(pipeline_module.DataLoader, decoder=fake))
+        mixed = resnet50_pipeline(ours, photo_folder, is_training, dali_cpu=False)
+    cpu = resnet50_pipeline(ours, photo_folder, is_training)
+    assert mixed.unfused is None and mixed.loader.device_path is is_training and not cpu.loader.device_path
+    std = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1) * 255
+    for _ in range(3):
+        (m_images, m_labels), (c_images, c_labels) = mixed.run(), cpu.run()
+        assert torch.equal(m_labels.as_tensor(), c_labels.as_tensor()) and m_labels.dtype == types.INT32
+        assert m_images.layout() == "CHW" and m_images.dtype == c_images.dtype == types.FLOAT
+        levels = (m_images.as_tensor() - c_images.as_tensor()).abs() * std
+        assert levels.max() <= (1.001 if is_training else 0), levels.max()
+    if is_training:
+        assert mixed.loader.stats.decoder == ("torchvision (nvjpeg)" if gpu_decode else "cpu")
+        assert sum(fake.calls) >= 3 * 6 if gpu_decode else not fake.calls  # (and the batches prefetched)
+
+
+def test_dct_scaling_is_fastloads_opt_in(photo_folder):
+    """By default a fused graph decodes at full scale, as DALI does; ``dct_scaling="auto"`` (fastload's
+    argument) decodes large crops at reduced scale: other pixels, near the full decode's (measured at 64-160
+    from 500x375 photos: mean 0.9-2.0 levels, 99th percentile 10-14), and equal where no crop is that
+    large (224)."""
+    std = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1) * 255
+    for crop, reduced in ((112, True), (224, False)):
+        full = resnet50_pipeline(ours, photo_folder, True, crop=crop, size=crop)
+        dct = resnet50_pipeline(ours, photo_folder, True, crop=crop, size=crop, dct_scaling="auto")
+        assert full.loader.options.dct_scaling is False and dct.loader.options.dct_scaling == "auto"
+        levels = (full.run()[0].as_tensor() - dct.run()[0].as_tensor()).abs() * std
+        if reduced:
+            assert 0 < levels.mean() < 3 and levels.flatten(1).quantile(0.99, dim=1).max() <= 20
+        else:
+            assert levels.max() == 0
 
 
 def test_resnet50_validation_graph_matches_dali(photo_folder):

@@ -71,6 +71,9 @@ class DaliResizeCropGeometry:
     crop: tuple[int, int] | None
     crop_pos: tuple[float, float] = (0.5, 0.5)
     mirror: Mirror = Mirror(0.0)
+    # its samples resize a fractional source box (Geometry.box_resize), which the fused kernel's integer
+    # boxes cannot say: fastload.device.unsupported keeps it on the CPU fast path
+    box_resize = True
 
     @property
     def output_size(self) -> tuple[int, int]:
