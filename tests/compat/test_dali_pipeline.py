@@ -490,6 +490,53 @@ def test_resnet50_validation_graph_matches_dali(photo_folder):
             assert levels.mean() < 0.2 and levels.max() <= 1.01, (size, levels.mean(), levels.max())
 
 
+def validation_pipeline(lib, data_dir, output):
+    """The validation graph with another end: crop_mirror_normalize to float16 HWC (the channels-last input
+    of NVIDIA's DeepLearningExamples), to uint8 without normalizing, or no crop_mirror_normalize at all (the
+    resized uint8 HWC images, normalized later by the script)."""
+    @lib.pipeline_def(batch_size=5, num_threads=2, device_id=None, seed=3)
+    def pipe():
+        jpegs, labels = lib.fn.readers.file(file_root=str(data_dir), name="Reader")
+        images = lib.fn.decoders.image(jpegs, output_type=lib.types.RGB)
+        if output == "resize":
+            return lib.fn.resize(images, resize_x=40, resize_y=36), labels
+        images = lib.fn.resize(images, resize_shorter=45)
+        if output == "float16 HWC":
+            return lib.fn.crop_mirror_normalize(images, dtype=lib.types.FLOAT16, output_layout="HWC",
+                                                crop=(40, 36), mean=[124.0, 116.0, 104.0],
+                                                std=[58.0, 57.0, 57.0]), labels
+        return lib.fn.crop_mirror_normalize(images, dtype=lib.types.UINT8, output_layout="CHW", crop=(40, 36),
+                                            crop_pos_x=0.25, mirror=1), labels
+
+    p = pipe()
+    p.build()
+    return p
+
+
+@pytest.mark.parametrize("output", ["float16 HWC", "uint8 CHW", "resize"])
+def test_other_outputs_of_the_classification_graph_fuse_and_match_dali(photo_folder, output):
+    """HWC, float16 and uint8 outputs lower too (HWC is the loader's channels_last batch seen as NHWC, a
+    dense tensor): the same shape, dtype and layout as real DALI's, values within one level (rounding) after
+    a centre crop; a whole image shrunk 12x too inside, its border pixels as the training graph's crops (up
+    to ~20 levels: Pillow renormalizes its filter at the border, DALI repeats the edge pixel)."""
+    theirs, mine = validation_pipeline(dali, photo_folder, output), validation_pipeline(ours, photo_folder, output)
+    assert mine.unfused is None and mine.loader.fast_path
+    for _ in range(2):
+        (t_images, t_labels), (m_images, m_labels) = theirs.run(), mine.run()
+        assert np.array_equal(t_labels.as_array(), m_labels.as_array())
+        assert m_images.layout() == t_images.layout() and m_images.dtype.name == t_images.dtype.name
+        assert m_images.as_tensor().is_contiguous()
+        t_array, m_array = t_images.as_array(), m_images.as_array()
+        assert t_array.shape == m_array.shape and t_array.dtype == m_array.dtype
+        levels = np.abs(t_array.astype(np.float64) - m_array.astype(np.float64))
+        if output == "float16 HWC":
+            levels *= np.array([58.0, 57.0, 57.0])
+        if output == "resize":  # the whole image shrunk 12x: Pillow's border rule (see the training graph's)
+            assert levels[:, 1:-1, 1:-1].max() <= 1.1 and levels.max() <= 24, levels.max()
+        else:
+            assert levels.max() <= 1.1 and levels.mean() < 0.2, (levels.max(), levels.mean())
+
+
 def test_an_unfused_graph_says_which_operators_and_why_once(jpeg_folder, monkeypatch):
     monkeypatch.setattr("fastload.compat.dali.pipeline._warned_unfused", set())  # whatever ran before
 

@@ -2,12 +2,15 @@
 
 The graph DALI's ResNet-50 example and most training scripts use --
 ``readers.file`` -> ``decoders.image_random_crop`` -> ``resize`` to a fixed
-size -> ``crop_mirror_normalize`` (float, CHW) with a coin-flip mirror, or
-the validation form ``decoders.image`` -> ``resize`` -> centred
-``crop_mirror_normalize`` -- is one resampling step, a flip and a
-normalization: what a ``Plan`` describes. Lowered, it takes fastload's CPU
-fast path (region decoding, each thread writing its normalized row) and,
-with a CUDA device, the device path. The geometries below draw each
+size -> ``crop_mirror_normalize`` with a coin-flip mirror, or the validation
+form ``decoders.image`` -> ``resize`` -> centred ``crop_mirror_normalize``
+-- is one resampling step, a flip and a normalization: what a ``Plan``
+describes. crop_mirror_normalize may output float32 or float16 (any
+mean/std) or uint8 (no normalization), CHW or HWC (the loader's
+channels_last batch, viewed as NHWC); a graph may also end at the resize
+(uint8 HWC, normalized later by the script). Lowered, it takes fastload's
+CPU fast path (region decoding, each thread writing its normalized row)
+and, with a CUDA device, the device path. The geometries below draw each
 sample's crop window and mirror from the same per-operator streams as the
 operator-by-operator run (``SampleContext.rng``), so both give the same
 windows and flips; the pixels differ only by the resampling arithmetic
@@ -108,6 +111,7 @@ class Lowered:
     plan: Plan
     image_output: int
     label_output: int
+    layout: str = "CHW"  # of the image output: "HWC" takes the loader's channels_last batch, permuted
 
 
 def _source(node):
@@ -130,14 +134,21 @@ def lower(graph) -> Lowered | str:
             roles["image"], image = i, base
     if set(roles) != {"image", "label"}:
         return "its outputs are not (images, labels of the reader)"
-    cmn = image.source
-    if cmn is None or cmn.name != "crop_mirror_normalize":
-        return f"its image output comes from {cmn.name if cmn else 'a constant'}, not crop_mirror_normalize"
-    normalize = _normalization(cmn)
-    if isinstance(normalize, str):
-        return normalize
-    dtype, scale, shift, crop, crop_pos, mirror = normalize
-    step = _source(cmn.inputs[0]).source
+    last = image.source
+    if last is not None and last.name in ("resize", "random_resized_crop"):
+        # the resized uint8 images themselves, HWC (a script that normalizes later, on the GPU say)
+        dtype, scale, shift, layout = torch.uint8, None, None, "HWC"
+        crop, crop_pos, mirror = None, (0.5, 0.5), Mirror(0.0)
+        step = last
+    elif last is None or last.name != "crop_mirror_normalize":
+        return (f"its image output comes from {last.name if last else 'a constant'}, not crop_mirror_normalize "
+                f"or resize")
+    else:
+        normalize = _normalization(last)
+        if isinstance(normalize, str):
+            return normalize
+        dtype, scale, shift, crop, crop_pos, mirror, layout = normalize
+        step = _source(last.inputs[0]).source
     resize_args = None
     if step is not None and step.name == "resize":
         if step.arg_inputs or step.args.get("interp_type") not in _LINEAR or not step.args.get("antialias") \
@@ -184,14 +195,16 @@ def lower(graph) -> Lowered | str:
             return "its images have no fixed size (no crop, and the resize keeps the aspect ratio)"
     plan = Plan(geometry=geometry, resample=Image.BILINEAR, hflip_p=0.0, output_size=geometry.output_size,
                 dtype=dtype, scale=scale, shift=shift)
-    return Lowered(plan, roles["image"], roles["label"])
+    return Lowered(plan, roles["image"], roles["label"], layout)
 
 
 def _normalization(cmn):
-    """crop_mirror_normalize's (dtype, scale, shift, crop, crop_pos, mirror), or why it does not lower."""
+    """crop_mirror_normalize's (dtype, scale, shift, crop, crop_pos, mirror, layout), or why it does not
+    lower. uint8 lowers only without normalization (scale, shift None: the resized pixels)."""
     args = dict(cmn.args)
-    if args.get("output_layout") != "CHW" or args.get("dtype") not in (torch.float32, torch.float16):
-        return "its crop_mirror_normalize does not output float CHW"
+    layout, dtype = args.get("output_layout"), args.get("dtype")
+    if layout not in ("CHW", "HWC") or dtype not in (torch.float32, torch.float16, torch.uint8):
+        return "its crop_mirror_normalize does not output float32, float16 or uint8 in CHW or HWC"
     if args.get("pad_output") or set(cmn.arg_inputs) - {"mirror"}:
         return "its crop_mirror_normalize pads its output or has per-sample arguments other than mirror"
     if args.get("out_of_bounds_policy", "error") != "error":
@@ -203,6 +216,10 @@ def _normalization(cmn):
         return "its mean/std are not one value or three"
     scale = tuple(out_scale / s for s in std)
     shift = tuple(out_shift - out_scale * m / s for m, s in zip(mean, std))
+    if dtype == torch.uint8:
+        if scale != (1.0,) * 3 or shift != (0.0,) * 3:
+            return "its crop_mirror_normalize normalizes to uint8 (DALI's rounding and clamping there)"
+        scale = shift = None  # the resized uint8 pixels themselves
     crop_h, crop_w = int(args.get("crop_h", 0) or 0), int(args.get("crop_w", 0) or 0)
     crop = (crop_h, crop_w) if crop_h and crop_w else None
     if (crop_h or crop_w) and crop is None:
@@ -216,7 +233,7 @@ def _normalization(cmn):
         if op is None or op.name != "random.coin_flip" or op.arg_inputs or op.args.get("probability") is None:
             return "its mirror is a per-sample value other than a coin flip"
         mirror = Mirror(float(op.args["probability"]), op.ordinal)
-    return args["dtype"], scale, shift, crop, crop_pos, mirror
+    return dtype, scale, shift, crop, crop_pos, mirror, layout
 
 
 def _per_channel(value) -> tuple[float, float, float] | None:

@@ -156,7 +156,9 @@ class Pipeline:
             self._loader = DataLoader(source, batch_size=self._batch_size, num_workers=self._num_threads,
                                       prefetch_factor=max(1, self._prefetch_queue_depth),
                                       device=gpu if plan is not None and asks_gpu else None,
-                                      dct_scaling=self._dct_scaling)
+                                      dct_scaling=self._dct_scaling, memory_format=(
+                                          torch.channels_last if self._lowered and self._lowered.layout == "HWC"
+                                          else torch.contiguous_format))
             self._loader.stats.unfused = self.unfused or ""
             if plan is not None and asks_gpu and gpu.type == "cuda" and not self._loader.device_path:
                 _warn_unfused(f"the fused graph runs on the CPU fast path, its batches copied to {gpu}: "
@@ -191,13 +193,16 @@ class Pipeline:
         return self._run_external()
 
     def _as_outputs(self, batch) -> tuple:
-        """The fast path's [images, labels] as the graph's outputs: images as one dense CHW batch,
+        """The fast path's [images, labels] as the graph's outputs: images as one dense CHW or HWC batch,
         labels int32 of shape [N, 1] (DALI's reader labels), each where its output node says."""
         images, labels = batch
         outputs = [None, None]
         nodes = self._graph.outputs
         lowered = self._lowered
-        outputs[lowered.image_output] = TensorList.from_batch(images, "CHW", nodes[lowered.image_output].device)
+        if lowered.layout == "HWC":  # a channels_last batch: its NHWC view is contiguous
+            images = images.permute(0, 2, 3, 1)
+        outputs[lowered.image_output] = TensorList.from_batch(images, lowered.layout,
+                                                              nodes[lowered.image_output].device)
         outputs[lowered.label_output] = TensorList.from_batch(labels.to(torch.int32).reshape(-1, 1), "",
                                                               nodes[lowered.label_output].device)
         return tuple(outputs)
