@@ -18,6 +18,7 @@ import inspect
 import random
 import warnings
 
+import numpy as np
 import torch
 
 from ...loader import DataLoader
@@ -201,10 +202,12 @@ class Pipeline:
         lowered = self._lowered
         if lowered.layout == "HWC":  # a channels_last batch: its NHWC view is contiguous
             images = images.permute(0, 2, 3, 1)
-        outputs[lowered.image_output] = TensorList.from_batch(images, lowered.layout,
-                                                              nodes[lowered.image_output].device)
-        outputs[lowered.label_output] = TensorList.from_batch(labels.to(torch.int32).reshape(-1, 1), "",
-                                                              nodes[lowered.label_output].device)
+        for at, tensor, layout in ((lowered.image_output, images, lowered.layout),
+                                   (lowered.label_output, labels.to(torch.int32).reshape(-1, 1), "")):
+            device = nodes[at].device
+            if device == "cpu" and tensor.device.type != "cpu":  # (the device path delivers both on the GPU)
+                tensor = tensor.cpu()
+            outputs[at] = TensorList.from_batch(tensor, layout, device)
         return tuple(outputs)
 
     def schedule_run(self) -> None:
@@ -334,6 +337,8 @@ def _samples(data, dtype=None) -> list[torch.Tensor]:
 def _tensor(value, dtype=None) -> torch.Tensor:
     if isinstance(value, (bytes, bytearray)):
         tensor = torch.frombuffer(bytearray(value), dtype=torch.uint8)
+    elif isinstance(value, np.ndarray) and not value.flags.writeable:  # (np.frombuffer of a file's bytes)
+        tensor = torch.from_numpy(value.copy())  # the source may reuse it, as DALI copies it too
     else:
         tensor = torch.as_tensor(value)
     return tensor.to(dtype) if dtype is not None and tensor.dtype != dtype else tensor
