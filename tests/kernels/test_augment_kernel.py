@@ -248,15 +248,17 @@ def test_uint8_resize_matches_torchvision(seed):
 
 
 def test_full_pipeline_against_torchvision_normalized(seed):
-    """End to end with normalize and float16: within the uint8-chain tolerance, in normalized units."""
+    """End to end with normalize and float16: the uint8 chain's tolerance (``assert_levels_close``: its
+    rounding flips, scaled by later operations), counted in levels after undoing the normalization, plus
+    float16's rounding (under 0.1 level at these magnitudes)."""
     images, params, resized, ops, factors = resized_and_colored(seed)
     ours = augment_batch(images, params, SIZE, torch.float16, SCALE, SHIFT, channels_last=True)
-    for i in range(len(images)):
-        colored = apply_torchvision_color(resized[i], ops[i], factors[i])
-        expected = TF.normalize(TF.to_dtype(colored, torch.float32, scale=True), list(MEAN), list(STD))
-        level = 1 / (255 * min(STD))
-        torch.testing.assert_close(ours[i].float(), expected, atol=level + 4e-3, rtol=0,
-                                   msg=lambda m: f"seed {seed}, image {i}: {m}")
+    expected = torch.stack([TF.normalize(TF.to_dtype(apply_torchvision_color(resized[i], ops[i], factors[i]),
+                                                     torch.float32, scale=True), list(MEAN), list(STD))
+                            for i in range(len(images))])
+    levels = (ours.float() - expected).abs() * (255 * torch.tensor(STD)).view(1, 3, 1, 1)
+    assert levels.max() <= 4.1, f"seed {seed}: max difference {levels.max():.3f} levels"
+    assert (levels > 0.5).float().mean() <= 0.015, f"seed {seed}: {(levels > 0.5).float().mean():.2%} differ"
 
 
 def test_color_reference_matches_torchvision_on_a_batch(seed):
