@@ -295,3 +295,51 @@ class ReaderOrder(IndexOrder):
             position, base = position + 1, base + 1
         self._buffer_state = (position, buffer, base)
         return out
+
+
+class RocalOrder(IndexOrder):
+    """rocAL's file-source order (ROCm/rocAL: rocAL/source/readers/image/file_source_reader.cpp,
+    image_reader.cpp): shard ``shard_id`` of ``num_shards`` is the contiguous block starting at
+    ``size * shard_id // num_shards``, read in sorted order; every shard reads ``largest = ceil(size /
+    num_shards)`` samples an epoch, a smaller one wrapping around inside itself. Where ``largest`` is not
+    a multiple of the batch, the epoch is padded to whole batches with copies of the shard's last file
+    (``pad_last_batch``, rocAL's decoders' default: ``update_filenames_with_padding``), so every batch is
+    full; DROP leaves the padded batch out. Without ``stick_to_shard`` the next epoch reads the next shard.
+    ``random_shuffle`` permutes the shard's own files each epoch, from (seed, epoch) -- rocAL's in kind (it
+    calls ``std::random_shuffle`` with ``rand()``), never across shards.
+    """
+
+    def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
+                 stick_to_shard: bool = True, random_shuffle: bool = False, drop: bool = False, seed: int = 0):
+        super().__init__(batch_size, drop_last=drop)
+        if not 0 <= shard_id < num_shards:
+            raise ValueError(f"shard_id {shard_id} is not in [0, num_shards={num_shards})")
+        if dataset_size < num_shards:
+            raise ValueError(f"{dataset_size} samples cannot be split into {num_shards} shards")
+        self.size, self.shard_id, self.num_shards = dataset_size, shard_id, num_shards
+        self.stick, self.shuffle, self.seed = stick_to_shard, random_shuffle, seed
+        self.largest = -(-dataset_size // num_shards)
+
+    @property
+    def padded(self) -> int:
+        """Copies of the last file that fill the last batch (rocAL's ``getLastBatchPaddedSize``)."""
+        rest = self.largest % self.batch_size
+        return self.batch_size - rest if self.batch_size > 1 and rest else 0
+
+    def num_samples(self) -> int:
+        if self.drop_last:  # DROP: the padded batch is not made
+            return self.largest // self.batch_size * self.batch_size
+        return self.largest + self.padded
+
+    def indices(self, epoch: int) -> list[int]:
+        shard = self.shard_id if self.stick else (self.shard_id + epoch) % self.num_shards
+        low, high = self.size * shard // self.num_shards, self.size * (shard + 1) // self.num_shards
+        files = list(range(low, high))
+        if self.shuffle:
+            generator = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) % (1 << 63))
+            files = [files[i] for i in torch.randperm(len(files), generator=generator).tolist()]
+        if self.padded and not self.drop_last:
+            # rocAL pads every shard to the largest one, and that to whole batches, with its last file
+            return files + [high - 1] * (self.num_samples() - len(files))
+        # a smaller shard wraps around itself
+        return [files[i % len(files)] for i in range(self.num_samples())]

@@ -143,3 +143,28 @@ def test_reader_order_shuffles_as_dali_does_in_kind():
         ReaderOrder(11, shard_id=0, num_shards=1, batch_size=4, shuffle_after_epoch=True, stick_to_shard=True)
     with pytest.raises(ValueError, match="shards"):
         ReaderOrder(2, shard_id=0, num_shards=3, batch_size=4)
+
+
+def test_rocal_order_pads_and_wraps_shards_as_rocal():
+    """rocAL's file source (file_source_reader.cpp, image_reader.cpp): contiguous blocks; every shard reads
+    ceil(size / shards) samples, a smaller one wrapping around itself; where that is not whole batches, the
+    epoch is padded with the shard's last file; DROP leaves the padded batch out."""
+    from fastload.order import RocalOrder
+    order = lambda shard, **kw: RocalOrder(10, shard_id=shard, num_shards=3, batch_size=4, **kw)  # noqa: E731
+    assert [order(s).indices(0) for s in range(3)] == [[0, 1, 2, 0], [3, 4, 5, 3], [6, 7, 8, 9]]
+    assert order(0).padded == 0 and len(order(0)) == 1
+    single = RocalOrder(10, shard_id=0, num_shards=1, batch_size=4)
+    assert single.indices(0) == list(range(10)) + [9, 9] and single.padded == 2 and len(single) == 3
+    assert RocalOrder(10, shard_id=0, num_shards=1, batch_size=4, drop=True).indices(0) == list(range(8))
+    three = RocalOrder(10, shard_id=0, num_shards=3, batch_size=3)
+    assert three.indices(0) == [0, 1, 2, 2, 2, 2] and three.padded == 2
+    assert order(0, stick_to_shard=False).indices(1) == [3, 4, 5, 3]  # the next shard, next epoch
+
+
+def test_rocal_order_shuffles_within_the_shard():
+    from fastload.order import RocalOrder
+    order = RocalOrder(20, shard_id=1, num_shards=2, batch_size=3, random_shuffle=True, seed=4)
+    first, second = order.indices(0), order.indices(1)
+    assert sorted(first[:10]) == list(range(10, 20)) and first[10:] == [19, 19]  # padded with the last file
+    assert first != second and sorted(second[:10]) == list(range(10, 20))
+    assert first == RocalOrder(20, shard_id=1, num_shards=2, batch_size=3, random_shuffle=True, seed=4).indices(0)

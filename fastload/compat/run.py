@@ -15,7 +15,7 @@ import runpy
 import sys
 import types
 
-ALIASES = {"nvidia.dali": "fastload.compat.dali"}
+ALIASES = {"nvidia.dali": "fastload.compat.dali", "amd.rocal": "fastload.compat.rocal"}
 
 
 class _AliasLoader(importlib.abc.Loader):

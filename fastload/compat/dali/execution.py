@@ -107,7 +107,11 @@ class ReaderSource(Source):
         super().__init__(spec.samples, plan, seed=seed)
         self.spec, self.graph, self.gpu, self.base_seed = spec, graph, gpu, seed
 
-    def reader_order(self, spec, batch_size: int) -> ReaderOrder:
+    def reader_order(self, spec, batch_size: int):
+        """The reader's order: DALI's ``ReaderOrder``, or the one a front end's reader spec makes (rocAL's)."""
+        own = getattr(spec, "order", None)
+        if own is not None:
+            return own(batch_size, spec.seed if spec.seed >= 0 else self.base_seed)
         return ReaderOrder(len(spec.samples), shard_id=spec.shard_id, num_shards=spec.num_shards,
                            batch_size=batch_size, stick_to_shard=spec.stick_to_shard,
                            pad_last_batch=spec.pad_last_batch, random_shuffle=spec.random_shuffle,

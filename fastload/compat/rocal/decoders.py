@@ -1,0 +1,9 @@
+"""``amd.rocal.decoders``: image decoders that read the recorded folder, capped as rocAL caps them."""
+
+from .operators import decoders_image as image  # noqa: F401
+from .operators import decoders_image_random_crop as image_random_crop  # noqa: F401
+from .operators import decoders_image_slice as image_slice  # noqa: F401
+from .operators import unsupported
+
+video = unsupported("decoders.video")
+audio = unsupported("decoders.audio")

@@ -1,0 +1,495 @@
+"""rocAL's operators as graph builders, on the graph fastload.compat.dali traces and runs.
+
+rocAL's Python API is modelled on DALI's, so its operators add ``Op``s to
+the same graph (``..dali.graph``) and its pipelines run on the same
+executor and loader; what differs is rocAL's rules, each cited from its
+sources (ROCm/rocAL at 0981d5bb): the reader lives in the decoder
+(``fn.readers.file`` only records the folder), decoded images are capped at
+``max_decoded_width`` x ``max_decoded_height``, image operators output NHWC
+uint8 unless asked otherwise, crop_mirror_normalize mirrors by default, and
+every output is a buffer of the operator's largest size with each image at
+its top left. Every image operator's node carries that buffer size and its
+output layout and type (``Rocal``), which the pipeline uses when it hands
+batches out. Arguments rocAL has but fastload does not run as rocAL does
+raise NotImplementedError naming them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from ...order import RocalOrder
+from ..dali import imageops as dali_imageops
+from ..dali.graph import DataNode, Op, current_pipeline
+from ..dali.operators import _read_sample, random_coin_flip, random_uniform
+from . import imageops
+from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalResizeInterpolationType,
+                    RocalTensorLayout, RocalTensorOutputType)
+
+PREFIX = "fastload.compat.rocal"
+
+
+@dataclass(frozen=True)
+class Rocal:
+    """An image operator's output as rocAL describes it: its buffer (height, width), layout and type."""
+
+    buffer: tuple[int, int]
+    layout: RocalTensorLayout = RocalTensorLayout.NHWC
+    dtype: RocalTensorOutputType = RocalTensorOutputType.UINT8
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return TORCH_DTYPES[self.dtype]
+
+    @property
+    def dtype_name(self) -> str:
+        return DTYPE_NAMES[self.dtype]
+
+
+def refuse(operator: str, **given) -> None:
+    """NotImplementedError for arguments given that fastload does not run as rocAL does."""
+    named = [name for name, value in given.items() if value]
+    if named:
+        raise NotImplementedError(f"{PREFIX}: {operator}: {', '.join(named)} not supported")
+
+
+def _pipeline():
+    pipe = current_pipeline()
+    if pipe is None:
+        raise RuntimeError(f"{PREFIX}: operators are called inside a pipeline definition (with pipe: ..., or a "
+                           f"@pipeline_def function)")
+    return pipe
+
+
+def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataNode:
+    if not isinstance(image, DataNode) or not hasattr(image, "rocal"):
+        raise TypeError(f"{PREFIX}: {name} takes an image output of a decoder or another image operator")
+    node = Op("rocal." + name, impl, [image], args, layouts=("HWC",)).outputs[0]
+    node.rocal = out
+    return node
+
+
+def _kind(layout, dtype) -> tuple[RocalTensorLayout, RocalTensorOutputType]:
+    layout, dtype = RocalTensorLayout(layout), RocalTensorOutputType(dtype)
+    if layout not in (RocalTensorLayout.NHWC, RocalTensorLayout.NCHW):
+        raise NotImplementedError(f"{PREFIX}: output_layout {layout.name} not supported (NHWC, NCHW)")
+    return layout, dtype
+
+
+def _param(value):
+    """An argument rocAL takes as a fixed value or a per-sample parameter (a coin flip, fn.uniform)."""
+    if isinstance(value, DataNode) or value is None:
+        return value
+    return float(value)
+
+
+# ------------------------------------------------------------------------------------------------ readers
+
+class FileReader:
+    """What ``fn.readers.file`` records: the folder (or list) the decoder will read, as in rocAL, where
+    the reader only makes the label reader and the decoder does the reading."""
+
+    def __init__(self, file_root: str, file_list: str):
+        self.file_root, self.file_list = file_root, file_list
+
+
+def readers_file(file_root, file_filters=None, file_list="", stick_to_shard=False, pad_last_batch=False,
+                 shard_id=None, num_shards=None, random_shuffle=None):
+    """``fn.readers.file``: records ``file_root`` (and ``file_list``); rocAL ignores its file_filters,
+    stick_to_shard and pad_last_batch (they are the decoder's), and so does fastload
+    (rocAL_pybind/amd/rocal/readers.py). shard_id, num_shards and random_shuffle, which rocAL's older API
+    (and its Python API page) pass here, are accepted and ignored too: the decoder's decide."""
+    reader = FileReader(str(file_root), file_list or "")
+    _pipeline()._rocal_reader = reader
+    return reader, []
+
+
+def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
+    """rocAL's folder reading (rocAL/source/readers/file_source_reader.cpp, open_folder;
+    rocAL/source/meta_data/label_reader_folders.cpp): the root's entries sorted; each folder, empty or
+    not, is the next label, its files (not sub-folders) sorted; a root holding images is read flat, all
+    label 0. Kept: the extensions rocAL keeps (any case) and files without one. Labels are looked up by
+    file name, as rocAL does: a name in two folders gets the first one's label. With ``file_list``
+    ("path label" lines), only listed names are kept, with the list's labels."""
+    found, by_name = [], {}
+    entries = sorted(os.scandir(root), key=lambda e: e.name)
+    folders = [e for e in entries if e.is_dir()]
+    if any(e.is_file() and _kept(e.name) for e in entries):
+        folders = [None]
+    for label, folder in enumerate(folders):
+        directory = root if folder is None else folder.path
+        for name in sorted(e.name for e in os.scandir(directory) if e.is_file()):
+            if _kept(os.path.join(directory, name)):
+                label_of = by_name.setdefault(name, 0 if folder is None else label)
+                found.append((os.path.join(directory, name), label_of))
+    if file_list:
+        listed = {}
+        with open(file_list) as lines:
+            for line in lines:
+                parts = line.split()
+                if len(parts) >= 2 and parts[1].lstrip("-").isdigit():
+                    listed.setdefault(os.path.basename(parts[0]), int(parts[1]))
+        found = [(path, listed[os.path.basename(path)]) for path, _ in found if os.path.basename(path) in listed]
+    return found
+
+
+def _kept(path: str) -> bool:
+    dot = path.rfind(".")
+    return dot < 0 or path[dot + 1:].lower() in imageops.EXTENSIONS
+
+
+@dataclass
+class RocalReaderSpec:
+    """The reading a rocAL decoder was told to do: its samples and rocAL's sharding arguments."""
+
+    samples: list
+    shard_id: int
+    num_shards: int
+    random_shuffle: bool
+    stick_to_shard: bool
+    last_batch_policy: RocalLastBatchPolicy
+    seed: int = -1
+    name: str | None = "Reader"
+
+    def order(self, batch_size: int, seed: int) -> RocalOrder:
+        return RocalOrder(len(self.samples), shard_id=self.shard_id, num_shards=self.num_shards,
+                          batch_size=batch_size, stick_to_shard=self.stick_to_shard,
+                          random_shuffle=self.random_shuffle,
+                          drop=self.last_batch_policy == RocalLastBatchPolicy.LAST_BATCH_DROP, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------- decoders
+
+def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_shuffle, last_batch_policy,
+                 pad_last_batch, stick_to_shard, shard_size) -> DataNode:
+    """The reader a decoder makes (rocAL's decoders read: rocalJpegFileSourceSingleShard,
+    rocAL/source/api/rocal_api_data_loaders.cpp)."""
+    pipe = _pipeline()
+    recorded = getattr(pipe, "_rocal_reader", None)
+    if not inputs or not isinstance(inputs[0], FileReader) or recorded is None:
+        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file recorded (other readers and "
+                                  f"external sources are not supported yet)")
+    if not pad_last_batch:
+        raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False) is not supported (rocAL then "
+                                  f"carries the last samples over into the next epoch)")
+    refuse(decoder, shard_size=shard_size not in (-1, None))
+    root = file_root or recorded.file_root
+    samples = list_folder(root, recorded.file_list)
+    if not samples:
+        raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
+    if not 0 <= int(shard_id) < int(num_shards):
+        raise ValueError(f"{decoder}: shard_id {shard_id} is not in [0, num_shards={num_shards})")
+    spec = RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
+                           RocalLastBatchPolicy(last_batch_policy))
+    op = Op("readers.file", _read_sample, [], {}, num_outputs=2)
+    op.reader = spec
+    pipe._rocal_labels = op.outputs[1]
+    pipe._last_batch_policy = spec.last_batch_policy
+    return op.outputs[0]
+
+
+def _color(output_type) -> str:
+    color = RocalImageColor(output_type)
+    if color == RocalImageColor.RGB_PLANAR:
+        raise NotImplementedError(f"{PREFIX}: output_type RGB_PLANAR is not supported (RGB, BGR, GRAY)")
+    return color.name
+
+
+def _decode(ctx, op, data, color, max_width, max_height):
+    from ...errors import DecodeError
+    try:
+        return imageops.decode(bytes(data.numpy()), color, max_width, max_height)
+    except Exception as error:
+        raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
+
+
+def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", annotations_file="", index_path="",
+                   shard_id=0, num_shards=1, random_shuffle=False, output_type=RocalImageColor.RGB,
+                   decoder_type=0, device=None, decode_size_policy=3, max_decoded_width=1000,
+                   max_decoded_height=1000, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL,
+                   pad_last_batch=True, stick_to_shard=True, shard_size=-1):
+    """``fn.decoders.image``: reads and decodes the recorded folder, capped at max_decoded_width x
+    max_decoded_height (rocAL_pybind/amd/rocal/decoders.py)."""
+    refuse("fn.decoders.image", user_feature_key_map=user_feature_key_map, path=path,
+           annotations_file=annotations_file, index_path=index_path,
+           decode_size_policy=decode_size_policy not in (1, 3))
+    data = _reader_node("fn.decoders.image", inputs, file_root, shard_id, num_shards, random_shuffle,
+                        last_batch_policy, pad_last_batch, stick_to_shard, shard_size)
+    node = Op("rocal.decoders.image", _decode, [data],
+              {"color": _color(output_type), "max_width": int(max_decoded_width),
+               "max_height": int(max_decoded_height)}, layouts=("HWC",)).outputs[0]
+    node.rocal = Rocal((int(max_decoded_height), int(max_decoded_width)))
+    return node
+
+
+def _crop_decode(ctx, op, data, color, max_width, max_height, area, ratio, attempts):
+    from ...errors import DecodeError
+    try:
+        image = imageops.decode(bytes(data.numpy()), color, 1 << 30, 1 << 30)
+    except Exception as error:
+        raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
+    y, x, h, w = dali_imageops.random_crop_window(image.shape[0], image.shape[1], ctx.rng(op), area, ratio,
+                                                  attempts)
+    # the window is then cut to the cap, not scaled (rocAL/source/decoders/image/fused_crop_decoder.cpp)
+    return image[y:y + min(h, max_height), x:x + min(w, max_width)].contiguous()
+
+
+def _random_crop_decoder(name, inputs, file_root, shard_id, num_shards, random_shuffle, output_type, random_area,
+                         random_aspect_ratio, num_attempts, max_decoded_width, max_decoded_height,
+                         last_batch_policy, pad_last_batch, stick_to_shard, shard_size):
+    data = _reader_node(name, inputs, file_root, shard_id, num_shards, random_shuffle, last_batch_policy,
+                        pad_last_batch, stick_to_shard, shard_size)
+    node = Op("rocal." + name.removeprefix("fn."), _crop_decode, [data],
+              {"color": _color(output_type), "max_width": int(max_decoded_width),
+               "max_height": int(max_decoded_height), "area": tuple(float(v) for v in random_area),
+               "ratio": tuple(float(v) for v in random_aspect_ratio), "attempts": int(num_attempts)},
+              layouts=("HWC",)).outputs[0]
+    node.rocal = Rocal((int(max_decoded_height), int(max_decoded_width)))
+    return node
+
+
+def decoders_image_random_crop(*inputs, user_feature_key_map=None, path="", file_root="", annotations_file="",
+                               num_shards=1, shard_id=0, random_shuffle=False, num_attempts=10,
+                               output_type=RocalImageColor.RGB, random_area=(0.08, 1.0),
+                               random_aspect_ratio=(0.8, 1.25), decode_size_policy=3, max_decoded_width=1000,
+                               max_decoded_height=1000, decoder_type=0,
+                               last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True,
+                               stick_to_shard=True, shard_size=-1):
+    """``fn.decoders.image_random_crop``: decodes a random window (area, aspect ratio in log space,
+    ``num_attempts``, then the whole image -- rocAL/source/parameters/parameter_random_crop_decoder.cpp, the
+    rule DALI has), cut to the cap. The windows are rocAL's in distribution, not in value."""
+    refuse("fn.decoders.image_random_crop", user_feature_key_map=user_feature_key_map, path=path,
+           annotations_file=annotations_file, decode_size_policy=decode_size_policy not in (1, 3))
+    return _random_crop_decoder("fn.decoders.image_random_crop", inputs, file_root, shard_id, num_shards,
+                                random_shuffle, output_type, random_area, random_aspect_ratio, num_attempts,
+                                max_decoded_width, max_decoded_height, last_batch_policy, pad_last_batch,
+                                stick_to_shard, shard_size)
+
+
+def decoders_image_slice(*inputs, file_root="", path="", annotations_file="", shard_id=0, num_shards=1,
+                         random_shuffle=False, random_aspect_ratio=(0.75, 1.33333), random_area=(0.08, 1.0),
+                         num_attempts=100, output_type=RocalImageColor.RGB, decode_size_policy=3,
+                         max_decoded_width=1000, max_decoded_height=1000,
+                         last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True,
+                         stick_to_shard=True, shard_size=-1):
+    """``fn.decoders.image_slice``: in rocAL the same random-window decoder as image_random_crop
+    (b.fusedDecoderCropShard), with its own defaults (aspect [0.75, 1.33333], 100 attempts)."""
+    refuse("fn.decoders.image_slice", path=path, annotations_file=annotations_file,
+           decode_size_policy=decode_size_policy not in (1, 3))
+    return _random_crop_decoder("fn.decoders.image_slice", inputs, file_root, shard_id, num_shards,
+                                random_shuffle, output_type, random_area, random_aspect_ratio, num_attempts,
+                                max_decoded_width, max_decoded_height, last_batch_policy, pad_last_batch,
+                                stick_to_shard, shard_size)
+
+
+# ---------------------------------------------------------------------------------------------- geometry
+
+_INTERPOLATIONS = {RocalResizeInterpolationType.NEAREST_NEIGHBOR_INTERPOLATION: "nn",
+                   RocalResizeInterpolationType.LINEAR_INTERPOLATION: "linear",
+                   RocalResizeInterpolationType.TRIANGULAR_INTERPOLATION: "triangular"}
+
+
+def _interpolation(value) -> str:
+    kind = RocalResizeInterpolationType(value)
+    if kind not in _INTERPOLATIONS:
+        raise NotImplementedError(f"{PREFIX}: interpolation_type {kind.name} is not supported (NEAREST_NEIGHBOR, "
+                                  f"LINEAR, TRIANGULAR)")
+    return _INTERPOLATIONS[kind]
+
+
+def _resize_args(operator, max_size, resize_longer, resize_shorter, resize_width, resize_height, scaling_mode):
+    """rocalResize's argument rules (rocAL/source/api/rocal_api_augmentation.cpp): some size; width/height
+    or shorter/longer, not both; shorter and longer not together."""
+    if not (resize_width or resize_height or resize_shorter or resize_longer):
+        raise ValueError(f"{operator}: give resize_width/resize_height, resize_shorter or resize_longer")
+    if (resize_width or resize_height) and (resize_shorter or resize_longer):
+        raise ValueError(f"{operator}: resize_width/resize_height cannot be combined with "
+                         f"resize_shorter/resize_longer")
+    if resize_shorter and resize_longer:
+        raise ValueError(f"{operator}: resize_shorter and resize_longer cannot be combined (use "
+                         f"SCALING_MODE_MIN_MAX with resize_mirror_normalize)")
+    max_size = tuple(int(v) for v in (max_size if isinstance(max_size, (list, tuple)) else [max_size]) if v)
+    if len(max_size) > 2:
+        raise ValueError(f"{operator}: max_size has one or two values")
+    if int(scaling_mode) == 4:
+        raise NotImplementedError(f"{PREFIX}: {operator}: SCALING_MODE_MIN_MAX is not supported")
+    return {"resize_width": int(resize_width), "resize_height": int(resize_height),
+            "resize_shorter": int(resize_shorter), "resize_longer": int(resize_longer),
+            "scaling_mode": int(scaling_mode), "max_size": max_size}
+
+
+def _resized(image: torch.Tensor, sizes: dict, interpolation: str) -> torch.Tensor:
+    width, height = imageops.resize_size(image.shape[1], image.shape[0], **sizes)
+    return imageops.resample(image, width, height, interpolation)
+
+
+def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width=0, resize_height=0,
+           scaling_mode=0, interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, antialias=True,
+           device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8,
+           resize_x=None, resize_y=None):
+    """``fn.resize`` with rocAL's size rules (imageops.resize_size). rocAL ignores ``antialias``; the
+    ``resize_x``/``resize_y`` of rocAL's older API (and its documentation page) are read as
+    resize_width/resize_height."""
+    resize_width = resize_x if resize_x is not None else resize_width
+    resize_height = resize_y if resize_y is not None else resize_height
+    sizes = _resize_args("fn.resize", max_size, resize_longer, resize_shorter, resize_width, resize_height,
+                         scaling_mode)
+    layout, dtype = _kind(output_layout, output_dtype)
+    width, height = imageops.resize_buffer((inputs[0].rocal.buffer[1], inputs[0].rocal.buffer[0]), **sizes)
+    out = Rocal((height, width), layout, dtype)
+
+    def run(ctx, op, image, sizes, interpolation):
+        return imageops.as_output(_resized(image, sizes, interpolation), out.torch_dtype)
+    return _image_op("resize", run, inputs[0], {"sizes": sizes, "interpolation": _interpolation(interpolation_type)},
+                     out)
+
+
+def _normalized(image: torch.Tensor, mean, std, mirror, dtype: torch.dtype) -> torch.Tensor:
+    channels = image.shape[2]
+    mean = torch.tensor((list(mean) * channels)[:channels] if len(mean) == 1 else list(mean)[:channels])
+    std = torch.tensor((list(std) * channels)[:channels] if len(std) == 1 else list(std)[:channels])
+    if bool((std == 0).any()):
+        raise ValueError("crop_mirror_normalize: a std of 0")
+    if mirror:
+        image = image.flip(1)
+    return imageops.as_output((image.float() - mean) / std, dtype)
+
+
+def _crop_size(crop, crop_h, crop_w) -> tuple[int, int]:
+    """(height, width) from rocAL's crop argument: two values are (h, w), three (d, h, w); otherwise
+    crop_h/crop_w (rocAL_pybind/amd/rocal/fn.py)."""
+    crop = list(crop) if isinstance(crop, (list, tuple)) else [crop]
+    if len(crop) == 2:
+        return int(crop[0]), int(crop[1])
+    if len(crop) == 3:
+        return int(crop[1]), int(crop[2])
+    return int(crop_h), int(crop_w)
+
+
+def crop_mirror_normalize(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_w=0, crop_h=0, mean=(0.0,),
+                          std=(1.0,), mirror=1, device=None, output_layout=RocalTensorLayout.NHWC,
+                          output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.crop_mirror_normalize``: a fixed-anchor crop (imageops.anchored_crop), a horizontal flip where
+    ``mirror`` (1 by default, unlike DALI: always flipped), ``(x - mean) / std`` with mean and std in pixel
+    units, NHWC uint8 unless asked (rocAL_pybind/amd/rocal/fn.py)."""
+    height, width = _crop_size(crop, crop_h, crop_w)
+    if not height or not width:
+        raise ValueError("fn.crop_mirror_normalize: give crop=(height, width) (rocAL refuses a zero size)")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal((height, width), layout, dtype)
+
+    def run(ctx, op, image, mirror, pos, mean, std):
+        x, y, w, h = imageops.anchored_crop(image.shape[1], image.shape[0], width, height, *pos)
+        return _normalized(image[y:y + h, x:x + w], mean, std, int(mirror), out.torch_dtype)
+    return _image_op("crop_mirror_normalize", run, inputs[0],
+                     {"mirror": mirror if isinstance(mirror, DataNode) else int(bool(mirror)),
+                      "pos": (float(crop_pos_x), float(crop_pos_y)), "mean": tuple(float(v) for v in mean),
+                      "std": tuple(float(v) for v in std)}, out)
+
+
+def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width=0,
+                            resize_height=0, scaling_mode=0,
+                            interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, mean=(0.0,),
+                            std=(1.0,), mirror=1, device=None, output_layout=RocalTensorLayout.NHWC,
+                            output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.resize_mirror_normalize``: fn.resize's sizes, then a flip where ``mirror`` (1 by default) and
+    ``(x - mean) / std`` (rocalResizeMirrorNormalize)."""
+    sizes = _resize_args("fn.resize_mirror_normalize", max_size, resize_longer, resize_shorter, resize_width,
+                         resize_height, scaling_mode)
+    layout, dtype = _kind(output_layout, output_dtype)
+    width, height = imageops.resize_buffer((inputs[0].rocal.buffer[1], inputs[0].rocal.buffer[0]), **sizes)
+    out = Rocal((height, width), layout, dtype)
+
+    def run(ctx, op, image, sizes, interpolation, mirror, mean, std):
+        return _normalized(_resized(image, sizes, interpolation), mean, std, int(mirror), out.torch_dtype)
+    return _image_op("resize_mirror_normalize", run, inputs[0],
+                     {"sizes": sizes, "interpolation": _interpolation(interpolation_type),
+                      "mirror": mirror if isinstance(mirror, DataNode) else int(bool(mirror)),
+                      "mean": tuple(float(v) for v in mean), "std": tuple(float(v) for v in std)}, out)
+
+
+def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, crop_w=0, crop_h=0, crop_d=1,
+         device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.crop``: with a size, at whole-pixel offsets crop_pos_x/y (so the default 0.5 is the top-left
+    corner: imageops.fixed_crop); without one, a random crop of 0.55-0.95 of each side at a random place
+    (rocalCrop's defaults, rocAL/include/parameters/parameter_crop.h)."""
+    height, width = _crop_size(crop, crop_h, crop_w)
+    layout, dtype = _kind(output_layout, output_dtype)
+    source = inputs[0].rocal.buffer
+    out = Rocal((height, width) if height and width else source, layout, dtype)
+
+    def run(ctx, op, image, pos):
+        if height and width:
+            x, y, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], width, height, *pos)
+        else:
+            rng = ctx.rng(op)
+            w, h = int(rng.uniform(0.55, 0.95) * image.shape[1]), int(rng.uniform(0.55, 0.95) * image.shape[0])
+            x = int(rng.uniform(0.01, 0.99) * (image.shape[1] - w))
+            y = int(rng.uniform(0.01, 0.99) * (image.shape[0] - h))
+        return imageops.as_output(image[y:y + h, x:x + w].contiguous(), out.torch_dtype)
+    return _image_op("crop", run, inputs[0], {"pos": (float(crop_pos_x), float(crop_pos_y))}, out)
+
+
+def center_crop(*inputs, crop=(0, 0), crop_h=0, crop_w=0, crop_d=1, device=None,
+                output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.center_crop``: the centred window (anchors 0.5, imageops.anchored_crop)."""
+    height, width = _crop_size(crop, crop_h, crop_w)
+    if not height or not width:
+        raise ValueError("fn.center_crop: give crop=(height, width) (rocAL refuses a zero size)")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal((height, width), layout, dtype)
+
+    def run(ctx, op, image):
+        x, y, w, h = imageops.anchored_crop(image.shape[1], image.shape[0], width, height, 0.5, 0.5)
+        return imageops.as_output(image[y:y + h, x:x + w].contiguous(), out.torch_dtype)
+    return _image_op("center_crop", run, inputs[0], {}, out)
+
+
+def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTensorLayout.NHWC,
+         output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.flip``: horizontal and/or vertical (0/1, or a per-sample coin flip)."""
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+
+    def run(ctx, op, image, horizontal, vertical):
+        dims = [d for d, on in ((1, horizontal), (0, vertical)) if int(on)]
+        return imageops.as_output(image.flip(dims) if dims else image, out.torch_dtype)
+    return _image_op("flip", run, inputs[0], {"horizontal": horizontal, "vertical": vertical}, out)
+
+
+# ------------------------------------------------------------------------------------------ random, labels
+
+def coin_flip(*inputs, probability=0.5):
+    """``fn.random.coin_flip``: a per-sample 0/1, 1 with ``probability`` (an operator's mirror, flips)."""
+    return random_coin_flip(probability=float(probability))
+
+
+def uniform(*inputs, range=(-1.0, 1.0), device=None):
+    """``fn.uniform`` (and ``fn.random.uniform``): a per-sample float in [range[0], range[1]), for an
+    operator's argument."""
+    low, high = (float(v) for v in range)
+    return random_uniform(range=(low, high))
+
+
+def one_hot(*inputs, num_classes=0, device=None):
+    """``fn.one_hot``: the iterators hand labels one-hot over ``num_classes`` (rocAL's rule: label L at
+    L - 1, label 0 at the last place; rocalGetOneHotImageLabels, rocAL/source/api/rocal_api_meta_data.cpp)."""
+    if int(num_classes) < 1:
+        raise ValueError("fn.one_hot: num_classes must be positive")
+    pipe = _pipeline()
+    pipe._num_classes, pipe._one_hot_encoding = int(num_classes), True
+    return []
+
+
+def unsupported(name: str):
+    def refuse_operator(*inputs, **args):
+        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file, "
+                                  f"decoders.image / image_slice / image_random_crop, resize, "
+                                  f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
+                                  f"random.coin_flip, uniform, one_hot)")
+    refuse_operator.__name__ = name
+    refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
+    return refuse_operator

@@ -1,0 +1,267 @@
+"""rocAL's ``Pipeline`` and ``pipeline_def`` (``amd.rocal.pipeline``), run by fastload.
+
+A rocAL pipeline is a fastload.compat.dali pipeline underneath (the same
+graph, executor and loader); what is rocAL's is its constructor, its
+epochs and the way it hands out batches (rocAL_pybind/amd/rocal/pipeline.py
+at ROCm/rocAL 0981d5bb):
+
+* the labels are not a graph output: ``get_image_labels()`` gives the
+  batch's (int32, [batch]); the iterators read them there;
+* an epoch is the decoder's padded shard (``fastload.order.RocalOrder``):
+  ``get_remaining_images()`` counts down from it by whole batches, ``run()``
+  returns None once it is 0, and ``rocal_reset_loaders()`` starts the next
+  epoch (from the start, whatever was left);
+* ``run()`` returns one ``RocalTensor`` per output: a buffer of the
+  operator's largest size with each image at its top left, in the
+  operator's output layout and type.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+import torch
+
+from ..dali import pipeline as dali_pipeline
+from . import types
+from .imageops import pad_batch
+from .operators import PREFIX
+
+
+class RocalTensor:
+    """One output batch as rocAL's ``rocalTensor`` shows it to Python."""
+
+    def __init__(self, batch: torch.Tensor, layout: str, dtype_name: str, rois: list[tuple[int, int]]):
+        self.batch, self._layout, self._dtype, self._rois = batch, layout, dtype_name, rois
+
+    def dimensions(self) -> list[int]:
+        return list(self.batch.shape)
+
+    def dtype(self) -> str:
+        return self._dtype
+
+    def layout(self) -> str:
+        return self._layout
+
+    def batch_size(self) -> int:
+        return self.batch.shape[0]
+
+    def max_shape(self) -> list[int]:
+        """(width, height) of the buffer, as rocAL gives it."""
+        height, width = (self.batch.shape[1:3] if self._layout == "NHWC" else self.batch.shape[2:4])
+        return [int(width), int(height)]
+
+    def get_rois(self) -> np.ndarray:
+        """Each sample's image in the buffer: (x, y, width, height) rows (it lies at the top left)."""
+        return np.array([(0, 0, w, h) for h, w in self._rois], dtype=np.int32)
+
+    def __len__(self) -> int:
+        return self.batch.shape[0]
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return self.at(index)
+
+    def at(self, index: int) -> np.ndarray:
+        """Sample ``index``'s buffer, as numpy (a view)."""
+        return self.batch[index].numpy()
+
+    def copy_data(self, array, memory_type=None) -> None:
+        """Copy the whole buffer into a numpy array, or a torch tensor, of its shape and type."""
+        if isinstance(array, torch.Tensor):
+            array.copy_(self.batch)
+        else:
+            np.copyto(array, self.batch.numpy())
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.batch.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.batch.__dlpack_device__()
+
+    def __repr__(self) -> str:
+        return f"RocalTensor(dims={self.dimensions()}, layout={self._layout}, dtype={self._dtype})"
+
+
+class Pipeline(dali_pipeline.Pipeline):
+    """rocAL's pipeline: its arguments as in rocAL (``rocal_cpu=True`` for the CPU). ``tensor_layout``,
+    ``tensor_dtype``, ``mean``, ``std`` and ``reverse_channels`` are kept for the iterators, which in rocAL
+    store and do not apply them; each operator's output_layout/output_dtype decide its output."""
+
+    _says_unfused = False
+
+    def __init__(self, batch_size=-1, num_threads=0, device_id=0, seed=1, exec_pipelined=True,
+                 prefetch_queue_depth=2, exec_async=True, bytes_per_sample=0, rocal_cpu=False, max_streams=-1,
+                 default_cuda_stream_priority=0, tensor_layout=types.NCHW, reverse_channels=False, mean=None,
+                 std=None, tensor_dtype=types.FLOAT, output_memory_type=None):
+        super().__init__(batch_size=batch_size, num_threads=num_threads if num_threads and num_threads > 0 else 1,
+                         device_id=None, seed=seed if seed is not None else 1,
+                         prefetch_queue_depth=prefetch_queue_depth)
+        self._rocal_cpu = bool(rocal_cpu)
+        self._rocal_device_id = device_id
+        self._tensor_layout, self._tensor_dtype = tensor_layout, tensor_dtype
+        self._reverse_channels = reverse_channels
+        self._multiplier = [1 / x for x in std] if std else [1.0, 1.0, 1.0]
+        self._offset = [-(m / s) for m, s in zip(mean, std)] if mean and std else [0.0, 0.0, 0.0]
+        self._output_memory_type = output_memory_type if output_memory_type is not None else (
+            types.HOST_MEMORY if rocal_cpu else types.DEVICE_MEMORY)
+        self._reader = self._name = self._num_classes = None
+        self._one_hot_encoding = False
+        self._last_batch_policy = None
+        self._rocal_reader = self._rocal_labels = None
+        self._user_outputs: list = []
+        self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
+        self._remaining = 0
+        self._current = None  # (output batches, labels) of the last run
+
+    def set_outputs(self, *outputs) -> None:
+        """The pipeline's outputs. An empty list among them (the labels ``fn.readers.file`` returns) keeps
+        its place in what ``run()`` returns, so ``images, labels = pipe.run()`` unpacks as scripts write it."""
+        self._slots = [[] if isinstance(out, (list, tuple)) and not out else None for out in outputs]
+        super().set_outputs(*[out for out in outputs if not (isinstance(out, (list, tuple)) and not out)])
+
+    def _lower(self, graph):
+        return "rocAL graphs run operator by operator (their fusing is not built yet)"
+
+    def build(self):
+        """Build the graph and its loader (rocalVerify); returns the pipeline, as rocAL's does."""
+        if not self._built:
+            if self._outputs is None:
+                raise RuntimeError(f"{PREFIX}: the pipeline has no outputs: call set_outputs() inside "
+                                   f"`with pipe:`, or use @pipeline_def")
+            if self._rocal_labels is None:
+                raise NotImplementedError(f"{PREFIX}: a pipeline reads with fn.readers.file and a decoder (other "
+                                          f"readers and external sources are not supported yet)")
+            self._user_outputs = list(self._outputs)
+            self._outputs = self._user_outputs + [self._rocal_labels]
+            self._reader = self._name = "labelReader"
+            super().build()
+            self._remaining = self._epoch_samples()
+        return self
+
+    def _epoch_samples(self) -> int:
+        order = self._loader.make_order()
+        return len(order) * self._batch_size
+
+    # -- running (rocAL's protocol)
+    def rocal_run(self) -> int:
+        """Make the next batch: 0 (OK), or RUNTIME_ERROR when the epoch has no batch left."""
+        self.build()
+        if self._remaining < self._batch_size:
+            return int(types.RUNTIME_ERROR)
+        outputs = dali_pipeline.Pipeline.run(self)
+        *images, labels = outputs
+        tensors = iter([self._as_rocal(node, out) for node, out in zip(self._user_outputs, images)])
+        self._current = ([next(tensors) if slot is None else [] for slot in self._slots],
+                         labels.as_tensor().reshape(-1).to(torch.int32))
+        self._remaining -= self._batch_size
+        return int(types.OK)
+
+    def run(self):
+        """The next batch's outputs (a list of RocalTensor), or None when the epoch is done (rocAL's run)."""
+        self.build()
+        if self.get_remaining_images() > 0 and self.rocal_run() == 0:
+            return list(self._current[0])
+        return None
+
+    def get_output_tensors(self) -> list:
+        if self._current is None:
+            raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
+        return [out for out in self._current[0] if isinstance(out, RocalTensor)]
+
+    def get_image_labels(self) -> np.ndarray:
+        """The last batch's labels: int32, [batch_size]."""
+        if self._current is None:
+            raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
+        return self._current[1].numpy()
+
+    def get_remaining_images(self) -> int:
+        self.build()
+        return self._remaining
+
+    def is_empty(self) -> bool:
+        return self.get_remaining_images() < self._batch_size
+
+    def get_last_batch_padded_size(self) -> int:
+        """How many copies of the last file fill this shard's last batch."""
+        self.build()
+        return self._loader.make_order().padded
+
+    def rocal_reset_loaders(self) -> None:
+        """Start the next epoch, from its start (what the last one left is dropped, as rocAL's reset)."""
+        self.build()
+        if self._batches is not None:
+            self._batches.close()
+            self._batches = None
+        self._remaining = self._epoch_samples()
+
+    def timing_info(self):
+        """rocAL's TimingInfo fields, in microseconds, from the loader's stats."""
+        spent = self._loader.stats.seconds if self._loader is not None else {}
+
+        def seconds(stage):
+            return spent.get(stage, 0.0)
+        return _TimingInfo(int(seconds("read") * 1e6), int(seconds("decode") * 1e6), int(seconds("augment") * 1e6),
+                           int(seconds("copy") * 1e6))
+
+    def set_seed(self, seed=0) -> None:
+        if self._built:
+            raise RuntimeError(f"{PREFIX}: set_seed after build() is not supported")
+        self._seed = int(seed)
+
+    def get_handle(self):
+        return self
+
+    def rocal_release(self) -> None:
+        if self._loader is not None:
+            self._loader.close()
+
+    def _as_rocal(self, node, batch) -> RocalTensor:
+        """A graph output's per-sample HWC images as rocAL's padded buffer in the operator's layout."""
+        out = node.rocal
+        samples = list(batch.tensors)
+        layout = "NCHW" if out.layout == types.NCHW else "NHWC"
+        rois = [(s.shape[0], s.shape[1]) for s in samples]
+        return RocalTensor(pad_batch(samples, out.buffer, layout), layout, out.dtype_name, rois)
+
+
+class _TimingInfo:
+    def __init__(self, load_time, decode_time, process_time, transfer_time):
+        self.load_time, self.decode_time = load_time, decode_time
+        self.process_time, self.transfer_time = process_time, transfer_time
+
+
+def pipeline_def(fn=None, **pipeline_kwargs):
+    """rocAL's decorator: calling the function makes a Pipeline (not built) whose outputs are what it
+    returns; a keyword the function takes goes to it, one the Pipeline takes goes there, any other is an
+    error (rocAL asserts; _discriminate_args)."""
+    def decorate(func):
+        names = inspect.signature(func).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in names.values()):
+            raise TypeError(f"Using variadic keyword argument `**{func.__name__}` in a graph-defining function "
+                            f"is not allowed.")
+        ctor = inspect.signature(Pipeline.__init__).parameters
+
+        @functools.wraps(func)
+        def create_pipeline(*args, **kwargs):
+            if "debug" not in names:
+                kwargs.pop("debug", None)
+            pipe_args, fn_args = dict(pipeline_kwargs), {}
+            for key, value in kwargs.items():
+                if key in names:
+                    fn_args[key] = value
+                elif key in ctor:
+                    pipe_args[key] = value
+                else:
+                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument {key!r} (neither the "
+                                    f"function's nor the Pipeline's)")
+            pipe = Pipeline(**pipe_args)
+            with pipe:
+                outputs = func(*args, **fn_args)
+            outputs = () if outputs is None else outputs
+            pipe.set_outputs(*(outputs if isinstance(outputs, tuple) else (outputs,)))
+            return pipe
+        create_pipeline._is_pipeline_def = True
+        return create_pipeline
+    return decorate(fn) if fn is not None else decorate

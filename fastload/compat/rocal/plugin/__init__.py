@@ -1,0 +1,1 @@
+"""rocAL's iterators: ``plugin.pytorch`` (torch tensors) and ``plugin.generic`` (numpy)."""

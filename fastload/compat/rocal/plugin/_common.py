@@ -1,0 +1,34 @@
+"""What rocAL's two iterator plugins share (rocAL_pybind/amd/rocal/plugin/pytorch.py, generic.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..operators import PREFIX
+
+
+def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """rocAL's one-hot labels, int32 of shape (1, batch, classes): label L at place L - 1, label 0 at the
+    last place, others all zero (rocalGetOneHotImageLabels, rocAL/source/api/rocal_api_meta_data.cpp)."""
+    out = np.zeros((len(labels), num_classes), dtype=np.int32)
+    for row, label in enumerate(labels):
+        if 0 < label <= num_classes:
+            out[row, label - 1] = 1
+        elif label == 0:
+            out[row, num_classes - 1] = 1
+    return out.reshape(1, len(labels), num_classes)
+
+
+def check_display(display) -> None:
+    if display:
+        raise NotImplementedError(f"{PREFIX}: display=True (drawing every batch with OpenCV) is not supported")
+
+
+def the_pipeline(pipelines):
+    """rocAL's iterators take one pipeline (a list of one is accepted)."""
+    if isinstance(pipelines, (list, tuple)):
+        if len(pipelines) != 1:
+            raise NotImplementedError(f"{PREFIX}: rocAL's iterators take one pipeline, got {len(pipelines)}")
+        pipelines = pipelines[0]
+    pipelines.build()
+    return pipelines

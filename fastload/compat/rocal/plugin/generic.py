@@ -1,0 +1,59 @@
+"""``amd.rocal.plugin.generic``: rocAL's numpy iterators (rocAL_pybind/amd/rocal/plugin/generic.py).
+
+Each step returns ``([outputs...], labels)``: one numpy array per output
+(its whole buffer) and the labels as numpy int64 [batch] (int32 (1, batch,
+classes) with ``fn.one_hot``). ``len()`` is the batches left when it was
+made (floor). Unlike the PyTorch iterator it does not reset at the epoch's
+end (call ``reset()``) and does not cut a LAST_BATCH_PARTIAL batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types
+from ._common import check_display, one_hot, the_pipeline
+
+
+class ROCALGenericIterator:
+    def __init__(self, pipeline, tensor_layout=types.NCHW, reverse_channels=False, multiplier=(1.0, 1.0, 1.0),
+                 offset=(0.0, 0.0, 0.0), tensor_dtype=types.FLOAT, display=False, device="cpu", device_id=0):
+        check_display(display)
+        self.loader = the_pipeline(pipeline)
+        self.tensor_layout, self.reverse_channels, self.tensor_dtype = tensor_layout, reverse_channels, tensor_dtype
+        self.multiplier, self.offset, self.device, self.device_id = multiplier, offset, device, device_id
+        self.batch_size = self.loader._batch_size
+        self.iterator_length = self.loader.get_remaining_images() // self.batch_size
+
+    def next(self):
+        return self.__next__()
+
+    def __next__(self):
+        if self.loader.rocal_run() != 0:
+            raise StopIteration
+        outputs = [t.batch.numpy().copy() for t in self.loader.get_output_tensors()]
+        labels = self.loader.get_image_labels()
+        if self.loader._one_hot_encoding:
+            return outputs, one_hot(labels, self.loader._num_classes)
+        return outputs, labels.astype(np.int_)
+
+    def reset(self):
+        self.loader.rocal_reset_loaders()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return self.iterator_length
+
+
+class ROCALClassificationIterator(ROCALGenericIterator):
+    """The classification iterator; ``size``, ``auto_reset``, ``fill_last_batch``, ``dynamic_shape`` and
+    ``last_batch_padded`` are accepted and, as in rocAL, change nothing."""
+
+    def __init__(self, pipelines, size=0, auto_reset=False, fill_last_batch=True, dynamic_shape=False,
+                 last_batch_padded=False, display=False, device="cpu", device_id=0):
+        pipe = the_pipeline(pipelines)
+        super().__init__(pipe, tensor_layout=pipe._tensor_layout, tensor_dtype=pipe._tensor_dtype,
+                         multiplier=pipe._multiplier, offset=pipe._offset, display=display, device=device,
+                         device_id=device_id)

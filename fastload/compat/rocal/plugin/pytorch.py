@@ -1,0 +1,90 @@
+"""``amd.rocal.plugin.pytorch``: rocAL's PyTorch iterators (rocAL_pybind/amd/rocal/plugin/pytorch.py).
+
+Each step returns ``([outputs...], labels)``: one torch tensor per pipeline
+output (its whole buffer, in the operator's layout and type) and the labels,
+int64 of shape [batch] (int32 (1, batch, classes) with ``fn.one_hot``), all
+on the iterator's device ("cpu", else cuda:device_id). ``len()`` is the
+batches left when it was made (floor). At the epoch's end it resets the
+pipeline's loaders itself and stops; with LAST_BATCH_PARTIAL the last batch
+is cut to the shard's real samples. The tensors are fresh each step (rocAL
+overwrites one set; the values are the same).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from .. import types
+from ._common import check_display, one_hot, the_pipeline
+
+
+class ROCALGenericIterator:
+    def __init__(self, pipeline, tensor_layout=types.NCHW, reverse_channels=False, multiplier=(1.0, 1.0, 1.0),
+                 offset=(0.0, 0.0, 0.0), tensor_dtype=types.FLOAT, device="cpu", device_id=0, display=False):
+        check_display(display)
+        self.loader = the_pipeline(pipeline)
+        self.tensor_layout, self.reverse_channels, self.tensor_dtype = tensor_layout, reverse_channels, tensor_dtype
+        self.multiplier, self.offset = multiplier, offset
+        self.batch_size = self.loader._batch_size
+        self.device = _device(device, device_id)
+        self.iterator_length = self.loader.get_remaining_images()
+        self.last_batch_policy = self.loader._last_batch_policy
+
+    def next(self):
+        return self.__next__()
+
+    def __next__(self):
+        if self.loader.rocal_run() != 0:
+            self.loader.rocal_reset_loaders()
+            raise StopIteration
+        outputs = [torch.from_numpy(t.batch.numpy()).to(self.device) for t in self.loader.get_output_tensors()]
+        labels = self.loader.get_image_labels()
+        if self.loader._one_hot_encoding:
+            labels = torch.from_numpy(one_hot(labels, self.loader._num_classes)).to(self.device)
+        else:
+            labels = torch.from_numpy(labels).long().to(self.device)
+        if self.last_batch_policy is types.LAST_BATCH_PARTIAL and self.loader.get_remaining_images() < \
+                self.batch_size:
+            keep = self.batch_size - self.loader.get_last_batch_padded_size()
+            outputs = [out[0:keep] for out in outputs]
+            labels = labels[..., 0:keep] if self.loader._one_hot_encoding is False else labels[:, 0:keep]
+        return outputs, labels
+
+    def reset(self):
+        self.loader.rocal_reset_loaders()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return self.iterator_length // self.batch_size
+
+
+class ROCALClassificationIterator(ROCALGenericIterator):
+    """The classification iterator: ``size``, ``auto_reset``, ``fill_last_batch``, ``dynamic_shape`` and
+    ``last_batch_padded`` are accepted and, as in rocAL, change nothing."""
+
+    def __init__(self, pipelines, size=0, auto_reset=False, fill_last_batch=True, dynamic_shape=False,
+                 last_batch_padded=False, display=False, device="cpu", device_id=0):
+        pipe = the_pipeline(pipelines)
+        super().__init__(pipe, tensor_layout=pipe._tensor_layout, tensor_dtype=pipe._tensor_dtype,
+                         multiplier=pipe._multiplier, offset=pipe._offset, display=display, device=device,
+                         device_id=device_id)
+
+
+_warned_no_gpu = False
+
+
+def _device(device, device_id) -> torch.device:
+    global _warned_no_gpu
+    if device == "cpu":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda", device_id)
+    if not _warned_no_gpu:
+        _warned_no_gpu = True
+        warnings.warn(f"fastload.compat.rocal: device={device!r} but there is no GPU: the iterator's tensors stay "
+                      f"on the CPU", stacklevel=3)
+    return torch.device("cpu")

@@ -1,0 +1,149 @@
+"""fastload.compat.rocal's operators and rocAL's rules where they differ from DALI's, each from rocAL's sources
+(ROCm/rocAL at 0981d5bb, cited in fastload/compat/rocal): folder reading, resize sizes and buffers, crop
+placement, crop_mirror_normalize's defaults (NHWC uint8, mirror=1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import fastload.compat.rocal.fn as fn
+import fastload.compat.rocal.types as types
+from fastload.compat.rocal import imageops
+from fastload.compat.rocal.operators import list_folder
+from fastload.compat.rocal.pipeline import Pipeline
+from fastload.sample_data import make_image
+
+
+def test_folder_reading_follows_rocal(tmp_path):
+    """Sorted folders are labels 0, 1, ... (an empty one still takes its label); in each, the files directly
+    inside, sorted, with rocAL's extensions in any case or none; others and sub-folders skipped; a file
+    name met again keeps the first label (rocAL looks labels up by name)."""
+    for name in ("b_dogs", "a_cats", "c_empty", "d_birds"):
+        (tmp_path / name).mkdir()
+    for path in ("a_cats/x.JPG", "a_cats/y.webp", "a_cats/notes.txt", "a_cats/raw", "b_dogs/z.PnG",
+                 "b_dogs/x.JPG", "d_birds/w.tiff"):
+        (tmp_path / path).write_bytes(b"...")
+    (tmp_path / "a_cats" / "deeper").mkdir()
+    (tmp_path / "a_cats" / "deeper" / "v.jpg").write_bytes(b"...")
+    found = [(p.split(str(tmp_path) + "/")[1], label) for p, label in list_folder(str(tmp_path))]
+    assert found == [("a_cats/raw", 0), ("a_cats/x.JPG", 0), ("a_cats/y.webp", 0), ("b_dogs/x.JPG", 0),
+                     ("b_dogs/z.PnG", 1), ("d_birds/w.tiff", 3)]
+
+
+def test_a_root_holding_images_is_read_flat_with_label_0(tmp_path):
+    for name in ("2.jpg", "1.jpeg", "skip.txt"):
+        (tmp_path / name).write_bytes(b"...")
+    assert [(p.rsplit("/", 1)[1], label) for p, label in list_folder(str(tmp_path))] == [("1.jpeg", 0),
+                                                                                          ("2.jpg", 0)]
+
+
+@pytest.mark.parametrize("source, args, expected", [
+    ((500, 375), dict(resize_shorter=256), (341, 256)),  # NOT_SMALLER to a square; the other side lround
+    ((375, 500), dict(resize_shorter=256), (256, 341)),
+    ((500, 375), dict(resize_longer=100), (100, 75)),
+    ((500, 375), dict(resize_width=300, resize_height=300), (300, 300)),  # DEFAULT with both: stretch
+    ((500, 375), dict(resize_width=300), (300, 225)),  # DEFAULT with one: keeps the aspect
+    ((500, 375), dict(resize_width=300, scaling_mode=1), (300, 375)),  # STRETCH: the missing side kept
+    ((500, 375), dict(resize_width=300, resize_height=300, scaling_mode=2), (400, 300)),
+    ((500, 375), dict(resize_width=300, resize_height=300, scaling_mode=3), (300, 225)),
+    ((500, 375), dict(resize_width=300, resize_height=300, scaling_mode=2, max_size=(350, 350)), (350, 263)),
+    ((500, 375), dict(resize_width=600, resize_height=100, max_size=(400,)), (400, 100)),  # each side clamped
+])
+def test_resize_output_sizes(source, args, expected):
+    """ResizeNode::adjust_out_roi_size's rules (rocAL/source/augmentations/geometry_augmentations/
+    node_resize.cpp); max_size is (width, height) as rocAL's C++ reads it."""
+    assert imageops.resize_size(*source, **args) == expected
+
+
+def test_resize_buffers():
+    assert imageops.resize_buffer((1000, 1000), resize_width=300, resize_height=200) == (300, 200)
+    assert imageops.resize_buffer((1000, 1000), resize_shorter=256) == (1536, 1536)
+    assert imageops.resize_buffer((1000, 1000), resize_width=300) == (300, 1800)
+    assert imageops.resize_buffer((1000, 1000), resize_width=300, scaling_mode=1) == (300, 1000)
+    assert imageops.resize_buffer((1000, 1000), resize_shorter=256, max_size=(400, 300)) == (400, 300)
+
+
+def test_crop_placement_rules():
+    """Fixed-anchor crops shrink a side larger than the image and round the anchor half to even
+    (parameter_rocal_crop.cpp); fn.crop's crop_pos_x/y are whole-pixel offsets, 0.5 being 0 (node_crop.cpp)."""
+    assert imageops.anchored_crop(100, 50, 40, 20, 0.5, 0.5) == (30, 15, 40, 20)
+    assert imageops.anchored_crop(101, 51, 40, 20, 0.5, 0.5) == (30, 16, 40, 20)  # 30.5 -> 30, 15.5 -> 16
+    assert imageops.anchored_crop(30, 20, 40, 40, 0.5, 0.5) == (0, 0, 30, 20)  # shrinks to the image
+    assert imageops.fixed_crop(100, 50, 40, 20, 0.5, 0.5) == (0, 0, 40, 20)
+    assert imageops.fixed_crop(100, 50, 40, 20, 7.9, 3.0) == (7, 3, 40, 20)
+    assert imageops.fixed_crop(100, 50, 40, 20, 150, 3.0) == (0, 3, 40, 20)  # past the image: 0
+
+
+@pytest.fixture(scope="module")
+def one_photo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("one")
+    (root / "c").mkdir()
+    make_image(3, 97, 61).save(root / "c" / "p.jpg", quality=95)
+    return str(root)
+
+
+def _run(root, build, batch_size=1):
+    pipe = Pipeline(batch_size=batch_size, num_threads=1, rocal_cpu=True, seed=9)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=root)
+        images = fn.decoders.image(jpegs, file_root=root)
+        pipe.set_outputs(images, *build(images))
+    return pipe.run()
+
+
+def test_crop_mirror_normalize_defaults_mirror_and_nhwc_uint8(one_photo):
+    """rocAL's crop_mirror_normalize mirrors unless told mirror=0 and outputs NHWC uint8 by default (the
+    normalized values rounded and saturated); with FLOAT, (x - mean) / std in pixel units."""
+    decoded, mirrored, plain, normalized, nchw = _run(one_photo, lambda images: (
+        fn.crop_mirror_normalize(images, crop=(40, 50)),
+        fn.crop_mirror_normalize(images, crop=(40, 50), mirror=0),
+        fn.crop_mirror_normalize(images, crop=(40, 50), mirror=0, mean=[10.0, 20.0, 30.0], std=[2.0, 4.0, 8.0],
+                                 output_dtype=types.FLOAT),
+        fn.crop_mirror_normalize(images, crop=(40, 50), mirror=0, output_layout=types.NCHW)))
+    image = torch.from_numpy(decoded.at(0)[:61, :97])
+    x, y, w, h = imageops.anchored_crop(97, 61, 50, 40, 0.5, 0.5)
+    window = image[y:y + h, x:x + w]
+    assert mirrored.dimensions() == [1, 40, 50, 3] and mirrored.dtype() == "uint8" and mirrored.layout() == "NHWC"
+    assert torch.equal(torch.from_numpy(plain.at(0)), window)
+    assert torch.equal(torch.from_numpy(mirrored.at(0)), window.flip(1))
+    expected = (window.float() - torch.tensor([10.0, 20.0, 30.0])) / torch.tensor([2.0, 4.0, 8.0])
+    assert normalized.dtype() == "float32" and torch.allclose(torch.from_numpy(normalized.at(0)), expected)
+    assert nchw.layout() == "NCHW" and torch.equal(torch.from_numpy(nchw.at(0)), window.permute(2, 0, 1))
+
+
+def test_flip_crop_and_center_crop(one_photo):
+    decoded, flipped, cropped, centred, larger = _run(one_photo, lambda images: (
+        fn.flip(images, horizontal=1, vertical=1), fn.crop(images, crop=(20, 30)),
+        fn.center_crop(images, crop=(21, 31)), fn.center_crop(images, crop=(80, 200))))
+    image = torch.from_numpy(decoded.at(0)[:61, :97])
+    assert torch.equal(torch.from_numpy(flipped.at(0)[:61, :97]), image.flip(0).flip(1))
+    assert torch.equal(torch.from_numpy(cropped.at(0)), image[:20, :30])  # crop_pos 0.5 -> pixel 0
+    assert torch.equal(torch.from_numpy(centred.at(0)), image[20:41, 33:64])  # 20.0, 33.0
+    # a window larger than the image: the whole image, at the top left of the 80x200 buffer
+    assert larger.dimensions() == [1, 80, 200, 3] and larger.get_rois().tolist() == [[0, 0, 97, 61]]
+    assert torch.equal(torch.from_numpy(larger.at(0)[:61, :97]), image)
+
+
+def test_random_crop_decoders_keep_rocals_defaults_and_cut_to_the_cap(one_photo):
+    pipe = Pipeline(batch_size=4, num_threads=1, rocal_cpu=True, seed=2)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=one_photo)
+        sliced = fn.decoders.image_slice(jpegs, file_root=one_photo, max_decoded_width=30, max_decoded_height=20)
+        pipe.set_outputs(sliced)
+    (out,) = pipe.run()
+    op = next(op for op in pipe._graph.ops if op.name == "rocal.decoders.image_slice")
+    assert op.args["ratio"] == (0.75, 1.33333) and op.args["attempts"] == 100
+    assert out.dimensions() == [4, 20, 30, 3]
+    assert all(w <= 30 and h <= 20 for _, _, w, h in out.get_rois().tolist())
+
+
+def test_resize_output_types(one_photo):
+    decoded, as_float, nchw = _run(one_photo, lambda images: (
+        fn.resize(images, resize_width=20, resize_height=10, output_dtype=types.FLOAT),
+        fn.resize(images, resize_width=20, resize_height=10, output_layout=types.NCHW)))
+    assert as_float.dtype() == "float32" and as_float.dimensions() == [1, 10, 20, 3]
+    assert float(as_float.at(0).max()) > 1  # pixel values, not scaled to [0, 1]
+    assert nchw.dimensions() == [1, 3, 10, 20] and nchw.dtype() == "uint8"
+    assert np.abs(nchw.at(0).transpose(1, 2, 0).astype(float) - as_float.at(0)).max() <= 0.5 + 1e-4

@@ -1,0 +1,281 @@
+"""fastload.compat.rocal's pipelines: rocAL's own example scripts (its Python API page, tests/python_api) run
+with only their imports changed, and rocAL's pipeline, epoch and iterator rules, each from rocAL's sources
+(ROCm/rocAL at 0981d5bb; there is no rocAL to compare with on this machine, which has no ROCm)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import fastload.compat.rocal.fn as fn
+import fastload.compat.rocal.types as types
+from fastload.compat.rocal.pipeline import Pipeline, pipeline_def
+from fastload.compat.rocal.plugin import generic
+from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
+from fastload.sample_data import make_image, make_sample_folder
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    """10 ImageNet-like JPEGs in 3 class folders (4, 3, 3)."""
+    return str(make_sample_folder(tmp_path_factory.mktemp("rocal_photos"), num_images=10, num_classes=3))
+
+
+def labels_of(root) -> list[int]:
+    import os
+    folders = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))
+    return [label for label, name in enumerate(folders) for _ in sorted(os.listdir(os.path.join(root, name)))]
+
+
+def test_the_python_api_pages_first_pipeline_and_training_loop(photos):
+    """docs/how-to/using-with-python.rst: Pipeline(...), `with pipe:` reader + decoder + resize (the page's
+    resize_x/resize_y, rocAL's older names), build, ROCALClassificationIterator over epochs. rocAL's
+    operators output NHWC uint8 whatever the pipeline's tensor_layout/tensor_dtype (which the iterator
+    keeps, unapplied); labels are int64 [batch]."""
+    batch_size, num_threads, local_rank, world_size, random_seed, rocal_cpu = 4, 1, 0, 1, 7, True
+    data_path = photos
+    pipe = Pipeline(batch_size=batch_size, num_threads=num_threads, device_id=local_rank, seed=random_seed,
+                    rocal_cpu=rocal_cpu, tensor_layout=types.NCHW, tensor_dtype=types.FLOAT)
+    rocal_device = 'cpu' if rocal_cpu else 'gpu'
+    decoder_device = 'cpu' if rocal_cpu else 'gpu'
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=data_path, shard_id=local_rank, num_shards=world_size,
+                                   random_shuffle=True)
+        images = fn.decoders.image(jpegs, file_root=data_path, device=decoder_device, output_type=types.RGB,
+                                   shard_id=0, num_shards=1, random_shuffle=True)
+        images = fn.resize(images, device=rocal_device, resize_x=300, resize_y=300)
+        pipe.set_outputs(images)
+    pipe.build()
+    data_loader = ROCALClassificationIterator(pipe, device="cpu")
+    assert len(data_loader) == 3  # 10 images, padded to 12 with the last one (pad_last_batch)
+    for epoch in range(2):
+        seen = []
+        for i, it in enumerate(data_loader, 0):
+            (images,), labels = it
+            assert images.shape == (4, 300, 300, 3) and images.dtype == torch.uint8
+            assert labels.dtype == torch.int64 and labels.shape == (4,)
+            seen += labels.tolist()
+        assert i == 2 and sorted(seen[:10]) != [] and len(seen) == 12
+        assert sorted(seen) == sorted(labels_of(photos) + [2, 2])  # the shard's last file twice more
+
+
+def test_rocals_pipeline_test_script(photos, tmp_path):
+    """tests/python_api/pipeline.py: image_slice + resize (NCHW uint8) + a coin-flip crop_mirror_normalize
+    (NCHW float), read with the PyTorch iterator, then with pipe.run(): layout(), dtype(), batch_size(),
+    at(i).transpose(...)."""
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=0, seed=5, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        decode = fn.decoders.image_slice(jpegs, output_type=types.RGB, file_root=photos, shard_id=0, num_shards=1,
+                                         random_shuffle=True)
+        res = fn.resize(decode, resize_width=64, resize_height=64, output_layout=types.NCHW,
+                        output_dtype=types.UINT8)
+        flip_coin = fn.random.coin_flip(probability=0.5)
+        cmnp = fn.crop_mirror_normalize(res, output_layout=types.NCHW, output_dtype=types.FLOAT, crop=(64, 64),
+                                        mirror=flip_coin, mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                                        std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
+        pipe.set_outputs(cmnp)
+    pipe.build()
+    batches = list(ROCALClassificationIterator(pipe))
+    assert len(batches) == 4 and all(out[0].shape == (3, 3, 64, 64) for out, _ in batches)
+    assert all(out[0].dtype == torch.float32 and -3 < float(out[0].min()) < float(out[0].max()) < 3
+               for out, _ in batches)
+    output_data_batch = pipe.run()  # the iterator reset the loaders at the epoch's end: a new epoch
+    assert len(output_data_batch) == 1
+    assert output_data_batch[0].layout() == "NCHW" and output_data_batch[0].dtype() == "float32"
+    assert output_data_batch[0].batch_size() == 3
+    image = output_data_batch[0].at(2).transpose([1, 2, 0])
+    assert image.shape == (64, 64, 3) and image.dtype == np.float32
+
+
+def test_rocals_decoder_test_script(photos):
+    """tests/python_api/decoder.py: @pipeline_def(seed=...) with function keyword arguments (device, path)
+    and Pipeline ones mixed in one call, the generic (numpy) iterator, next(iter(...)), images[0][0]."""
+    @pipeline_def(seed=1549361629)
+    def image_decoder_pipeline(device="cpu", path=photos):
+        jpegs, labels = fn.readers.file(file_root=path)
+        images = fn.decoders.image(jpegs, file_root=path, device=device, output_type=types.RGB, shard_id=0,
+                                   num_shards=1, random_shuffle=False)
+        return fn.resize(images, device=device, resize_width=300, resize_height=300)
+
+    pipe = image_decoder_pipeline(batch_size=4, num_threads=1, device_id=0, rocal_cpu=True,
+                                  tensor_layout=types.NHWC, reverse_channels=True, mean=[0, 0, 0],
+                                  std=[255, 255, 255], device="cpu", path=photos)
+    pipe.build()
+    data_loader = generic.ROCALClassificationIterator(pipe, device="cpu")
+    images = next(iter(data_loader))
+    batch = images[0][0]
+    assert isinstance(batch, np.ndarray) and batch.shape == (4, 300, 300, 3) and batch.dtype == np.uint8
+    assert batch.max() > 1  # mean/std of the Pipeline are kept for rocAL's iterators, never applied
+    assert images[1].dtype == np.int64 and images[1].tolist() == labels_of(photos)[:4]  # not shuffled
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        image_decoder_pipeline(batch_size=4, colour=1)
+
+
+def test_the_generic_iterator_stops_without_resetting_and_does_not_cut_partial_batches(photos):
+    def make(policy):
+        pipe = Pipeline(batch_size=4, num_threads=1, seed=3, rocal_cpu=True)
+        with pipe:
+            jpegs, _ = fn.readers.file(file_root=photos)
+            pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=photos, last_batch_policy=policy),
+                                       resize_width=8, resize_height=8))
+        return pipe.build()
+
+    numpy_batches = generic.ROCALClassificationIterator(make(types.LAST_BATCH_PARTIAL))
+    assert len(numpy_batches) == 3 and [len(b[1]) for b in numpy_batches] == [4, 4, 4]
+    assert list(numpy_batches) == []  # no reset at the end of an epoch: the caller resets
+    numpy_batches.reset()
+    assert len(list(numpy_batches)) == 3
+    torch_batches = ROCALClassificationIterator(make(types.LAST_BATCH_PARTIAL))
+    assert [len(labels) for _, labels in torch_batches] == [4, 4, 2]  # the 2 padded copies cut away
+    assert [len(labels) for _, labels in torch_batches] == [4, 4, 2]  # it reset by itself
+    drop = ROCALClassificationIterator(make(types.LAST_BATCH_DROP))
+    assert len(drop) == 2 and [len(labels) for _, labels in drop] == [4, 4]
+
+
+def test_run_protocol_and_labels(photos):
+    """run() returns a list per set_outputs argument (the reader's empty label list keeps its place), None
+    when the epoch is done; get_image_labels() is int32 [batch]; rocal_reset_loaders() starts the next
+    epoch; get_remaining_images() and is_empty() count down by batches."""
+    @pipeline_def
+    def labelled(path):
+        jpegs, labels = fn.readers.file(file_root=path)
+        images = fn.decoders.image(jpegs, file_root=path)
+        return fn.resize(images, resize_width=16, resize_height=12), labels
+
+    pipe = labelled(photos, batch_size=5, num_threads=1, rocal_cpu=True)
+    pipe.build()
+    assert pipe.get_remaining_images() == 10 and pipe.get_last_batch_padded_size() == 0
+    images, labels = pipe.run()
+    assert labels == [] and images.dimensions() == [5, 12, 16, 3] and images.dtype() == "uint8"
+    assert pipe.get_image_labels().dtype == np.int32 and pipe.get_image_labels().tolist() == labels_of(photos)[:5]
+    assert pipe.get_remaining_images() == 5 and not pipe.is_empty()
+    assert pipe.run() is not None and pipe.is_empty() and pipe.run() is None
+    pipe.rocal_reset_loaders()
+    assert pipe.get_remaining_images() == 10 and pipe.run()[0].batch_size() == 5
+
+
+def test_outputs_are_buffers_of_the_operators_largest_size(photos, tmp_path):
+    """A decoder's output is a max_decoded_height x max_decoded_width buffer with each image at its top left
+    and zeros elsewhere (rocAL: per-sample ROIs in a dense buffer); a resize that keeps the aspect ratio
+    gets a buffer MAX_ASPECT_RATIO (6) times the side it was given."""
+    import os
+    pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        decoded = fn.decoders.image(jpegs, file_root=photos, max_decoded_width=640, max_decoded_height=600)
+        shorter = fn.resize(decoded, resize_shorter=40)
+        pipe.set_outputs(decoded, shorter)
+    decoded, shorter = pipe.run()
+    assert decoded.dimensions() == [2, 600, 640, 3] and shorter.dimensions() == [2, 240, 240, 3]
+    first = sorted(os.path.join(r, f) for r, _, files in os.walk(photos) for f in files if f.endswith(".JPEG"))[0]
+    from PIL import Image
+    expected = np.asarray(Image.open(first).convert("RGB"))
+    height, width = expected.shape[:2]
+    assert np.array_equal(decoded.at(0)[:height, :width], expected) and decoded.at(0)[height:].max() == 0
+    assert decoded.get_rois()[0].tolist() == [0, 0, width, height]
+    roi = shorter.get_rois()[0]  # resize_shorter=40 of a 500x375 photo: 53x40 (rocAL's lround)
+    assert sorted(roi[2:].tolist()) == [40, round(40 * max(width, height) / min(width, height))]
+
+
+def test_unsupported_operators_and_arguments_are_refused(photos):
+    pipe = Pipeline(batch_size=2, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        images = fn.decoders.image(jpegs, file_root=photos)
+        with pytest.raises(NotImplementedError, match="fn.fish_eye is not supported"):
+            fn.fish_eye(images)
+        with pytest.raises(NotImplementedError, match="pad_last_batch=False"):
+            fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False)
+        with pytest.raises(NotImplementedError, match="interpolation_type LANCZOS"):
+            fn.resize(images, resize_width=4, resize_height=4, interpolation_type=types.LANCZOS_INTERPOLATION)
+        with pytest.raises(ValueError, match="cannot be combined"):
+            fn.resize(images, resize_width=4, resize_shorter=4)
+    with pytest.raises(NotImplementedError, match="display=True"):
+        ROCALClassificationIterator(_small_pipeline(photos), display=True)
+
+
+def _small_pipeline(root):
+    pipe = Pipeline(batch_size=2, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=root)
+        pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=root), resize_width=8, resize_height=8))
+    return pipe
+
+
+def test_an_unmodified_rocal_script_runs_through_fastload_compat_run(photos, tmp_path):
+    """`python -m fastload.compat.run script.py` makes `amd.rocal` resolve to fastload's package."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from amd.rocal.pipeline import pipeline_def
+        from amd.rocal.plugin.pytorch import ROCALClassificationIterator
+        import amd.rocal.fn as fn
+        import amd.rocal.types as types
+
+        @pipeline_def
+        def train_pipe(path):
+            jpegs, _ = fn.readers.file(file_root=path)
+            images = fn.decoders.image(jpegs, file_root=path, output_type=types.RGB, random_shuffle=True)
+            images = fn.resize(images, resize_width=32, resize_height=32)
+            return fn.crop_mirror_normalize(images, crop=(32, 32), mirror=fn.random.coin_flip(),
+                                            mean=[128.0] * 3, std=[64.0] * 3, output_dtype=types.FLOAT,
+                                            output_layout=types.NCHW)
+
+        pipe = train_pipe({photos!r}, batch_size=4, num_threads=1, device_id=0, rocal_cpu=True)
+        pipe.build()
+        for [images], labels in ROCALClassificationIterator(pipe):
+            print(tuple(images.shape), labels.tolist(), sys.argv[1:])
+    """))
+    done = subprocess.run([sys.executable, "-m", "fastload.compat.run", str(script), "--epochs", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("(4, 3, 32, 32)") and "['--epochs', '1']" in line
+                                   for line in lines)
+
+
+def test_one_hot_labels_follow_rocals_rule(photos):
+    """fn.one_hot: label L at place L - 1, label 0 at the last place (rocalGetOneHotImageLabels), int32
+    of shape (1, batch, classes)."""
+    pipe = Pipeline(batch_size=10, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=photos)
+        fn.one_hot(labels, num_classes=3)
+        pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=8, resize_height=8))
+    _, one_hot = next(iter(ROCALClassificationIterator(pipe)))
+    assert one_hot.shape == (1, 10, 3) and one_hot.dtype == torch.int32
+    places = [(label - 1) % 3 for label in labels_of(photos)]
+    assert one_hot[0].argmax(1).tolist() == places and one_hot.sum().item() == 10
+
+
+def test_decoders_cap_large_jpegs_by_dct_scaling(tmp_path):
+    """Larger than max_decoded_width x max_decoded_height: decoded at the largest M/8 scale that fits
+    (libjpeg-turbo's scaled IDCT, aspect kept, ceil(side * M / 8)): 1200x800 in 1000x1000 -> 900x600 (3/4);
+    at 1/2 the pixels are Pillow's draft decode's (the same libjpeg scaling)."""
+    from PIL import Image
+    (tmp_path / "a").mkdir()
+    make_image(1, 1200, 800).save(tmp_path / "a" / "big.jpg", quality=90)
+    make_image(2, 520, 390).save(tmp_path / "a" / "mid.jpg", quality=90)
+    pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        pipe.set_outputs(fn.decoders.image(jpegs, file_root=str(tmp_path), max_decoded_width=1000,
+                                           max_decoded_height=1000))
+    (out,) = pipe.run()
+    assert out.get_rois().tolist() == [[0, 0, 900, 600], [0, 0, 520, 390]]
+    pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        pipe.set_outputs(fn.decoders.image(jpegs, file_root=str(tmp_path), max_decoded_width=300,
+                                           max_decoded_height=300))
+    (out,) = pipe.run()
+    assert out.get_rois().tolist() == [[0, 0, 300, 200], [0, 0, 260, 195]]  # 2/8 and 4/8
+    draft = Image.open(tmp_path / "a" / "mid.jpg")
+    draft.draft("RGB", (260, 195))
+    assert np.array_equal(out.at(1)[:195, :260], np.asarray(draft.convert("RGB")))
