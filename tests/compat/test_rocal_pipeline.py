@@ -279,3 +279,61 @@ def test_decoders_cap_large_jpegs_by_dct_scaling(tmp_path):
     draft = Image.open(tmp_path / "a" / "mid.jpg")
     draft.draft("RGB", (260, 195))
     assert np.array_equal(out.at(1)[:195, :260], np.asarray(draft.convert("RGB")))
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_rocals_external_source_test_script(photos, mode):
+    """tests/python_api/external_source_reader.py's three modes (its sources as written there, reading with
+    Pillow where it uses OpenCV): file names, encoded bytes (with their lengths), and pixels in a padded
+    buffer with each sample's ROI. 10 samples in batches of 3 are ceil(10 / 3) = 4 batches, the sources
+    wrapping around; the labels are the source's."""
+    import glob
+    import os
+
+    from PIL import Image
+    files = sorted(glob.glob(os.path.join(photos, "*", "*.JPEG")))
+    batch_size = 3
+
+    class ExternalInputIterator:
+        def __iter__(self):
+            self.i, self.n = 0, len(files)
+            return self
+
+        def __next__(self):
+            batch, labels, heights, widths = [], [], [], []
+            for label in range(1, batch_size + 1):
+                name = files[self.i]
+                if mode == 0:
+                    batch.append(name)
+                elif mode == 1:
+                    batch.append(np.frombuffer(open(name, "rb").read(), dtype=np.uint8))
+                    heights.append(len(batch[-1]))
+                else:
+                    image = np.asarray(Image.open(name).convert("RGB"))
+                    padded = np.zeros((640, 640, 3), dtype=np.uint8)
+                    padded[:image.shape[0], :image.shape[1]] = image
+                    batch.append(padded)
+                    heights.append(image.shape[0])
+                    widths.append(image.shape[1])
+                labels.append(label)
+                self.i = (self.i + 1) % self.n
+            labels = np.array(labels).astype("int32")
+            return (batch, labels) if mode == 0 else (batch, labels, heights) if mode == 1 else \
+                (batch, labels, heights, widths, 640, 640)
+
+    pipe = Pipeline(batch_size=batch_size, num_threads=1, device_id=0, prefetch_queue_depth=4, seed=1,
+                    rocal_cpu=True, tensor_layout=types.NCHW)
+    with pipe:
+        jpegs, _ = fn.external_source(source=ExternalInputIterator(), mode=mode, max_width=2000, max_height=2000)
+        output = fn.resize(jpegs, resize_width=30, resize_height=20, output_layout=types.NCHW,
+                           output_dtype=types.UINT8)
+        pipe.set_outputs(output)
+    pipe.build()
+    batches = list(generic.ROCALClassificationIterator(pipe, device="cpu"))
+    assert len(batches) == 4
+    for outputs, labels in batches:
+        assert outputs[0].shape == (3, 3, 20, 30) and outputs[0].dtype == np.uint8
+        assert labels.tolist() == [1, 2, 3]
+    first = np.asarray(Image.open(files[0]).convert("RGB").resize((30, 20), Image.BILINEAR))
+    assert np.abs(batches[0][0][0][0].transpose(1, 2, 0).astype(int) - first).mean() < 3  # the same photo
+    assert np.array_equal(batches[3][0][0][1], batches[0][0][0][0])  # sample 10 wrapped around to file 0

@@ -493,3 +493,46 @@ def unsupported(name: str):
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
+
+
+# ---------------------------------------------------------------------------------------------- external
+
+def _external_image(ctx, op, value, mode, color, max_width, max_height):
+    """One external-source sample as an HWC uint8 image: a file name (read and decoded), encoded bytes
+    (decoded), or the pixels themselves (already cut to the sample's ROI by the pipeline)."""
+    from ...errors import DecodeError
+    if mode == 2:
+        return value
+    data, name = value, ctx.name
+    if mode == 0:
+        name = bytes(value.tolist()).decode()
+        try:
+            with open(name, "rb") as file:
+                data = torch.frombuffer(bytearray(file.read()), dtype=torch.uint8)
+        except OSError as error:
+            raise DecodeError(ctx.index, name, f"cannot read: {error}") from error
+    try:
+        return imageops.decode(bytes(data.numpy()), color, max_width, max_height)
+    except Exception as error:
+        raise DecodeError(ctx.index, name, f"cannot decode: {error}") from error
+
+
+def external_source(source, device=None, color_format=RocalImageColor.RGB, random_shuffle=False, mode=0,
+                    max_width=2000, max_height=2000, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL,
+                    pad_last_batch_repeated=False, stick_to_shard=True, shard_size=-1):
+    """``fn.external_source``: images from ``source``, an iterator whose ``iter()`` has ``n`` (the sample
+    count) and whose ``next()`` gives ``(items, labels[, roi_height, roi_width[, height, width]])`` per
+    batch. ``mode``: EXTSOURCE_FNAME (items are file names), EXTSOURCE_RAW_COMPRESSED (encoded bytes,
+    decoded capped at max_width x max_height) or EXTSOURCE_RAW_UNCOMPRESSED (HWC uint8 pixels, each cut to
+    its ROI). An epoch is ceil(n / batch_size) batches (rocAL_pybind/amd/rocal/plugin/generic.py)."""
+    from ..dali.operators import ExternalSourceOp
+    refuse("fn.external_source", random_shuffle=random_shuffle, pad_last_batch_repeated=pad_last_batch_repeated,
+           shard_size=shard_size not in (-1, None))
+    pipe = _pipeline()
+    items = ExternalSourceOp(None, None, True, False, None, [None], ("",), "cpu", None)
+    pipe._external = (items, iter(source), int(mode))
+    node = Op("rocal.external_source", _external_image, [items.outputs[0]],
+              {"mode": int(mode), "color": _color(color_format), "max_width": int(max_width),
+               "max_height": int(max_height)}, layouts=("HWC",)).outputs[0]
+    node.rocal = Rocal((int(max_height), int(max_width)))
+    return node, []

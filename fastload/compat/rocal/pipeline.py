@@ -110,6 +110,7 @@ class Pipeline(dali_pipeline.Pipeline):
         self._one_hot_encoding = False
         self._last_batch_policy = None
         self._rocal_reader = self._rocal_labels = None
+        self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
         self._user_outputs: list = []
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
         self._remaining = 0
@@ -130,19 +131,25 @@ class Pipeline(dali_pipeline.Pipeline):
             if self._outputs is None:
                 raise RuntimeError(f"{PREFIX}: the pipeline has no outputs: call set_outputs() inside "
                                    f"`with pipe:`, or use @pipeline_def")
-            if self._rocal_labels is None:
-                raise NotImplementedError(f"{PREFIX}: a pipeline reads with fn.readers.file and a decoder (other "
-                                          f"readers and external sources are not supported yet)")
             self._user_outputs = list(self._outputs)
-            self._outputs = self._user_outputs + [self._rocal_labels]
-            self._reader = self._name = "labelReader"
+            if self._external is None:
+                if self._rocal_labels is None:
+                    raise NotImplementedError(f"{PREFIX}: a pipeline reads with fn.readers.file and a decoder, or "
+                                              f"with fn.external_source (other readers are not supported yet)")
+                self._outputs = self._user_outputs + [self._rocal_labels]
+                self._reader = self._name = "labelReader"
             super().build()
             self._remaining = self._epoch_samples()
         return self
 
+    @property
+    def _is_external_source_operator(self) -> bool:
+        return self._external is not None
+
     def _epoch_samples(self) -> int:
-        order = self._loader.make_order()
-        return len(order) * self._batch_size
+        if self._external is not None:  # ceil(n / batch_size) batches (rocAL's plugins)
+            return -(-int(self._external[1].n) // self._batch_size) * self._batch_size
+        return len(self._loader.make_order()) * self._batch_size
 
     # -- running (rocAL's protocol)
     def rocal_run(self) -> int:
@@ -150,13 +157,37 @@ class Pipeline(dali_pipeline.Pipeline):
         self.build()
         if self._remaining < self._batch_size:
             return int(types.RUNTIME_ERROR)
-        outputs = dali_pipeline.Pipeline.run(self)
-        *images, labels = outputs
+        if self._external is not None:
+            labels = self._feed_external()
+            images = dali_pipeline.Pipeline.run(self)
+        else:
+            *images, labels = dali_pipeline.Pipeline.run(self)
+            labels = labels.as_tensor().reshape(-1).to(torch.int32)
         tensors = iter([self._as_rocal(node, out) for node, out in zip(self._user_outputs, images)])
-        self._current = ([next(tensors) if slot is None else [] for slot in self._slots],
-                         labels.as_tensor().reshape(-1).to(torch.int32))
+        self._current = ([next(tensors) if slot is None else [] for slot in self._slots], labels)
         self._remaining -= self._batch_size
         return int(types.OK)
+
+    def _feed_external(self) -> torch.Tensor:
+        """Give the external source its next batch from the user's iterator; the batch's labels."""
+        op, source, mode = self._external
+        batch = next(source)
+        items, labels = batch[0], batch[1] if len(batch) > 1 else None
+        if len(items) != self._batch_size:
+            raise ValueError(f"{PREFIX}: the external source gave {len(items)} items for a batch of "
+                             f"{self._batch_size} (rocAL's batches are always full)")
+        if mode == types.EXTSOURCE_FNAME:
+            values = [torch.tensor(list(str(name).encode()), dtype=torch.uint8) for name in items]
+        elif mode == types.EXTSOURCE_RAW_COMPRESSED:
+            values = [torch.from_numpy(np.array(item, dtype=np.uint8).reshape(-1)) for item in items]
+        else:  # the pixels, each cut to its ROI (roi_height, roi_width)
+            heights, widths = batch[2], batch[3]
+            values = [torch.from_numpy(np.array(item, dtype=np.uint8)[:int(h), :int(w)]).contiguous()
+                      for item, h, w in zip(items, heights, widths)]
+        self._fed[op.id] = values
+        if labels is None:
+            return torch.zeros(self._batch_size, dtype=torch.int32)
+        return torch.as_tensor(np.asarray(labels)).reshape(-1).to(torch.int32)
 
     def run(self):
         """The next batch's outputs (a list of RocalTensor), or None when the epoch is done (rocAL's run)."""
@@ -186,7 +217,7 @@ class Pipeline(dali_pipeline.Pipeline):
     def get_last_batch_padded_size(self) -> int:
         """How many copies of the last file fill this shard's last batch."""
         self.build()
-        return self._loader.make_order().padded
+        return self._loader.make_order().padded if self._loader is not None else 0
 
     def rocal_reset_loaders(self) -> None:
         """Start the next epoch, from its start (what the last one left is dropped, as rocAL's reset)."""
