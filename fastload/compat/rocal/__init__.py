@@ -12,3 +12,4 @@ cite rocAL's sources; anything not supported raises NotImplementedError.
 
 from . import decoders, fn, pipeline, random, readers, types  # noqa: F401
 from .pipeline import Pipeline, pipeline_def  # noqa: F401
+from .json_pipeline import JsonPipeline  # noqa: F401

@@ -1,0 +1,132 @@
+"""fastload.compat.rocal.JsonPipeline: the JSON pipelines of rocAL's inference-server backend
+(Xilinx/inference-server: examples/resnet50/rocal_pipeline.json, src/amdinfer/workers/rocal.cpp), with the
+rocAL C API's semantics, and clear errors for what the backend would refuse."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+from PIL import Image
+
+from fastload.compat.rocal import JsonPipeline
+from fastload.compat.rocal import imageops
+from fastload.errors import DecodeError
+from fastload.sample_data import make_image
+
+# the backend's example, as its repository has it
+RESNET50 = {"pipeline": [
+    {"operation": "Resize", "dest_width": 224, "dest_height": 224, "is_output": False},
+    {"operation": "CropMirrorNormalize", "crop_depth": 224, "crop_height": 224, "crop_width": 224, "start_x": 0,
+     "start_y": 0, "start_z": 0, "mean": [0.485, 0.456, 0.406], "std_dev": [0.229, 0.224, 0.225],
+     "is_output": True}]}
+
+
+def jpeg(seed: int, width: int, height: int) -> bytes:
+    out = io.BytesIO()
+    make_image(seed, width, height).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def decoded(data: bytes) -> torch.Tensor:
+    return imageops.decode(data, "RGB", 1000, 1000)
+
+
+def test_the_backends_resnet50_example_from_its_file(tmp_path):
+    """Resize to 224x224 (rocalResize's default STRETCH), then CropMirrorNormalize with mean/std applied to
+    0-255 pixels as written and the C API's uint8 output: (x - 0.485) / 0.229 saturates, as the backend's."""
+    path = tmp_path / "rocal_pipeline.json"
+    path.write_text(json.dumps(RESNET50, indent=2))
+    pipeline = JsonPipeline(str(path), batch=2)
+    images = [jpeg(1, 333, 500), jpeg(2, 500, 375), jpeg(3, 97, 61)]
+    outputs = pipeline(images)
+    assert len(outputs) == 3 and all(o.shape == (224, 224, 3) and o.dtype == torch.uint8 for o in outputs)
+    resized = imageops.resample(decoded(images[1]), 224, 224, "linear")
+    mean, std = torch.tensor([0.485, 0.456, 0.406]), torch.tensor([0.229, 0.224, 0.225])
+    expected = ((resized.float() - mean) / std).round().clamp(0, 255).to(torch.uint8)
+    assert torch.equal(outputs[1], expected)
+
+
+def test_each_documented_operation():
+    """The six operations the backend parses, each against its rocAL rule."""
+    data = jpeg(4, 120, 80)
+    image = decoded(data)
+    run = lambda *ops: JsonPipeline({"pipeline": [*ops[:-1], {**ops[-1], "is_output": True}]})([data])[0]  # noqa
+    cropped = run({"operation": "CropFixed", "crop_width": 50, "crop_height": 30, "crop_depth": 1,
+                   "crop_pos_x": 7.9, "crop_pos_y": 2, "crop_pos_z": 0})
+    assert torch.equal(cropped, image[2:32, 7:57])  # whole-pixel offsets
+    normalized = run({"operation": "CropMirrorNormalize", "crop_height": 40, "crop_width": 60, "start_x": 0.5,
+                      "start_y": 0.5, "mean": [10.0], "std_dev": [0.5], "mirror": True})
+    window = image[20:60, 30:90].float()
+    assert torch.equal(normalized, ((window - 10) / 0.5).round().clamp(0, 255).to(torch.uint8).flip(1))
+    rmn = run({"operation": "ResizeMirrorNormalize", "dest_width": 30, "dest_height": 20, "mean": [0, 0, 0],
+               "std_dev": [2, 2, 2]})
+    expected = (imageops.resample(image, 30, 20, "linear").float() / 2).round().to(torch.uint8)
+    assert torch.equal(rmn, expected)
+    rcm = run({"operation": "ResizeCropMirrorFixed", "dest_width": 16, "dest_height": 12, "crop_h": 50,
+               "crop_w": 70, "mirror": True})
+    assert torch.equal(rcm, imageops.resample(image[:50, :70], 16, 12, "linear").flip(1))
+    crop_resize = run({"operation": "CropResizeFixed", "dest_width": 20, "dest_height": 20, "area": 0.25,
+                       "aspect_ratio": 1.0, "x_center_drift": 0.5, "y_center_drift": 0.0})
+    side = int((0.25 * 120 * 80) ** 0.5)  # 48: trunc(sqrt(A * r)), inside the image
+    left = int(0.5 * (120 - side))
+    assert torch.equal(crop_resize, imageops.resample(image[0:side, left:left + side], 20, 20, "linear"))
+    whole = run({"operation": "CropResizeFixed", "dest_width": 20, "dest_height": 20, "area": 1.0,
+                 "aspect_ratio": 1.5, "x_center_drift": 0.5, "y_center_drift": 0.5})
+    # not strictly inside: the central crop, its aspect (1.5) clamped to 1.333: 106x80 at x = 7
+    assert torch.equal(whole, imageops.resample(image[:, 7:113], 20, 20, "linear"))
+
+
+def test_outputs_are_fixed_buffers_and_go_to_the_device():
+    pipeline = JsonPipeline({"pipeline": [{"operation": "CropFixed", "crop_width": 200, "crop_height": 100,
+                                           "crop_depth": 1, "crop_pos_x": 0, "crop_pos_y": 0, "crop_pos_z": 0,
+                                           "is_output": True}]}, device="cpu", color_format="U8")
+    (out,) = pipeline([jpeg(5, 90, 70)])
+    assert out.shape == (100, 200, 1) and out[70:].max() == 0 and out[:, 90:].max() == 0
+    assert pipeline.output_shape == (100, 200, 1)
+
+
+def test_bad_images_are_named_errors_or_returned():
+    pipeline = JsonPipeline(RESNET50)
+    good, broken = jpeg(6, 64, 48), b"\xff\xd8\xff not really a jpeg"
+    with pytest.raises(DecodeError, match=r"sample 1 \(request 1\): cannot decode"):
+        pipeline([good, broken])
+    outputs = pipeline([good, broken, good], on_error="return")
+    assert isinstance(outputs[1], DecodeError) and outputs[0].shape == outputs[2].shape == (224, 224, 3)
+    huge = io.BytesIO()
+    Image.new("RGB", (9000, 20)).save(huge, "PNG")
+    with pytest.raises(DecodeError, match="only scales JPEGs"):
+        pipeline([huge.getvalue()])
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({}, 'non-empty "pipeline" list'),
+    ({"pipeline": [{"operation": "Blur", "is_output": True}]}, "operation 0: unknown operation 'Blur'"),
+    ({"pipeline": [{"operation": "Resize", "dest_width": 3, "is_output": True}]},
+     r"operation 0 \(Resize\): missing parameter 'dest_height'"),
+    ({"pipeline": [{"operation": "Resize", "dest_width": 3, "dest_height": "4", "is_output": True}]},
+     r"parameter 'dest_height' must be a non-negative integer, not '4'"),
+    ({"pipeline": [{"operation": "Resize", "dest_width": 3, "dest_height": 4, "dest_widht": 5, "is_output": True}]},
+     r"unknown parameter 'dest_widht'"),
+    ({"pipeline": [{"operation": "Resize", "dest_width": 3, "dest_height": 4}]},
+     r'the last operation \(Resize\) must have "is_output": true'),
+    ({"pipeline": [{"operation": "Resize", "dest_width": 0, "dest_height": 4, "is_output": True}]},
+     "must not be 0"),
+    ({"pipeline": [{**RESNET50["pipeline"][1], "mean": [1, 2]}]}, "'mean' has one value or three"),
+])
+def test_malformed_pipelines_are_refused_saying_where(spec, message):
+    with pytest.raises(ValueError, match=message):
+        JsonPipeline(spec)
+
+
+def test_malformed_files_name_the_file(tmp_path):
+    broken = tmp_path / "p.json"
+    broken.write_text('{"pipeline": [')
+    with pytest.raises(ValueError, match=r"p\.json: not valid JSON"):
+        JsonPipeline(str(broken))
+    with pytest.raises(ValueError, match=r"\.json"):
+        JsonPipeline(str(tmp_path / "p.txt"))
+    with pytest.raises(FileNotFoundError):
+        JsonPipeline(str(tmp_path / "missing.json"))
