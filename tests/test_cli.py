@@ -139,3 +139,27 @@ def test_unknown_loader_and_missing_data_are_clear_errors(image_folder):
         main(["inspect", "/nonexistent/data"])
     with pytest.raises(SystemExit, match="not an image folder, and not a file list"):
         main(["inspect", __file__])  # a Python file is neither
+
+
+def test_preprocess_runs_a_json_pipeline_and_names_bad_files(image_folder, tmp_path, capsys):
+    """`fastload preprocess`: the outputs of the good files saved with torch.save, each bad one named, exit 1."""
+    import json
+
+    import torch
+    pipeline = tmp_path / "p.json"
+    pipeline.write_text(json.dumps({"pipeline": [
+        {"operation": "Resize", "dest_width": 32, "dest_height": 24},
+        {"operation": "CropMirrorNormalize", "crop_height": 16, "crop_width": 16, "start_x": 0.5, "start_y": 0.5,
+         "mean": [0.0], "std_dev": [1.0], "is_output": True}]}))
+    images = sorted(str(p) for p in image_folder.rglob("*.jpg"))[:3]
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    out = tmp_path / "out.pt"
+    assert main(["preprocess", "--pipeline", str(pipeline), *images, str(bad), "-o", str(out)]) == 1
+    saved = torch.load(out)
+    assert saved["outputs"].shape == (3, 16, 16, 3) and saved["files"] == images
+    captured = capsys.readouterr()
+    assert "bad.jpg: cannot decode" in captured.err and "3 of 4 images" in captured.out
+    with pytest.raises(SystemExit, match="unknown operation 'Blur'"):
+        pipeline.write_text(json.dumps({"pipeline": [{"operation": "Blur", "is_output": True}]}))
+        main(["preprocess", "--pipeline", str(pipeline), *images, "-o", str(out)])

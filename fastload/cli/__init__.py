@@ -1,4 +1,5 @@
-"""The ``fastload`` command: bench, preview and inspect a dataset (also ``python -m fastload``)."""
+"""The ``fastload`` command: bench, preview and inspect a dataset, run a JSON preprocessing pipeline (also
+``python -m fastload``)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def parse_device(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import bench, inspect_data, preview
+    from . import bench, inspect_data, preprocess, preview
     parser = argparse.ArgumentParser(prog="fastload", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     bench.add_arguments(commands.add_parser("bench", help="images/s of fastload (and torch) on your data",
@@ -41,8 +42,11 @@ def main(argv: list[str] | None = None) -> int:
                                               description=preview.__doc__.split("\n\n")[0]))
     inspect_data.add_arguments(commands.add_parser("inspect", help="what is in a dataset, what will fail",
                                                    description=inspect_data.__doc__.split("\n\n")[0]))
+    preprocess.add_arguments(commands.add_parser("preprocess", help="run a JSON pipeline on image files",
+                                                 description=preprocess.__doc__.split("\n\n")[0]))
     args = parser.parse_args(argv)
-    return {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run}[args.command](args)
+    runs = {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run, "preprocess": preprocess.run}
+    return runs[args.command](args)
 
 
 def add_recipe_argument(parser: argparse.ArgumentParser, default: str) -> None:
