@@ -79,6 +79,19 @@ def test_each_documented_operation():
     assert torch.equal(whole, imageops.resample(image[:, 7:113], 20, 20, "linear"))
 
 
+def test_output_dtype_is_fastloads_key_for_a_normalized_model_input():
+    data = jpeg(7, 64, 48)
+    spec = {"pipeline": [{**RESNET50["pipeline"][1], "mean": [123.675, 116.28, 103.53],
+                          "std_dev": [58.395, 57.12, 57.375], "crop_height": 40, "crop_width": 60,
+                          "output_dtype": "float32"}]}
+    (out,) = JsonPipeline(spec)([data])
+    mean, std = torch.tensor([123.675, 116.28, 103.53]), torch.tensor([58.395, 57.12, 57.375])
+    expected = (decoded(data)[0:40, 0:60].float() - mean) / std  # the window at anchor (0, 0)
+    assert out.dtype == torch.float32 and out.shape == (40, 60, 3) and torch.allclose(out, expected)
+    with pytest.raises(ValueError, match="'output_dtype' must be"):
+        JsonPipeline({"pipeline": [{**spec["pipeline"][0], "output_dtype": "int8"}]})
+
+
 def test_outputs_are_fixed_buffers_and_go_to_the_device():
     pipeline = JsonPipeline({"pipeline": [{"operation": "CropFixed", "crop_width": 200, "crop_height": 100,
                                            "crop_depth": 1, "crop_pos_x": 0, "crop_pos_y": 0, "crop_pos_z": 0,

@@ -15,7 +15,9 @@ API's semantics (rocAL/include/api/rocal_api_augmentation.h at ROCm/rocAL
 0981d5bb): NHWC uint8 outputs, mean/std applied to 0-255 pixels as written
 (so the example's output saturates, as the backend's does), every output a
 fixed-size buffer with the image at its top left. The last operation must be
-marked ``is_output``. A malformed file, an unknown operation, a missing or
+marked ``is_output``. One key is fastload's own: ``"output_dtype"`` ("uint8",
+"float16", "float32") on ResizeMirrorNormalize and CropMirrorNormalize, for a
+normalized model input (the backend's uint8 saturates it). A malformed file, an unknown operation, a missing or
 mistyped parameter, or an unknown one, is a ValueError naming the file, the
 operation's place and the key.
 """
@@ -32,16 +34,19 @@ from ...errors import DecodeError
 from . import imageops
 
 _UINT, _FLOAT, _FLOATS, _BOOL = "a non-negative integer", "a number", "a list of numbers", "true or false"
+_DTYPE = '"uint8", "float16" or "float32"'
+OUTPUT_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32}
 
 # operation -> (required keys, optional keys, keys the backend reads nowhere and ignores)
 OPERATIONS: dict[str, tuple[dict, dict, frozenset]] = {
     "Resize": ({"dest_width": _UINT, "dest_height": _UINT}, {"is_output": _BOOL}, frozenset()),
     "ResizeMirrorNormalize": ({"dest_width": _UINT, "dest_height": _UINT, "mean": _FLOATS, "std_dev": _FLOATS},
-                              {"is_output": _BOOL, "mirror": _BOOL}, frozenset()),
+                              {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE}, frozenset()),
     "CropResizeFixed": ({"dest_width": _UINT, "dest_height": _UINT, "area": _FLOAT, "aspect_ratio": _FLOAT,
                          "x_center_drift": _FLOAT, "y_center_drift": _FLOAT}, {"is_output": _BOOL}, frozenset()),
     "CropMirrorNormalize": ({"crop_height": _UINT, "crop_width": _UINT, "start_x": _FLOAT, "start_y": _FLOAT,
-                             "mean": _FLOATS, "std_dev": _FLOATS}, {"is_output": _BOOL, "mirror": _BOOL},
+                             "mean": _FLOATS, "std_dev": _FLOATS},
+                            {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE},
                             frozenset({"crop_depth", "start_z"})),
     "CropFixed": ({"crop_width": _UINT, "crop_height": _UINT, "crop_depth": _UINT, "crop_pos_x": _FLOAT,
                    "crop_pos_y": _FLOAT, "crop_pos_z": _FLOAT}, {"is_output": _BOOL}, frozenset()),
@@ -60,6 +65,8 @@ def _typed(kind: str, value) -> bool:
         return number
     if kind == _FLOATS:
         return isinstance(value, list) and bool(value) and all(_typed(_FLOAT, v) for v in value)
+    if kind == _DTYPE:
+        return value in OUTPUT_DTYPES
     return isinstance(value, bool)
 
 
@@ -101,16 +108,16 @@ def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
     return operations
 
 
-def _normalize(image: torch.Tensor, mean, std, mirror: bool) -> torch.Tensor:
+def _normalize(image: torch.Tensor, mean, std, mirror: bool, dtype: str = "uint8") -> torch.Tensor:
     """(x - mean) / std_dev on 0-255 pixels, as the backend passes them, then to uint8 (rounded,
-    saturated): the C API's default output type."""
+    saturated: the C API's default output type) or the operation's ``output_dtype``."""
     channels = image.shape[2]
     mean = torch.tensor(mean * channels if len(mean) == 1 else mean[:channels], dtype=torch.float32)
     std = torch.tensor(std * channels if len(std) == 1 else std[:channels], dtype=torch.float32)
     if bool((std == 0).any()):
         raise ValueError("std_dev has a 0")
     out = (image.float() - mean) / std
-    return imageops.as_output(out.flip(1) if mirror else out, torch.uint8)
+    return imageops.as_output(out.flip(1) if mirror else out, OUTPUT_DTYPES[dtype])
 
 
 def _crop_resize_window(width: int, height: int, area: float, ratio: float, x_drift: float, y_drift: float):
@@ -141,7 +148,8 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
                 (p["dest_height"], p["dest_width"]))
     if name == "ResizeMirrorNormalize":
         return (lambda x: _normalize(imageops.resample(x, p["dest_width"], p["dest_height"], linear), p["mean"],
-                                     p["std_dev"], p.get("mirror", False)), (p["dest_height"], p["dest_width"]))
+                                     p["std_dev"], p.get("mirror", False), p.get("output_dtype", "uint8")),
+                (p["dest_height"], p["dest_width"]))
     if name == "CropResizeFixed":
         def crop_resize(x):
             left, top, w, h = _crop_resize_window(x.shape[1], x.shape[0], p["area"], p["aspect_ratio"],
@@ -152,7 +160,8 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
         def crop_mirror_normalize(x):
             left, top, w, h = imageops.anchored_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
                                                      p["start_x"], p["start_y"])
-            return _normalize(x[top:top + h, left:left + w], p["mean"], p["std_dev"], p.get("mirror", False))
+            return _normalize(x[top:top + h, left:left + w], p["mean"], p["std_dev"], p.get("mirror", False),
+                              p.get("output_dtype", "uint8"))
         return crop_mirror_normalize, (p["crop_height"], p["crop_width"])
     if name == "CropFixed":  # whole-pixel offsets (CropNode::init)
         def crop_fixed(x):
