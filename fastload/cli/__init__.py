@@ -1,5 +1,5 @@
-"""The ``fastload`` command: bench, preview and inspect a dataset, run a JSON preprocessing pipeline (also
-``python -m fastload``)."""
+"""The ``fastload`` command: bench, preview and inspect a dataset; run a JSON preprocessing pipeline, or
+serve a classifier behind one (also ``python -m fastload``)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def parse_device(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import bench, inspect_data, preprocess, preview
+    from . import bench, inspect_data, preprocess, preview, serve
     parser = argparse.ArgumentParser(prog="fastload", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     bench.add_arguments(commands.add_parser("bench", help="images/s of fastload (and torch) on your data",
@@ -44,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
                                                    description=inspect_data.__doc__.split("\n\n")[0]))
     preprocess.add_arguments(commands.add_parser("preprocess", help="run a JSON pipeline on image files",
                                                  description=preprocess.__doc__.split("\n\n")[0]))
+    serve.add_arguments(commands.add_parser("serve", help="an HTTP classifier behind a JSON pipeline",
+                                            description=serve.__doc__.split("\n\n")[0]))
     args = parser.parse_args(argv)
-    runs = {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run, "preprocess": preprocess.run}
+    runs = {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run, "preprocess": preprocess.run,
+            "serve": serve.run}
     return runs[args.command](args)
 
 

@@ -1,0 +1,48 @@
+"""Serve a torchvision classifier behind a rocAL JSON preprocessing pipeline over HTTP.
+
+``fastload serve --pipeline p.json --model resnet50 --port 8000``: POST an
+image's bytes to /predict for its top-5 classes as JSON; GET /health.
+Concurrent requests are batched for the model (--max-batch, --max-wait-ms).
+Weights come from --weights (a state_dict file) or are random; nothing is
+downloaded. Ctrl-C (or SIGTERM) answers what is in flight, then exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pipeline", required=True, help="the JSON preprocessing pipeline (rocAL's format)")
+    parser.add_argument("--model", default="resnet50", help="a torchvision classifier (default resnet50)")
+    parser.add_argument("--weights", help="its state_dict (torch.save file); default: random weights")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-batch", type=int, default=32, help="requests per model batch (default 32)")
+    parser.add_argument("--max-wait-ms", type=float, default=5.0,
+                        help="how long a batch waits for more requests after its first (default 5)")
+    parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body (default 20 MiB)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compat.rocal import JsonPipeline
+    from ..serve import InferenceServer, load_model
+    try:
+        pipeline = JsonPipeline(args.pipeline, batch=args.max_batch)
+        model = load_model(args.model, args.weights)
+        server = InferenceServer(pipeline, model, args.host, args.port, args.max_batch, args.max_wait_ms,
+                                 args.max_bytes, name=args.model)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise SystemExit(f"fastload serve: {error}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    print(f"fastload serve: {args.model} behind {args.pipeline} on http://{server.host}:{server.port} "
+          f"(POST /predict, GET /health); Ctrl-C to stop", flush=True)
+    stop.wait()
+    print("fastload serve: answering the requests in flight, then stopping", flush=True)
+    server.close()
+    return 0

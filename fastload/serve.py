@@ -1,0 +1,241 @@
+"""An HTTP inference server: image bytes in, top-5 classes out, requests batched for the model.
+
+What rocAL's backend does inside AMD's inference server, on its own: each
+POST /predict carries one encoded image; its request thread preprocesses it
+with a JSON pipeline (``fastload.compat.rocal.JsonPipeline``: decoding and
+torch operators release the GIL, so requests preprocess in parallel), then a
+``Batcher`` thread gathers concurrent requests -- up to ``max_batch``, waiting
+at most ``max_wait_ms`` after the first -- and runs the classifier on them as
+one batch. A bad image or request gets a 4xx with the reason; GET /health
+says the server is up. ``close()`` stops taking connections and answers what
+is in flight before it returns.
+
+The HTTP stack is the standard library's ``ThreadingHTTPServer`` (a thread per
+connection): the model's batches, not the HTTP layer, bound the throughput on
+a CPU (benchmarks/bench_serve.py), and it adds no dependency.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+import torch
+
+from .errors import DecodeError
+
+
+def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
+    """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
+    (seeded); nothing is downloaded."""
+    import torchvision
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = torchvision.models.get_model(name, weights=None)
+    except ValueError as error:
+        raise ValueError(f"unknown torchvision model {name!r} ({error})") from None
+    if weights is not None:
+        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def model_input(outputs: list[torch.Tensor]) -> torch.Tensor:
+    """Pipeline outputs (height, width, channels each) as the model's float NCHW batch."""
+    return torch.stack(outputs).permute(0, 3, 1, 2).float().contiguous(memory_format=torch.channels_last)
+
+
+def top5(logits: torch.Tensor) -> list[list[dict]]:
+    """Per row: the five most likely classes with their softmax probabilities."""
+    probabilities = logits.float().softmax(dim=1)
+    values, indices = probabilities.topk(min(5, probabilities.shape[1]), dim=1)
+    return [[{"class": int(i), "probability": float(v)} for v, i in zip(row_v, row_i)]
+            for row_v, row_i in zip(values, indices)]
+
+
+class Batcher:
+    """One thread that runs ``model`` on batches of the inputs submitted to it: it takes the first waiting
+    input, then more until ``max_batch`` or ``max_wait_ms`` after the first, and answers each input's
+    Future with its row of the result."""
+
+    def __init__(self, model: Callable[[torch.Tensor], torch.Tensor], max_batch: int = 32,
+                 max_wait_ms: float = 5.0):
+        if max_batch < 1 or max_wait_ms < 0:
+            raise ValueError("max_batch must be positive and max_wait_ms not negative")
+        self.model, self.max_batch, self.max_wait = model, max_batch, max_wait_ms / 1000
+        self.batches = 0  # how many batches the model ran (for /health and tests)
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, item: torch.Tensor) -> Future:
+        future: Future = Future()
+        self._queue.put((item, future))
+        return future
+
+    def close(self) -> None:
+        """Answer everything submitted so far, then stop the thread."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        closing = False
+        while not closing:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch, deadline = [first], time.monotonic() + self.max_wait
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    closing = True
+                    break
+                batch.append(item)
+            self._answer(batch)
+
+    def _answer(self, batch: list) -> None:
+        try:
+            with torch.inference_mode():
+                results = self.model(torch.stack([item for item, _ in batch]))
+            self.batches += 1
+        except Exception as error:  # the model failed: every request of the batch gets the error
+            for _, future in batch:
+                future.set_exception(error)
+            return
+        for (_, future), result in zip(batch, results):
+            future.set_result(result)
+
+
+class InferenceServer:
+    """The server: ``pipeline`` (a JsonPipeline) preprocesses, ``model`` classifies batches.
+
+    Args:
+        pipeline: maps encoded bytes to one (height, width, channels) tensor (``JsonPipeline.one``).
+        model: the classifier (float NCHW in, logits out).
+        host, port: where to listen (port 0: any free port; ``server.port`` says which).
+        max_batch, max_wait_ms: the batching (see ``Batcher``).
+        max_bytes: larger request bodies get 413.
+    """
+
+    def __init__(self, pipeline, model: torch.nn.Module, host: str = "127.0.0.1", port: int = 8000,
+                 max_batch: int = 32, max_wait_ms: float = 5.0, max_bytes: int = 20 << 20, name: str = "model"):
+        self.pipeline, self.model, self.max_bytes, self.name = pipeline, model, max_bytes, name
+        self.batcher = Batcher(lambda batch: top5(model(model_input(list(batch)))), max_batch, max_wait_ms)
+        self.requests = 0
+        handler = type("Handler", (_Handler,), {"server_app": self})
+        self.httpd = _HTTPServer((host, port), handler)
+        self.httpd.daemon_threads = False  # close() waits for the requests in flight
+        self.httpd.block_on_close = True
+        self.host, self.port = self.httpd.server_address[:2]
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "InferenceServer":
+        """Serve in a background thread (returns at once)."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="fastload-serve-http", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever()
+
+    def close(self) -> None:
+        """Stop taking connections, answer the requests in flight, stop the batcher."""
+        self.httpd.shutdown()
+        self.httpd.server_close()  # joins the request threads (block_on_close)
+        self.batcher.close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> "InferenceServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def predict(self, data: bytes) -> tuple[int, dict]:
+        """(HTTP status, JSON answer) for one encoded image."""
+        self.requests += 1
+        try:
+            image = self.pipeline.one(data, self.requests)
+        except DecodeError as error:
+            return HTTPStatus.BAD_REQUEST, {"error": f"cannot decode the image: {error.reason}"}
+        try:
+            return HTTPStatus.OK, {"top5": self.batcher.submit(image).result()}
+        except Exception as error:
+            return HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the model failed: {error}"}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    request_queue_size = 1024  # the listen backlog: a burst of connections waits instead of being reset
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_app: InferenceServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args) -> None:  # quiet: one line per request would swamp a terminal
+        pass
+
+    def _answer(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            app = self.server_app
+            self._answer(HTTPStatus.OK, {"status": "ok", "model": app.name, "batches": app.batcher.batches,
+                                         "output_shape": list(app.pipeline.output_shape)})
+        else:
+            self._answer(HTTPStatus.NOT_FOUND, {"error": f"no {self.path}: POST /predict, GET /health"})
+
+    def do_POST(self) -> None:
+        if self.path != "/predict":
+            self._drain()
+            self._answer(HTTPStatus.NOT_FOUND, {"error": f"no {self.path}: POST /predict, GET /health"})
+            return
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            self._answer(HTTPStatus.LENGTH_REQUIRED, {"error": "send the image with a Content-Length"})
+            return
+        if int(length) > self.server_app.max_bytes:
+            self._discard(int(length))  # read past it, so the client sees the answer, not a reset
+            self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                         {"error": f"{length} bytes: the limit is {self.server_app.max_bytes}"})
+            return
+        data = self.rfile.read(int(length))
+        if not data:
+            self._answer(HTTPStatus.BAD_REQUEST, {"error": "an empty body: send the image's bytes"})
+            return
+        self._answer(*self.server_app.predict(data))
+
+    def _drain(self) -> None:
+        length = self.headers.get("Content-Length")
+        if length and length.isdigit():
+            self._discard(int(length))
+        else:
+            self.close_connection = True
+
+    def _discard(self, length: int) -> None:
+        """Read a body not used, in pieces; one over 256 MiB is not read, and the connection closes."""
+        if length > 256 << 20:
+            self.close_connection = True
+            return
+        while length > 0:
+            piece = self.rfile.read(min(length, 1 << 20))
+            if not piece:
+                break
+            length -= len(piece)

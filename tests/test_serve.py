@@ -1,0 +1,151 @@
+"""fastload.serve: the HTTP inference server, started on 127.0.0.1 by the tests, under concurrent load with
+good, broken, non-image and oversized requests; every answer checked against the model run on that image
+alone."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from fastload.compat.rocal import JsonPipeline
+from fastload.sample_data import make_image
+from fastload.serve import Batcher, InferenceServer, load_model, model_input, top5
+
+PIPELINE = {"pipeline": [
+    {"operation": "Resize", "dest_width": 72, "dest_height": 72},
+    {"operation": "CropMirrorNormalize", "crop_height": 64, "crop_width": 64, "start_x": 0.5, "start_y": 0.5,
+     "mean": [123.675, 116.28, 103.53], "std_dev": [58.395, 57.12, 57.375], "output_dtype": "float32",
+     "is_output": True}]}
+
+
+def jpeg(seed: int) -> bytes:
+    rng = random.Random(seed)
+    out = io.BytesIO()
+    make_image(seed, rng.randint(40, 300), rng.randint(40, 300)).save(out, "JPEG", quality=85)
+    return out.getvalue()
+
+
+def post(port: int, body: bytes, path: str = "/predict") -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        connection.request("POST", path, body=body, headers={"Content-Type": "application/octet-stream"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model("resnet18", seed=3)
+
+
+def alone(pipeline, model, data: bytes) -> list[dict]:
+    with torch.inference_mode():
+        return top5(model(model_input([pipeline.one(data)])))[0]
+
+
+def test_500_concurrent_requests_each_answered_right(model):
+    """Good images answer their own top-5 (the model on that image alone, within float tolerance: batching
+    changes nothing); broken and non-image bodies get 400 with the reason; oversized ones 413."""
+    pipeline = JsonPipeline(PIPELINE)
+    images = {seed: jpeg(seed) for seed in range(40)}
+    expected = {seed: alone(pipeline, model, data) for seed, data in images.items()}
+    broken = images[0][: len(images[0]) // 3]
+    requests = []
+    for i in range(500):
+        kind = ("good", "good", "good", "broken", "text", "big")[i % 6]
+        seed = i % 40
+        body = {"good": images[seed], "broken": broken, "text": b"hello, not an image",
+                "big": os.urandom(300_000)}[kind]
+        requests.append((kind, seed, body))
+    with InferenceServer(pipeline, model, port=0, max_batch=16, max_wait_ms=10, max_bytes=200_000) as server:
+        with ThreadPoolExecutor(64) as pool:
+            answers = list(pool.map(lambda r: post(server.port, r[2]), requests))
+        batches = server.batcher.batches
+    for (kind, seed, _), (status, body) in zip(requests, answers):
+        if kind == "good":
+            assert status == 200, body
+            assert [c["class"] for c in body["top5"]] == [c["class"] for c in expected[seed]]
+            assert all(abs(a["probability"] - b["probability"]) < 1e-4
+                       for a, b in zip(body["top5"], expected[seed]))
+        elif kind == "big":
+            assert status == 413 and "limit is 200000" in body["error"]
+        else:
+            assert status == 400 and "cannot decode the image" in body["error"], body
+    good = sum(kind == "good" for kind, _, _ in requests)
+    assert batches < good  # requests were batched
+
+
+def test_health_unknown_paths_and_empty_bodies(model):
+    with InferenceServer(JsonPipeline(PIPELINE), model, port=0, name="resnet18") as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request("GET", "/health")
+        health = json.loads(connection.getresponse().read())
+        assert health["status"] == "ok" and health["model"] == "resnet18" and health["output_shape"] == [64, 64, 3]
+        connection.close()
+        assert post(server.port, b"x", "/nowhere")[0] == 404
+        status, body = post(server.port, b"")
+        assert status == 400 and "empty body" in body["error"]
+
+
+def test_close_answers_the_requests_in_flight(model):
+    """close() once 8 requests are accepted and waiting for their batch: every one still gets its answer,
+    and a request after it finds no server."""
+    import time
+    server = InferenceServer(JsonPipeline(PIPELINE), model, port=0, max_batch=64, max_wait_ms=500).start()
+    data, answers = jpeg(7), []
+    threads = [threading.Thread(target=lambda: answers.append(post(server.port, data)[0])) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while server.requests < 8 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.close()
+    for thread in threads:
+        thread.join()
+    assert answers == [200] * 8
+    with pytest.raises(ConnectionRefusedError):
+        post(server.port, data)
+
+
+def test_the_batcher_hands_a_model_failure_to_every_request_of_the_batch():
+    def broken_model(batch):
+        raise RuntimeError("out of memory")
+    batcher = Batcher(broken_model, max_batch=4, max_wait_ms=20)
+    futures = [batcher.submit(torch.zeros(2)) for _ in range(3)]
+    for future in futures:
+        with pytest.raises(RuntimeError, match="out of memory"):
+            future.result(timeout=10)
+    batcher.close()
+
+
+def test_fastload_serve_command_starts_answers_and_stops_on_sigterm(tmp_path):
+    pipeline = tmp_path / "p.json"
+    pipeline.write_text(json.dumps(PIPELINE))
+    command = [sys.executable, "-m", "fastload", "serve", "--pipeline", str(pipeline), "--model", "resnet18",
+               "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        port = int(line.split("http://127.0.0.1:")[1].split()[0])
+        status, body = post(port, jpeg(3))
+        assert status == 200 and len(body["top5"]) == 5
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    with pytest.raises(SystemExit, match="unknown torchvision model"):
+        from fastload.cli import main
+        main(["serve", "--pipeline", str(pipeline), "--model", "no_such_net"])
