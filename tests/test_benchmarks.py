@@ -49,3 +49,14 @@ def test_bench_compat_runs(tmp_path):
         assert f"\n{row} " in result.stdout
     rounds = json.loads((tmp_path / "out.json").read_text())["rounds"]
     assert len(rounds) == 2 and all(r[name]["images"] == 8 for r in rounds for name in r)
+
+
+def test_bench_serve_runs(tmp_path):
+    """bench_serve.py: both servers started, measured at two concurrency levels on a few requests."""
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_serve.py"), "--model", "resnet18",
+                             "--requests", "6", "--concurrency", "1,3", "--json", str(tmp_path / "out.json")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    assert set(results) == {"fastload@1", "fastload@3", "baseline@1", "baseline@3"}
+    assert all(r["requests_per_s"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in results.values())

@@ -53,3 +53,10 @@ def test_train_resnet50_reports_step_time_on_one_core(image_folder, data):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     name = "synthetic" if data == ["--synthetic"] else data[1]
     assert re.search(rf"resnet18 on cpu, 1 cores, data: {name}.*: [\d.]+ ms/step, [\d.]+ images/s", result.stdout)
+
+
+def test_serve_json_pipeline_example_answers_a_top5():
+    result = subprocess.run([sys.executable, str(EXAMPLES / "serve_json_pipeline.py")], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "'status': 'ok'" in result.stdout and result.stdout.count("class ") == 5

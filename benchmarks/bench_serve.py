@@ -1,0 +1,162 @@
+"""Requests/s and latency of `fastload serve` against the same model behind the same server with per-request
+PIL + torchvision preprocessing and no batching, in one run, at several concurrency levels.
+
+Both servers run in their own process (python -m fastload serve for fastload; this script in --serve
+baseline mode for the baseline), the clients in this one: ``--concurrency`` threads each sending its
+share of ``--requests`` JPEG bodies (ImageNet-like sizes) and waiting for each answer. The fastload
+server preprocesses with a JSON pipeline (Resize 256x256, CropMirrorNormalize 224, float32) and batches
+concurrent requests (--max-batch, --max-wait-ms); the baseline resizes with PIL (Resize 256, CenterCrop
+224) and torchvision's ToTensor/Normalize, and runs the model per request. Same model, same random
+weights (seed 0), same images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+PIPELINE = {"pipeline": [
+    {"operation": "Resize", "dest_width": 256, "dest_height": 256},
+    {"operation": "CropMirrorNormalize", "crop_height": 224, "crop_width": 224, "start_x": 0.5, "start_y": 0.5,
+     "mean": [123.675, 116.28, 103.53], "std_dev": [58.395, 57.12, 57.375], "output_dtype": "float32",
+     "is_output": True}]}
+
+
+class _PilPipeline:
+    """The baseline's preprocessing: PIL decode and resize, torchvision's ToTensor and Normalize, per request."""
+
+    output_shape = (224, 224, 3)
+
+    def __init__(self):
+        from torchvision import transforms
+        self.transform = transforms.Compose([transforms.Resize((256, 256)), transforms.CenterCrop(224),
+                                             transforms.ToTensor(),
+                                             transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+
+    def one(self, data: bytes, index: int = 0):
+        from PIL import Image
+
+        from fastload.errors import DecodeError
+        try:
+            image = Image.open(io.BytesIO(data)).convert("RGB")
+        except Exception as error:
+            raise DecodeError(index, f"request {index}", str(error)) from error
+        return self.transform(image).permute(1, 2, 0)  # HWC, as the server's model_input takes it
+
+
+def _serve_baseline(model_name: str, port: int) -> None:
+    import signal
+    import threading
+
+    from fastload.serve import InferenceServer, load_model
+    server = InferenceServer(_PilPipeline(), load_model(model_name), port=port, max_batch=1, max_wait_ms=0)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server.start()
+    print(f"serving on http://127.0.0.1:{server.port}", flush=True)
+    stop.wait()
+    server.close()
+
+
+def _start(command: list[str]) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if "http://127.0.0.1:" not in line:
+        process.kill()
+        raise SystemExit(f"bench_serve: the server did not start ({line!r})")
+    return process, int(line.split("http://127.0.0.1:")[1].split()[0].rstrip(")"))
+
+
+def _post(port: int, body: bytes) -> float:
+    started = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        connection.request("POST", "/predict", body=body)
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            raise SystemExit(f"bench_serve: the server answered {response.status}")
+    finally:
+        connection.close()
+    return time.perf_counter() - started
+
+
+def _measure(port: int, bodies: list[bytes], concurrency: int) -> dict:
+    _post(port, bodies[0])  # warm-up: first batch, allocators
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        latencies = sorted(pool.map(lambda body: _post(port, body), bodies))
+    seconds = time.perf_counter() - started
+    return {"requests_per_s": len(bodies) / seconds, "p50_ms": 1000 * statistics.median(latencies),
+            "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="resnet50")
+    parser.add_argument("--requests", type=int, default=256, help="requests per measurement")
+    parser.add_argument("--concurrency", default="1,8,32", help="client threads, comma-separated")
+    parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: run the baseline server
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        _serve_baseline(args.model, args.port)
+        return 0
+
+    from fastload.cli.bench import machine
+    from fastload.sample_data import make_image
+    bodies = []
+    for i in range(args.requests):
+        out = io.BytesIO()
+        make_image(i, (500, 375, 640)[i % 3], (375, 500, 480)[i % 3]).save(out, "JPEG", quality=90)
+        bodies.append(out.getvalue())
+    with tempfile.TemporaryDirectory() as folder:
+        pipeline = os.path.join(folder, "pipeline.json")
+        with open(pipeline, "w") as file:
+            json.dump(PIPELINE, file)
+        servers = {
+            "fastload": [sys.executable, "-m", "fastload", "serve", "--pipeline", pipeline, "--model", args.model,
+                         "--port", "0", "--max-batch", str(args.max_batch), "--max-wait-ms", str(args.max_wait_ms)],
+            "baseline": [sys.executable, os.path.abspath(__file__), "--serve", "baseline", "--model", args.model],
+        }
+        results = {}
+        for name, command in servers.items():  # one server at a time: two would share the cores
+            process, port = _start(command)
+            try:
+                for concurrency in (int(c) for c in args.concurrency.split(",")):
+                    results[(name, concurrency)] = _measure(port, bodies, concurrency)
+                    print(f"{name:<9} concurrency {concurrency:>3}: {results[(name, concurrency)]}", flush=True)
+            finally:
+                process.terminate()
+                process.wait(timeout=120)
+    print(f"\nmachine: {machine()}")
+    print(f"model {args.model} (random weights), {args.requests} JPEG requests (500x375, 375x500, 640x480), "
+          f"224x224 input; fastload: max batch {args.max_batch}, max wait {args.max_wait_ms} ms\n")
+    print(f"{'concurrency':>11} {'fastload req/s':>15} {'p50 ms':>8} {'p99 ms':>8} {'baseline req/s':>15} "
+          f"{'p50 ms':>8} {'p99 ms':>8} {'ratio':>6}")
+    for concurrency in (int(c) for c in args.concurrency.split(",")):
+        ours, theirs = results[("fastload", concurrency)], results[("baseline", concurrency)]
+        print(f"{concurrency:>11} {ours['requests_per_s']:>15.1f} {ours['p50_ms']:>8.0f} {ours['p99_ms']:>8.0f} "
+              f"{theirs['requests_per_s']:>15.1f} {theirs['p50_ms']:>8.0f} {theirs['p99_ms']:>8.0f} "
+              f"{ours['requests_per_s'] / theirs['requests_per_s']:>5.2f}x")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "results": {f"{k[0]}@{k[1]}": v for k, v in results.items()}}, out,
+                      indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
