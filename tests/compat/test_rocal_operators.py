@@ -147,3 +147,39 @@ def test_resize_output_types(one_photo):
     assert float(as_float.at(0).max()) > 1  # pixel values, not scaled to [0, 1]
     assert nchw.dimensions() == [1, 3, 10, 20] and nchw.dtype() == "uint8"
     assert np.abs(nchw.at(0).transpose(1, 2, 0).astype(float) - as_float.at(0)).max() <= 0.5 + 1e-4
+
+
+def _rpp_bilinear(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """RPP's host bilinear resize written out from its source (resize_bilinear_u8_u8_host_tensor,
+    compute_resize_bilinear_src_loc_and_weights, compute_bilinear_interpolation: src = (dst + 0.5) * ratio
+    - 0.5, the two neighbours clamped into the image), in float64."""
+    src_h, src_w = image.shape[:2]
+    out = np.zeros((height, width, image.shape[2]))
+    for y in range(height):
+        sy = (y + 0.5) * src_h / height - 0.5
+        y0, wy = int(np.floor(sy)), sy - np.floor(sy)
+        rows = [min(max(y0, 0), src_h - 1), min(max(y0 + 1, 0), src_h - 1)]
+        for x in range(width):
+            sx = (x + 0.5) * src_w / width - 0.5
+            x0, wx = int(np.floor(sx)), sx - np.floor(sx)
+            cols = [min(max(x0, 0), src_w - 1), min(max(x0 + 1, 0), src_w - 1)]
+            out[y, x] = ((1 - wy) * ((1 - wx) * image[rows[0], cols[0]] + wx * image[rows[0], cols[1]])
+                         + wy * ((1 - wx) * image[rows[1], cols[0]] + wx * image[rows[1], cols[1]]))
+    return out
+
+
+@pytest.mark.parametrize("size", [(13, 7), (40, 50), (97, 61)])
+def test_linear_resize_is_rpps_plain_bilinear(size):
+    """No antialiasing when shrinking (unlike DALI's linear): within one level of RPP's formula (float32
+    against float64), most pixels equal."""
+    rng = np.random.default_rng(size[0])
+    image = rng.integers(0, 256, (61, 97, 3), dtype=np.uint8)
+    ours = imageops.resample(torch.from_numpy(image), *size, "linear").numpy().astype(float)
+    reference = np.clip(np.round(_rpp_bilinear(image.astype(float), *size)), 0, 255)
+    assert np.abs(ours - reference).max() <= 1 and (ours == reference).mean() > 0.99
+
+
+def test_nearest_takes_rpps_source_pixel():
+    image = torch.arange(10, dtype=torch.uint8).reshape(1, 10, 1).expand(3, 10, 3).contiguous()
+    out = imageops.resample(image, 4, 3, "nn")
+    assert out[0, :, 0].tolist() == [1, 3, 6, 8]  # floor((x + 0.5) * 2.5)

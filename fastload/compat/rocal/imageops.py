@@ -163,6 +163,25 @@ def pad_batch(samples: list[torch.Tensor], buffer_hw: tuple[int, int], layout: s
 
 
 def resample(image: torch.Tensor, width: int, height: int, interpolation: str) -> torch.Tensor:
-    """The image resampled to ``width`` x ``height``."""
-    from ..dali import imageops as dali_imageops
-    return dali_imageops.resize(image, resize_x=width, resize_y=height, interp_type=interpolation, antialias=True)
+    """The image resampled to ``width`` x ``height`` as RPP's host kernels do (ROCm/rpp at f1d37473,
+    src/modules/tensor/cpu/kernel/resize.cpp): "linear" is plain bilinear on pixel centres, edge pixels
+    repeated, no antialiasing when shrinking (resize_bilinear_*_host_tensor); "nn" takes the source
+    pixel floor((x + 0.5) * ratio) (compute_resize_nn_src_loc); "triangular" is the separable triangle
+    filter widened by the ratio when shrinking (resize_separable_host_tensor), which is DALI's. uint8 in,
+    uint8 out (rounded half to even, as _mm256_cvtps_epi32, and saturated)."""
+    import torch.nn.functional as F
+    if interpolation == "triangular":
+        from ..dali import imageops as dali_imageops
+        return dali_imageops.resize(image, resize_x=width, resize_y=height, interp_type="triangular",
+                                    antialias=True)
+    src_h, src_w = image.shape[0], image.shape[1]
+    if interpolation == "nn":
+        rows = torch.clamp(((torch.arange(height) + 0.5) * (src_h / height)).floor().long(), max=src_h - 1)
+        cols = torch.clamp(((torch.arange(width) + 0.5) * (src_w / width)).floor().long(), max=src_w - 1)
+        return image[rows][:, cols].contiguous()
+    planes = image.permute(2, 0, 1).unsqueeze(0).float()
+    out = F.interpolate(planes, size=(height, width), mode="bilinear", align_corners=False, antialias=False)
+    out = out[0].permute(1, 2, 0)
+    if image.dtype == torch.uint8:
+        return out.round().clamp(0, 255).to(torch.uint8).contiguous()
+    return out.to(image.dtype).contiguous()
