@@ -150,33 +150,51 @@ def test_resize_output_types(one_photo):
 
 
 def _rpp_bilinear(image: np.ndarray, width: int, height: int) -> np.ndarray:
-    """RPP's host bilinear resize written out from its source (resize_bilinear_u8_u8_host_tensor,
-    compute_resize_bilinear_src_loc_and_weights, compute_bilinear_interpolation: src = (dst + 0.5) * ratio
-    - 0.5, the two neighbours clamped into the image), in float64."""
+    """RPP's host bilinear resize written out from its source, one pixel at a time
+    (resize_bilinear_u8_u8_host_tensor, compute_resize_bilinear_src_loc_and_weights,
+    compute_bilinear_interpolation_3c_pkd): c = (d + 0.5) * ratio - 0.5, taps ceil(c - 1) and the next,
+    both capped to [0, side - 2]; SIMD columns rounded half to even, the last width % 8 truncated."""
     src_h, src_w = image.shape[:2]
     out = np.zeros((height, width, image.shape[2]))
+
+    def taps(d, size, out_size):
+        c = (d + 0.5) * size / out_size - 0.5
+        first = int(np.ceil(c - 1))
+        return min(max(first, 0), size - 2), min(max(first + 1, 0), size - 2), first - (c - 1)
     for y in range(height):
-        sy = (y + 0.5) * src_h / height - 0.5
-        y0, wy = int(np.floor(sy)), sy - np.floor(sy)
-        rows = [min(max(y0, 0), src_h - 1), min(max(y0 + 1, 0), src_h - 1)]
+        y0, y1, wy = taps(y, src_h, height)
         for x in range(width):
-            sx = (x + 0.5) * src_w / width - 0.5
-            x0, wx = int(np.floor(sx)), sx - np.floor(sx)
-            cols = [min(max(x0, 0), src_w - 1), min(max(x0 + 1, 0), src_w - 1)]
-            out[y, x] = ((1 - wy) * ((1 - wx) * image[rows[0], cols[0]] + wx * image[rows[0], cols[1]])
-                         + wy * ((1 - wx) * image[rows[1], cols[0]] + wx * image[rows[1], cols[1]]))
-    return out
+            x0, x1, wx = taps(x, src_w, width)
+            value = (wy * (wx * image[y0, x0] + (1 - wx) * image[y0, x1])
+                     + (1 - wy) * (wx * image[y1, x0] + (1 - wx) * image[y1, x1]))
+            out[y, x] = np.round(value) if x < (width & ~7) else np.trunc(value)
+    return np.clip(out, 0, 255)
 
 
-@pytest.mark.parametrize("size", [(13, 7), (40, 50), (97, 61)])
+@pytest.mark.parametrize("size", [(13, 7), (40, 50), (97, 61), (150, 100)])
 def test_linear_resize_is_rpps_plain_bilinear(size):
-    """No antialiasing when shrinking (unlike DALI's linear): within one level of RPP's formula (float32
-    against float64), most pixels equal."""
+    """No antialiasing when shrinking (unlike DALI's linear), the last row and column never read, the
+    scalar tail truncated: within one level of RPP's formula in float64 (float32 here, as RPP), most
+    pixels equal."""
     rng = np.random.default_rng(size[0])
     image = rng.integers(0, 256, (61, 97, 3), dtype=np.uint8)
     ours = imageops.resample(torch.from_numpy(image), *size, "linear").numpy().astype(float)
-    reference = np.clip(np.round(_rpp_bilinear(image.astype(float), *size)), 0, 255)
+    reference = _rpp_bilinear(image.astype(float), *size)
     assert np.abs(ours - reference).max() <= 1 and (ours == reference).mean() > 0.99
+
+
+def test_rotation_is_rpps_warp():
+    """A quarter turn of a 5x5 image about its centre (2, 2) moves pixels exactly (the warp's integer
+    centre, pixel centres at integer coordinates); outside the source is 0; the last row and column are
+    never sampled by the bilinear taps (RPP caps them at side - 2)."""
+    image = torch.arange(25, dtype=torch.uint8).reshape(5, 5, 1).expand(5, 5, 3).contiguous()
+    turned = imageops.rotate(image, 90.0)[..., 0]
+    # dst (x, y) reads src (cx - (y - cy), cy + (x - cx)) = (4 - y, x): a counter-clockwise quarter turn
+    expected = torch.tensor([[image[x, 4 - y, 0] for x in range(5)] for y in range(5)])
+    inside = (expected % 5 != 4) & (expected < 20)  # sources off the last row and column
+    assert torch.equal(turned[inside], expected[inside])
+    wide = imageops.rotate(torch.full((4, 8, 3), 200, dtype=torch.uint8), 90.0)
+    assert wide[0, 0, 0] == 0 and wide[2, 4, 0] == 200  # a corner leaves the source; the centre stays
 
 
 def test_nearest_takes_rpps_source_pixel():

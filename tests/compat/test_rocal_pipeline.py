@@ -4,6 +4,7 @@ with only their imports changed, and rocAL's pipeline, epoch and iterator rules,
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -339,3 +340,63 @@ def test_rocals_external_source_test_script(photos, mode):
         first = imageops.resample(imageops.decode(file.read(), "RGB", 2000, 2000), 30, 20, "linear")
     assert np.array_equal(batches[0][0][0][0].transpose(1, 2, 0), first.numpy())  # file 0, resized
     assert np.array_equal(batches[3][0][0][1], batches[0][0][0][0])  # sample 10 wrapped around to file 0
+
+
+def test_the_python_api_pages_rotated_pipeline_and_show_images(photos):
+    """The page's rotated pipeline (with the @pipeline_def its call needs, and its broken comment line
+    mended), run() unpacked as the page does, then show_images' indexing of the batch (its plotting left
+    out). The rotated images keep the decoder's 1000x1000 buffer, each at its top left."""
+    from fastload.compat.rocal import imageops
+    image_dir, max_batch_size = photos, 2
+
+    @pipeline_def
+    def rotated_pipeline():
+        jpegs, labels = fn.readers.file(file_root=image_dir, random_shuffle=True)
+        images = fn.decoders.image(jpegs, device='cpu')
+        # Rotate the decoded images at an angle of 10 and fill the remaining space with black color (0)
+        rotated_images = fn.rotate(images, angle=10.0, fill_value=0)
+        return rotated_images, labels
+
+    pipe = rotated_pipeline(batch_size=max_batch_size, num_threads=1, device_id=0, rocal_cpu=True)
+    pipe.build()
+    pipe_out = pipe.run()
+    images, labels = pipe_out
+    assert labels == [] and images.dimensions() == [2, 1000, 1000, 3]
+    for j in range(max_batch_size):  # show_images: img = image_batch[j]; plt.imshow(img)
+        img = images[j]
+        assert img.shape == (1000, 1000, 3) and img.dtype == np.uint8
+    first = sorted(os.path.join(r, f) for r, _, files in os.walk(photos) for f in files if f.endswith(".JPEG"))[0]
+    with open(first, "rb") as file:
+        expected = imageops.rotate(imageops.decode(file.read(), "RGB", 1000, 1000), 10.0)
+    height, width = expected.shape[:2]
+    assert np.array_equal(images[0][:height, :width], expected.numpy()) and images[0][height:].max() == 0
+
+
+def test_rocals_unit_test_rotate_brightness_and_contrast_branches(photos):
+    """tests/python_api/unit_test.py's branches: rotate (angle 45 into a 416x416 buffer), brightness
+    (1.9, shift 20) and contrast (30, centre 80), NHWC uint8 as the script asks; the colour ones are RPP's
+    point formulas, rounded half to even and saturated."""
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=0, seed=1, rocal_cpu=True,
+                    tensor_layout=types.NHWC, tensor_dtype=types.UINT8, output_memory_type=types.HOST_MEMORY)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=photos)
+        images = fn.decoders.image(jpegs, file_root=photos, device='cpu', max_decoded_width=416,
+                                   max_decoded_height=416, output_type=types.RGB, shard_id=0, num_shards=1,
+                                   random_shuffle=False)
+        rotated = fn.rotate(images, angle=45.0, dest_width=416, dest_height=416, output_layout=types.NHWC,
+                            output_dtype=types.UINT8, interpolation_type=types.LINEAR_INTERPOLATION)
+        bright = fn.brightness(images, brightness=1.9, brightness_shift=20.0, output_layout=types.NHWC,
+                               output_dtype=types.UINT8)
+        contrasted = fn.contrast(images, contrast=30.0, contrast_center=80.0, output_layout=types.NHWC,
+                                 output_dtype=types.UINT8)
+        random_bright = fn.brightness(images)
+        pipe.set_outputs(images, rotated, bright, contrasted, random_bright)
+    decoded, rotated, bright, contrasted, random_bright = pipe.run()
+    assert rotated.dimensions() == [2, 416, 416, 3]
+    height, width = decoded.get_rois()[0][3], decoded.get_rois()[0][2]
+    image = torch.from_numpy(decoded.at(0)[:height, :width].copy())
+    assert np.array_equal(bright.at(0)[:height, :width],
+                          (image.float() * 1.9 + 20).round().clamp(0, 255).to(torch.uint8).numpy())
+    assert np.array_equal(contrasted.at(0)[:height, :width],
+                          ((image.float() - 80) * 30 + 80).round().clamp(0, 255).to(torch.uint8).numpy())
+    assert not np.array_equal(random_bright.at(0), decoded.at(0))  # drawn from rocAL's default ranges

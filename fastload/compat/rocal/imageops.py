@@ -164,24 +164,91 @@ def pad_batch(samples: list[torch.Tensor], buffer_hw: tuple[int, int], layout: s
 
 def resample(image: torch.Tensor, width: int, height: int, interpolation: str) -> torch.Tensor:
     """The image resampled to ``width`` x ``height`` as RPP's host kernels do (ROCm/rpp at f1d37473,
-    src/modules/tensor/cpu/kernel/resize.cpp): "linear" is plain bilinear on pixel centres, edge pixels
-    repeated, no antialiasing when shrinking (resize_bilinear_*_host_tensor); "nn" takes the source
-    pixel floor((x + 0.5) * ratio) (compute_resize_nn_src_loc); "triangular" is the separable triangle
-    filter widened by the ratio when shrinking (resize_separable_host_tensor), which is DALI's. uint8 in,
-    uint8 out (rounded half to even, as _mm256_cvtps_epi32, and saturated)."""
-    import torch.nn.functional as F
+    src/modules/tensor/cpu/kernel/resize.cpp): "nn" takes the source pixel floor((x + 0.5) * ratio)
+    (compute_resize_nn_src_loc); "triangular" is the separable triangle filter widened by the ratio when
+    shrinking (resize_separable_host_tensor), which is DALI's; "linear" is ``_rpp_bilinear``."""
     if interpolation == "triangular":
         from ..dali import imageops as dali_imageops
         return dali_imageops.resize(image, resize_x=width, resize_y=height, interp_type="triangular",
                                     antialias=True)
     src_h, src_w = image.shape[0], image.shape[1]
     if interpolation == "nn":
-        rows = torch.clamp(((torch.arange(height) + 0.5) * (src_h / height)).floor().long(), max=src_h - 1)
-        cols = torch.clamp(((torch.arange(width) + 0.5) * (src_w / width)).floor().long(), max=src_w - 1)
+        rows = _nn_sources(src_h, height)
+        cols = _nn_sources(src_w, width)
         return image[rows][:, cols].contiguous()
-    planes = image.permute(2, 0, 1).unsqueeze(0).float()
-    out = F.interpolate(planes, size=(height, width), mode="bilinear", align_corners=False, antialias=False)
-    out = out[0].permute(1, 2, 0)
+    return _rpp_bilinear(image, width, height)
+
+
+def _nn_sources(size: int, out: int) -> torch.Tensor:
+    ratio = np.float32(size) / np.float32(out)
+    where = torch.arange(out, dtype=torch.float32) * float(ratio) + float(ratio * np.float32(0.5))
+    return where.floor().long().clamp(0, size - 1)
+
+
+def _bilinear_taps(size: int, out: int):
+    """Per output index: the two source taps and the first's weight. c = (d + 0.5) * ratio - 0.5 in float32,
+    the first tap ceil(c - 1), weighted (tap - (c - 1)); both taps capped at size - 2, so the last source
+    row or column is never read (resize_bilinear_u8_u8_host_tensor: maxHeightLimit = height - 2)."""
+    ratio = np.float32(size) / np.float32(out)
+    offset = (ratio - np.float32(1)) * np.float32(0.5) - np.float32(1)
+    where = torch.arange(out, dtype=torch.float32) * float(ratio) + float(offset)
+    first = torch.ceil(where)
+    weight = first - where
+    limit = max(size - 2, 0)
+    first = first.long()
+    return first.clamp(0, limit), (first + 1).clamp(0, limit), weight
+
+
+def _rpp_bilinear(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
+    """RPP's plain bilinear resize: centre-aligned, no antialiasing when shrinking, taps capped at
+    side - 2; uint8 results rounded half to even and saturated, except the last ``width % 8`` columns of
+    each row, which RPP's scalar tail truncates (compute_bilinear_interpolation_3c_pkd: a cast to Rpp8u)."""
+    top, bottom, wy = _bilinear_taps(image.shape[0], height)
+    left, right, wx = _bilinear_taps(image.shape[1], width)
+    pixels = image.float()
+    wy, wx = wy.view(-1, 1, 1), wx.view(1, -1, 1)
+    upper, lower = pixels[top], pixels[bottom]
+    out = (wy * (wx * upper[:, left] + (1 - wx) * upper[:, right])
+           + (1 - wy) * (wx * lower[:, left] + (1 - wx) * lower[:, right]))
+    if image.dtype != torch.uint8:
+        return out.to(image.dtype)
+    rounded = out.round()
+    tail = width & ~7
+    rounded[:, tail:] = out[:, tail:].trunc()
+    return rounded.clamp(0, 255).to(torch.uint8)
+
+
+def rotate(image: torch.Tensor, angle: float, interpolation: str = "linear") -> torch.Tensor:
+    """The image rotated by ``angle`` degrees about its centre, at its own size, as RPP's host warp does
+    (ROCm/rpp: rppt_rotate_host builds {cos, -sin, 0, sin, cos, 0}; warp_affine.cpp,
+    compute_warp_affine_src_loc: src = M (dst - c) + c with c = (width >> 1, height >> 1), in float32;
+    rpp_cpu_interpolation.hpp: a source point whose floor (bilinear) or rounding (nearest) falls outside
+    the image is 0, else bilinear between trunc(src) and the next pixel, both capped at side - 2, rounded
+    half to even)."""
+    height, width = image.shape[0], image.shape[1]
+    radians = np.float32(angle) * np.float32(np.pi / 180)
+    cos, sin = np.float32(np.cos(radians)), np.float32(np.sin(radians))
+    ys, xs = torch.meshgrid(torch.arange(height, dtype=torch.float32), torch.arange(width, dtype=torch.float32),
+                            indexing="ij")
+    dx, dy = xs - (width >> 1), ys - (height >> 1)
+    src_x = dx * float(cos) + dy * float(-sin) + (width >> 1)
+    src_y = dx * float(sin) + dy * float(cos) + (height >> 1)
+    pixels = image.float()
+    if interpolation == "nn":
+        sx, sy = torch.round(src_x), torch.round(src_y)
+        valid = (sx >= 0) & (sy >= 0) & (sx <= width - 1) & (sy <= height - 1)
+        out = pixels[sy.clamp(0, height - 1).long(), sx.clamp(0, width - 1).long()]
+    else:
+        valid = ((src_x.floor() >= 0) & (src_y.floor() >= 0) & (src_x.floor() <= width - 1)
+                 & (src_y.floor() <= height - 1))
+        left = torch.clamp(src_x.trunc(), max=width - 2).clamp(min=0).long()
+        top = torch.clamp(src_y.trunc(), max=height - 2).clamp(min=0).long()
+        right = torch.clamp(left + 1, max=width - 2)
+        bottom = torch.clamp(top + 1, max=height - 2)
+        wx, wy = (src_x - left).unsqueeze(-1), (src_y - top).unsqueeze(-1)
+        out = ((1 - wy) * ((1 - wx) * pixels[top, left] + wx * pixels[top, right])
+               + wy * ((1 - wx) * pixels[bottom, left] + wx * pixels[bottom, right]))
+    out = torch.where(valid.unsqueeze(-1), out, torch.zeros(()))
     if image.dtype == torch.uint8:
-        return out.round().clamp(0, 255).to(torch.uint8).contiguous()
-    return out.to(image.dtype).contiguous()
+        return out.round().clamp(0, 255).to(torch.uint8)
+    return out.to(image.dtype)

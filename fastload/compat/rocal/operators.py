@@ -460,6 +460,73 @@ def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTens
     return _image_op("flip", run, inputs[0], {"horizontal": horizontal, "vertical": vertical}, out)
 
 
+def rotate(*inputs, angle=None, dest_width=0, dest_height=0,
+           interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, device=None, fill_value=None,
+           output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.rotate``: each image turned ``angle`` degrees (a number, a per-sample fn.uniform, or None for
+    rocAL's default, uniform in [0, 180): node_rotate.h) about its centre at its own size, outside filled
+    with 0 (RPP's warp: imageops.rotate), at the top left of a dest_width x dest_height buffer (0: the
+    input's). rocAL ignores ``fill_value`` and so does fastload; where the buffer is smaller than the image
+    rocAL writes past it, fastload cuts the image to it."""
+    kind = _interpolation(interpolation_type)
+    if kind == "triangular":
+        raise NotImplementedError(f"{PREFIX}: fn.rotate: interpolation_type TRIANGULAR is not supported "
+                                  f"(LINEAR, NEAREST_NEIGHBOR, as RPP's rotate)")
+    layout, dtype = _kind(output_layout, output_dtype)
+    source = inputs[0].rocal.buffer
+    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else source
+    out = Rocal(buffer, layout, dtype)
+
+    def run(ctx, op, image, angle):
+        if angle is None:
+            angle = ctx.rng(op).uniform(0.0, 180.0)
+        turned = imageops.rotate(image, float(angle), kind)[:buffer[0], :buffer[1]]
+        return imageops.as_output(turned.contiguous(), out.torch_dtype)
+    return _image_op("rotate", run, inputs[0], {"angle": _param(angle)}, out)
+
+
+def _color_op(name: str, formula, defaults: dict):
+    """An RPP point operation on uint8 pixels, rounded half to even and saturated; a parameter left None is
+    drawn per sample from rocAL's default range (rocAL/include/augmentations/color_augmentations)."""
+    def build(*inputs, device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8,
+              **params):
+        unknown = set(params) - set(defaults)
+        if unknown:
+            raise TypeError(f"fn.{name}() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
+        layout, dtype = _kind(output_layout, output_dtype)
+        out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+
+        def run(ctx, op, image, **values):
+            rng = ctx.rng(op)
+            drawn = {key: (rng.uniform(*defaults[key]) if value is None else float(value))
+                     for key, value in values.items()}
+            return imageops.as_output(formula(image.float(), **drawn), out.torch_dtype)
+        values = {key: _param(params.get(key)) for key in defaults}
+        return _image_op(name, run, inputs[0], values, out)
+    build.__name__ = name
+    return build
+
+
+# rocAL/source/augmentations/color_augmentations: node_brightness.h (ALPHA_RANGE, BETA_RANGE) and
+# node_contrast.h; RPP kernel/brightness.cpp (x * alpha + beta) and kernel/contrast.cpp
+brightness = _color_op("brightness", lambda x, brightness, brightness_shift: x * brightness + brightness_shift,
+                       {"brightness": (0.1, 1.95), "brightness_shift": (0.0, 25.0)})
+contrast = _color_op("contrast", lambda x, contrast, contrast_center: (x - contrast_center) * contrast
+                     + contrast_center, {"contrast": (0.1, 1.95), "contrast_center": (60.0, 90.0)})
+brightness.__doc__ = ("``fn.brightness``: x * brightness + brightness_shift (each None: drawn per sample, "
+                      "[0.1, 1.95] and [0, 25] -- so a brightness alone still adds a random shift, as in rocAL)")
+contrast.__doc__ = ("``fn.contrast``: (x - contrast_center) * contrast + contrast_center (each None: drawn "
+                    "per sample, [0.1, 1.95] and [60, 90])")
+_brightness = brightness
+
+
+def brightness_fixed(*inputs, brightness=1.0, brightness_shift=0.0, device=None,
+                     output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.brightness_fixed``: fn.brightness with fixed values (defaults 1.0 and 0.0)."""
+    return _brightness(*inputs, brightness=float(brightness), brightness_shift=float(brightness_shift),
+                       output_layout=output_layout, output_dtype=output_dtype)
+
+
 # ------------------------------------------------------------------------------------------ random, labels
 
 def coin_flip(*inputs, probability=0.5):
@@ -487,9 +554,9 @@ def one_hot(*inputs, num_classes=0, device=None):
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file, "
-                                  f"decoders.image / image_slice / image_random_crop, resize, "
+                                  f"decoders.image / image_slice / image_random_crop, external_source, resize, "
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
-                                  f"random.coin_flip, uniform, one_hot)")
+                                  f"rotate, brightness, contrast, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
