@@ -114,7 +114,7 @@ def test_rocals_decoder_test_script(photos):
     assert isinstance(batch, np.ndarray) and batch.shape == (4, 300, 300, 3) and batch.dtype == np.uint8
     assert batch.max() > 1  # mean/std of the Pipeline are kept for rocAL's iterators, never applied
     assert images[1].dtype == np.int64 and images[1].tolist() == labels_of(photos)[:4]  # not shuffled
-    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):  # (rocAL asserts)
         image_decoder_pipeline(batch_size=4, colour=1)
 
 

@@ -360,6 +360,21 @@ def _group(batch, op: ExternalSourceOp, batched: bool = False) -> list:
     return _samples(batch, op.output_dtypes[0])
 
 
+def split_kwargs(name: str, function_args, pipeline_args, decorated: dict, given: dict) -> tuple[dict, dict]:
+    """(the Pipeline's keyword arguments, the function's): a call's keyword goes to the function when it
+    takes it, else to the Pipeline when that takes it (over the decorator's), else it is a TypeError -- the
+    split of DALI's and rocAL's pipeline_def."""
+    pipe, function = dict(decorated), {}
+    for key, value in given.items():
+        if key in function_args:
+            function[key] = value
+        elif key in pipeline_args:
+            pipe[key] = value
+        else:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+    return pipe, function
+
+
 def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
     """DALI's decorator: calling the function makes a Pipeline whose outputs are what it returns."""
     def decorate(func):
@@ -375,15 +390,7 @@ def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
             conditionals = kwargs.pop("enable_conditionals", enable_conditionals) \
                 if "enable_conditionals" not in names else enable_conditionals
             kwargs.pop("debug", None) if "debug" not in names else None
-            pipe_args = dict(pipeline_kwargs)
-            fn_args = {}
-            for key, value in kwargs.items():
-                if key in names:
-                    fn_args[key] = value
-                elif key in ctor:
-                    pipe_args[key] = value
-                else:
-                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument {key!r}")
+            pipe_args, fn_args = split_kwargs(func.__name__, names, ctor, pipeline_kwargs, kwargs)
             pipe = Pipeline(**pipe_args)
             pipe._conditionals = conditionals
             body = func

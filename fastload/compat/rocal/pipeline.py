@@ -278,15 +278,7 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         def create_pipeline(*args, **kwargs):
             if "debug" not in names:
                 kwargs.pop("debug", None)
-            pipe_args, fn_args = dict(pipeline_kwargs), {}
-            for key, value in kwargs.items():
-                if key in names:
-                    fn_args[key] = value
-                elif key in ctor:
-                    pipe_args[key] = value
-                else:
-                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument {key!r} (neither the "
-                                    f"function's nor the Pipeline's)")
+            pipe_args, fn_args = dali_pipeline.split_kwargs(func.__name__, names, ctor, pipeline_kwargs, kwargs)
             pipe = Pipeline(**pipe_args)
             with pipe:
                 outputs = func(*args, **fn_args)

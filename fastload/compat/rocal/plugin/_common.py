@@ -32,3 +32,10 @@ def the_pipeline(pipelines):
         pipelines = pipelines[0]
     pipelines.build()
     return pipelines
+
+
+def classification_args(pipe, display, device, device_id) -> dict:
+    """The classification iterators' arguments for the generic one: the pipeline's layout, type and
+    normalization, which rocAL's iterators keep and do not apply."""
+    return dict(tensor_layout=pipe._tensor_layout, tensor_dtype=pipe._tensor_dtype, multiplier=pipe._multiplier,
+                offset=pipe._offset, display=display, device=device, device_id=device_id)

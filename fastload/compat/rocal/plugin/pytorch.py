@@ -17,7 +17,7 @@ import warnings
 import torch
 
 from .. import types
-from ._common import check_display, one_hot, the_pipeline
+from ._common import check_display, classification_args, one_hot, the_pipeline
 
 
 class ROCALGenericIterator:
@@ -69,9 +69,7 @@ class ROCALClassificationIterator(ROCALGenericIterator):
     def __init__(self, pipelines, size=0, auto_reset=False, fill_last_batch=True, dynamic_shape=False,
                  last_batch_padded=False, display=False, device="cpu", device_id=0):
         pipe = the_pipeline(pipelines)
-        super().__init__(pipe, tensor_layout=pipe._tensor_layout, tensor_dtype=pipe._tensor_dtype,
-                         multiplier=pipe._multiplier, offset=pipe._offset, display=display, device=device,
-                         device_id=device_id)
+        super().__init__(pipe, **classification_args(pipe, display, device, device_id))
 
 
 _warned_no_gpu = False
