@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default="resnet50")
     parser.add_argument("--requests", type=int, default=256, help="requests per measurement")
     parser.add_argument("--concurrency", default="1,8,32", help="client threads, comma-separated")
-    parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: run the baseline server

@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", help="its state_dict (torch.save file); default: random weights")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-batch", type=int, default=32, help="requests per model batch (default 32)")
+    parser.add_argument("--max-batch", type=int, default=8,
+                        help="requests per model batch (default 8: ResNet-50 on 2 CPU cores runs 8 at 35 ms an "
+                             "image, 32 at 44, 1 at 79)")
     parser.add_argument("--max-wait-ms", type=float, default=5.0,
                         help="how long a batch waits for more requests after its first (default 5)")
     parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body (default 20 MiB)")
