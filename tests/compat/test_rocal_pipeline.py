@@ -400,3 +400,47 @@ def test_rocals_unit_test_rotate_brightness_and_contrast_branches(photos):
     assert np.array_equal(contrasted.at(0)[:height, :width],
                           ((image.float() - 80) * 30 + 80).round().clamp(0, 255).to(torch.uint8).numpy())
     assert not np.array_equal(random_bright.at(0), decoded.at(0))  # drawn from rocAL's default ranges
+
+
+def imagenet_train_pipeline(data_path, batch_size=4, crop=64, fp16=False):
+    """train_pipeline of rocAL's docs/examples/pytorch/imagenet_training/imagenet_training.py, small."""
+    pipe = Pipeline(batch_size=batch_size, num_threads=2, device_id=0, seed=10, rocal_cpu=True,
+                    tensor_dtype=types.FLOAT16 if fp16 else types.FLOAT, tensor_layout=types.NCHW,
+                    prefetch_queue_depth=6, mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                    std=[0.229 * 255, 0.224 * 255, 0.225 * 255], output_memory_type=types.HOST_MEMORY)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=data_path)
+        decode = fn.decoders.image_slice(jpegs, output_type=types.RGB, file_root=data_path, shard_id=0,
+                                         num_shards=1, random_shuffle=True)
+        res = fn.resize(decode, resize_width=crop, resize_height=crop, output_layout=types.NHWC,
+                        output_dtype=types.UINT8, interpolation_type=types.TRIANGULAR_INTERPOLATION)
+        flip_coin = fn.random.coin_flip(probability=0.5)
+        cmnp = fn.crop_mirror_normalize(res, output_layout=types.NCHW, output_dtype=types.FLOAT, crop=(crop, crop),
+                                        mirror=flip_coin, mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                                        std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
+        pipe.set_outputs(cmnp)
+    return pipe.build()
+
+
+def test_the_imagenet_training_graph_is_fused_and_equals_the_operator_run(photos, monkeypatch):
+    """rocAL's ImageNet training graph lowers to a fused plan (the fast path): the same samples, windows
+    and flips as the operator-by-operator run; pixels differ by resampling arithmetic (Pillow's triangle
+    filter against the torch one; at borders Pillow renormalizes where RPP repeats the edge pixel): mean
+    under 0.5 levels, 99th percentile of each image at most 6."""
+    fused = imagenet_train_pipeline(photos)
+    assert fused.unfused is None and fused.loader.fast_path
+    monkeypatch.setattr(Pipeline, "_lower", lambda self, graph: "forced for the test")
+    slow = imagenet_train_pipeline(photos)
+    assert not slow.loader.fast_path
+    std = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1) * 255
+    for _ in range(3):
+        (f_images,), (s_images,) = fused.run(), slow.run()
+        assert np.array_equal(fused.get_image_labels(), slow.get_image_labels())
+        assert f_images.dimensions() == s_images.dimensions() == [4, 3, 64, 64] and f_images.layout() == "NCHW"
+        levels = (torch.from_numpy(np.stack([f_images.at(i) for i in range(4)]))
+                  - torch.from_numpy(np.stack([s_images.at(i) for i in range(4)]))).abs() * std
+        assert levels.mean() < 0.5 and levels.flatten(1).quantile(0.99, dim=1).max() <= 6, levels.max()
+    fused.rocal_reset_loaders()  # the three run() calls read the whole epoch (12 samples)
+    batches = list(ROCALClassificationIterator(fused))
+    (first,), _ = batches[0]
+    assert len(batches) == 3 and first.shape == (4, 3, 64, 64) and first.dtype == torch.float32

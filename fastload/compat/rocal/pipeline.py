@@ -123,7 +123,8 @@ class Pipeline(dali_pipeline.Pipeline):
         super().set_outputs(*[out for out in outputs if not (isinstance(out, (list, tuple)) and not out)])
 
     def _lower(self, graph):
-        return "rocAL graphs run operator by operator (their fusing is not built yet)"
+        from .lowering import lower
+        return lower(graph)
 
     def build(self):
         """Build the graph and its loader (rocalVerify); returns the pipeline, as rocAL's does."""
@@ -251,8 +252,11 @@ class Pipeline(dali_pipeline.Pipeline):
     def _as_rocal(self, node, batch) -> RocalTensor:
         """A graph output's per-sample HWC images as rocAL's padded buffer in the operator's layout."""
         out = node.rocal
-        samples = list(batch.tensors)
         layout = "NCHW" if out.layout == types.NCHW else "NHWC"
+        if self._lowered is not None:  # the fused plan's batch: dense, in the output's layout already
+            dense = batch.as_tensor()
+            return RocalTensor(dense, layout, out.dtype_name, [out.buffer] * dense.shape[0])
+        samples = list(batch.tensors)
         rois = [(s.shape[0], s.shape[1]) for s in samples]
         return RocalTensor(pad_batch(samples, out.buffer, layout), layout, out.dtype_name, rois)
 
