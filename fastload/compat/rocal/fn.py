@@ -8,7 +8,7 @@ from .operators import (brightness, brightness_fixed, center_crop, contrast, cro
 
 centre_crop = center_crop
 for _name in ("hue", "saturation", "color_twist", "blur", "warp_affine", "fish_eye", "vignette", "jitter",
-              "snp_noise", "snow", "rain", "fog", "pixelate", "exposure", "gamma_correction", "color_temp", "lens_correction", "blend",
-              "resize_crop", "resize_crop_mirror", "roi_resize", "nop", "copy", "log1p"):
+              "snp_noise", "snow", "rain", "fog", "pixelate", "exposure", "gamma_correction", "color_temp",
+              "lens_correction", "blend", "resize_crop", "resize_crop_mirror", "roi_resize", "nop", "copy", "log1p"):
     globals().setdefault(_name, unsupported(_name))
 del _name
