@@ -10,7 +10,12 @@ num_threads = cores, DALIClassificationIterator(reader_name="Reader",
 last_batch_policy=PARTIAL). The native loader runs the same transform as
 torchvision names it (RandomResizedCrop(224, scale=(0.1, 1), ratio=(0.8,
 1.25)), flip, float32, normalize). Each loader runs in its own subprocess:
-a warm-up epoch, then ``--epochs`` timed ones. This machine's throughput
+a warm-up epoch, then ``--epochs`` timed ones. ``--loaders
+fastload.compat.rocal,fastload.compat.rocal+dct,fastload-rocal-recipe`` runs rocAL's ImageNet training
+pipeline (image_slice, TRIANGULAR resize 224, a coin-flip
+crop_mirror_normalize to float NCHW) on fastload.compat.rocal beside the
+native loader with that transform (its "vs native" column); "+dct" is the
+same pipeline with fastload's ``dct_scaling="auto"``. This machine's throughput
 drifts by 10-20% over minutes, so ``--rounds`` runs every loader that many
 times, alternating their order, and the ratios are the medians of each
 round's ratios (loaders of one round ran within seconds of each other). Run
@@ -29,6 +34,9 @@ import sys
 from fastload.cli.bench import machine, measure, run_in_child
 
 LOADERS = ("dali", "fastload.compat.dali", "fastload")
+# rocAL's ImageNet training pipeline (docs/examples/pytorch/imagenet_training/imagenet_training.py) on
+# fastload.compat.rocal, and the native loader with the same transform as torchvision names it
+ROCAL_LOADERS = ("fastload.compat.rocal", "fastload.compat.rocal+dct", "fastload-rocal-recipe")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
@@ -67,10 +75,58 @@ class _IteratorBatches:
             yield outputs[0]["data"], outputs[0]["label"]
 
 
+def _rocal_train_pipeline(root: str, batch_size: int, workers: int, **fastload_args):
+    """train_pipeline of rocAL's ImageNet training example, as that script defines it (crop 224)."""
+    import fastload.compat.rocal.fn as fn
+    import fastload.compat.rocal.types as types
+    from fastload.compat.rocal.pipeline import Pipeline
+    pipe = Pipeline(batch_size=batch_size, num_threads=workers, device_id=0, seed=10, rocal_cpu=True,
+                    tensor_dtype=types.FLOAT, tensor_layout=types.NCHW, prefetch_queue_depth=6,
+                    mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD], output_memory_type=types.HOST_MEMORY,
+                    **fastload_args)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=root)
+        decode = fn.decoders.image_slice(jpegs, output_type=types.RGB, file_root=root, shard_id=0, num_shards=1,
+                                         random_shuffle=True)
+        res = fn.resize(decode, resize_width=224, resize_height=224, output_layout=types.NHWC,
+                        output_dtype=types.UINT8, interpolation_type=types.TRIANGULAR_INTERPOLATION)
+        flip_coin = fn.random.coin_flip(probability=0.5)
+        cmnp = fn.crop_mirror_normalize(res, output_layout=types.NCHW, output_dtype=types.FLOAT, crop=(224, 224),
+                                        mirror=flip_coin, mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+        pipe.set_outputs(cmnp)
+    pipe.build()
+    return pipe
+
+
+class _RocalBatches:
+    """rocAL's PyTorch iterator as ``measure`` reads a loader: (images, labels) batches, len, batch_size."""
+
+    def __init__(self, iterator, batch_size: int):
+        self.iterator, self.batch_size = iterator, batch_size
+
+    def __len__(self) -> int:
+        return len(self.iterator)
+
+    def __iter__(self):
+        for (images,), labels in self.iterator:
+            yield images, labels
+
+
 def _make_loader(name: str, root: str, batch_size: int, workers: int):
     import torch
 
     import fastload
+    if name.startswith("fastload.compat.rocal"):  # "+dct": with fastload's dct_scaling="auto"
+        from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
+        extra = {"dct_scaling": "auto"} if name.endswith("+dct") else {}
+        return _RocalBatches(ROCALClassificationIterator(_rocal_train_pipeline(root, batch_size, workers, **extra)),
+                             batch_size)
+    if name == "fastload-rocal-recipe":  # rocAL's image_slice window: area [0.08, 1], aspect [0.75, 1.33333]
+        t = fastload.transforms
+        transform = t.Compose([t.RandomResizedCrop(224, scale=(0.08, 1.0), ratio=(0.75, 1.33333)),
+                               t.RandomHorizontalFlip(), t.ToDtype(torch.float32, scale=True), t.Normalize(MEAN, STD)])
+        return fastload.DataLoader(fastload.ImageFolder(root, transform), batch_size=batch_size, shuffle=True,
+                                   num_workers=workers)
     if name == "fastload":
         t = fastload.transforms
         transform = t.Compose([t.RandomResizedCrop(224, scale=(0.1, 1.0), ratio=(0.8, 1.25)),
@@ -138,7 +194,8 @@ def main(argv=None) -> int:
             return f"{statistics.median(values):.2f}x"
         median = statistics.median(r[name]["images_per_s"] for r in rounds)
         peak = max(r[name]["peak_mb"] for r in rounds)
-        print(f"{name:<22} {median:>12.0f} {ratio('dali'):>8} {ratio('fastload'):>10} {peak:>15.0f}")
+        native = "fastload-rocal-recipe" if name in ROCAL_LOADERS else "fastload"
+        print(f"{name:<22} {median:>12.0f} {ratio('dali'):>8} {ratio(native):>10} {peak:>15.0f}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"machine": machine(), "rounds": rounds}, out, indent=2)

@@ -49,6 +49,11 @@ def test_bench_compat_runs(tmp_path):
         assert f"\n{row} " in result.stdout
     rounds = json.loads((tmp_path / "out.json").read_text())["rounds"]
     assert len(rounds) == 2 and all(r[name]["images"] == 8 for r in rounds for name in r)
+    rocal = subprocess.run([sys.executable, str(BENCHMARKS / "bench_compat.py"), str(root), "--batch-size", "4",
+                            "--workers", "1", "--epochs", "1", "--rounds", "1", "--loaders",
+                            "fastload.compat.rocal,fastload-rocal-recipe"], capture_output=True, text=True, timeout=600)
+    assert rocal.returncode == 0, rocal.stderr
+    assert "\nfastload.compat.rocal " in rocal.stdout and "\nfastload-rocal-recipe " in rocal.stdout
 
 
 def test_bench_serve_runs(tmp_path):

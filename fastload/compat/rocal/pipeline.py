@@ -87,17 +87,19 @@ class RocalTensor:
 class Pipeline(dali_pipeline.Pipeline):
     """rocAL's pipeline: its arguments as in rocAL (``rocal_cpu=True`` for the CPU). ``tensor_layout``,
     ``tensor_dtype``, ``mean``, ``std`` and ``reverse_channels`` are kept for the iterators, which in rocAL
-    store and do not apply them; each operator's output_layout/output_dtype decide its output."""
+    store and do not apply them; each operator's output_layout/output_dtype decide its output.
+    ``dct_scaling`` is fastload's own, as on fastload.compat.dali's Pipeline: "auto" lets a fused
+    random-crop graph decode a large window at reduced DCT scale (faster; not rocAL's pixels)."""
 
     _says_unfused = False
 
     def __init__(self, batch_size=-1, num_threads=0, device_id=0, seed=1, exec_pipelined=True,
                  prefetch_queue_depth=2, exec_async=True, bytes_per_sample=0, rocal_cpu=False, max_streams=-1,
                  default_cuda_stream_priority=0, tensor_layout=types.NCHW, reverse_channels=False, mean=None,
-                 std=None, tensor_dtype=types.FLOAT, output_memory_type=None):
+                 std=None, tensor_dtype=types.FLOAT, output_memory_type=None, dct_scaling=False):
         super().__init__(batch_size=batch_size, num_threads=num_threads if num_threads and num_threads > 0 else 1,
                          device_id=None, seed=seed if seed is not None else 1,
-                         prefetch_queue_depth=prefetch_queue_depth)
+                         prefetch_queue_depth=prefetch_queue_depth, dct_scaling=dct_scaling)
         self._rocal_cpu = bool(rocal_cpu)
         self._rocal_device_id = device_id
         self._tensor_layout, self._tensor_dtype = tensor_layout, tensor_dtype
