@@ -201,3 +201,56 @@ def test_nearest_takes_rpps_source_pixel():
     image = torch.arange(10, dtype=torch.uint8).reshape(1, 10, 1).expand(3, 10, 3).contiguous()
     out = imageops.resample(image, 4, 3, "nn")
     assert out[0, :, 0].tolist() == [1, 3, 6, 8]  # floor((x + 0.5) * 2.5)
+
+
+def _rpp_color_twist_pixel(rgb, brightness, contrast, hue, saturation):
+    """compute_color_twist_host (ROCm/rpp src/modules/tensor/cpu/kernel/color_twist.cpp) for one pixel,
+    line by line, in float64; then the u8 store (half to even, saturated)."""
+    import math
+    r, g, b = (c / 255 for c in rgb)
+    cmax, cmin = max(r, g, b), min(r, g, b)
+    delta = cmax - cmin
+    h = s = add = 0.0
+    if delta != 0 and cmax != 0:
+        s = delta / cmax
+        if cmax == r:
+            h, add = g - b, 0.0
+        elif cmax == g:
+            h, add = b - r, 2.0
+        else:
+            h, add = r - g, 4.0
+        h /= delta
+    v = cmax
+    h += math.fmod(int(hue), 360) * 0.01666667 + add
+    h = h - 6 if h >= 6 else h
+    h = h + 6 if h < 0 else h
+    s = max(0.0, min(1.0, s * saturation))
+    i, f = int(h), h - int(h)
+    vsat = v * s
+    p, q, t = v - vsat, v - vsat * f, v - vsat + vsat * f
+    r, g, b = {0: (v, t, p), 1: (q, v, p), 2: (p, v, t), 3: (p, q, v), 4: (t, p, v), 5: (v, p, q)}.get(i, (r, g, b))
+    return [min(255, max(0, round(c * brightness * 255 + contrast))) for c in (r, g, b)]
+
+
+@pytest.mark.parametrize("params", [(1.0, 0.0, 0.0, 1.0), (1.3, 12.0, 75.0, 0.6), (0.7, 1.0, 359.9, 1.8),
+                                    (1.0, 1.0, -30.0, 0.3)])
+def test_color_twist_is_rpps_fused_twist(params):
+    rng = np.random.default_rng(5)
+    pixels = rng.integers(0, 256, (40, 3)).tolist() + [[0, 0, 0], [255, 255, 255], [90, 90, 90], [255, 0, 0],
+                                                        [12, 200, 200]]
+    image = torch.tensor(pixels, dtype=torch.uint8).reshape(1, -1, 3)
+    ours = imageops.color_twist(image, *params)[0].tolist()
+    expected = [_rpp_color_twist_pixel(p, *params) for p in pixels]
+    differences = [abs(a - b) for row_a, row_b in zip(ours, expected) for a, b in zip(row_a, row_b)]
+    assert max(differences) <= 1 and sum(d > 0 for d in differences) <= 3  # float32 against float64
+    if params == (1.0, 0.0, 0.0, 1.0):  # the identity twist gives the pixels back
+        assert ours == pixels
+
+
+def test_fn_color_twist_in_a_pipeline(one_photo):
+    decoded, twisted, drawn = _run(one_photo, lambda images: (
+        fn.color_twist(images, brightness=1.2, contrast=5.0, hue=30.0, saturation=0.8),
+        fn.color_twist(images, hue=None)))
+    image = torch.from_numpy(decoded.at(0)[:61, :97].copy())
+    assert torch.equal(torch.from_numpy(twisted.at(0)[:61, :97]), imageops.color_twist(image, 1.2, 5.0, 30.0, 0.8))
+    assert not torch.equal(torch.from_numpy(drawn.at(0)[:61, :97]), imageops.color_twist(image, 1.0, 1.0, 0.0, 1.0))

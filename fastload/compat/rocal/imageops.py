@@ -252,3 +252,44 @@ def rotate(image: torch.Tensor, angle: float, interpolation: str = "linear") -> 
     if image.dtype == torch.uint8:
         return out.round().clamp(0, 255).to(torch.uint8)
     return out.to(image.dtype)
+
+
+def color_twist(image: torch.Tensor, brightness: float, contrast: float, hue: float, saturation: float):
+    """RPP's fused colour twist on RGB uint8 pixels (ROCm/rpp: src/modules/tensor/cpu/kernel/color_twist.cpp,
+    compute_color_twist_host and its u8 set-up): to HSV on x / 255 with the hue in sextants, the hue moved
+    by (int(hue) % 360) / 60 and wrapped once, the saturation scaled and clamped to [0, 1], back to RGB,
+    then ``rgb * brightness * 255 + contrast`` -- brightness multiplies, contrast is an offset in pixel
+    units -- rounded half to even and saturated. In float32, as RPP."""
+    if image.shape[-1] != 3:
+        raise ValueError("color_twist takes RGB (or BGR) images")
+    f32 = np.float32
+    x = image.float() * float(f32(1) / f32(255))
+    r, g, b = x.unbind(-1)
+    cmax, cmin = torch.maximum(torch.maximum(r, g), b), torch.minimum(torch.minimum(r, g), b)
+    delta = cmax - cmin
+    valid = (delta != 0) & (cmax != 0)
+    safe = torch.where(valid, delta, torch.ones(()))
+    sat = torch.where(valid, delta / torch.where(valid, cmax, torch.ones(())), torch.zeros(()))
+    numerator = torch.where(cmax == r, g - b, torch.where(cmax == g, b - r, r - g))
+    add = torch.where(cmax == r, 0.0, torch.where(cmax == g, 2.0, 4.0))
+    shade = torch.where(valid, numerator / safe, torch.zeros(()))
+    add = torch.where(valid, add, torch.zeros(()))
+    hue_shift = float(f32(math.fmod(int(hue), 360)) * f32(0.01666667))
+    shade = shade + (hue_shift + add)
+    shade = torch.where(shade >= 6, shade - 6, shade)
+    shade = torch.where(shade < 0, shade + 6, shade)
+    sat = (sat * float(f32(saturation))).clamp(0, 1)
+    sextant = shade.trunc()
+    fraction = shade - sextant
+    v = cmax
+    vsat = v * sat
+    vsatf = vsat * fraction
+    p, q, t = v - vsat, v - vsatf, v - vsat + vsatf
+    cases = [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]
+    out_r, out_g, out_b = r.clone(), g.clone(), b.clone()  # no case matches: RPP leaves the pixel as read
+    for k, (cr, cg, cb) in enumerate(cases):
+        here = sextant == k
+        out_r, out_g, out_b = torch.where(here, cr, out_r), torch.where(here, cg, out_g), torch.where(here, cb, out_b)
+    scale = float(f32(brightness) * f32(255))
+    out = torch.stack([out_r, out_g, out_b], -1) * scale + float(f32(contrast))
+    return out.round().clamp(0, 255).to(torch.uint8) if image.dtype == torch.uint8 else out.to(image.dtype)

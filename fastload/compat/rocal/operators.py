@@ -520,6 +520,20 @@ contrast.__doc__ = ("``fn.contrast``: (x - contrast_center) * contrast + contras
 _brightness = brightness
 
 
+def color_twist(*inputs, brightness=1.0, contrast=1.0, hue=0.0, saturation=1.0, device=None,
+                output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.color_twist``: RPP's fused twist (imageops.color_twist): ``brightness`` multiplies, ``contrast``
+    is added in pixel units, ``hue`` in degrees, ``saturation`` a factor; one left None is drawn per sample
+    from rocAL's range (node_color_twist.h: [0.1, 1.95], [0.1, 25], [5, 170], [0.1, 0.4])."""
+    return _color_twist(*inputs, brightness=brightness, contrast=contrast, hue=hue, saturation=saturation,
+                        output_layout=output_layout, output_dtype=output_dtype)
+
+
+_color_twist = _color_op("color_twist", lambda x, **p: imageops.color_twist(x.round().to(torch.uint8), **p).float(),
+                         {"brightness": (0.1, 1.95), "contrast": (0.1, 25.0), "hue": (5.0, 170.0),
+                          "saturation": (0.1, 0.4)})
+
+
 def brightness_fixed(*inputs, brightness=1.0, brightness_shift=0.0, device=None,
                      output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.brightness_fixed``: fn.brightness with fixed values (defaults 1.0 and 0.0)."""
