@@ -254,3 +254,77 @@ def test_fn_color_twist_in_a_pipeline(one_photo):
     image = torch.from_numpy(decoded.at(0)[:61, :97].copy())
     assert torch.equal(torch.from_numpy(twisted.at(0)[:61, :97]), imageops.color_twist(image, 1.2, 5.0, 30.0, 0.8))
     assert not torch.equal(torch.from_numpy(drawn.at(0)[:61, :97]), imageops.color_twist(image, 1.0, 1.0, 0.0, 1.0))
+
+
+def _hexcone(pixels, hue, saturation):
+    """The HSV hexcone in float64 (Python's colorsys), as RPP's hue and saturation kernels compute it."""
+    import colorsys
+    out = []
+    for rgb in pixels:
+        h, s, v = colorsys.rgb_to_hsv(*(c / 255 for c in rgb))
+        h = (h + hue / 360) % 1.0
+        s = min(1.0, max(0.0, s * saturation))
+        out.append([min(255, max(0, round(c * 255))) for c in colorsys.hsv_to_rgb(h, s, v)])
+    return out
+
+
+@pytest.mark.parametrize("hue,saturation", [(150.0, 1.0), (-37.5, 1.0), (719.2, 1.0), (0.0, 0.3),
+                                            (0.0, 1.7), (0.0, -0.4), (200.0, 0.5)])
+def test_hue_and_saturation_are_the_hsv_hexcone(hue, saturation):
+    """fn.hue / fn.saturation against colorsys in float64 on random pixels of an awkward-sized image: at most
+    one level apart (float32 against float64), any real angle (negative, past 360) wrapped as RPP does."""
+    rng = np.random.default_rng(int(abs(hue) * 10 + abs(saturation) * 100))
+    image = torch.from_numpy(rng.integers(0, 256, (7, 13, 3), dtype=np.uint8))
+    image[0, :4] = torch.tensor([[0, 0, 0], [255, 255, 255], [90, 90, 90], [255, 0, 0]], dtype=torch.uint8)
+    ours = imageops.hue_saturation(image, hue=hue, saturation=saturation).reshape(-1, 3).tolist()
+    expected = _hexcone(image.reshape(-1, 3).tolist(), hue, saturation)
+    assert max(abs(a - b) for row_a, row_b in zip(ours, expected) for a, b in zip(row_a, row_b)) <= 1
+
+
+def test_hue_saturation_identities():
+    rng = np.random.default_rng(3)
+    image = torch.from_numpy(rng.integers(0, 256, (9, 11, 3), dtype=np.uint8))
+    for turn in (0.0, 360.0, -360.0):
+        assert torch.equal(imageops.hue_saturation(image, hue=turn), image)
+    grey = imageops.hue_saturation(image, saturation=0.0)  # no chroma left: every channel is the value
+    assert torch.equal(grey, image.max(-1, keepdim=True).values.expand(-1, -1, 3))
+
+
+@pytest.mark.parametrize("gamma", [0.5, 1.0, 2.2, 0.3, 7.0])
+def test_gamma_table_is_rpps_truncated_power(gamma):
+    """RPP's table truncates 255 * (i / 255) ** gamma; away from whole numbers that is the exact value's
+    floor, and at a whole number float32 may fall either side (one level)."""
+    table = imageops.gamma_lut(gamma).long()
+    exact = 255 * (np.arange(256) / 255) ** gamma
+    floor = np.floor(exact)
+    near_whole = np.abs(exact - np.round(exact)) < 1e-4
+    assert np.array_equal(table.numpy()[~near_whole], floor[~near_whole])
+    assert np.abs(table.numpy()[near_whole] - exact[near_whole]).max(initial=0) <= 1
+    assert table[0] == 0 and table[255] == 255
+
+
+def test_rocals_unit_test_colour_branches(one_photo):
+    """tests/python_api/unit_test.py's hue (150), saturation (0.3), gamma_correction (rocAL's 0.5), exposure
+    (1.0), color_temp (70), blend (the image with its rotation by 45, ratio 0.5), and nop / copy, NHWC uint8."""
+    outputs = _run(one_photo, lambda images: (
+        fn.hue(images, hue=150.0), fn.saturation(images, saturation=0.3), fn.gamma_correction(images),
+        fn.exposure(images, exposure=1.0), fn.color_temp(images, adjustment_value=70),
+        fn.blend(images, fn.rotate(images, angle=45.0, dest_width=120, dest_height=120), ratio=0.5),
+        fn.nop(images), fn.copy(images), fn.hue(images), fn.gamma_correction(images, gamma=None)))
+    decoded, hued, saturated, gamma, exposed, warm, blended, nop, copied, random_hue, random_gamma = outputs
+    image = torch.from_numpy(decoded.at(0)[:61, :97].copy())
+
+    def at(output):
+        return torch.from_numpy(output.at(0)[:61, :97].copy())
+    assert torch.equal(at(hued), imageops.hue_saturation(image, hue=150.0))
+    assert torch.equal(at(saturated), imageops.hue_saturation(image, saturation=0.3))
+    assert torch.equal(at(gamma), imageops.gamma_lut(0.5)[image.long()])
+    assert torch.equal(at(exposed), (image.float() * 2).clamp(max=255).to(torch.uint8))
+    expected_warm = image.int() + torch.tensor([70, 0, -70])
+    assert torch.equal(at(warm), expected_warm.clamp(0, 255).to(torch.uint8))
+    turned = imageops.rotate(image, 45.0)
+    assert torch.equal(at(blended), ((image.float() + turned.float()) / 2).round().to(torch.uint8))
+    assert torch.equal(at(nop), image) and torch.equal(at(copied), image)
+    assert not torch.equal(at(random_hue), image) and not torch.equal(at(random_gamma), image)
+    with pytest.raises(TypeError):  # rocAL's nop takes no layout or type (its unit_test's nop branch fails too)
+        _run(one_photo, lambda images: (fn.nop(images, output_layout=types.NHWC),))

@@ -541,6 +541,83 @@ def brightness_fixed(*inputs, brightness=1.0, brightness_shift=0.0, device=None,
                        output_layout=output_layout, output_dtype=output_dtype)
 
 
+# rocAL/include/augmentations/color_augmentations: node_hue.h, node_saturation.h, node_gamma.h,
+# node_exposure.h, node_color_temperature.h, node_blend.h (the ranges a parameter left None is drawn from)
+_hue = _color_op("hue", lambda x, hue: imageops.hue_saturation(x.round().clamp(0, 255).to(torch.uint8),
+                                                               hue=hue).float(), {"hue": (-359.0, 359.0)})
+_saturation = _color_op("saturation", lambda x, saturation: imageops.hue_saturation(
+    x.round().clamp(0, 255).to(torch.uint8), saturation=saturation).float(), {"saturation": (-0.5, 0.5)})
+_gamma = _color_op("gamma_correction", lambda x, gamma: imageops.gamma_lut(gamma)[
+    x.round().clamp(0, 255).long()].float(), {"gamma": (0.3, 7.0)})
+_exposure = _color_op("exposure", imageops.exposure, {"exposure": (0.15, 0.95)})
+_color_temp = _color_op("color_temp", lambda x, adjustment_value: imageops.color_temperature(
+    x, int(round(adjustment_value))), {"adjustment_value": (-99.0, 99.0)})
+
+
+def hue(*inputs, hue=None, device=None, seed=0, output_layout=RocalTensorLayout.NHWC,
+        output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.hue``: the hue turned by ``hue`` degrees (imageops.hue_saturation); None: drawn per sample in
+    [-359, 359]."""
+    return _hue(*inputs, hue=hue, output_layout=output_layout, output_dtype=output_dtype)
+
+
+def saturation(*inputs, saturation=1.0, device=None, output_layout=RocalTensorLayout.NHWC,
+               output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.saturation``: the HSV saturation times ``saturation``, clamped to [0, 1] (0: grey, 1: as it
+    is); None: drawn per sample in [-0.5, 0.5]."""
+    return _saturation(*inputs, saturation=saturation, output_layout=output_layout, output_dtype=output_dtype)
+
+
+def gamma_correction(*inputs, gamma=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
+                     output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.gamma_correction``: RPP's table 255 * (x / 255) ** gamma, truncated (imageops.gamma_lut); None:
+    drawn per sample in [0.3, 7]."""
+    return _gamma(*inputs, gamma=gamma, output_layout=output_layout, output_dtype=output_dtype)
+
+
+def exposure(*inputs, exposure=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
+             output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.exposure``: x * 2 ** exposure, rounded half to even and saturated; None: drawn per sample in
+    [0.15, 0.95]."""
+    return _exposure(*inputs, exposure=exposure, output_layout=output_layout, output_dtype=output_dtype)
+
+
+def color_temp(*inputs, adjustment_value=50, device=None, output_layout=RocalTensorLayout.NHWC,
+               output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.color_temp``: red + adjustment_value, blue - adjustment_value (an integer); None: drawn per
+    sample in [-99, 99]."""
+    return _color_temp(*inputs, adjustment_value=adjustment_value, output_layout=output_layout,
+                       output_dtype=output_dtype)
+
+
+def blend(*inputs, ratio=None, device=None, output_layout=RocalTensorLayout.NHWC,
+          output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.blend(a, b, ratio=)``: a * ratio + b * (1 - ratio) over a's region (imageops.blend), in a's
+    buffer; None: drawn per sample in [0.1, 0.9]."""
+    if len(inputs) != 2 or not all(isinstance(i, DataNode) and hasattr(i, "rocal") for i in inputs):
+        raise TypeError(f"{PREFIX}: fn.blend takes two image outputs of decoders or image operators")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+
+    def run(ctx, op, first, second, ratio):
+        if ratio is None:
+            ratio = ctx.rng(op).uniform(0.1, 0.9)
+        return imageops.as_output(imageops.blend(first, second, float(ratio)), out.torch_dtype)
+    node = Op("rocal.blend", run, list(inputs), {"ratio": _param(ratio)}, layouts=("HWC",)).outputs[0]
+    node.rocal = out
+    return node
+
+
+def nop(*inputs, device=None):
+    """``fn.nop``: the input, as it is (rocAL's signature: no layout or type arguments)."""
+    return _image_op("nop", lambda ctx, op, image: image, inputs[0], {}, inputs[0].rocal)
+
+
+def copy(*inputs, device=None):
+    """``fn.copy``: a copy of the input."""
+    return _image_op("copy", lambda ctx, op, image: image.clone(), inputs[0], {}, inputs[0].rocal)
+
+
 # ------------------------------------------------------------------------------------------ random, labels
 
 def coin_flip(*inputs, probability=0.5):
@@ -570,7 +647,8 @@ def unsupported(name: str):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file, "
                                   f"decoders.image / image_slice / image_random_crop, external_source, resize, "
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
-                                  f"rotate, brightness, contrast, random.coin_flip, uniform, one_hot)")
+                                  f"rotate, brightness, contrast, color_twist, hue, saturation, gamma_correction, exposure, "
+                                  f"color_temp, blend, nop, copy, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
