@@ -205,17 +205,29 @@ def _rpp_bilinear(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
     each row, which RPP's scalar tail truncates (compute_bilinear_interpolation_3c_pkd: a cast to Rpp8u)."""
     top, bottom, wy = _bilinear_taps(image.shape[0], height)
     left, right, wx = _bilinear_taps(image.shape[1], width)
-    pixels = image.float()
-    wy, wx = wy.view(-1, 1, 1), wx.view(1, -1, 1)
-    upper, lower = pixels[top], pixels[bottom]
-    out = (wy * (wx * upper[:, left] + (1 - wx) * upper[:, right])
-           + (1 - wy) * (wx * lower[:, left] + (1 - wx) * lower[:, right]))
+    # RPP's arithmetic, wy * (wx * TL + (1 - wx) * TR) + (1 - wy) * (wx * BL + (1 - wx) * BR), in float32 and
+    # in this order (so bit for bit the per-pixel formula), but as a horizontal pass over the source rows the
+    # taps use, then a vertical one, with index_select and in-place products: about 3x faster than
+    # gathering the four taps per output pixel, which dominated a JSON pipeline's time.
+    height_in, width_in = image.shape[0], image.shape[1]
+    channels = image.shape[2] if image.dim() == 3 else 1
+    rows = torch.unique(torch.cat([top, bottom]))
+    where = torch.full((height_in,), -1, dtype=torch.long)
+    where[rows] = torch.arange(len(rows))
+    used = image.reshape(height_in, width_in * channels).index_select(0, rows).view(len(rows), width_in, channels)
+    across = used.index_select(1, left).float().mul_(wx.view(1, -1, 1))
+    across.add_(used.index_select(1, right).float().mul_((1 - wx).view(1, -1, 1)))
+    across = across.view(len(rows), width * channels)
+    out = across.index_select(0, where[top]).mul_(wy.view(-1, 1))
+    out.add_(across.index_select(0, where[bottom]).mul_((1 - wy).view(-1, 1)))
+    out = out.view(height, width, channels) if image.dim() == 3 else out.view(height, width)
     if image.dtype != torch.uint8:
         return out.to(image.dtype)
-    rounded = out.round()
     tail = width & ~7
-    rounded[:, tail:] = out[:, tail:].trunc()
-    return rounded.clamp(0, 255).to(torch.uint8)
+    truncated = out[:, tail:].trunc()
+    out.round_()
+    out[:, tail:] = truncated
+    return out.clamp_(0, 255).to(torch.uint8)
 
 
 def rotate(image: torch.Tensor, angle: float, interpolation: str = "linear") -> torch.Tensor:
