@@ -307,11 +307,23 @@ class RocalOrder(IndexOrder):
     full; DROP leaves the padded batch out. Without ``stick_to_shard`` the next epoch reads the next shard.
     ``random_shuffle`` permutes the shard's own files each epoch, from (seed, epoch) -- rocAL's in kind (it
     calls ``std::random_shuffle`` with ``rand()``), never across shards.
+
+    ``pad=False`` (rocAL's ``pad_last_batch=False``): nothing is padded; the shard is read as an endless
+    cycle whose position carries over from epoch to epoch (FileSourceReader::reset leaves
+    ``_curr_file_idx`` where it is; Reader::increment_curr_file_idx wraps inside the shard), so the last
+    batch is filled from the shard's start and the next epoch begins where this one stopped. Every epoch
+    moves the cycle on by ``ceil(max(largest, batch) / batch)`` batches; DROP delivers one batch fewer
+    and skips it (reset: ``increment_curr_file_idx`` batch_size times).
     """
 
     def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
-                 stick_to_shard: bool = True, random_shuffle: bool = False, drop: bool = False, seed: int = 0):
+                 stick_to_shard: bool = True, random_shuffle: bool = False, drop: bool = False, seed: int = 0,
+                 pad: bool = True):
         super().__init__(batch_size, drop_last=drop)
+        if not pad and not stick_to_shard:
+            raise NotImplementedError("rocAL's pad_last_batch=False with stick_to_shard=False (one cycle over "
+                                      "the whole dataset, read by every shard in turn) is not supported")
+        self.pad = pad
         if not 0 <= shard_id < num_shards:
             raise ValueError(f"shard_id {shard_id} is not in [0, num_shards={num_shards})")
         if dataset_size < num_shards:
@@ -326,7 +338,13 @@ class RocalOrder(IndexOrder):
         rest = self.largest % self.batch_size
         return self.batch_size - rest if self.batch_size > 1 and rest else 0
 
+    def _cycle(self) -> int:
+        """How far an unpadded epoch moves the shard's cycle: whole batches covering max(largest, batch)."""
+        return -(-max(self.largest, self.batch_size) // self.batch_size) * self.batch_size
+
     def num_samples(self) -> int:
+        if not self.pad:
+            return self._cycle() - (self.batch_size if self.drop_last and self.padded else 0)
         if self.drop_last:  # DROP: the padded batch is not made
             return self.largest // self.batch_size * self.batch_size
         return self.largest + self.padded
@@ -338,6 +356,9 @@ class RocalOrder(IndexOrder):
         if self.shuffle:
             generator = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) % (1 << 63))
             files = [files[i] for i in torch.randperm(len(files), generator=generator).tolist()]
+        if not self.pad:
+            start = epoch * self._cycle()
+            return [files[(start + k) % len(files)] for k in range(self.num_samples())]
         if self.padded and not self.drop_last:
             # rocAL pads every shard to the largest one, and that to whole batches, with its last file
             return files + [high - 1] * (self.num_samples() - len(files))

@@ -161,6 +161,25 @@ def test_rocal_order_pads_and_wraps_shards_as_rocal():
     assert order(0, stick_to_shard=False).indices(1) == [3, 4, 5, 3]  # the next shard, next epoch
 
 
+def test_rocal_order_without_padding_reads_the_shard_as_a_cycle_across_epochs():
+    """rocAL's pad_last_batch=False: the last batch is filled from the shard's start and the next epoch goes
+    on from there (FileSourceReader::reset keeps the read position); DROP delivers a batch fewer and skips it."""
+    from fastload.order import RocalOrder
+    single = RocalOrder(10, shard_id=0, num_shards=1, batch_size=4, pad=False)
+    assert single.indices(0) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1] and len(single) == 3
+    assert single.indices(1) == [2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3] and single.padded == 2
+    dropping = RocalOrder(10, shard_id=0, num_shards=1, batch_size=4, pad=False, drop=True)
+    assert dropping.indices(0) == list(range(8)) and dropping.indices(1) == [2, 3, 4, 5, 6, 7, 8, 9]
+    small = RocalOrder(10, shard_id=0, num_shards=3, batch_size=2, pad=False)  # shard of 3, largest 4
+    assert small.indices(0) == [0, 1, 2, 0] and small.indices(1) == [1, 2, 0, 1]
+    tiny = RocalOrder(3, shard_id=0, num_shards=1, batch_size=5, pad=False)  # a batch larger than the shard
+    assert tiny.indices(0) == [0, 1, 2, 0, 1] and tiny.indices(1) == [2, 0, 1, 2, 0]
+    whole = RocalOrder(8, shard_id=1, num_shards=2, batch_size=2, pad=False)  # divides: as with padding
+    assert whole.indices(0) == whole.indices(3) == RocalOrder(8, shard_id=1, num_shards=2, batch_size=2).indices(0)
+    with pytest.raises(NotImplementedError, match="stick_to_shard=False"):
+        RocalOrder(10, shard_id=0, num_shards=2, batch_size=4, pad=False, stick_to_shard=False)
+
+
 def test_rocal_order_shuffles_within_the_shard():
     from fastload.order import RocalOrder
     order = RocalOrder(20, shard_id=1, num_shards=2, batch_size=3, random_shuffle=True, seed=4)

@@ -191,8 +191,8 @@ def test_unsupported_operators_and_arguments_are_refused(photos):
         images = fn.decoders.image(jpegs, file_root=photos)
         with pytest.raises(NotImplementedError, match="fn.fish_eye is not supported"):
             fn.fish_eye(images)
-        with pytest.raises(NotImplementedError, match="pad_last_batch=False"):
-            fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False)
+        with pytest.raises(NotImplementedError, match="pad_last_batch=False, stick_to_shard=False"):
+            fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False, stick_to_shard=False)
         with pytest.raises(NotImplementedError, match="interpolation_type LANCZOS"):
             fn.resize(images, resize_width=4, resize_height=4, interpolation_type=types.LANCZOS_INTERPOLATION)
         with pytest.raises(ValueError, match="cannot be combined"):
@@ -444,3 +444,25 @@ def test_the_imagenet_training_graph_is_fused_and_equals_the_operator_run(photos
     batches = list(ROCALClassificationIterator(fused))
     (first,), _ = batches[0]
     assert len(batches) == 3 and first.shape == (4, 3, 64, 64) and first.dtype == torch.float32
+
+
+def test_without_padding_the_last_batch_wraps_and_the_next_epoch_goes_on(photos):
+    """decoders.image(pad_last_batch=False): 10 files in batches of 4 give 3 full batches, the last one
+    ending with the first two files; the next epoch starts at the third file (rocAL's reader keeps its
+    position across rocal_reset_loaders)."""
+    pipe = Pipeline(batch_size=4, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        images = fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False)
+        pipe.set_outputs(fn.resize(images, resize_width=8, resize_height=8))
+    pipe.build()
+    every = labels_of(photos)
+    epochs = []
+    for _ in range(2):
+        labels = []
+        while pipe.run() is not None:
+            labels += pipe.get_image_labels().tolist()
+        epochs.append(labels)
+        pipe.rocal_reset_loaders()
+    assert epochs[0] == every + every[:2]
+    assert epochs[1] == every[2:] + every[:4]

@@ -151,6 +151,7 @@ class RocalReaderSpec:
     random_shuffle: bool
     stick_to_shard: bool
     last_batch_policy: RocalLastBatchPolicy
+    pad: bool = True
     seed: int = -1
     name: str | None = "Reader"
 
@@ -158,7 +159,8 @@ class RocalReaderSpec:
         return RocalOrder(len(self.samples), shard_id=self.shard_id, num_shards=self.num_shards,
                           batch_size=batch_size, stick_to_shard=self.stick_to_shard,
                           random_shuffle=self.random_shuffle,
-                          drop=self.last_batch_policy == RocalLastBatchPolicy.LAST_BATCH_DROP, seed=seed)
+                          drop=self.last_batch_policy == RocalLastBatchPolicy.LAST_BATCH_DROP, seed=seed,
+                          pad=self.pad)
 
 
 # ----------------------------------------------------------------------------------------------- decoders
@@ -172,9 +174,9 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     if not inputs or not isinstance(inputs[0], FileReader) or recorded is None:
         raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file recorded (other readers and "
                                   f"external sources are not supported yet)")
-    if not pad_last_batch:
-        raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False) is not supported (rocAL then "
-                                  f"carries the last samples over into the next epoch)")
+    if not pad_last_batch and not stick_to_shard:
+        raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False, stick_to_shard=False) is not "
+                                  f"supported (rocAL then reads one cycle over the whole dataset)")
     refuse(decoder, shard_size=shard_size not in (-1, None))
     root = file_root or recorded.file_root
     samples = list_folder(root, recorded.file_list)
@@ -183,7 +185,7 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     if not 0 <= int(shard_id) < int(num_shards):
         raise ValueError(f"{decoder}: shard_id {shard_id} is not in [0, num_shards={num_shards})")
     spec = RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
-                           RocalLastBatchPolicy(last_batch_policy))
+                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch))
     op = Op("readers.file", _read_sample, [], {}, num_outputs=2)
     op.reader = spec
     pipe._rocal_labels = op.outputs[1]
