@@ -328,3 +328,33 @@ def test_rocals_unit_test_colour_branches(one_photo):
     assert not torch.equal(at(random_hue), image) and not torch.equal(at(random_gamma), image)
     with pytest.raises(TypeError):  # rocAL's nop takes no layout or type (its unit_test's nop branch fails too)
         _run(one_photo, lambda images: (fn.nop(images, output_layout=types.NHWC),))
+
+
+def test_warp_affine_maps_rocals_matrix_to_rpps_and_generalizes_rotate(one_photo):
+    """unit_test.py's warp_affine branch (416x416, matrix [1, 1, 0.5, 0.5, 7, 7]); rocAL's [x0, x1, y0, y1,
+    o0, o1] reaches RPP as [x0, y0, x1, y1, o0, o1] (its second and third numbers swap places); the identity
+    gives the image back but for the last row and column, which RPP's bilinear never reads; a shift moves
+    the image, and a rotation's matrix warps as fn.rotate does."""
+    image = torch.from_numpy(np.random.default_rng(8).integers(0, 256, (23, 31, 3), dtype=np.uint8))
+    same = imageops.warp_affine(image, (1, 0, 0, 0, 1, 0))  # RPP's taps stop at side - 2: the last row and
+    assert torch.equal(same[:-1, :-1], image[:-1, :-1])      # column repeat the ones before them
+    assert torch.equal(same[:-1, -1], image[:-1, -2]) and torch.equal(same[-1, :-1], image[-2, :-1])
+    shifted = imageops.warp_affine(image, (1, 0, 2, 0, 1, -1))  # src = dst + (2, -1)
+    assert torch.equal(shifted[1:-1, :-3], image[:-2, 2:-1]) and shifted[0].max() == 0
+    cos, sin = np.float32(np.cos(np.radians(30))), np.float32(np.sin(np.radians(30)))
+    assert torch.equal(imageops.warp_affine(image, (cos, -sin, 0, sin, cos, 0)), imageops.rotate(image, 30.0))
+    decoded, unit, identity, swapped = _run(one_photo, lambda images: (
+        fn.warp_affine(images, dest_height=416, dest_width=416, matrix=[1.0, 1.0, 0.5, 0.5, 7.0, 7.0],
+                       output_layout=types.NHWC, output_dtype=types.UINT8),
+        fn.warp_affine(images, matrix=[1, 0, 0, 0, 1, 0]),
+        fn.warp_affine(images, matrix=[1, 0, 3, 0, 1, 0])))
+    photo = torch.from_numpy(decoded.at(0)[:61, :97].copy())
+    assert unit.at(0).shape == (416, 416, 3)
+    assert torch.equal(torch.from_numpy(unit.at(0)[:61, :97].copy()),
+                       imageops.warp_affine(photo, (1.0, 0.5, 1.0, 0.5, 7.0, 7.0)))
+    assert torch.equal(torch.from_numpy(identity.at(0)[:60, :96].copy()), photo[:60, :96])
+    # rocAL's third number (y0) is RPP's second (m1): src_x = dst_x + 3 * dy, a shear, not a shift
+    assert torch.equal(torch.from_numpy(swapped.at(0)[:61, :97].copy()),
+                       imageops.warp_affine(photo, (1, 3, 0, 0, 1, 0)))
+    with pytest.raises(ValueError, match="six numbers"):
+        _run(one_photo, lambda images: (fn.warp_affine(images, matrix=[1, 0, 0, 1]),))

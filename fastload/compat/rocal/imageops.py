@@ -232,19 +232,27 @@ def _rpp_bilinear(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
 
 def rotate(image: torch.Tensor, angle: float, interpolation: str = "linear") -> torch.Tensor:
     """The image rotated by ``angle`` degrees about its centre, at its own size, as RPP's host warp does
-    (ROCm/rpp: rppt_rotate_host builds {cos, -sin, 0, sin, cos, 0}; warp_affine.cpp,
-    compute_warp_affine_src_loc: src = M (dst - c) + c with c = (width >> 1, height >> 1), in float32;
-    rpp_cpu_interpolation.hpp: a source point whose floor (bilinear) or rounding (nearest) falls outside
-    the image is 0, else bilinear between trunc(src) and the next pixel, both capped at side - 2, rounded
-    half to even)."""
-    height, width = image.shape[0], image.shape[1]
+    (ROCm/rpp: rppt_rotate_host builds {cos, -sin, 0, sin, cos, 0} for ``warp_affine``)."""
     radians = np.float32(angle) * np.float32(np.pi / 180)
     cos, sin = np.float32(np.cos(radians)), np.float32(np.sin(radians))
+    return warp_affine(image, (cos, -sin, 0.0, sin, cos, 0.0), interpolation)
+
+
+def warp_affine(image: torch.Tensor, affine, interpolation: str = "linear") -> torch.Tensor:
+    """The image warped by the 2x3 ``affine`` (row-major: m0..m5), at its own size, as RPP's host warp does
+    (ROCm/rpp: src/modules/tensor/cpu/kernel/warp_affine.cpp, compute_warp_affine_src_loc: src = M (dst - c)
+    + c with c = (width >> 1, height >> 1) of the image, in float32; rpp_cpu_interpolation.hpp: a source
+    point whose floor (bilinear) or rounding (nearest) falls outside the image is 0, else bilinear between
+    trunc(src) and the next pixel, both capped at side - 2, rounded half to even). RPP steps the source
+    point along a row by adding m0 and m3; that accumulates float32 error, and this computes each point
+    directly, so the two can differ by a level where a point lands on a pixel boundary."""
+    height, width = image.shape[0], image.shape[1]
+    m = [float(np.float32(v)) for v in affine]
     ys, xs = torch.meshgrid(torch.arange(height, dtype=torch.float32), torch.arange(width, dtype=torch.float32),
                             indexing="ij")
     dx, dy = xs - (width >> 1), ys - (height >> 1)
-    src_x = dx * float(cos) + dy * float(-sin) + (width >> 1)
-    src_y = dx * float(sin) + dy * float(cos) + (height >> 1)
+    src_x = dx * m[0] + dy * m[1] + m[2] + (width >> 1)
+    src_y = dx * m[3] + dy * m[4] + m[5] + (height >> 1)
     pixels = image.float()
     if interpolation == "nn":
         sx, sy = torch.round(src_x), torch.round(src_y)

@@ -487,6 +487,33 @@ def rotate(*inputs, angle=None, dest_width=0, dest_height=0,
     return _image_op("rotate", run, inputs[0], {"angle": _param(angle)}, out)
 
 
+def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
+                interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, device=None,
+                output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.warp_affine``: each image warped about its centre at its own size (imageops.warp_affine), at the
+    top left of a dest_width x dest_height buffer (0: the input's). ``matrix`` is rocAL's
+    ``[x0, x1, y0, y1, o0, o1]``, which its WarpAffineNode hands RPP as the row-major 2x3 matrix
+    ``[x0, y0, x1, y1, o0, o1]`` (rocAL/source/augmentations/geometry_augmentations/node_warp_affine.cpp)."""
+    kind = _interpolation(interpolation_type)
+    if kind == "triangular":
+        raise NotImplementedError(f"{PREFIX}: fn.warp_affine: interpolation_type TRIANGULAR is not supported "
+                                  f"(LINEAR, NEAREST_NEIGHBOR, as RPP's warp_affine)")
+    values = list(matrix)
+    if len(values) != 6 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"fn.warp_affine: matrix is six numbers [x0, x1, y0, y1, o0, o1], not {matrix!r}")
+    x0, x1, y0, y1, o0, o1 = values
+    affine = (x0, y0, x1, y1, o0, o1)
+    layout, dtype = _kind(output_layout, output_dtype)
+    source = inputs[0].rocal.buffer
+    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else source
+    out = Rocal(buffer, layout, dtype)
+
+    def run(ctx, op, image):
+        warped = imageops.warp_affine(image, affine, kind)[:buffer[0], :buffer[1]]
+        return imageops.as_output(warped.contiguous(), out.torch_dtype)
+    return _image_op("warp_affine", run, inputs[0], {}, out)
+
+
 def _color_op(name: str, formula, defaults: dict):
     """An RPP point operation on uint8 pixels, rounded half to even and saturated; a parameter left None is
     drawn per sample from rocAL's default range (rocAL/include/augmentations/color_augmentations)."""
@@ -649,7 +676,7 @@ def unsupported(name: str):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file, "
                                   f"decoders.image / image_slice / image_random_crop, external_source, resize, "
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
-                                  f"rotate, brightness, contrast, color_twist, hue, saturation, gamma_correction, exposure, "
+                                  f"rotate, warp_affine, brightness, contrast, color_twist, hue, saturation, gamma_correction, exposure, "
                                   f"color_temp, blend, nop, copy, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
