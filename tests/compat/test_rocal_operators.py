@@ -358,3 +358,32 @@ def test_warp_affine_maps_rocals_matrix_to_rpps_and_generalizes_rotate(one_photo
                        imageops.warp_affine(photo, (1, 3, 0, 0, 1, 0)))
     with pytest.raises(ValueError, match="six numbers"):
         _run(one_photo, lambda images: (fn.warp_affine(images, matrix=[1, 0, 0, 1]),))
+
+
+def test_resize_crop_mirror_and_resize_crop_follow_rocal(one_photo):
+    """unit_test.py's resize_crop_mirror (400x400 from a 200x200 top-left window, mirrored by default) and
+    resize_crop (416x416 from area 0.25, aspect 1.2, drifts 0.6 / 0.4) branches. rocAL's Python hands crop_w
+    to the C API's crop height and crop_h to its width, so a 30-wide, 50-high request reads a window 50 wide
+    and 30 high, as it does in rocAL."""
+    decoded, rcm, swapped, plain, crop, drawn = _run(one_photo, lambda images: (
+        fn.resize_crop_mirror(images, resize_height=400, resize_width=400, crop_h=200, crop_w=200),
+        fn.resize_crop_mirror(images, resize_height=20, resize_width=24, crop_w=30, crop_h=50, mirror=0),
+        fn.resize_crop_mirror(images, resize_height=20, resize_width=24, crop_w=30, crop_h=50, mirror=0,
+                              output_dtype=types.FLOAT),
+        fn.resize_crop(images, resize_width=416, resize_height=416, crop_area_factor=0.25, crop_aspect_ratio=1.2,
+                       x_drift=0.6, y_drift=0.4),
+        fn.resize_crop(images, resize_width=32, resize_height=32)))
+    photo = torch.from_numpy(decoded.at(0)[:61, :97].copy())
+    whole = imageops.resample(photo, 400, 400, "linear").flip(1)  # the 200x200 window is cut to the image
+    assert rcm.at(0).shape == (400, 400, 3) and torch.equal(torch.from_numpy(rcm.at(0).copy()), whole)
+    window = imageops.resample(photo[:30, :50], 24, 20, "linear")
+    assert torch.equal(torch.from_numpy(swapped.at(0).copy()), window)
+    assert plain.at(0).dtype == np.float32 and np.array_equal(plain.at(0), window.float().numpy())
+    left, top, w, h = imageops.crop_resize_window(97, 61, 0.25, 1.2, 0.6, 0.4)
+    assert (w, h) == (int((0.25 * 97 * 61 * 1.2) ** 0.5), int((0.25 * 97 * 61 / 1.2) ** 0.5))
+    assert (left, top) == (int(0.6 * (97 - w)), int(0.4 * (61 - h)))
+    expected = imageops.resample(photo[top:top + h, left:left + w], 416, 416, "linear")
+    assert torch.equal(torch.from_numpy(crop.at(0).copy()), expected)
+    assert drawn.at(0).shape == (32, 32, 3)
+    with pytest.raises(ValueError, match="must not be 0"):
+        _run(one_photo, lambda images: (fn.resize_crop(images, resize_width=0, resize_height=4),))

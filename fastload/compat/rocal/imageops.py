@@ -140,6 +140,25 @@ def fixed_crop(width: int, height: int, crop_w: int, crop_h: int, pos_x: float, 
     return x, y, min(w, width - x), min(h, height - y)
 
 
+def crop_resize_window(width: int, height: int, area: float, ratio: float, x_drift: float, y_drift: float):
+    """RocalRandomCropParam::fill_crop_dims with fixed values (rocAL/source/parameters/
+    parameter_random_crop.cpp): w = trunc(sqrt(A * r)), h = trunc(sqrt(A / r)) for A = area * W * H, kept
+    when strictly inside the image, at trunc(drift * (side - crop)); else the central crop of the image
+    with its aspect ratio clamped to [0.75, 1.333]."""
+    target = area * height * width
+    w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
+    if h < height and w < width:
+        return int(x_drift * (width - w)), int(y_drift * (height - h)), w, h
+    in_ratio = width / height
+    if in_ratio < 0.75:
+        w, h = width, int(width / 0.75)
+    elif in_ratio > 1.333:
+        w, h = int(height * 1.333), height
+    else:
+        w, h = width, height
+    return (width - w) // 2, (height - h) // 2, w, h
+
+
 def as_output(image: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """An operator's result in its output_dtype: floats as they are, uint8 rounded and saturated."""
     if image.dtype == dtype:

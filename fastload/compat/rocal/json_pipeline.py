@@ -120,26 +120,6 @@ def _normalize(image: torch.Tensor, mean, std, mirror: bool, dtype: str = "uint8
     return imageops.as_output(out.flip(1) if mirror else out, OUTPUT_DTYPES[dtype])
 
 
-def _crop_resize_window(width: int, height: int, area: float, ratio: float, x_drift: float, y_drift: float):
-    """RocalRandomCropParam::fill_crop_dims with fixed values (rocAL/source/parameters/
-    parameter_random_crop.cpp): w = trunc(sqrt(A * r)), h = trunc(sqrt(A / r)) for A = area * W * H, kept
-    when strictly inside the image, at trunc(drift * (side - crop)); else the central crop of the image
-    with its aspect ratio clamped to [0.75, 1.333]."""
-    import math
-    target = area * height * width
-    w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
-    if h < height and w < width:
-        return int(x_drift * (width - w)), int(y_drift * (height - h)), w, h
-    in_ratio = width / height
-    if in_ratio < 0.75:
-        w, h = width, int(width / 0.75)
-    elif in_ratio > 1.333:
-        w, h = int(height * 1.333), height
-    else:
-        w, h = width, height
-    return (width - w) // 2, (height - h) // 2, w, h
-
-
 def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, int]]:
     """One operation as a function of an HWC image, and its output buffer (height, width)."""
     linear = "linear"
@@ -152,7 +132,7 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
                 (p["dest_height"], p["dest_width"]))
     if name == "CropResizeFixed":
         def crop_resize(x):
-            left, top, w, h = _crop_resize_window(x.shape[1], x.shape[0], p["area"], p["aspect_ratio"],
+            left, top, w, h = imageops.crop_resize_window(x.shape[1], x.shape[0], p["area"], p["aspect_ratio"],
                                                   p["x_center_drift"], p["y_center_drift"])
             return imageops.resample(x[top:top + h, left:left + w], p["dest_width"], p["dest_height"], linear)
         return crop_resize, (p["dest_height"], p["dest_width"])

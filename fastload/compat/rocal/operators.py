@@ -27,7 +27,7 @@ from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
 from . import imageops
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalResizeInterpolationType,
-                    RocalTensorLayout, RocalTensorOutputType)
+                    RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 
 PREFIX = "fastload.compat.rocal"
 
@@ -514,6 +514,66 @@ def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
     return _image_op("warp_affine", run, inputs[0], {}, out)
 
 
+def resize_crop_mirror(*inputs, resize_width=0, resize_height=0, crop_w=0, crop_h=0, mirror=1, device=None,
+                       max_size=(), resize_longer=0, resize_shorter=0,
+                       scaling_mode=RocalResizeScalingMode.SCALING_MODE_DEFAULT,
+                       interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION,
+                       output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.resize_crop_mirror``: the top-left crop of the image (cut to the image), resized to
+    resize_width x resize_height with RPP's bilinear, mirrored (1 by default, or a coin flip). rocAL's Python
+    passes crop_w where its C API takes the crop height and crop_h where it takes the width
+    (rocAL_pybind/amd/rocal/fn.py into rocalResizeCropMirrorFixed), so the window is crop_w high and crop_h
+    wide, and so it is here; ResizeCropMirrorNode::init puts it at (0, 0)."""
+    if not resize_width or not resize_height:
+        raise ValueError("fn.resize_crop_mirror: resize_width and resize_height must not be 0 (rocAL refuses it)")
+    refuse("fn.resize_crop_mirror", max_size=bool(max_size), resize_longer=bool(resize_longer),
+           resize_shorter=bool(resize_shorter),
+           interpolation_type=_interpolation(interpolation_type) != "linear")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal((int(resize_height), int(resize_width)), layout, dtype)
+    window_h, window_w = int(crop_w), int(crop_h)  # rocAL's swap, see above
+
+    def run(ctx, op, image, mirror):
+        left, top, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], window_w or image.shape[1],
+                                              window_h or image.shape[0], 0, 0)
+        resized = imageops.resample(image[top:top + h, left:left + w], int(resize_width), int(resize_height),
+                                    "linear")
+        return imageops.as_output(resized.flip(1) if int(mirror) else resized, out.torch_dtype)
+    return _image_op("resize_crop_mirror", run, inputs[0], {"mirror": _param(mirror)}, out)
+
+
+def resize_crop(*inputs, resize_width=0, resize_height=0, crop_area_factor=None, crop_aspect_ratio=None,
+                x_drift=None, y_drift=None, device=None, max_size=(), resize_longer=0, resize_shorter=0,
+                scaling_mode=RocalResizeScalingMode.SCALING_MODE_DEFAULT,
+                interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION,
+                output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.resize_crop``: rocAL's CropResizeNode: a window of crop_area_factor of the image's area at
+    crop_aspect_ratio, placed by x_drift / y_drift (imageops.crop_resize_window, RocalRandomCropParam's
+    rule), resized to resize_width x resize_height with RPP's bilinear. A value left None is drawn per
+    sample from rocAL's range (parameter_random_crop.h: area [0.08, 0.99], aspect [0.75, 1.333];
+    parameter_crop.h: drifts [0.01, 0.99])."""
+    if not resize_width or not resize_height:
+        raise ValueError("fn.resize_crop: resize_width and resize_height must not be 0 (rocAL refuses it)")
+    refuse("fn.resize_crop", max_size=bool(max_size), resize_longer=bool(resize_longer),
+           resize_shorter=bool(resize_shorter), interpolation_type=_interpolation(interpolation_type) != "linear")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal((int(resize_height), int(resize_width)), layout, dtype)
+    ranges = {"area": (0.08, 0.99), "ratio": (0.75, 1.333), "x": (0.01, 0.99), "y": (0.01, 0.99)}
+
+    def run(ctx, op, image, area, ratio, x, y):
+        rng = ctx.rng(op)
+        given = {"area": area, "ratio": ratio, "x": x, "y": y}
+        values = {k: float(rng.uniform(*ranges[k])) if v is None else float(v) for k, v in given.items()}
+        left, top, w, h = imageops.crop_resize_window(image.shape[1], image.shape[0], values["area"],
+                                                      values["ratio"], values["x"], values["y"])
+        resized = imageops.resample(image[top:top + h, left:left + w], int(resize_width), int(resize_height),
+                                    "linear")
+        return imageops.as_output(resized, out.torch_dtype)
+    args = {"area": _param(crop_area_factor), "ratio": _param(crop_aspect_ratio), "x": _param(x_drift),
+            "y": _param(y_drift)}
+    return _image_op("resize_crop", run, inputs[0], args, out)
+
+
 def _color_op(name: str, formula, defaults: dict):
     """An RPP point operation on uint8 pixels, rounded half to even and saturated; a parameter left None is
     drawn per sample from rocAL's default range (rocAL/include/augmentations/color_augmentations)."""
@@ -676,8 +736,9 @@ def unsupported(name: str):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file, "
                                   f"decoders.image / image_slice / image_random_crop, external_source, resize, "
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
-                                  f"rotate, warp_affine, brightness, contrast, color_twist, hue, saturation, gamma_correction, exposure, "
-                                  f"color_temp, blend, nop, copy, random.coin_flip, uniform, one_hot)")
+                                  f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
+                                  f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
+                                  f"nop, copy, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
