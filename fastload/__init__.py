@@ -5,7 +5,8 @@ from .errors import DecodeError, LoaderError
 from .loader import DataLoader
 from .sources import Encoded, FileList, ImageFolder, Source
 from .stats import Stats
+from .tarshards import TarShards
 
-__all__ = ["DataLoader", "ImageFolder", "FileList", "Encoded", "Source", "transforms", "DecodeError",
+__all__ = ["DataLoader", "ImageFolder", "FileList", "Encoded", "TarShards", "Source", "transforms", "DecodeError",
            "LoaderError", "Stats"]
 __version__ = "0.1.0"

@@ -1,0 +1,257 @@
+"""Tar shards in WebDataset's layout as a source: each sample is a byte range of a shard.
+
+A WebDataset shard is a plain tar whose members are grouped into samples by
+key: the member's path up to the first "." of its file name
+(``train/n01440764_10026.jpg`` and ``train/n01440764_10026.cls`` are one
+sample, key ``train/n01440764_10026``), as webdataset's ``base_plus_ext``
+splits them. ``TarShards`` indexes every shard once (member offsets, sizes
+and keys, from the tar headers), caches the index beside the shard (or in a
+cache folder when the shard's folder is read-only), and from then on a
+sample is ``(shard, offset, size)``: the order, sharding across ranks,
+exact resume, the fast path and the device path work as for a folder, each
+read a ``pread`` of one range instead of an ``open`` of one file.
+
+This module reads local shards (paths, brace patterns, globs). Remote
+shards (fsspec URLs), the streaming mode, TFRecords and ``fastload pack``
+are not written yet: an URL is refused by name.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import tarfile
+from pathlib import Path
+from typing import Callable
+
+from PIL import Image
+
+from .decode import open_image
+from .errors import DecodeError
+from .sources import Source
+
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
+LABEL_EXTENSIONS = ("cls", "txt", "json")  # likewise for its label; see _label
+INDEX_VERSION = 1
+MAX_TEXT = 4096  # members up to this size that are not images are kept in the index as text
+_RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
+_CHOICE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def expand(pattern: str) -> list[str]:
+    """Brace patterns as webdataset writes them: ``{000..123}`` (zero-padded to the first bound's width)
+    and ``{a,b}``, several in one pattern, the leftmost varying slowest (braceexpand's order)."""
+    found = [m for m in (_RANGE.search(pattern), _CHOICE.search(pattern)) if m]
+    if not found:
+        return [pattern]
+    match = min(found, key=lambda m: m.start())
+    head, tail = pattern[:match.start()], pattern[match.end():]
+    if match.re is _RANGE:
+        low, high = match.group(1), match.group(2)
+        choices = [f"{n:0{len(low)}d}" for n in range(int(low), int(high) + 1)]
+    else:
+        choices = match.group(1).split(",")
+    return [head + choice + rest for choice in choices for rest in expand(tail)]
+
+
+def shard_paths(urls) -> list[str]:
+    """``urls`` (a path, a brace pattern, a glob, or a list of them) as the list of shard paths."""
+    patterns = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
+    paths: list[str] = []
+    for pattern in map(os.fspath, patterns):
+        if "://" in pattern and not pattern.startswith("file://"):
+            raise NotImplementedError(f"fastload.TarShards: {pattern}: remote shards (fsspec URLs) are not "
+                                      f"supported yet; local paths, brace patterns and globs are")
+        pattern = pattern.removeprefix("file://")
+        for name in expand(pattern):
+            found = sorted(glob.glob(name)) if glob.has_magic(name) else [name]
+            if not found:
+                raise FileNotFoundError(f"fastload.TarShards: no shard matches {name!r}")
+            paths.extend(found)
+    if not paths:
+        raise ValueError("fastload.TarShards: no shards given")
+    return paths
+
+
+def split_key(name: str) -> tuple[str, str]:
+    """(key, extension) of a member: the path up to the first "." of the file name, and the rest,
+    lower-cased (webdataset's base_plus_ext)."""
+    folder, _, base = name.rpartition("/")
+    stem, dot, extension = base.partition(".")
+    return (f"{folder}/{stem}" if folder else stem), (extension.lower() if dot else "")
+
+
+def build_index(path: str) -> dict:
+    """A shard's index from its tar headers: per sample (in the order of its first member), its key, the
+    (offset, size) of each member by extension, and the text of its small non-image members (labels). A shard that ends early (truncated) or has a corrupt
+    header is indexed up to there and says so (``"error"``); members that run past its end are kept, so
+    reading them is that sample's error."""
+    samples: dict[str, dict[str, list[int]]] = {}
+    texts: dict[str, dict[str, str]] = {}
+    error = None
+    try:
+        with tarfile.open(path, "r:") as archive:
+            for member in archive:
+                if not member.isfile():
+                    continue
+                key, extension = split_key(member.name)
+                samples.setdefault(key, {})[extension] = [member.offset_data, member.size]
+                if extension not in IMAGE_EXTENSIONS and member.size <= MAX_TEXT:
+                    # small members (labels) go into the index, so opening the shards reads no sample
+                    data = archive.extractfile(member).read()
+                    if len(data) == member.size:
+                        texts.setdefault(key, {})[extension] = data.decode("utf-8", "replace")
+    except (tarfile.TarError, OSError, EOFError) as failure:
+        error = f"cannot read past {sum(len(m) for m in samples.values())} members: {failure}"
+    stat = os.stat(path)
+    return {"version": INDEX_VERSION, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "error": error,
+            "samples": [[key, members, texts.get(key, {})] for key, members in samples.items()]}
+
+
+def _index_file(path: str, cache_dir: str | None) -> str:
+    if cache_dir is None:
+        return path + ".idx.json"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.abspath(path).strip("/"))
+    return os.path.join(cache_dir, name + ".idx.json")
+
+
+def load_index(path: str, cache_dir: str | None = None) -> dict:
+    """The shard's index: the cached one if it still describes the shard (same size and mtime), else
+    built and written beside the shard (``shard.tar.idx.json``) or, where that folder is read-only, in
+    ``cache_dir`` (default ``~/.cache/fastload/shard-index``)."""
+    stat = os.stat(path)
+    fallback = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastload", "shard-index")
+    for index_path in (_index_file(path, None), _index_file(path, fallback)):
+        try:
+            with open(index_path) as file:
+                index = json.load(file)
+            if (index.get("version"), index.get("size"), index.get("mtime_ns")) == \
+                    (INDEX_VERSION, stat.st_size, stat.st_mtime_ns):
+                return index
+        except (OSError, ValueError):
+            pass
+    index = build_index(path)
+    for index_path in (_index_file(path, None), _index_file(path, fallback)):
+        try:
+            os.makedirs(os.path.dirname(index_path) or ".", exist_ok=True)
+            temporary = f"{index_path}.{os.getpid()}.tmp"
+            with open(temporary, "w") as file:
+                json.dump(index, file)
+            os.replace(temporary, index_path)  # atomic: processes sharing the shard never read half of it
+            break
+        except OSError:
+            continue
+    return index
+
+
+def _label(extension: str, text: str) -> int:
+    """A label member's class: ``.cls`` and ``.txt`` hold the integer as text; ``.json`` holds an integer
+    or an object with an integer ``"label"`` (or ``"cls"``)."""
+    text = text.strip()
+    if extension == "json":
+        value = json.loads(text)
+        if isinstance(value, dict):
+            value = value.get("label", value.get("cls"))
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"no integer label in {text[:60]!r}")
+        return value
+    return int(text)
+
+
+class TarShards(Source):
+    """WebDataset tar shards as a source: ``fastload.DataLoader(TarShards("train-{0000..0146}.tar"), ...)``.
+
+    A sample is a key's members: its image is the first of ``.jpg``, ``.jpeg``, ``.png``, ``.webp`` it has
+    and its label the first of ``.cls``, ``.txt`` (an integer as text) or ``.json`` (an integer, or
+    ``{"label": n}``); ``label_extensions`` changes that choice. Samples are numbered shard by shard in
+    their order in the shard, so the order, sharding, resume and augmentation rules are a folder's
+    (``fastload.Source``: shuffle, seed, drop_last, even_shards, rank, world_size). A sample with no
+    image or no readable label, or whose bytes lie past the end of a truncated shard, is a DecodeError
+    naming ``shard.tar:key`` when read (``on_error="skip"`` skips and reports it).
+
+    Args:
+        urls: a shard path, a brace pattern (``train-{000000..001023}.tar``), a glob, or a list of them.
+        transform, target_transform: as torchvision's.
+        label_extensions: which members hold the label, in order of preference.
+        cache_dir: where indexes go when a shard's folder is read-only.
+    """
+
+    def __init__(self, urls, transform: Callable | None = None, target_transform: Callable | None = None, *,
+                 label_extensions: tuple[str, ...] = LABEL_EXTENSIONS, cache_dir: str | None = None, **order):
+        self.shards = shard_paths(urls)
+        self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
+        self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
+        samples: list[tuple[str, int]] = []
+        for number, path in enumerate(self.shards):
+            index = load_index(path, cache_dir)
+            for key, members, texts in index["samples"]:
+                image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
+                label, problem = -1, None
+                if image is None:
+                    problem = f"no image member ({', '.join('.' + e for e in IMAGE_EXTENSIONS)}) " \
+                              f"among {sorted(members)}"
+                else:
+                    label, problem = self._label(members, texts, label_extensions)
+                if problem is not None:
+                    self.problems[len(samples)] = problem
+                offset, size = members[image] if image else (0, 0)
+                self.ranges.append((number, offset, size))
+                samples.append((f"{path}:{key}", label))
+            if index["error"] and not index["samples"]:
+                raise ValueError(f"fastload.TarShards: {path}: not a readable tar ({index['error']})")
+            if index["error"] and len(samples) - 1 in self.problems:  # the sample the shard ends in
+                self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
+        super().__init__(samples, transform, target_transform, **order)
+
+    @staticmethod
+    def _label(members: dict, texts: dict, extensions) -> tuple[int, str | None]:
+        found = next((e for e in extensions if e in members), None)
+        if found is None:
+            return -1, f"no label member ({', '.join('.' + e for e in extensions)}) among {sorted(members)}"
+        if found not in texts:
+            return -1, f"its .{found} member is over {MAX_TEXT} bytes or lies past the end of the shard"
+        try:
+            return _label(found, texts[found]), None
+        except ValueError as error:
+            return -1, f"unreadable label in its .{found} member: {error}"
+
+    def read(self, index: int) -> bytes:
+        """The sample's image bytes: one ranged read of its shard (os.pread releases the GIL)."""
+        name = self.samples[index][0]
+        if index in self.problems:
+            raise DecodeError(index, name, self.problems[index])
+        number, offset, size = self.ranges[index]
+        try:
+            descriptor = os.open(self.shards[number], os.O_RDONLY)
+            try:
+                data = os.pread(descriptor, size, offset)
+            finally:
+                os.close(descriptor)
+        except OSError as error:
+            raise DecodeError(index, name, f"cannot read: {error.strerror or error}") from error
+        if len(data) < size:
+            raise DecodeError(index, name, f"the shard ends {size - len(data)} bytes into this image (truncated)")
+        if not data:
+            raise DecodeError(index, name, "empty image member")
+        return data
+
+    def _open(self, index: int, path: str) -> Image.Image:
+        return open_image(index, path, self.read(index)).convert("RGB")
+
+    @classmethod
+    def write(cls, samples, path: str | Path) -> str:
+        """Write ``samples`` [(key, image bytes, label)] as one shard in WebDataset's layout (``key.jpg`` or
+        the image's own extension given as ``key.png`` etc., and ``key.cls``); returns the path."""
+        import io
+        path = os.fspath(path)
+        with tarfile.open(path, "w") as archive:
+            for key, data, label in samples:
+                stem, dot, extension = key.partition(".")
+                for member, payload in ((f"{stem}.{extension if dot else 'jpg'}", data),
+                                        (f"{stem}.cls", str(int(label)).encode())):
+                    info = tarfile.TarInfo(member)
+                    info.size, info.mtime, info.mode = len(payload), 0, 0o644
+                    archive.addfile(info, io.BytesIO(payload))
+        return path

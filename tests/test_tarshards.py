@@ -1,0 +1,136 @@
+"""fastload.TarShards: WebDataset tar shards as a source whose samples are byte ranges -- the same batches
+as the folder they were packed from, indexes cached and rebuilt when a shard changes, bad members named."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+
+import pytest
+import torch
+
+import fastload
+from fastload import tarshards
+from fastload import transforms as T
+
+
+def _pack(folder, out_dir, per_shard=8):
+    """The folder's images, in ImageFolder's order, as shards of ``per_shard`` samples."""
+    reference = fastload.ImageFolder(folder)
+    items = [(f"img{i:04d}.{os.path.splitext(path)[1][1:].lower()}", open(path, "rb").read(), label)
+             for i, (path, label) in enumerate(reference.samples)]
+    for number, start in enumerate(range(0, len(items), per_shard)):
+        fastload.TarShards.write(items[start:start + per_shard], out_dir / f"train-{number:03d}.tar")
+    return reference
+
+
+def test_brace_patterns_expand_as_webdataset_writes_them():
+    assert tarshards.expand("a-{000..002}.tar") == ["a-000.tar", "a-001.tar", "a-002.tar"]
+    assert tarshards.expand("{x,y}/s{8..10}.tar") == ["x/s8.tar", "x/s9.tar", "x/s10.tar", "y/s8.tar",
+                                                        "y/s9.tar", "y/s10.tar"]
+    assert tarshards.split_key("train/n0144_100.seg.png") == ("train/n0144_100", "seg.png")
+    assert tarshards.split_key("plain.JPG") == ("plain", "jpg")
+
+
+def test_shards_give_the_folders_batches_through_the_fast_path(image_folder, tmp_path):
+    """Packed in ImageFolder's order, the shards are the same dataset: with the same transform and seed
+    the loader gives the same batches, shuffled and sharded, on the fast path."""
+    reference = _pack(image_folder, tmp_path)
+    shards = fastload.TarShards(str(tmp_path / "train-{000..002}.tar"))
+    assert len(shards.samples) == len(reference.samples) == 23
+    assert shards.targets == reference.targets and shards.samples[0][0].endswith("train-000.tar:img0000")
+    transform = T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True)])
+    for rank in range(2):
+        options = dict(batch_size=5, num_workers=2, shuffle=True, seed=3, rank=rank, world_size=2)
+        packed = fastload.DataLoader(fastload.TarShards(str(tmp_path / "train-*.tar"), transform), **options)
+        folder = fastload.DataLoader(fastload.ImageFolder(image_folder, transform), **options)
+        assert packed.fast_path and len(packed) == len(folder)
+        for (images, labels), (ref_images, ref_labels) in zip(packed, folder, strict=True):
+            assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+
+
+def test_the_index_is_cached_and_rebuilt_when_the_shard_changes(image_folder, tmp_path, monkeypatch):
+    _pack(image_folder, tmp_path, per_shard=23)
+    shard = tmp_path / "train-000.tar"
+    fastload.TarShards(str(shard))
+    index = json.loads((tmp_path / "train-000.tar.idx.json").read_text())
+    assert index["size"] == shard.stat().st_size and len(index["samples"]) == 23
+    built = []
+    monkeypatch.setattr(tarshards, "build_index", lambda path, real=tarshards.build_index: built.append(path)
+                        or real(path))
+    fastload.TarShards(str(shard))
+    assert built == []  # read from the cache
+    with tarfile.open(shard, "a") as archive:  # the shard changes: one more sample
+        _member(archive, "extra.jpg", b"\xff\xd8")
+        _member(archive, "extra.cls", b"1")
+    assert len(fastload.TarShards(str(shard)).samples) == 24 and built == [str(shard)]
+
+
+def test_an_index_that_cannot_be_written_beside_the_shard_goes_to_the_cache_folder(image_folder, tmp_path):
+    """Where the shard's folder takes no index (read-only; here the index's name is taken by a folder, which
+    stops even root), the index goes to cache_dir and is found there next time."""
+    _pack(image_folder, tmp_path, per_shard=23)
+    (tmp_path / "train-000.tar.idx.json").mkdir()
+    cache = tmp_path.parent / f"{tmp_path.name}-cache"
+    first = fastload.TarShards(str(tmp_path / "train-000.tar"), cache_dir=str(cache))
+    assert len(os.listdir(cache)) == 1
+    second = fastload.TarShards(str(tmp_path / "train-000.tar"), cache_dir=str(cache))
+    assert second.samples == first.samples and len(first.samples) == 23
+
+
+def _member(archive, name, payload):
+    info = tarfile.TarInfo(name)
+    info.size = len(payload)
+    archive.addfile(info, io.BytesIO(payload))
+
+
+def test_bad_samples_are_errors_naming_shard_and_key_or_skipped(image_folder, tmp_path):
+    """A key with no image, one with no label, one with an unreadable label: each a DecodeError naming
+    ``shard:key`` when read, or skipped and reported with on_error="skip"; the good samples all arrive."""
+    good = [open(path, "rb").read() for path, _ in fastload.ImageFolder(image_folder).samples[:5]]
+    shard = tmp_path / "mixed.tar"
+    with tarfile.open(shard, "w") as archive:
+        for i, data in enumerate(good):
+            _member(archive, f"s{i}.jpg", data)
+            _member(archive, f"s{i}.json", json.dumps({"label": i}).encode())
+        _member(archive, "nolabel.jpg", good[0])
+        _member(archive, "noimage.cls", b"3")
+        _member(archive, "badlabel.jpg", good[1])
+        _member(archive, "badlabel.cls", b"three")
+    source = fastload.TarShards(str(shard), T.Compose([T.CenterCrop(8), T.ToImage()]))
+    assert source.targets[:5] == [0, 1, 2, 3, 4] and len(source.samples) == 8
+    with pytest.raises(fastload.DecodeError, match=r"mixed.tar:nolabel\): no label member"):
+        list(fastload.DataLoader(source, batch_size=4))
+    loader = fastload.DataLoader(source, batch_size=4, on_error="skip")
+    labels = [label for _, batch in loader for label in batch.tolist()]
+    assert sorted(set(labels)) == [0, 1, 2, 3, 4]
+    reasons = {entry[2].rsplit(":", 1)[1] for entry in loader.stats.skipped}
+    assert reasons == {"nolabel", "noimage", "badlabel"}
+
+
+def test_a_truncated_shard_indexes_what_it_can_and_names_the_cut_sample(image_folder, tmp_path):
+    reference = _pack(image_folder, tmp_path, per_shard=23)
+    shard = tmp_path / "train-000.tar"
+    data = shard.read_bytes()
+    index = tarshards.build_index(str(shard))
+    key, members, _ = index["samples"][10]
+    image = next(e for e in tarshards.IMAGE_EXTENSIONS if e in members)
+    cut = members[image][0] + members[image][1] // 2  # halfway into sample 10's image
+    shard.write_bytes(data[:cut])
+    source = fastload.TarShards(str(shard))
+    assert 10 <= len(source.samples) < 23 and source.targets[:10] == reference.targets[:10]
+    assert source.read(0) == open(reference.samples[0][0], "rb").read()
+    with pytest.raises(fastload.DecodeError, match=r"train-000.tar:img0010\): .*(cut short|truncated)"):
+        source.read(10)
+
+
+def test_urls_and_missing_shards_are_refused_by_name(tmp_path):
+    with pytest.raises(NotImplementedError, match="s3://bucket/a.tar: remote shards"):
+        fastload.TarShards("s3://bucket/a.tar")
+    with pytest.raises(FileNotFoundError, match="nothing-"):
+        fastload.TarShards(str(tmp_path / "nothing-*.tar"))
+    (tmp_path / "not.tar").write_bytes(b"this is not a tar file" * 40)
+    with pytest.raises(ValueError, match="not.tar: not a readable tar"):
+        fastload.TarShards(str(tmp_path / "not.tar"))
