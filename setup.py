@@ -21,8 +21,11 @@ setup(
                            extra_compile_args=["-O2"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
-    install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm"],
+    # fsspec (with aiohttp for http/https): TarShards' remote shards, the storage library the field uses
+    install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm", "fsspec[http]>=2024.6"],
     extras_require={"plot": ["matplotlib"],
+                    # S3 and GCS shards through fsspec
+                    "s3": ["s3fs"], "gcs": ["gcsfs"],
                     # TorchCodec's nvJPEG decoder, measured against torchvision's on the first batch
                     "torchcodec": ["torchcodec==0.17.0"],
                     # lightning and accelerate: tests/test_frameworks.py runs the loader under both;

@@ -11,9 +11,11 @@ sample is ``(shard, offset, size)``: the order, sharding across ranks,
 exact resume, the fast path and the device path work as for a folder, each
 read a ``pread`` of one range instead of an ``open`` of one file.
 
-This module reads local shards (paths, brace patterns, globs). Remote
-shards (fsspec URLs), the streaming mode, TFRecords and ``fastload pack``
-are not written yet: an URL is refused by name.
+Shards may be local paths or any fsspec URL (``https://``, ``s3://`` with
+s3fs installed, ...): a remote shard is indexed by reading it once as a
+stream, its index cached locally, and a sample is one ranged request
+(retried with backoff, under a timeout). The streaming mode, TFRecords and
+``fastload pack`` are not written yet.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import json
 import os
 import re
 import tarfile
+import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -56,17 +60,41 @@ def expand(pattern: str) -> list[str]:
     return [head + choice + rest for choice in choices for rest in expand(tail)]
 
 
-def shard_paths(urls) -> list[str]:
-    """``urls`` (a path, a brace pattern, a glob, or a list of them) as the list of shard paths."""
+class RemoteError(OSError):
+    """A remote read that failed on every try (network error, timeout, server error)."""
+
+
+def is_remote(url: str) -> bool:
+    return "://" in url and not url.startswith("file://")
+
+
+def filesystem(url: str, timeout: float):
+    """(fsspec filesystem, path) for a remote shard; HTTP gets ``timeout`` seconds per request (fsspec's
+    HTTP default never gives up on a server that stops answering)."""
+    import fsspec
+    protocol = url.split("://", 1)[0]
+    options = {}
+    if protocol in ("http", "https"):
+        import aiohttp
+        options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=timeout)}
+    return fsspec.core.url_to_fs(url, **options)
+
+
+def shard_paths(urls, timeout: float = 60.0) -> list[str]:
+    """``urls`` (a path or URL, a brace pattern, a glob, or a list of them) as the list of shards."""
     patterns = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
     paths: list[str] = []
     for pattern in map(os.fspath, patterns):
-        if "://" in pattern and not pattern.startswith("file://"):
-            raise NotImplementedError(f"fastload.TarShards: {pattern}: remote shards (fsspec URLs) are not "
-                                      f"supported yet; local paths, brace patterns and globs are")
+        remote = is_remote(pattern)
         pattern = pattern.removeprefix("file://")
         for name in expand(pattern):
-            found = sorted(glob.glob(name)) if glob.has_magic(name) else [name]
+            if not glob.has_magic(name.split("://", 1)[-1]):
+                found = [name]
+            elif remote:
+                fs, path = filesystem(name, timeout)
+                found = sorted(fs.unstrip_protocol(p) for p in fs.glob(path))
+            else:
+                found = sorted(glob.glob(name))
             if not found:
                 raise FileNotFoundError(f"fastload.TarShards: no shard matches {name!r}")
             paths.extend(found)
@@ -83,7 +111,7 @@ def split_key(name: str) -> tuple[str, str]:
     return (f"{folder}/{stem}" if folder else stem), (extension.lower() if dot else "")
 
 
-def build_index(path: str) -> dict:
+def build_index(path: str, stream=None, identity: dict | None = None) -> dict:
     """A shard's index from its tar headers: per sample (in the order of its first member), its key, the
     (offset, size) of each member by extension, and the text of its small non-image members (labels). A shard that ends early (truncated) or has a corrupt
     header is indexed up to there and says so (``"error"``); members that run past its end are kept, so
@@ -92,7 +120,8 @@ def build_index(path: str) -> dict:
     texts: dict[str, dict[str, str]] = {}
     error = None
     try:
-        with tarfile.open(path, "r:") as archive:
+        with (tarfile.open(fileobj=stream, mode="r|") if stream is not None else tarfile.open(path, "r:")) \
+                as archive:
             for member in archive:
                 if not member.isfile():
                     continue
@@ -105,9 +134,25 @@ def build_index(path: str) -> dict:
                         texts.setdefault(key, {})[extension] = data.decode("utf-8", "replace")
     except (tarfile.TarError, OSError, EOFError) as failure:
         error = f"cannot read past {sum(len(m) for m in samples.values())} members: {failure}"
-    stat = os.stat(path)
-    return {"version": INDEX_VERSION, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "error": error,
+    identity = identity if identity is not None else _local_identity(path)
+    return {"version": INDEX_VERSION, **identity, "error": error,
             "samples": [[key, members, texts.get(key, {})] for key, members in samples.items()]}
+
+
+def _local_identity(path: str) -> dict:
+    stat = os.stat(path)
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _remote_identity(fs, path: str) -> dict:
+    """What says a remote shard is unchanged: its size and whichever of ETag / last-modified it reports."""
+    info = fs.info(path)
+    identity = {"size": info.get("size")}
+    for key in ("ETag", "etag", "LastModified", "last_modified", "mtime"):
+        if info.get(key) is not None:
+            identity["version_tag"] = str(info[key])
+            break
+    return identity
 
 
 def _index_file(path: str, cache_dir: str | None) -> str:
@@ -117,26 +162,36 @@ def _index_file(path: str, cache_dir: str | None) -> str:
     return os.path.join(cache_dir, name + ".idx.json")
 
 
-def load_index(path: str, cache_dir: str | None = None) -> dict:
-    """The shard's index: the cached one if it still describes the shard (same size and mtime), else
-    built and written beside the shard (``shard.tar.idx.json``) or, where that folder is read-only, in
-    ``cache_dir`` (default ``~/.cache/fastload/shard-index``)."""
-    stat = os.stat(path)
+def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0) -> dict:
+    """The shard's index: the cached one if it still describes the shard (same size and mtime -- for a
+    remote shard, size and ETag or last-modified), else built and cached: beside a local shard
+    (``shard.tar.idx.json``) or, where that folder is read-only and for remote shards, in ``cache_dir``
+    (default ``~/.cache/fastload/shard-index``)."""
     fallback = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastload", "shard-index")
-    for index_path in (_index_file(path, None), _index_file(path, fallback)):
+    if is_remote(path):
+        fs, inner = filesystem(path, timeout)
+        identity = _remote_identity(fs, inner)
+        places = [_index_file(path.replace("://", "/"), fallback)]
+    else:
+        identity = _local_identity(path)
+        places = [_index_file(path, None), _index_file(path, fallback)]
+    for index_path in places:
         try:
             with open(index_path) as file:
                 index = json.load(file)
-            if (index.get("version"), index.get("size"), index.get("mtime_ns")) == \
-                    (INDEX_VERSION, stat.st_size, stat.st_mtime_ns):
+            if index.get("version") == INDEX_VERSION and all(index.get(k) == v for k, v in identity.items()):
                 return index
         except (OSError, ValueError):
             pass
-    index = build_index(path)
-    for index_path in (_index_file(path, None), _index_file(path, fallback)):
+    if is_remote(path):
+        with fs.open(inner, "rb", block_size=4 << 20) as stream:
+            index = build_index(path, stream, identity)
+    else:
+        index = build_index(path)
+    for index_path in places:
         try:
             os.makedirs(os.path.dirname(index_path) or ".", exist_ok=True)
-            temporary = f"{index_path}.{os.getpid()}.tmp"
+            temporary = f"{index_path}.{os.getpid()}.{threading.get_ident()}.tmp"
             with open(temporary, "w") as file:
                 json.dump(index, file)
             os.replace(temporary, index_path)  # atomic: processes sharing the shard never read half of it
@@ -172,20 +227,27 @@ class TarShards(Source):
     naming ``shard.tar:key`` when read (``on_error="skip"`` skips and reports it).
 
     Args:
-        urls: a shard path, a brace pattern (``train-{000000..001023}.tar``), a glob, or a list of them.
+        urls: a shard path or fsspec URL, a brace pattern (``train-{000000..001023}.tar``), a glob, or a
+            list of them.
         transform, target_transform: as torchvision's.
         label_extensions: which members hold the label, in order of preference.
-        cache_dir: where indexes go when a shard's folder is read-only.
+        cache_dir: where indexes go for remote shards and when a shard's folder is read-only.
+        timeout: seconds an HTTP request may take before it fails (and is retried).
+        retries: how many times a failed remote read is tried again, after 0.25 s, 0.5 s, 1 s, ...; then
+            it is a DecodeError naming the shard URL and the key. ``self.retried`` counts the retries.
     """
 
     def __init__(self, urls, transform: Callable | None = None, target_transform: Callable | None = None, *,
-                 label_extensions: tuple[str, ...] = LABEL_EXTENSIONS, cache_dir: str | None = None, **order):
-        self.shards = shard_paths(urls)
+                 label_extensions: tuple[str, ...] = LABEL_EXTENSIONS, cache_dir: str | None = None,
+                 timeout: float = 60.0, retries: int = 3, **order):
+        self.timeout, self.retries, self.retried = timeout, retries, 0
+        self._retried_lock = threading.Lock()
+        self.shards = shard_paths(urls, timeout)
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
         samples: list[tuple[str, int]] = []
         for number, path in enumerate(self.shards):
-            index = load_index(path, cache_dir)
+            index = self._with_retries(lambda: load_index(path, cache_dir, timeout), path)
             for key, members, texts in index["samples"]:
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
                 label, problem = -1, None
@@ -218,24 +280,46 @@ class TarShards(Source):
             return -1, f"unreadable label in its .{found} member: {error}"
 
     def read(self, index: int) -> bytes:
-        """The sample's image bytes: one ranged read of its shard (os.pread releases the GIL)."""
+        """The sample's image bytes: one ranged read of its shard (os.pread, or one ranged request for a
+        remote shard; both release the GIL)."""
         name = self.samples[index][0]
         if index in self.problems:
             raise DecodeError(index, name, self.problems[index])
         number, offset, size = self.ranges[index]
+        path = self.shards[number]
         try:
-            descriptor = os.open(self.shards[number], os.O_RDONLY)
-            try:
-                data = os.pread(descriptor, size, offset)
-            finally:
-                os.close(descriptor)
-        except OSError as error:
-            raise DecodeError(index, name, f"cannot read: {error.strerror or error}") from error
+            if is_remote(path):
+                fs, inner = filesystem(path, self.timeout)
+                data = self._with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), name)
+            else:
+                descriptor = os.open(path, os.O_RDONLY)
+                try:
+                    data = os.pread(descriptor, size, offset)
+                finally:
+                    os.close(descriptor)
+        except (OSError, RemoteError) as error:
+            raise DecodeError(index, name, f"cannot read: {getattr(error, 'strerror', None) or error}") from error
         if len(data) < size:
             raise DecodeError(index, name, f"the shard ends {size - len(data)} bytes into this image (truncated)")
         if not data:
             raise DecodeError(index, name, "empty image member")
         return data
+
+    def _with_retries(self, call, what: str):
+        """``call()``, tried again after 0.25 s, 0.5 s, ... on a network error or timeout (not on a missing
+        file or a refused permission); the last failure becomes a RemoteError naming ``what``."""
+        for attempt in range(self.retries + 1):
+            try:
+                return call()
+            except (FileNotFoundError, PermissionError, IsADirectoryError, ImportError, ValueError):
+                raise  # retrying does not help: a missing shard, a missing fsspec backend, a bad URL
+            except Exception as error:  # aiohttp's and botocore's errors, timeouts, OSError
+                if attempt == self.retries:
+                    raise RemoteError(f"{what}: {type(error).__name__}: {error} (after {attempt + 1} "
+                                      f"tries)") from error
+                with self._retried_lock:
+                    self.retried += 1
+                time.sleep(0.25 * 2 ** attempt)
 
     def _open(self, index: int, path: str) -> Image.Image:
         return open_image(index, path, self.read(index)).convert("RGB")

@@ -126,11 +126,133 @@ def test_a_truncated_shard_indexes_what_it_can_and_names_the_cut_sample(image_fo
         source.read(10)
 
 
-def test_urls_and_missing_shards_are_refused_by_name(tmp_path):
-    with pytest.raises(NotImplementedError, match="s3://bucket/a.tar: remote shards"):
-        fastload.TarShards("s3://bucket/a.tar")
+def test_missing_shards_and_backends_are_refused_by_name(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing-"):
         fastload.TarShards(str(tmp_path / "nothing-*.tar"))
     (tmp_path / "not.tar").write_bytes(b"this is not a tar file" * 40)
     with pytest.raises(ValueError, match="not.tar: not a readable tar"):
         fastload.TarShards(str(tmp_path / "not.tar"))
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="s3fs"):  # fsspec's own message: install s3fs
+            fastload.TarShards("s3://bucket/a.tar")
+
+
+class _RangeServer:
+    """An HTTP server on 127.0.0.1 serving a folder with HEAD and Range requests (206), as object stores
+    and CDNs do; ``drop`` makes it close the connection on the next n ranged requests without answering,
+    ``stall`` makes it hold every ranged request that many seconds before answering."""
+
+    def __init__(self, folder):
+        import http.server
+        import threading
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _body(self):
+                path = os.path.join(folder, self.path.lstrip("/"))
+                if not os.path.isfile(path):
+                    self.send_error(404)
+                    return None
+                return open(path, "rb").read()
+
+            def do_HEAD(self):
+                data = self._body()
+                if data is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    stamp = os.stat(os.path.join(folder, self.path.lstrip("/"))).st_mtime_ns
+                    self.send_header("ETag", f'"{len(data)}-{stamp}"')
+                    self.send_header("Accept-Ranges", "bytes")
+                    self.end_headers()
+
+            def do_GET(self):
+                data = self._body()
+                if data is None:
+                    return
+                ranged = self.headers.get("Range")
+                if ranged:
+                    server.ranged += 1
+                    if server.drop > 0:
+                        server.drop -= 1
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    if server.stall:
+                        import time
+                        time.sleep(server.stall)
+                    start, _, end = ranged.removeprefix("bytes=").partition("-")
+                    start, end = int(start), min(int(end) if end else len(data) - 1, len(data) - 1)
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+                    part = data[start:end + 1]
+                else:
+                    self.send_response(200)
+                    part = data
+                self.send_header("Content-Length", str(len(part)))
+                self.end_headers()
+                self.wfile.write(part)
+
+        self.ranged, self.drop, self.stall = 0, 0, 0.0
+        class Quiet(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # a client that timed out on a stalled answer: the late write fails, as expected
+
+        self.httpd = Quiet(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+@pytest.fixture()
+def served_shards(image_folder, tmp_path):
+    (tmp_path / "www").mkdir()
+    _pack(image_folder, tmp_path / "www", per_shard=8)
+    server = _RangeServer(tmp_path / "www")
+    yield server, tmp_path
+    server.close()
+
+
+def test_http_shards_give_the_local_shards_batches_one_ranged_request_per_sample(served_shards):
+    """Over HTTP (fsspec), the same batches as the local shards; indexes cached locally (a second source
+    reads no shard again); each sample one ranged request."""
+    server, tmp_path = served_shards
+    transform = T.Compose([T.RandomResizedCrop(24), T.ToDtype(torch.float32, scale=True)])
+    options = dict(batch_size=5, num_workers=2, shuffle=True, seed=1)
+    cache = str(tmp_path / "cache")
+    remote = fastload.TarShards(server.url + "/train-{000..002}.tar", transform, cache_dir=cache)
+    local = fastload.TarShards(str(tmp_path / "www" / "train-{000..002}.tar"), transform)
+    assert remote.targets == local.targets and remote.samples[3][0] == server.url + "/train-000.tar:img0003"
+    before = server.ranged
+    for (images, labels), (ref_images, ref_labels) in zip(fastload.DataLoader(remote, **options),
+                                                          fastload.DataLoader(local, **options), strict=True):
+        assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+    assert server.ranged - before == 23
+    before = server.ranged
+    fastload.TarShards(server.url + "/train-{000..002}.tar", cache_dir=cache)
+    assert server.ranged == before  # the indexes came from the cache
+
+
+def test_dropped_connections_are_retried_and_a_stalled_server_ends_in_an_error_naming_the_sample(served_shards):
+    server, tmp_path = served_shards
+    source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
+                                retries=2)
+    server.drop = 2  # the next two ranged requests get no answer (aiohttp may itself retry one of them)
+    first = source.read(0)
+    assert first[:2] == b"\xff\xd8" and server.drop == 0 and source.retried >= 1
+    server.stall = 3.0  # longer than the timeout, every time
+    import time
+    started = time.monotonic()
+    with pytest.raises(fastload.DecodeError, match=r"train-000.tar:img0001\): cannot read: .*after 3 tries"):
+        source.read(1)
+    assert time.monotonic() - started < 15  # three 1 s timeouts and 0.75 s of waits, not a hang
