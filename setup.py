@@ -21,8 +21,10 @@ setup(
                            extra_compile_args=["-O2"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
-    # fsspec (with aiohttp for http/https): TarShards' remote shards, the storage library the field uses
-    install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm", "fsspec[http]>=2024.6"],
+    # fsspec (with aiohttp for http/https): TarShards' remote shards, the storage library the field uses;
+    # google-crc32c: TFRecords' CRC32-C (zlib has only CRC-32), Google's C library behind its storage clients
+    install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm", "fsspec[http]>=2024.6",
+                      "google-crc32c>=1.5"],
     extras_require={"plot": ["matplotlib"],
                     # S3 and GCS shards through fsspec
                     "s3": ["s3fs"], "gcs": ["gcsfs"],

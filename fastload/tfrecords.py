@@ -1,0 +1,344 @@
+"""TFRecord files of tf.train.Example as a source, without TensorFlow: each sample is one record.
+
+A TFRecord file is a run of records: ``length`` (uint64, little-endian),
+``masked_crc32c(length)``, ``data``, ``masked_crc32c(data)``. The data of an
+image-classification record is a serialized ``tf.train.Example``: a map from
+feature names to lists of bytes, floats or int64s. ``TFRecords`` reads the
+files once to index them (each record's offset and size, checked against the
+CRCs, and its label), caches that index beside the file (or in a cache
+folder), and from then on a sample is one ranged read of its record, CRC
+checked and parsed for its image bytes. DALI's index files (its
+``tfrecord2idx``: one ``offset size`` line per record) are read when given
+and checked against the file.
+
+The Example is parsed by hand (``parse_example``, protobuf's wire format:
+varints and length-delimited fields; the three list types): fastload needs
+two fields of one message, which does not earn the protobuf runtime and a
+generated class. CRC32-C comes from ``google-crc32c`` (Google's C library,
+which Google's storage clients use): Python's zlib only has the other CRC-32.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+from typing import Callable
+
+import google_crc32c
+from PIL import Image
+
+from .decode import open_image
+from .errors import DecodeError
+from .sources import Source
+from .tarshards import expand
+
+INDEX_VERSION = 1
+IMAGE_FEATURE = "image/encoded"  # TensorFlow's ImageNet TFRecords (models/research/inception), DALI's examples
+LABEL_FEATURE = "image/class/label"
+
+
+def masked_crc(data: bytes) -> int:
+    """TFRecord's masked CRC32-C (tensorflow/core/lib/hash/crc32c.h: rotate right by 15, add a constant)."""
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(data: bytes) -> bytes:
+    """One record as TFRecord writes it."""
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+
+
+def unframe(record: bytes) -> bytes:
+    """A whole record's data, its length and both CRCs checked (ValueError saying which failed)."""
+    if len(record) < 16:
+        raise ValueError(f"a record is at least 16 bytes, this one {len(record)} (truncated file?)")
+    length, length_crc = struct.unpack("<QI", record[:12])
+    if masked_crc(record[:8]) != length_crc:
+        raise ValueError("bad CRC of the record's length")
+    if len(record) != length + 16:
+        raise ValueError(f"the record says {length} bytes of data, its frame holds {len(record) - 16}")
+    data = record[12:12 + length]
+    if masked_crc(data) != struct.unpack("<I", record[12 + length:])[0]:
+        raise ValueError("bad CRC of the record's data (corrupt record)")
+    return data
+
+
+def _varint(buffer: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(buffer):
+            raise ValueError("truncated varint")
+        byte = buffer[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 64 bits")
+
+
+def _fields(message: bytes):
+    """(field number, wire type, value) of a protobuf message: varints as ints, length-delimited fields
+    as bytes, fixed32/fixed64 as raw bytes."""
+    at = 0
+    while at < len(message):
+        tag, at = _varint(message, at)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, at = _varint(message, at)
+        elif wire == 2:
+            size, at = _varint(message, at)
+            if at + size > len(message):
+                raise ValueError("a field runs past the end of its message")
+            value, at = message[at:at + size], at + size
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, at = message[at:at + size], at + size
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        yield number, wire, value
+
+
+def _feature(message: bytes):
+    """A tf.train.Feature's list: bytes_list (1) -> [bytes], float_list (2) -> [float], int64_list (3) ->
+    [int] (packed or not; int64 as two's complement)."""
+    for kind, _, content in _fields(message):
+        values = []
+        for _, wire, value in _fields(content):
+            if kind == 1:
+                values.append(value)
+            elif kind == 2:
+                values.extend(struct.unpack(f"<{len(value) // 4}f", value) if wire == 2 else
+                              struct.unpack("<f", value))
+            elif kind == 3:
+                items = [value] if wire == 0 else []
+                at = 0
+                while wire == 2 and at < len(value):
+                    item, at = _varint(value, at)
+                    items.append(item)
+                values.extend(v - (1 << 64) if v >= 1 << 63 else v for v in items)
+        return values
+    return []
+
+
+def parse_example(data: bytes) -> dict[str, list]:
+    """A serialized tf.train.Example as {feature name: list of values} (tensorflow/core/example/
+    example.proto and feature.proto: Example.features = 1, Features.feature = 1 (a map: key = 1,
+    value = 2))."""
+    features: dict[str, list] = {}
+    for number, _, message in _fields(data):
+        if number != 1:
+            continue
+        for entry_number, _, entry in _fields(message):
+            if entry_number != 1:
+                continue
+            key, value = "", b""
+            for field, _, content in _fields(entry):
+                if field == 1:
+                    key = content.decode("utf-8")
+                elif field == 2:
+                    value = content
+            features[key] = _feature(value)
+    return features
+
+
+def example(features: dict[str, list]) -> bytes:
+    """A tf.train.Example serialized from {name: [bytes] | [int] | [float]} (for tests and tools)."""
+    def field(number: int, payload: bytes) -> bytes:
+        return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+    entries = b""
+    for name, values in features.items():
+        if all(isinstance(v, (bytes, bytearray)) for v in values):
+            listed = field(1, b"".join(field(1, bytes(v)) for v in values))
+        elif all(isinstance(v, int) for v in values):
+            listed = field(3, field(1, b"".join(_encode_varint(v & (1 << 64) - 1) for v in values)))
+        else:
+            listed = field(2, field(1, struct.pack(f"<{len(values)}f", *values)))
+        entries += field(1, field(1, name.encode()) + field(2, listed))
+    return field(1, entries)
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def read_dali_index(path: str) -> list[tuple[int, int]]:
+    """DALI's tfrecord2idx file: one ``offset size`` line per record (size: the whole framed record)."""
+    records = []
+    with open(path) as file:
+        for number, line in enumerate(file, 1):
+            if line.strip():
+                fields = line.split()
+                if len(fields) != 2 or not all(f.isdigit() for f in fields):
+                    raise ValueError(f"{path}, line {number}: expected 'offset size', got {line.strip()!r}")
+                records.append((int(fields[0]), int(fields[1])))
+    return records
+
+
+def build_index(path: str, image_feature: str, label_feature: str) -> dict:
+    """Every record's (offset, size, label, problem) from one pass over the file; a record whose frame
+    or Example is bad, or has no image or label, is indexed with the reason; a file that ends inside a
+    record stops there, that record's problem saying so."""
+    records = []
+    size = os.path.getsize(path)
+    with open(path, "rb") as file:
+        offset = 0
+        while offset < size:
+            head = file.read(12)
+            if len(head) < 12:
+                records.append([offset, len(head), -1, "the file ends inside a record's header (truncated)"])
+                break
+            length = struct.unpack("<Q", head[:8])[0]
+            if masked_crc(head[:8]) != struct.unpack("<I", head[8:])[0]:
+                records.append([offset, size - offset, -1, "bad CRC of the record's length: the rest of "
+                                                           "the file cannot be framed"])
+                break
+            rest = file.read(length + 4)
+            record = head + rest
+            label, problem = -1, None
+            try:
+                features = parse_example(unframe(record))
+                label, problem = _label_and_problem(features, image_feature, label_feature)
+            except ValueError as error:
+                problem = f"{error}" if len(rest) == length + 4 else "the file ends inside this record (truncated)"
+            records.append([offset, len(record), label, problem])
+            offset += len(record)
+    return {"version": INDEX_VERSION, "size": size, "mtime_ns": os.stat(path).st_mtime_ns,
+            "features": [image_feature, label_feature], "records": records}
+
+
+def _label_and_problem(features: dict, image_feature: str, label_feature: str) -> tuple[int, str | None]:
+    if not features.get(image_feature) or not isinstance(features[image_feature][0], bytes):
+        return -1, f"no bytes feature {image_feature!r} (features: {sorted(features)})"
+    labels = features.get(label_feature)
+    if not labels or not isinstance(labels[0], int):
+        return -1, f"no int64 feature {label_feature!r} (features: {sorted(features)})"
+    return labels[0], None
+
+
+def load_index(path: str, image_feature: str, label_feature: str, cache_dir: str | None = None) -> dict:
+    """The file's index, cached beside it (``file.fastload-idx.json``) or in ``cache_dir`` (default
+    ``~/.cache/fastload/tfrecord-index``) and rebuilt when the file or the feature names change."""
+    stat = os.stat(path)
+    fallback = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastload", "tfrecord-index")
+    places = [path + ".fastload-idx.json",
+              os.path.join(fallback, re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.abspath(path).strip("/")) + ".json")]
+    for place in places:
+        try:
+            with open(place) as file:
+                index = json.load(file)
+            if (index.get("version"), index.get("size"), index.get("mtime_ns"), index.get("features")) == \
+                    (INDEX_VERSION, stat.st_size, stat.st_mtime_ns, [image_feature, label_feature]):
+                return index
+        except (OSError, ValueError):
+            pass
+    index = build_index(path, image_feature, label_feature)
+    for place in places:
+        try:
+            os.makedirs(os.path.dirname(place) or ".", exist_ok=True)
+            temporary = f"{place}.{os.getpid()}.tmp"
+            with open(temporary, "w") as file:
+                json.dump(index, file)
+            os.replace(temporary, place)
+            break
+        except OSError:
+            continue
+    return index
+
+
+class TFRecords(Source):
+    """TFRecord files of tf.train.Example as a source: ``fastload.DataLoader(TFRecords("train-*"), ...)``.
+
+    Each record is a sample: its image the first value of the bytes feature ``image_feature``
+    (``"image/encoded"``), its label the first value of the int64 feature ``label_feature``
+    (``"image/class/label"``) plus ``label_offset`` -- TensorFlow's ImageNet TFRecords number classes
+    1..1000 (0 is "background"); ``label_offset=-1`` gives torchvision's 0..999. Records are numbered file
+    by file, so the order, sharding, resume and augmentation rules are a folder's (``fastload.Source``).
+    A record with a bad CRC, a malformed Example, no image or no label, or cut by the end of the file, is
+    a DecodeError naming ``file:record N`` when read (``on_error="skip"`` skips and reports it).
+
+    Args:
+        paths: a file, a brace pattern, a glob, or a list of them.
+        index_paths: DALI index files (``tfrecord2idx``), one per file, checked against the files.
+        transform, target_transform: as torchvision's.
+        image_feature, label_feature, label_offset: see above.
+        cache_dir: where fastload's own index (offsets and labels) goes when a file's folder is read-only.
+    """
+
+    def __init__(self, paths, index_paths=None, transform: Callable | None = None,
+                 target_transform: Callable | None = None, *, image_feature: str = IMAGE_FEATURE,
+                 label_feature: str = LABEL_FEATURE, label_offset: int = 0, cache_dir: str | None = None,
+                 **order):
+        import glob
+        patterns = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        self.files = [found for pattern in map(os.fspath, patterns) for name in expand(pattern)
+                      for found in (sorted(glob.glob(name)) if glob.has_magic(name) else [name])]
+        if not self.files:
+            raise FileNotFoundError(f"fastload.TFRecords: no file matches {paths!r}")
+        if index_paths is not None:
+            index_paths = [index_paths] if isinstance(index_paths, (str, os.PathLike)) else list(index_paths)
+            if len(index_paths) != len(self.files):
+                raise ValueError(f"fastload.TFRecords: {len(index_paths)} index files for {len(self.files)} "
+                                 f"TFRecord files (one each, in the same order)")
+        self.image_feature = image_feature
+        self.records: list[tuple[int, int, int]] = []  # per sample: (file number, offset, size)
+        self.problems: dict[int, str] = {}
+        samples = []
+        for number, path in enumerate(self.files):
+            index = load_index(path, image_feature, label_feature, cache_dir)
+            if index_paths is not None:
+                dali = read_dali_index(os.fspath(index_paths[number]))
+                ours = [(offset, size) for offset, size, _, _ in index["records"]]
+                if dali != ours[:len(dali)] or len(dali) != len(ours):
+                    raise ValueError(f"fastload.TFRecords: {index_paths[number]} does not describe {path} "
+                                     f"({len(dali)} records listed, {len(ours)} found; stale index?)")
+            for record, (offset, size, label, problem) in enumerate(index["records"]):
+                if problem is not None:
+                    self.problems[len(samples)] = problem
+                self.records.append((number, offset, size))
+                samples.append((f"{path}:record {record}", label + label_offset if problem is None else -1))
+        super().__init__(samples, transform, target_transform, **order)
+
+    def read(self, index: int) -> bytes:
+        """The record's image bytes: one ranged read, its CRCs checked, its Example parsed."""
+        name = self.samples[index][0]
+        if index in self.problems:
+            raise DecodeError(index, name, self.problems[index])
+        number, offset, size = self.records[index]
+        try:
+            descriptor = os.open(self.files[number], os.O_RDONLY)
+            try:
+                record = os.pread(descriptor, size, offset)
+            finally:
+                os.close(descriptor)
+            image = parse_example(unframe(record)).get(self.image_feature)
+        except OSError as error:
+            raise DecodeError(index, name, f"cannot read: {error.strerror or error}") from error
+        except ValueError as error:
+            raise DecodeError(index, name, str(error)) from error
+        if not image or not image[0]:
+            raise DecodeError(index, name, f"empty {self.image_feature!r}")
+        return image[0]
+
+    def _open(self, index: int, path: str) -> Image.Image:
+        return open_image(index, path, self.read(index)).convert("RGB")
+
+    @staticmethod
+    def write(samples, path) -> str:
+        """Write ``samples`` [(image bytes, label)] as one TFRecord file of Examples with the default
+        feature names; returns the path."""
+        path = os.fspath(path)
+        with open(path, "wb") as file:
+            for data, label in samples:
+                file.write(frame(example({IMAGE_FEATURE: [data], LABEL_FEATURE: [int(label)]})))
+        return path
