@@ -65,3 +65,18 @@ def test_bench_serve_runs(tmp_path):
     results = json.loads((tmp_path / "out.json").read_text())["results"]
     assert set(results) == {"fastload@1", "fastload@3", "baseline@1", "baseline@3"}
     assert all(r["requests_per_s"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in results.values())
+
+
+def test_bench_shards_runs(tmp_path):
+    """bench_shards.py: the folder, local tar shards, TFRecords and tar shards over HTTP, one tiny epoch each;
+    every loader sees every image, and over HTTP each image is about one ranged request."""
+    from fastload.sample_data import make_sample_folder
+    root = make_sample_folder(tmp_path / "folder", num_images=12, num_classes=2)
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_shards.py"), str(root), "--batch-size", "4",
+                             "--workers", "1", "--epochs", "1", "--shard-images", "5", "--latency-ms", "1",
+                             "--json", str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    results = {r["name"]: r for r in json.loads((tmp_path / "out.json").read_text())["results"]}
+    assert set(results) == {"folder", "tar", "tfrecord", "tar-http"}
+    assert all(r["images"] == 12 for r in results.values())
+    assert 1 <= results["tar-http"]["requests_per_image"] < 1.5  # one per image, plus the index's reads
