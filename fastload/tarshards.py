@@ -34,6 +34,7 @@ from PIL import Image
 
 from .decode import open_image
 from .errors import DecodeError
+from .index_cache import cache_name, cached_index
 from .sources import Source
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
@@ -155,13 +156,6 @@ def _remote_identity(fs, path: str) -> dict:
     return identity
 
 
-def _index_file(path: str, cache_dir: str | None) -> str:
-    if cache_dir is None:
-        return path + ".idx.json"
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.abspath(path).strip("/"))
-    return os.path.join(cache_dir, name + ".idx.json")
-
-
 def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0) -> dict:
     """The shard's index: the cached one if it still describes the shard (same size and mtime -- for a
     remote shard, size and ETag or last-modified), else built and cached: beside a local shard
@@ -171,34 +165,18 @@ def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0) -
     if is_remote(path):
         fs, inner = filesystem(path, timeout)
         identity = _remote_identity(fs, inner)
-        places = [_index_file(path.replace("://", "/"), fallback)]
+        places = [cache_name(fallback, path.replace("://", "/"), ".idx.json")]
     else:
         identity = _local_identity(path)
-        places = [_index_file(path, None), _index_file(path, fallback)]
-    for index_path in places:
-        try:
-            with open(index_path) as file:
-                index = json.load(file)
-            if index.get("version") == INDEX_VERSION and all(index.get(k) == v for k, v in identity.items()):
-                return index
-        except (OSError, ValueError):
-            pass
-    if is_remote(path):
+        places = [path + ".idx.json", cache_name(fallback, os.path.abspath(path), ".idx.json")]
+
+    def build() -> dict:
+        if not is_remote(path):
+            return build_index(path)
         with fs.open(inner, "rb", block_size=4 << 20) as stream:
-            index = build_index(path, stream, identity)
-    else:
-        index = build_index(path)
-    for index_path in places:
-        try:
-            os.makedirs(os.path.dirname(index_path) or ".", exist_ok=True)
-            temporary = f"{index_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(temporary, "w") as file:
-                json.dump(index, file)
-            os.replace(temporary, index_path)  # atomic: processes sharing the shard never read half of it
-            break
-        except OSError:
-            continue
-    return index
+            return build_index(path, stream, identity)
+    return cached_index(places, lambda index: index.get("version") == INDEX_VERSION
+                        and all(index.get(k) == v for k, v in identity.items()), build)
 
 
 def _label(extension: str, text: str) -> int:

@@ -20,9 +20,7 @@ which Google's storage clients use): Python's zlib only has the other CRC-32.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import struct
 from typing import Callable
 
@@ -31,6 +29,7 @@ from PIL import Image
 
 from .decode import open_image
 from .errors import DecodeError
+from .index_cache import cache_name, cached_index
 from .sources import Source
 from .tarshards import expand
 
@@ -231,29 +230,11 @@ def load_index(path: str, image_feature: str, label_feature: str, cache_dir: str
     ``~/.cache/fastload/tfrecord-index``) and rebuilt when the file or the feature names change."""
     stat = os.stat(path)
     fallback = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastload", "tfrecord-index")
-    places = [path + ".fastload-idx.json",
-              os.path.join(fallback, re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.abspath(path).strip("/")) + ".json")]
-    for place in places:
-        try:
-            with open(place) as file:
-                index = json.load(file)
-            if (index.get("version"), index.get("size"), index.get("mtime_ns"), index.get("features")) == \
-                    (INDEX_VERSION, stat.st_size, stat.st_mtime_ns, [image_feature, label_feature]):
-                return index
-        except (OSError, ValueError):
-            pass
-    index = build_index(path, image_feature, label_feature)
-    for place in places:
-        try:
-            os.makedirs(os.path.dirname(place) or ".", exist_ok=True)
-            temporary = f"{place}.{os.getpid()}.tmp"
-            with open(temporary, "w") as file:
-                json.dump(index, file)
-            os.replace(temporary, place)
-            break
-        except OSError:
-            continue
-    return index
+    places = [path + ".fastload-idx.json", cache_name(fallback, os.path.abspath(path), ".json")]
+    expected = (INDEX_VERSION, stat.st_size, stat.st_mtime_ns, [image_feature, label_feature])
+    return cached_index(places, lambda index: (index.get("version"), index.get("size"), index.get("mtime_ns"),
+                                               index.get("features")) == expected,
+                        lambda: build_index(path, image_feature, label_feature))
 
 
 class TFRecords(Source):
