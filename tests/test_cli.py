@@ -163,3 +163,40 @@ def test_preprocess_runs_a_json_pipeline_and_names_bad_files(image_folder, tmp_p
     with pytest.raises(SystemExit, match="unknown operation 'Blur'"):
         pipeline.write_text(json.dumps({"pipeline": [{"operation": "Blur", "is_output": True}]}))
         main(["preprocess", "--pipeline", str(pipeline), *images, "-o", str(out)])
+
+
+def test_pack_writes_indexed_shards_that_read_as_the_folder(folder_with_bad_files, tmp_path, capsys):
+    """fastload pack: the folder's samples in its order across several shards (a small --shard-size), each
+    indexed; the empty file is named and left out (exit 1); TarShards reads back the same bytes and labels."""
+    import fastload
+    out = tmp_path / "shards"
+    assert main(["pack", str(folder_with_bad_files), str(out), "--shard-size", "40KB"]) == 1
+    captured = capsys.readouterr()
+    assert "empty.jpg: empty file" in captured.err and "indexed" in captured.out
+    assert "KB per image" in captured.out and "decode ms per image" in captured.out
+    shards = sorted(out.glob("train-*.tar"))
+    assert len(shards) > 1 and all((out / (s.name + ".idx.json")).exists() for s in shards)
+    kept = [(path, label) for path, label in fastload.ImageFolder(folder_with_bad_files).samples
+            if not path.endswith("empty.jpg")]
+    packed = fastload.TarShards(str(out / "train-*.tar"))
+    assert packed.targets == [label for _, label in kept]
+    assert [packed.read(i) for i in range(len(kept))] == [open(path, "rb").read() for path, _ in kept]
+
+
+def test_pack_reencodes_large_images_and_bench_runs_on_the_shards(image_folder, tmp_path, capsys):
+    """--max-side 64: images longer than 64 pixels come back as JPEGs of at most 64; then `fastload bench`
+    takes the shards' pattern, fastload beside torch."""
+    import io
+    import fastload
+    out = tmp_path / "small"
+    assert main(["pack", str(image_folder), str(out), "--max-side", "64", "--quality", "85"]) == 0
+    assert "decode ms per image" in capsys.readouterr().out
+    packed = fastload.TarShards(str(out / "train-000000.tar"))
+    sizes = [Image.open(io.BytesIO(packed.read(i))).size for i in range(len(packed.samples))]
+    assert len(sizes) == 23 and max(max(size) for size in sizes) == 64
+    result = subprocess.run([sys.executable, "-m", "fastload", "bench", str(out / "train-*.tar"), "--batch-size", "4",
+                             "--workers", "1", "--epochs", "1", "--compare", "torch", "--no-progress"],
+                            capture_output=True, text=True, timeout=230)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0] for line in result.stdout.splitlines() if line.startswith(("fastload ", "torch "))}
+    assert rows == {"fastload", "torch"}

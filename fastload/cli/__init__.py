@@ -1,5 +1,5 @@
-"""The ``fastload`` command: bench, preview and inspect a dataset; run a JSON preprocessing pipeline, or
-serve a classifier behind one (also ``python -m fastload``)."""
+"""The ``fastload`` command: bench, preview and inspect a dataset; pack it into tar shards; run a JSON
+preprocessing pipeline, or serve a classifier behind one (also ``python -m fastload``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,19 @@ from ..recipes import RECIPES
 
 
 def open_source(data: str, transform=None, **options):
-    """A folder becomes a fastload.ImageFolder, a file a fastload.FileList."""
-    from .. import FileList, ImageFolder
+    """A folder becomes a fastload.ImageFolder, a file a fastload.FileList; tar shards (``.tar`` paths,
+    brace patterns, globs or URLs) fastload.TarShards, and ``.tfrecord`` files fastload.TFRecords."""
+    from .. import FileList, ImageFolder, TarShards, TFRecords
+    if ".tar" in os.path.basename(data) and not os.path.isdir(data):
+        try:
+            return TarShards(data, transform, **options)
+        except (OSError, ValueError, NotImplementedError) as error:
+            raise SystemExit(f"fastload: {data}: {error}") from None
+    if "tfrecord" in os.path.basename(data).lower() and not os.path.isdir(data):
+        try:
+            return TFRecords(data, transform=transform, **options)
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"fastload: {data}: {error}") from None
     if os.path.isdir(data):
         return ImageFolder(data, transform, **options)
     if os.path.isfile(data):
@@ -33,7 +44,7 @@ def parse_device(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import bench, inspect_data, preprocess, preview, serve
+    from . import bench, inspect_data, pack, preprocess, preview, serve
     parser = argparse.ArgumentParser(prog="fastload", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     bench.add_arguments(commands.add_parser("bench", help="images/s of fastload (and torch) on your data",
@@ -46,9 +57,11 @@ def main(argv: list[str] | None = None) -> int:
                                                  description=preprocess.__doc__.split("\n\n")[0]))
     serve.add_arguments(commands.add_parser("serve", help="an HTTP classifier behind a JSON pipeline",
                                             description=serve.__doc__.split("\n\n")[0]))
+    pack.add_arguments(commands.add_parser("pack", help="write WebDataset tar shards from a dataset",
+                                           description=pack.__doc__.split("\n\n")[0]))
     args = parser.parse_args(argv)
     runs = {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run, "preprocess": preprocess.run,
-            "serve": serve.run}
+            "serve": serve.run, "pack": pack.run}
     return runs[args.command](args)
 
 

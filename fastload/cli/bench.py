@@ -60,12 +60,35 @@ def make_loader(name: str, data: str, recipe: str, batch_size: int, workers: int
     if name not in LOADERS:
         raise SystemExit(f"fastload bench: unknown loader {name!r}; known: {', '.join(LOADERS)}")
     image_loader = _decode_with_torchvision if name == "torch-tvio" else torchvision.datasets.folder.pil_loader
-    if os.path.isdir(data):
+    source = None if os.path.isdir(data) else open_source(data)
+    if source is None:
         dataset = torchvision.datasets.ImageFolder(data, transform, loader=image_loader)
+    elif isinstance(source, (fastload.TarShards, fastload.TFRecords)):  # samples are byte ranges, not files
+        dataset = SourceImages(open_source(data, transform), name == "torch-tvio")
     else:
-        dataset = SampleList(open_source(data).samples, transform, image_loader)
+        dataset = SampleList(source.samples, transform, image_loader)
     return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
                                        drop_last=True, pin_memory=device != "cpu")
+
+
+class SourceImages:
+    """A map-style dataset over a fastload source whose samples are byte ranges (tar shards, TFRecords):
+    its bytes decoded by Pillow (``source.load``) or torchvision.io, then its transform."""
+
+    def __init__(self, source, tvio: bool):
+        self.source, self.tvio = source, tvio
+
+    def __len__(self) -> int:
+        return len(self.source.samples)
+
+    def __getitem__(self, index: int):
+        if not self.tvio:
+            return self.source.load(index)
+        import torch
+        import torchvision.io
+        data = torch.frombuffer(bytearray(self.source.read(index)), dtype=torch.uint8)
+        image = torchvision.io.decode_image(data, mode=torchvision.io.ImageReadMode.RGB)
+        return self.source.transform(image), self.source.samples[index][1]
 
 
 class SampleList:
