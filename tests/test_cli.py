@@ -181,6 +181,9 @@ def test_pack_writes_indexed_shards_that_read_as_the_folder(folder_with_bad_file
     packed = fastload.TarShards(str(out / "train-*.tar"))
     assert packed.targets == [label for _, label in kept]
     assert [packed.read(i) for i in range(len(kept))] == [open(path, "rb").read() for path, _ in kept]
+    # inspect and preview read the shards' byte ranges: the two broken images packed as they were are found
+    assert main(["inspect", str(out / "train-*.tar"), "--no-progress"]) == 1
+    assert main(["preview", str(out / "train-*.tar"), "-o", str(tmp_path / "grid.png"), "--n", "4"]) == 0
 
 
 def test_pack_reencodes_large_images_and_bench_runs_on_the_shards(image_folder, tmp_path, capsys):

@@ -55,8 +55,9 @@ def jpeg_kind(data: bytes) -> str:
 class Probe:
     """A map-style dataset whose item is one file's report, made with the loader's own checks."""
 
-    def __init__(self, samples, deep: bool, max_pixels):
+    def __init__(self, samples, deep: bool, max_pixels, read=None):
         self.samples, self.deep, self.max_pixels = samples, deep, max_pixels
+        self.read = read  # the source's read stage (a shard's byte range, a record); None: the file
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -69,7 +70,7 @@ class Probe:
         report = {"path": path, "label": label, "bytes": None, "format": None, "size": None,
                   "error": None, "warning": None}
         try:
-            data = read_file(index, path)
+            data = self.read(index) if self.read is not None else read_file(index, path)
             report["bytes"] = len(data)
             cap = self.max_pixels if self.max_pixels is not None else DEFAULT_MAX_PIXELS
             header = read_header(index, path, data, cap)
@@ -100,7 +101,7 @@ def run(args) -> int:
     samples = source.samples
     classes = getattr(source, "classes", None)
     started = time.perf_counter()
-    loader = fastload.DataLoader(Probe(samples, args.deep, args.max_image_pixels), batch_size=32,
+    loader = fastload.DataLoader(Probe(samples, args.deep, args.max_image_pixels, source.read), batch_size=32,
                                  num_workers=max(1, args.workers), collate_fn=list)
     reports = []
     with loader, tqdm(total=len(samples), unit="file", desc="inspect", disable=args.no_progress,

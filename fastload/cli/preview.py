@@ -16,6 +16,8 @@ import random
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
+from ..decode import open_image
+from ..sources import Source
 from . import add_recipe_argument, open_source
 
 CAPTION = 30  # pixels of text under each sample
@@ -62,6 +64,21 @@ def grid_size(n: int, size: int) -> tuple[int, int]:
     return columns * (size + GAP) + GAP, rows * (size + CAPTION + GAP) + GAP
 
 
+class Picked(Source):
+    """Some samples of a source, read by that source's own read stage (a file, a shard's byte range, a
+    record)."""
+
+    def __init__(self, source: Source, indices: list[int], transform):
+        super().__init__([source.samples[i] for i in indices], transform, shuffle=False, rank=0, world_size=1)
+        self.source, self.indices = source, indices
+
+    def read(self, index: int) -> bytes:
+        return self.source.read(self.indices[index])
+
+    def _open(self, index: int, path: str):
+        return open_image(index, path, self.read(index)).convert("RGB")
+
+
 def run(args) -> int:
     import fastload
     from ..recipes import by_name
@@ -72,7 +89,7 @@ def run(args) -> int:
     n = min(args.n, len(everything.samples))
     picked = sorted(random.Random(args.seed).sample(range(len(everything.samples)), n))
     samples = [everything.samples[i] for i in picked]
-    source = fastload.Source(samples, transform, shuffle=False, rank=0, world_size=1)
+    source = Picked(everything, picked, transform)
     loader = fastload.DataLoader(source, batch_size=n, num_workers=min(4, os.cpu_count() or 1), seed=args.seed)
     with loader:
         images, labels = next(iter(loader))
