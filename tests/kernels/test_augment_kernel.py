@@ -467,7 +467,7 @@ def test_warp_on_photos_matches_torchvision(seed, nearest):
     """Real photos and generated images of awkward sizes, cropped, resized, rotated or mapped (to a keep-size
     and an expanded output) and flipped, against torchvision v2 on the uint8 tensors: its GPU rule (float
     resize, rounded) equal but for the resize's and the warp's rounding flips (measured: 1 level, in 0.02% of
-    values); its CPU fixed-point resize within one level (the resize's difference, which the warp only moves
+    values; with nearest sampling one flip may be copied to several output pixels: 0.65% once); its CPU fixed-point resize within one level (the resize's difference, which the warp only moves
     about), but for the warp's ties."""
     generator = random.Random(seed)
     files = sorted(p for p in PHOTOS.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
@@ -496,7 +496,13 @@ def test_warp_on_photos_matches_torchvision(seed, nearest):
             gpu_rule.append(torchvision_warp(resized, *warps[i], nearest, fill, expand).flip(flip))
             resized = TF.resized_crop(image, *boxes[i], list(size), antialias=True)
             cpu_uint8.append(torchvision_warp(resized, *warps[i], nearest, fill, expand).flip(flip))
-        assert_warped_close(ours, torch.stack(gpu_rule).float(), nearest, f"seed {seed}, {out_size}")
+        gpu_rule = torch.stack(gpu_rule).float()
+        if nearest:  # a resize rounding flip (one level) is copied to every output pixel that samples it:
+            # seed 1619761375 had 28 values of 4284 one level off, all in the 3x400 image upscaled to 12x17
+            assert_warped_close(ours, gpu_rule, nearest, f"seed {seed}, {out_size}", within=1)
+            assert ((ours - gpu_rule).abs() > 0).float().mean() <= 0.02, f"seed {seed}, {out_size}"
+        else:
+            assert_warped_close(ours, gpu_rule, nearest, f"seed {seed}, {out_size}")
         assert_warped_close(ours, torch.stack(cpu_uint8).float(), nearest, f"seed {seed}, {out_size}", within=1)
 
 
