@@ -14,8 +14,11 @@ read a ``pread`` of one range instead of an ``open`` of one file.
 Shards may be local paths or any fsspec URL (``https://``, ``s3://`` with
 s3fs installed, ...): a remote shard is indexed by reading it once as a
 stream, its index cached locally, and a sample is one ranged request
-(retried with backoff, under a timeout). The streaming mode, TFRecords and
-``fastload pack`` are not written yet.
+(retried with backoff, under a timeout; fsspec runs its HTTP client on its
+own daemon event-loop thread, which fastload neither starts nor stops). The
+streaming mode for object stores (shards read whole, ahead) is not written
+yet. ``fastload pack`` writes shards; ``tfrecords.py`` is the other
+byte-range source.
 """
 
 from __future__ import annotations
