@@ -15,6 +15,13 @@ import threading
 from typing import Callable
 
 
+def cache_folder(kind: str, given: str | None = None) -> str:
+    """Where indexes of ``kind`` go when they cannot go beside their data: ``given``, else a folder of
+    fastload's cache (sample_data.cache_root: $FASTLOAD_CACHE, $XDG_CACHE_HOME/fastload, ~/.cache/fastload)."""
+    from .sample_data import cache_root
+    return given or str(cache_root() / kind)
+
+
 def cache_name(folder: str, path: str, suffix: str) -> str:
     """The index file for ``path`` in a shared cache ``folder``: the path (or URL) flattened to one name."""
     return os.path.join(folder, re.sub(r"[^A-Za-z0-9_.-]", "_", path.strip("/")) + suffix)

@@ -118,8 +118,12 @@ def make_sample_folder(root: str | os.PathLike, num_images: int = 2000, num_clas
     return root
 
 
+def cache_root() -> Path:
+    """fastload's cache folder: ``$FASTLOAD_CACHE``, else ``$XDG_CACHE_HOME/fastload``, else ~/.cache/fastload."""
+    return Path(os.environ.get("FASTLOAD_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastload"))
+
+
 def default_sample_root() -> Path:
-    """Where the demo keeps its generated folder (``$FASTLOAD_CACHE`` or ~/.cache/fastload)."""
-    cache = os.environ.get("FASTLOAD_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastload")
-    return Path(cache) / "sample-imagenet"
+    """Where the demo keeps its generated folder (in ``cache_root()``)."""
+    return cache_root() / "sample-imagenet"

@@ -37,7 +37,7 @@ from PIL import Image
 
 from .decode import open_image
 from .errors import DecodeError
-from .index_cache import cache_name, cached_index
+from .index_cache import cache_folder, cache_name, cached_index
 from .sources import Source
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
@@ -163,8 +163,8 @@ def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0) -
     """The shard's index: the cached one if it still describes the shard (same size and mtime -- for a
     remote shard, size and ETag or last-modified), else built and cached: beside a local shard
     (``shard.tar.idx.json``) or, where that folder is read-only and for remote shards, in ``cache_dir``
-    (default ``~/.cache/fastload/shard-index``)."""
-    fallback = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastload", "shard-index")
+    (default: ``shard-index`` in fastload's cache, ~/.cache/fastload unless $FASTLOAD_CACHE says)."""
+    fallback = cache_folder("shard-index", cache_dir)
     if is_remote(path):
         fs, inner = filesystem(path, timeout)
         identity = _remote_identity(fs, inner)

@@ -29,7 +29,7 @@ from PIL import Image
 
 from .decode import open_image
 from .errors import DecodeError
-from .index_cache import cache_name, cached_index
+from .index_cache import cache_folder, cache_name, cached_index
 from .sources import Source
 from .tarshards import expand
 
@@ -226,10 +226,10 @@ def _label_and_problem(features: dict, image_feature: str, label_feature: str) -
 
 
 def load_index(path: str, image_feature: str, label_feature: str, cache_dir: str | None = None) -> dict:
-    """The file's index, cached beside it (``file.fastload-idx.json``) or in ``cache_dir`` (default
-    ``~/.cache/fastload/tfrecord-index``) and rebuilt when the file or the feature names change."""
+    """The file's index, cached beside it (``file.fastload-idx.json``) or in ``cache_dir`` (default:
+    ``tfrecord-index`` in fastload's cache) and rebuilt when the file or the feature names change."""
     stat = os.stat(path)
-    fallback = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastload", "tfrecord-index")
+    fallback = cache_folder("tfrecord-index", cache_dir)
     places = [path + ".fastload-idx.json", cache_name(fallback, os.path.abspath(path), ".json")]
     expected = (INDEX_VERSION, stat.st_size, stat.st_mtime_ns, [image_feature, label_feature])
     return cached_index(places, lambda index: (index.get("version"), index.get("size"), index.get("mtime_ns"),
