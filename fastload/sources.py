@@ -183,7 +183,15 @@ class FileList(Source):
         return samples
 
 
-class Encoded(Source):
+class ByteSource(Source):
+    """A source whose samples are not files of their own -- encoded bytes, a byte range of a tar shard, a
+    TFRecord: ``read(index)`` gives a sample's bytes, and the generic path opens those bytes."""
+
+    def _open(self, index: int, path: str) -> Image.Image:
+        return open_image(index, path, self.read(index)).convert("RGB")
+
+
+class Encoded(ByteSource):
     """Your own encoded images as a source (what DALI's ``external_source`` is for): ``items[i]`` is
     ``(encoded bytes, label)``.
 
@@ -211,6 +219,3 @@ class Encoded(Source):
         if not data:
             raise DecodeError(index, self.samples[index][0], "empty bytes")
         return data
-
-    def _open(self, index: int, path: str) -> Image.Image:
-        return open_image(index, path, self.read(index)).convert("RGB")

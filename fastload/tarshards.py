@@ -33,12 +33,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from PIL import Image
-
-from .decode import open_image
 from .errors import DecodeError
 from .index_cache import cache_folder, cache_name, cached_index
-from .sources import Source
+from .sources import ByteSource
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
 LABEL_EXTENSIONS = ("cls", "txt", "json")  # likewise for its label; see _label
@@ -196,7 +193,7 @@ def _label(extension: str, text: str) -> int:
     return int(text)
 
 
-class TarShards(Source):
+class TarShards(ByteSource):
     """WebDataset tar shards as a source: ``fastload.DataLoader(TarShards("train-{0000..0146}.tar"), ...)``.
 
     A sample is a key's members: its image is the first of ``.jpg``, ``.jpeg``, ``.png``, ``.webp`` it has
@@ -301,9 +298,6 @@ class TarShards(Source):
                 with self._retried_lock:
                     self.retried += 1
                 time.sleep(0.25 * 2 ** attempt)
-
-    def _open(self, index: int, path: str) -> Image.Image:
-        return open_image(index, path, self.read(index)).convert("RGB")
 
     @classmethod
     def write(cls, samples, path: str | Path) -> str:

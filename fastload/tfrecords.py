@@ -25,12 +25,10 @@ import struct
 from typing import Callable
 
 import google_crc32c
-from PIL import Image
 
-from .decode import open_image
 from .errors import DecodeError
 from .index_cache import cache_folder, cache_name, cached_index
-from .sources import Source
+from .sources import ByteSource
 from .tarshards import expand
 
 INDEX_VERSION = 1
@@ -237,7 +235,7 @@ def load_index(path: str, image_feature: str, label_feature: str, cache_dir: str
                         lambda: build_index(path, image_feature, label_feature))
 
 
-class TFRecords(Source):
+class TFRecords(ByteSource):
     """TFRecord files of tf.train.Example as a source: ``fastload.DataLoader(TFRecords("train-*"), ...)``.
 
     Each record is a sample: its image the first value of the bytes feature ``image_feature``
@@ -310,9 +308,6 @@ class TFRecords(Source):
         if not image or not image[0]:
             raise DecodeError(index, name, f"empty {self.image_feature!r}")
         return image[0]
-
-    def _open(self, index: int, path: str) -> Image.Image:
-        return open_image(index, path, self.read(index)).convert("RGB")
 
     @staticmethod
     def write(samples, path) -> str:

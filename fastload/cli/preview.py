@@ -16,8 +16,7 @@ import random
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
-from ..decode import open_image
-from ..sources import Source
+from ..sources import ByteSource, Source
 from . import add_recipe_argument, open_source
 
 CAPTION = 30  # pixels of text under each sample
@@ -64,7 +63,7 @@ def grid_size(n: int, size: int) -> tuple[int, int]:
     return columns * (size + GAP) + GAP, rows * (size + CAPTION + GAP) + GAP
 
 
-class Picked(Source):
+class Picked(ByteSource):
     """Some samples of a source, read by that source's own read stage (a file, a shard's byte range, a
     record)."""
 
@@ -74,9 +73,6 @@ class Picked(Source):
 
     def read(self, index: int) -> bytes:
         return self.source.read(self.indices[index])
-
-    def _open(self, index: int, path: str):
-        return open_image(index, path, self.read(index)).convert("RGB")
 
 
 def run(args) -> int:
