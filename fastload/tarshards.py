@@ -81,12 +81,16 @@ def filesystem(url: str, timeout: float):
     return fsspec.core.url_to_fs(url, **options)
 
 
-def shard_paths(urls, timeout: float = 60.0) -> list[str]:
-    """``urls`` (a path or URL, a brace pattern, a glob, or a list of them) as the list of shards."""
+def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards", remote_ok: bool = True) -> list[str]:
+    """``urls`` (a path or URL, a brace pattern, a glob, or a list of them) as the list of files; errors
+    name ``owner``, and a URL is refused by name where it cannot be read (``remote_ok=False``)."""
     patterns = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
     paths: list[str] = []
     for pattern in map(os.fspath, patterns):
         remote = is_remote(pattern)
+        if remote and not remote_ok:
+            raise NotImplementedError(f"{owner}: {pattern}: remote files are not supported yet (local paths, "
+                                      f"brace patterns and globs are)")
         pattern = pattern.removeprefix("file://")
         for name in expand(pattern):
             if not glob.has_magic(name.split("://", 1)[-1]):
@@ -97,10 +101,10 @@ def shard_paths(urls, timeout: float = 60.0) -> list[str]:
             else:
                 found = sorted(glob.glob(name))
             if not found:
-                raise FileNotFoundError(f"fastload.TarShards: no shard matches {name!r}")
+                raise FileNotFoundError(f"{owner}: nothing matches {name!r}")
             paths.extend(found)
     if not paths:
-        raise ValueError("fastload.TarShards: no shards given")
+        raise ValueError(f"{owner}: no files given")
     return paths
 
 
@@ -114,9 +118,9 @@ def split_key(name: str) -> tuple[str, str]:
 
 def build_index(path: str, stream=None, identity: dict | None = None) -> dict:
     """A shard's index from its tar headers: per sample (in the order of its first member), its key, the
-    (offset, size) of each member by extension, and the text of its small non-image members (labels). A shard that ends early (truncated) or has a corrupt
-    header is indexed up to there and says so (``"error"``); members that run past its end are kept, so
-    reading them is that sample's error."""
+    (offset, size) of each member by extension, and the text of its small non-image members (labels). A
+    shard that ends early (truncated) or has a corrupt header is indexed up to there and says so
+    (``"error"``); members that run past its end are kept, so reading them is that sample's error."""
     samples: dict[str, dict[str, list[int]]] = {}
     texts: dict[str, dict[str, str]] = {}
     error = None

@@ -29,7 +29,7 @@ import google_crc32c
 from .errors import DecodeError
 from .index_cache import cache_folder, cache_name, cached_index
 from .sources import ByteSource
-from .tarshards import expand
+from .tarshards import shard_paths
 
 INDEX_VERSION = 1
 IMAGE_FEATURE = "image/encoded"  # TensorFlow's ImageNet TFRecords (models/research/inception), DALI's examples
@@ -258,12 +258,7 @@ class TFRecords(ByteSource):
                  target_transform: Callable | None = None, *, image_feature: str = IMAGE_FEATURE,
                  label_feature: str = LABEL_FEATURE, label_offset: int = 0, cache_dir: str | None = None,
                  **order):
-        import glob
-        patterns = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        self.files = [found for pattern in map(os.fspath, patterns) for name in expand(pattern)
-                      for found in (sorted(glob.glob(name)) if glob.has_magic(name) else [name])]
-        if not self.files:
-            raise FileNotFoundError(f"fastload.TFRecords: no file matches {paths!r}")
+        self.files = shard_paths(paths, owner="fastload.TFRecords", remote_ok=False)
         if index_paths is not None:
             index_paths = [index_paths] if isinstance(index_paths, (str, os.PathLike)) else list(index_paths)
             if len(index_paths) != len(self.files):

@@ -132,6 +132,10 @@ def test_a_dali_index_that_does_not_match_is_refused(image_folder, tmp_path):
     bad.write_text("0 x\n")
     with pytest.raises(ValueError, match="bad.idx, line 1: expected 'offset size'"):
         fastload.TFRecords(paths, index_paths=[str(bad)])
+    with pytest.raises(NotImplementedError, match="fastload.TFRecords: https://host/a.tfrecord: remote files"):
+        fastload.TFRecords("https://host/a.tfrecord")
+    with pytest.raises(FileNotFoundError, match="fastload.TFRecords: nothing matches"):
+        fastload.TFRecords(str(tmp_path / "none-*.tfrecord"))
     with pytest.raises(ValueError, match="1 index files for 2"):
         fastload.TFRecords(paths * 2, index_paths=[str(stale)])
     assert struct.calcsize("<QI") == 12
