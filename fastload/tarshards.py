@@ -307,14 +307,18 @@ class TarShards(ByteSource):
     def write(cls, samples, path: str | Path) -> str:
         """Write ``samples`` [(key, image bytes, label)] as one shard in WebDataset's layout (``key.jpg`` or
         the image's own extension given as ``key.png`` etc., and ``key.cls``); returns the path."""
-        import io
         path = os.fspath(path)
         with tarfile.open(path, "w") as archive:
             for key, data, label in samples:
                 stem, dot, extension = key.partition(".")
-                for member, payload in ((f"{stem}.{extension if dot else 'jpg'}", data),
-                                        (f"{stem}.cls", str(int(label)).encode())):
-                    info = tarfile.TarInfo(member)
-                    info.size, info.mtime, info.mode = len(payload), 0, 0o644
-                    archive.addfile(info, io.BytesIO(payload))
+                add_member(archive, f"{stem}.{extension if dot else 'jpg'}", data)
+                add_member(archive, f"{stem}.cls", str(int(label)).encode())
         return path
+
+
+def add_member(archive: tarfile.TarFile, name: str, payload: bytes) -> None:
+    """One member with ``payload``, as shards are written (mtime 0, mode 644: the same bytes every time)."""
+    import io
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(payload), 0, 0o644
+    archive.addfile(info, io.BytesIO(payload))

@@ -3,7 +3,6 @@ as the folder they were packed from, indexes cached and rebuilt when a shard cha
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import tarfile
@@ -63,8 +62,8 @@ def test_the_index_is_cached_and_rebuilt_when_the_shard_changes(image_folder, tm
     fastload.TarShards(str(shard))
     assert built == []  # read from the cache
     with tarfile.open(shard, "a") as archive:  # the shard changes: one more sample
-        _member(archive, "extra.jpg", b"\xff\xd8")
-        _member(archive, "extra.cls", b"1")
+        tarshards.add_member(archive, "extra.jpg", b"\xff\xd8")
+        tarshards.add_member(archive, "extra.cls", b"1")
     assert len(fastload.TarShards(str(shard)).samples) == 24 and built == [str(shard)]
 
 
@@ -80,12 +79,6 @@ def test_an_index_that_cannot_be_written_beside_the_shard_goes_to_the_cache_fold
     assert second.samples == first.samples and len(first.samples) == 23
 
 
-def _member(archive, name, payload):
-    info = tarfile.TarInfo(name)
-    info.size = len(payload)
-    archive.addfile(info, io.BytesIO(payload))
-
-
 def test_bad_samples_are_errors_naming_shard_and_key_or_skipped(image_folder, tmp_path):
     """A key with no image, one with no label, one with an unreadable label: each a DecodeError naming
     ``shard:key`` when read, or skipped and reported with on_error="skip"; the good samples all arrive."""
@@ -93,12 +86,12 @@ def test_bad_samples_are_errors_naming_shard_and_key_or_skipped(image_folder, tm
     shard = tmp_path / "mixed.tar"
     with tarfile.open(shard, "w") as archive:
         for i, data in enumerate(good):
-            _member(archive, f"s{i}.jpg", data)
-            _member(archive, f"s{i}.json", json.dumps({"label": i}).encode())
-        _member(archive, "nolabel.jpg", good[0])
-        _member(archive, "noimage.cls", b"3")
-        _member(archive, "badlabel.jpg", good[1])
-        _member(archive, "badlabel.cls", b"three")
+            tarshards.add_member(archive, f"s{i}.jpg", data)
+            tarshards.add_member(archive, f"s{i}.json", json.dumps({"label": i}).encode())
+        tarshards.add_member(archive, "nolabel.jpg", good[0])
+        tarshards.add_member(archive, "noimage.cls", b"3")
+        tarshards.add_member(archive, "badlabel.jpg", good[1])
+        tarshards.add_member(archive, "badlabel.cls", b"three")
     source = fastload.TarShards(str(shard), T.Compose([T.CenterCrop(8), T.ToImage()]))
     assert source.targets[:5] == [0, 1, 2, 3, 4] and len(source.samples) == 8
     with pytest.raises(fastload.DecodeError, match=r"mixed.tar:nolabel\): no label member"):

@@ -83,17 +83,11 @@ def _extension(data: bytes) -> str:
     return "jpg"  # what webdataset's readers expect for an image; the decoder reads the bytes, not the name
 
 
-def _member(archive: tarfile.TarFile, name: str, payload: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = len(payload), 0, 0o644
-    archive.addfile(info, io.BytesIO(payload))
-
-
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..errors import DecodeError
-    from ..tarshards import load_index
+    from ..tarshards import add_member, load_index
     from . import open_source
     source = open_source(args.source)
     os.makedirs(args.out, exist_ok=True)
@@ -119,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
                     archive.close()
                 shards.append(os.path.join(args.out, f"{args.prefix}-{len(shards):06d}.tar"))
                 archive, written = tarfile.open(shards[-1], "w"), 0
-            _member(archive, f"{index:09d}.{extension}", payload)
-            _member(archive, f"{index:09d}.cls", str(int(label)).encode())
+            add_member(archive, f"{index:09d}.{extension}", payload)
+            add_member(archive, f"{index:09d}.cls", str(int(label)).encode())
             written += len(payload) + 2048  # with the two tar headers
             bytes_before += len(data)
             bytes_after += len(payload)
