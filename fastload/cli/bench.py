@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Callable
 
+from ..sources import ByteSource
 from . import add_recipe_argument, open_source, parse_device
 
 LOADERS = ("fastload", "torch", "torch-tvio")
@@ -60,11 +61,11 @@ def make_loader(name: str, data: str, recipe: str, batch_size: int, workers: int
     if name not in LOADERS:
         raise SystemExit(f"fastload bench: unknown loader {name!r}; known: {', '.join(LOADERS)}")
     image_loader = _decode_with_torchvision if name == "torch-tvio" else torchvision.datasets.folder.pil_loader
-    source = None if os.path.isdir(data) else open_source(data)
+    source = None if os.path.isdir(data) else open_source(data, transform)
     if source is None:
         dataset = torchvision.datasets.ImageFolder(data, transform, loader=image_loader)
-    elif isinstance(source, (fastload.TarShards, fastload.TFRecords)):  # samples are byte ranges, not files
-        dataset = SourceImages(open_source(data, transform), name == "torch-tvio")
+    elif isinstance(source, ByteSource):  # samples are bytes (a shard's byte range, a record), not files
+        dataset = SourceImages(source, name == "torch-tvio")
     else:
         dataset = SampleList(source.samples, transform, image_loader)
     return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
@@ -72,7 +73,7 @@ def make_loader(name: str, data: str, recipe: str, batch_size: int, workers: int
 
 
 class SourceImages:
-    """A map-style dataset over a fastload source whose samples are byte ranges (tar shards, TFRecords):
+    """A map-style dataset over a fastload source whose samples are bytes (tar shards, TFRecords):
     its bytes decoded by Pillow (``source.load``) or torchvision.io, then its transform."""
 
     def __init__(self, source, tvio: bool):
