@@ -159,6 +159,24 @@ def crop_resize_window(width: int, height: int, area: float, ratio: float, x_dri
     return (width - w) // 2, (height - h) // 2, w, h
 
 
+def crop_resize(image: torch.Tensor, area: float, ratio: float, x_drift: float, y_drift: float, width: int,
+                height: int) -> torch.Tensor:
+    """rocAL's CropResizeNode (fn.resize_crop, the JSON CropResizeFixed): crop_resize_window's window,
+    resized to ``width`` x ``height`` with RPP's bilinear."""
+    left, top, w, h = crop_resize_window(image.shape[1], image.shape[0], area, ratio, x_drift, y_drift)
+    return resample(image[top:top + h, left:left + w], width, height, "linear")
+
+
+def resize_crop_mirror(image: torch.Tensor, crop_w: int, crop_h: int, width: int, height: int,
+                       mirror: bool) -> torch.Tensor:
+    """rocAL's ResizeCropMirrorNode (fn.resize_crop_mirror, the JSON ResizeCropMirrorFixed): the top-left
+    crop_w x crop_h window (fixed_crop: 0 or more than the image is the whole side), resized to ``width``
+    x ``height`` with RPP's bilinear, mirrored."""
+    left, top, w, h = fixed_crop(image.shape[1], image.shape[0], crop_w, crop_h, 0, 0)
+    out = resample(image[top:top + h, left:left + w], width, height, "linear")
+    return out.flip(1) if mirror else out
+
+
 def as_output(image: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """An operator's result in its output_dtype: floats as they are, uint8 rounded and saturated."""
     if image.dtype == dtype:

@@ -131,11 +131,9 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
                                      p["std_dev"], p.get("mirror", False), p.get("output_dtype", "uint8")),
                 (p["dest_height"], p["dest_width"]))
     if name == "CropResizeFixed":
-        def crop_resize(x):
-            left, top, w, h = imageops.crop_resize_window(x.shape[1], x.shape[0], p["area"], p["aspect_ratio"],
-                                                  p["x_center_drift"], p["y_center_drift"])
-            return imageops.resample(x[top:top + h, left:left + w], p["dest_width"], p["dest_height"], linear)
-        return crop_resize, (p["dest_height"], p["dest_width"])
+        return (lambda x: imageops.crop_resize(x, p["area"], p["aspect_ratio"], p["x_center_drift"],
+                                               p["y_center_drift"], p["dest_width"], p["dest_height"]),
+                (p["dest_height"], p["dest_width"]))
     if name == "CropMirrorNormalize":  # start_x/start_y: the window's anchor, as crop_pos_x/y
         def crop_mirror_normalize(x):
             left, top, w, h = imageops.anchored_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
@@ -150,11 +148,9 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
             return x[top:top + h, left:left + w]
         return crop_fixed, (p["crop_height"], p["crop_width"])
 
-    def resize_crop_mirror(x):  # ResizeCropMirrorFixed: the top-left crop_w x crop_h, resized, mirrored
-        left, top, w, h = imageops.fixed_crop(x.shape[1], x.shape[0], p["crop_w"], p["crop_h"], 0, 0)
-        out = imageops.resample(x[top:top + h, left:left + w], p["dest_width"], p["dest_height"], linear)
-        return out.flip(1) if p.get("mirror", False) else out
-    return resize_crop_mirror, (p["dest_height"], p["dest_width"])
+    return (lambda x: imageops.resize_crop_mirror(x, p["crop_w"], p["crop_h"], p["dest_width"], p["dest_height"],
+                                                  p.get("mirror", False)),  # ResizeCropMirrorFixed
+            (p["dest_height"], p["dest_width"]))
 
 
 class JsonPipeline:

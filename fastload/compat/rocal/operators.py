@@ -534,11 +534,9 @@ def resize_crop_mirror(*inputs, resize_width=0, resize_height=0, crop_w=0, crop_
     window_h, window_w = int(crop_w), int(crop_h)  # rocAL's swap, see above
 
     def run(ctx, op, image, mirror):
-        left, top, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], window_w or image.shape[1],
-                                              window_h or image.shape[0], 0, 0)
-        resized = imageops.resample(image[top:top + h, left:left + w], int(resize_width), int(resize_height),
-                                    "linear")
-        return imageops.as_output(resized.flip(1) if int(mirror) else resized, out.torch_dtype)
+        resized = imageops.resize_crop_mirror(image, window_w, window_h, int(resize_width), int(resize_height),
+                                              bool(int(mirror)))
+        return imageops.as_output(resized, out.torch_dtype)
     return _image_op("resize_crop_mirror", run, inputs[0], {"mirror": _param(mirror)}, out)
 
 
@@ -564,10 +562,8 @@ def resize_crop(*inputs, resize_width=0, resize_height=0, crop_area_factor=None,
         rng = ctx.rng(op)
         given = {"area": area, "ratio": ratio, "x": x, "y": y}
         values = {k: float(rng.uniform(*ranges[k])) if v is None else float(v) for k, v in given.items()}
-        left, top, w, h = imageops.crop_resize_window(image.shape[1], image.shape[0], values["area"],
-                                                      values["ratio"], values["x"], values["y"])
-        resized = imageops.resample(image[top:top + h, left:left + w], int(resize_width), int(resize_height),
-                                    "linear")
+        resized = imageops.crop_resize(image, values["area"], values["ratio"], values["x"], values["y"],
+                                       int(resize_width), int(resize_height))
         return imageops.as_output(resized, out.torch_dtype)
     args = {"area": _param(crop_area_factor), "ratio": _param(crop_aspect_ratio), "x": _param(x_drift),
             "y": _param(y_drift)}
