@@ -8,6 +8,6 @@ from .stats import Stats
 from .tarshards import TarShards
 from .tfrecords import TFRecords
 
-__all__ = ["DataLoader", "ImageFolder", "FileList", "Encoded", "TarShards", "TFRecords", "Source", "transforms", "DecodeError",
-           "LoaderError", "Stats"]
+__all__ = ["DataLoader", "ImageFolder", "FileList", "Encoded", "TarShards", "TFRecords", "Source", "transforms",
+           "DecodeError", "LoaderError", "Stats"]
 __version__ = "0.1.0"

@@ -467,8 +467,9 @@ def test_warp_on_photos_matches_torchvision(seed, nearest):
     """Real photos and generated images of awkward sizes, cropped, resized, rotated or mapped (to a keep-size
     and an expanded output) and flipped, against torchvision v2 on the uint8 tensors: its GPU rule (float
     resize, rounded) equal but for the resize's and the warp's rounding flips (measured: 1 level, in 0.02% of
-    values; with nearest sampling one flip may be copied to several output pixels: 0.65% once); its CPU fixed-point resize within one level (the resize's difference, which the warp only moves
-    about), but for the warp's ties."""
+    values; with nearest sampling one flip may be copied to several output pixels: 0.65% once); its CPU
+    fixed-point resize within one level (the resize's difference, which the warp only moves about), but for
+    the warp's ties."""
     generator = random.Random(seed)
     files = sorted(p for p in PHOTOS.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
     images = [torchvision.io.decode_image(str(p), mode=torchvision.io.ImageReadMode.RGB)
