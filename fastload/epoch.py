@@ -29,8 +29,8 @@ def start_epoch(loader) -> ThreadPipeline:
     batches = itertools.islice(start.batches, start.skip, None) if order is not None else None
     stages = path.stages(batches, start.epoch, order)
     replay = start.skip if order is None else 0  # a plain IterableDataset can only be replayed
-    try:
-        length = len(loader) - start.skip + replay
+    try:  # the epoch's own order: a resumed epoch's (fastload.order.ResumedOrder) may differ from the others'
+        length = (len(order) if order is not None else len(loader)) - start.skip + replay
     except TypeError:
         length = None
     pipeline = ThreadPipeline(stages.jobs, threads, stages.in_flight, loader.timeout,

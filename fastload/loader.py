@@ -158,7 +158,10 @@ class DataLoader(torch.utils.data.DataLoader):
         Plain Python values only (safe in a torch checkpoint). A fresh loader
         built with the same arguments, given this in ``load_state_dict``,
         yields exactly the batches that were still to come -- pixel for pixel
-        on the fast path, whatever its num_workers or prefetch_factor.
+        on the fast path, whatever its num_workers or prefetch_factor. For a
+        fastload source the state also resumes at another world size: the
+        new ranks share the epoch's undelivered samples
+        (``fastload.order.ResumedOrder``).
         """
         return self.schedule.state_dict(self.batch_size, _length(self.dataset))
 
@@ -179,6 +182,10 @@ class DataLoader(torch.utils.data.DataLoader):
 
 
 def _length(dataset) -> int | None:
+    """What a saved state must have been saved over: a fastload source's samples of all ranks (a state may
+    resume at another world size), else the dataset's length."""
+    if isinstance(dataset, Source):
+        return len(dataset.samples)
     try:
         return len(dataset)
     except TypeError:

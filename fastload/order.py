@@ -55,24 +55,34 @@ def shard_indices(dataset_size: int, *, rank: int, world_size: int, shuffle: boo
     nor cut, so every sample is read by exactly one rank and shard sizes
     differ by at most one.
     """
-    if shuffle:
-        generator = torch.Generator()
-        generator.manual_seed(seed + epoch)
-        indices = torch.randperm(dataset_size, generator=generator).tolist()
-    else:
-        indices = list(range(dataset_size))
+    return strided_share(epoch_permutation(dataset_size, shuffle, seed, epoch), rank=rank, world_size=world_size,
+                         drop_last=drop_last, even_shards=even_shards)
+
+
+def epoch_permutation(dataset_size: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
+    """DistributedSampler's order of the whole dataset for ``epoch``: ``randperm`` seeded ``seed + epoch``."""
+    if not shuffle:
+        return list(range(dataset_size))
+    generator = torch.Generator()
+    generator.manual_seed(seed + epoch)
+    return torch.randperm(dataset_size, generator=generator).tolist()
+
+
+def strided_share(sequence: list[int], *, rank: int, world_size: int, drop_last: bool,
+                  even_shards: bool = True) -> list[int]:
+    """Rank ``rank``'s part of ``sequence`` by DistributedSampler's rule: padded by repeating its head (or
+    cut) to a multiple of the world size, then every ``world_size``-th from ``rank``."""
     if not even_shards:
-        return indices[rank::world_size]
-    total = num_shard_samples(dataset_size, world_size, drop_last) * world_size
-    if not drop_last:
-        padding = total - len(indices)
-        if padding <= len(indices):
-            indices += indices[:padding]
-        else:
-            indices += (indices * math.ceil(padding / len(indices)))[:padding]
-    else:
-        indices = indices[:total]
-    return indices[rank:total:world_size]
+        return sequence[rank::world_size]
+    total = num_shard_samples(len(sequence), world_size, drop_last) * world_size
+    return padded(sequence, total)[rank:total:world_size]
+
+
+def padded(sequence: list[int], total: int) -> list[int]:
+    """``sequence`` cut, or padded by repeating it from its head, to ``total`` items."""
+    if total <= len(sequence) or not sequence:
+        return sequence[:total]
+    return (sequence * -(-total // len(sequence)))[:total]
 
 
 def split_for_workers(indices: list[int]) -> list[int]:
@@ -145,7 +155,26 @@ class IndexOrder(Order):
         return len(self._current)
 
 
-class ShardOrder(IndexOrder):
+class ElasticOrder(IndexOrder):
+    """An order whose epoch is one ``sequence`` of samples that ``share`` splits among the ranks: what lets
+    an epoch saved at one world size resume at another (``ResumedOrder``)."""
+
+    rank: int
+    world_size: int
+
+    def sequence(self, epoch: int) -> list[int]:
+        """The epoch's samples over all ranks, each once, in the order ``share`` splits them."""
+        raise NotImplementedError
+
+    def share(self, sequence: list[int], rank: int, world_size: int) -> list[int]:
+        """Rank ``rank``'s samples of ``sequence`` among ``world_size`` ranks, in its reading order."""
+        raise NotImplementedError
+
+    def indices(self, epoch: int) -> list[int]:
+        return self.share(self.sequence(epoch), self.rank, self.world_size)
+
+
+class ShardOrder(ElasticOrder):
     """A fastload source's order: DistributedSampler's rules (``shard_indices``)."""
 
     def __init__(self, dataset_size: int, *, rank: int, world_size: int, shuffle: bool, seed: int,
@@ -154,14 +183,71 @@ class ShardOrder(IndexOrder):
         self.dataset_size, self.rank, self.world_size = dataset_size, rank, world_size
         self.shuffle, self.seed, self.drop_last_samples, self.even_shards = shuffle, seed, drop_last, even_shards
 
-    def indices(self, epoch: int) -> list[int]:
-        return shard_indices(self.dataset_size, rank=self.rank, world_size=self.world_size, shuffle=self.shuffle,
-                             seed=self.seed, epoch=epoch, drop_last=self.drop_last_samples,
+    def sequence(self, epoch: int) -> list[int]:
+        return epoch_permutation(self.dataset_size, self.shuffle, self.seed, epoch)
+
+    def share(self, sequence: list[int], rank: int, world_size: int) -> list[int]:
+        return strided_share(sequence, rank=rank, world_size=world_size, drop_last=self.drop_last_samples,
                              even_shards=self.even_shards)
 
     def num_samples(self) -> int:
         return num_shard_samples(self.dataset_size, self.world_size, self.drop_last_samples, self.rank,
                                  self.even_shards)
+
+
+class ResumedOrder(IndexOrder):
+    """The rest of an epoch that was saved at other world sizes (elastic resume).
+
+    ``segments`` lists, in order, each world size the epoch ran at and the
+    batches every rank delivered there. With DistributedSampler's strided
+    rule the samples delivered are a prefix of the epoch's sequence; in
+    general they are each rank's first ``batches * batch_size``, recomputed
+    from the order, so nothing needs to be saved but the counts. What is
+    left -- the epoch's samples (those the world size of the time did not
+    drop) not yet delivered, in the epoch's order -- is shared among this
+    world's ranks by the order's own rule, so every rank again gets the same
+    number (padding or dropping as the order says), and each sample keeps
+    its augmentation, which depends on (seed, epoch, index) alone.
+    """
+
+    def __init__(self, order: ElasticOrder, epoch: int, segments: list[list[int]]):
+        super().__init__(order.batch_size, order.drop_last)
+        self.order, self.segments = order, segments
+        self.rank, self.world_size = order.rank, order.world_size
+        self._indices = order.share(self.rest(epoch), self.rank, self.world_size)
+
+    def rest(self, epoch: int) -> list[int]:
+        """The epoch's samples not yet delivered, in the epoch's order."""
+        sequence = self.order.sequence(epoch)
+        for world_size, batches in self.segments:
+            shares = [self.order.share(sequence, rank, world_size) for rank in range(world_size)]
+            read = {index for share in shares for index in share}
+            delivered = {index for share in shares for index in share[:batches * self.batch_size]}
+            sequence = [index for index in sequence if index in read and index not in delivered]
+        return sequence
+
+    def indices(self, epoch: int) -> list[int]:
+        return self._indices
+
+    def num_samples(self) -> int:
+        return len(self._indices)
+
+
+def resume_at_world_size(order: Order, epoch: int, batches: int, saved_world_size: int | None,
+                         segments: list[list[int]]) -> tuple[Order, int, list[list[int]]]:
+    """(order, batches to skip, segments) for resuming ``epoch`` after ``batches``, saved at
+    ``saved_world_size`` and earlier ``segments``: at the same world size the order is replayed and the
+    delivered batches skipped; at another, the rest of the epoch is shared anew (``ResumedOrder``)."""
+    world_size = getattr(order, "world_size", None)
+    if saved_world_size is not None and world_size is not None and saved_world_size != world_size:
+        if not isinstance(order, ElasticOrder):
+            raise ValueError(f"this state was saved at world size {saved_world_size} and this loader runs at "
+                             f"{world_size}: resuming at another world size needs a fastload source "
+                             f"({type(order).__name__} cannot share the rest of an epoch anew)")
+        segments, batches = [*segments, [saved_world_size, batches]], 0
+    if segments:
+        order = ResumedOrder(order, epoch, segments)
+    return order, batches, segments
 
 
 class SamplerOrder(Order):
@@ -170,6 +256,9 @@ class SamplerOrder(Order):
 
     def __init__(self, index_sampler, dataset_size: int, auto_collation: bool):
         self.index_sampler, self.dataset_size, self.auto_collation = index_sampler, dataset_size, auto_collation
+        sampler = getattr(index_sampler, "sampler", index_sampler)
+        # a DistributedSampler's world size, so that a state is not resumed at another one
+        self.world_size = getattr(sampler, "num_replicas", None)
 
     def __len__(self) -> int:
         return len(self.index_sampler)

@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils.data import RandomSampler
 
+from .order import resume_at_world_size
+
 
 @dataclass
 class EpochStart:
@@ -53,7 +55,8 @@ class Schedule:
         self._augment_seed: int | None = None
         self.base_seed: int | None = None
         self._pending: dict | None = None  # a state from load_state_dict, applied by the next start
-        self.position = {"epoch": None, "batches": 0, "finished": False, "rng": None}
+        self.position = {"epoch": None, "batches": 0, "finished": False, "rng": None, "world_size": None,
+                         "segments": []}
 
     # -- epochs and seeds ------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -92,9 +95,11 @@ class Schedule:
     def start(self, make_order: Callable[[], Any]) -> EpochStart:
         """Begin the next epoch: resume if a state is pending (its seeds too), make the epoch's order with
         ``make_order()`` and draw its batches and the base seed as torch's iterator draws them."""
-        skip, resumed_rng = self._apply_pending()
+        skip, resumed_rng, saved_world_size, segments = self._apply_pending()
         epoch = self._next_epoch()
         order = make_order()
+        if order is not None:
+            order, skip, segments = resume_at_world_size(order, epoch, skip, saved_world_size, segments)
         rng = resumed_rng if resumed_rng is not None else self._rng_state()
         with self._rng_restored(resumed_rng):
             batches = order.batches(epoch) if order is not None else None
@@ -103,7 +108,8 @@ class Schedule:
             if resumed_rng is not None and batches is not None:  # make the sampler draw from the saved state now
                 first = next(batches, None)
                 batches = itertools.chain([first] if first is not None else [], batches)
-        self.position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng}
+        self.position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng,
+                         "world_size": getattr(order, "world_size", None), "segments": segments}
         return EpochStart(epoch, skip, order, batches, self.base_seed)
 
     def replayed(self, skip: int) -> None:
@@ -153,7 +159,8 @@ class Schedule:
                             batches=0, finished=False)
         return {"version": 1, "epoch": position["epoch"], "batches": position["batches"],
                 "finished": position["finished"], "seed": self.order_seed, "augment_seed": self.augment_seed,
-                "rng": position["rng"], "batch_size": batch_size, "dataset_len": dataset_len}
+                "rng": position["rng"], "batch_size": batch_size, "dataset_len": dataset_len,
+                "world_size": position["world_size"], "segments": position["segments"]}
 
     def load_state_dict(self, state: dict, batch_size: int | None, dataset_len: int | None) -> None:
         if state.get("version") != 1:
@@ -164,15 +171,16 @@ class Schedule:
                              f"over {dataset_len}: the remaining batches would not be the same")
         self._pending = dict(state)
 
-    def _apply_pending(self) -> tuple[int, Any]:
-        """Set up a pending resume: (batches to skip, the RNG state its order was drawn from)."""
+    def _apply_pending(self) -> tuple[int, Any, int | None, list]:
+        """Set up a pending resume: (batches delivered, the RNG state its order was drawn from, the world size
+        it was saved at, the earlier world sizes of its epoch as ``ResumedOrder``'s segments)."""
         state, self._pending = self._pending, None
         if state is None:
-            return 0, None
+            return 0, None, None, []
         self.seed = state["seed"]
         self._augment_seed = state.get("augment_seed", state["seed"])
         self.set_epoch(state["epoch"] + 1 if state["finished"] else state["epoch"])
         self._source_epoch_seen = getattr(self.source, "epoch", None)
         if state["finished"]:
-            return 0, None
-        return state["batches"], state["rng"]
+            return 0, None, None, []
+        return state["batches"], state["rng"], state.get("world_size"), state.get("segments") or []

@@ -2,9 +2,11 @@ import collections
 import os
 
 import pytest
+import torch
 from torch.utils.data.distributed import DistributedSampler
 
-from fastload.order import IndexOrder, dist_info, num_shard_samples, shard_indices
+from fastload.order import (IndexOrder, ResumedOrder, SamplerOrder, ShardOrder, dist_info, num_shard_samples,
+                            resume_at_world_size, shard_indices)
 
 
 @pytest.mark.parametrize("size", [1, 2, 7, 10, 13])
@@ -187,3 +189,36 @@ def test_rocal_order_shuffles_within_the_shard():
     assert sorted(first[:10]) == list(range(10, 20)) and first[10:] == [19, 19]  # padded with the last file
     assert first != second and sorted(second[:10]) == list(range(10, 20))
     assert first == RocalOrder(20, shard_id=1, num_shards=2, batch_size=3, random_shuffle=True, seed=4).indices(0)
+
+
+@pytest.mark.parametrize("size, before, after", [(23, 4, 3), (23, 2, 5), (10, 3, 4), (7, 4, 2), (5, 2, 7)])
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("batches", [0, 1, 2])
+def test_resumed_order_shares_the_undelivered_rest_among_another_world_size(size, before, after, drop_last,
+                                                                              batches):
+    def order(rank, world):
+        return ShardOrder(size, rank=rank, world_size=world, shuffle=True, seed=3, drop_last=drop_last,
+                          even_shards=True, batch_size=2, drop_last_batch=False)
+    epoch_samples = [i for rank in range(before) for i in order(rank, before).indices(5)]
+    delivered = [i for rank in range(before) for i in order(rank, before).indices(5)[:2 * batches]]
+    rest = [ResumedOrder(order(rank, after), 5, [[before, batches]]).indices(5) for rank in range(after)]
+    assert len({len(share) for share in rest}) == 1  # every rank steps the same number of times
+    undelivered = set(epoch_samples) - set(delivered)
+    got = [i for share in rest for i in share]
+    if drop_last:  # disjoint; only what the new world size cannot share evenly is left out
+        assert len(set(got)) == len(got) and set(got) <= undelivered and len(undelivered) - len(got) < after
+    else:  # all of it, padded by repeating the rest's head as DistributedSampler pads
+        assert set(got) == undelivered and len(got) - len(undelivered) < after
+    # saved again during the resumed epoch, at yet another world size: still nothing twice, nothing lost
+    twice = [ResumedOrder(order(rank, 2), 5, [[before, batches], [after, 1]]).indices(5) for rank in range(2)]
+    seen = set(delivered) | {i for share in rest for i in share[:2]}
+    left = {i for share in twice for i in share}
+    assert not left & seen and (drop_last or left == undelivered - seen)
+
+
+def test_resuming_a_torch_sampler_at_another_world_size_is_refused():
+    sampler = DistributedSampler(range(10), num_replicas=2, rank=0)
+    order = SamplerOrder(torch.utils.data.BatchSampler(sampler, 2, False), 10, True)
+    assert resume_at_world_size(order, 0, 1, 2, [])[1] == 1  # same world size: replay and skip
+    with pytest.raises(ValueError, match="saved at world size 3.*runs at 2.*fastload source"):
+        resume_at_world_size(order, 0, 1, 3, [])

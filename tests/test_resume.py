@@ -1,8 +1,10 @@
 """Exact mid-epoch resume: state_dict() after k batches, load_state_dict() in a fresh loader or process."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +17,7 @@ from fastload import transforms as T
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 TRAIN = T.Compose([T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
                    T.Normalize(MEAN, STD)])
+_ELASTIC = T.Compose([T.RandomResizedCrop(12), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True)])
 
 
 def _source_loader(root, workers=2, prefetch=None, **options):
@@ -144,3 +147,47 @@ def test_load_state_dict_refuses_a_different_dataset_or_batch_size(image_folder)
     with pytest.raises(ValueError, match="not a fastload DataLoader state"):
         other.load_state_dict({"epoch": 1})
     torch.save(state, "/dev/null")  # a checkpoint can hold it
+
+
+def _ranks(world: int, *args) -> None:
+    """``tests/distributed/elastic.py`` in ``world`` processes at once, as torchrun would start them."""
+    script = str(Path(__file__).parent / "distributed" / "elastic.py")
+    processes = [subprocess.Popen([sys.executable, script, *map(str, args)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world),
+                                       "OMP_NUM_THREADS": "1"}) for rank in range(world)]
+    for process in processes:
+        output = process.communicate(timeout=240)[0]
+        assert process.returncode == 0, output[-3000:]
+
+
+@pytest.mark.parametrize("before, after, batches", [(4, 3, 1), (2, 5, 2)])
+def test_elastic_resume_at_another_world_size_in_real_processes(numbered_list, tmp_path, before, after, batches):
+    """A state saved by 4 (2) ranks after k batches, resumed by 3 (5): the rest of the epoch, each sample once
+    (but for the padding that makes the ranks' counts equal) and with its own augmentation; then a whole
+    epoch at the new world size."""
+    _ranks(before, numbered_list, tmp_path, "save", batches)
+    _ranks(after, numbered_list, tmp_path, "resume", batches)
+    saved = [torch.load(tmp_path / f"save-{rank}.pt")[0] for rank in range(before)]
+    resumed = [torch.load(tmp_path / f"resume-{rank}.pt") for rank in range(after)]
+    reference = {}  # the uninterrupted epochs on one rank: each sample's image
+    for epoch in range(2):
+        source = fastload.FileList(numbered_list, transform=_ELASTIC, shuffle=True, seed=11, rank=0, world_size=1)
+        loader = fastload.DataLoader(source, batch_size=2, num_workers=2)
+        loader.set_epoch(epoch)
+        reference[epoch] = {label: image for images, labels in loader for label, image in zip(labels.tolist(),
+                                                                                                images)}
+    size = len(reference[0])
+    assert all(len(delivered) == 2 * batches for delivered in saved)
+    first = [label for delivered in saved for label, _ in delivered]
+    rest = [[label for label, _ in epochs[0]] for epochs in resumed]
+    assert len({len(labels) for labels in rest}) == 1  # the ranks step together
+    got = [label for labels in rest for label in labels]
+    assert not set(got) & set(first) and set(got) | set(first) == set(range(size))
+    assert len(got) - len(set(got)) < after  # the padding
+    next_epoch = [label for epochs in resumed for label, _ in epochs[1]]
+    assert set(next_epoch) == set(range(size)) and len(next_epoch) == after * -(-size // after)
+    for epoch, delivered in [(0, pair) for pair in saved + [epochs[0] for epochs in resumed]] + \
+            [(1, epochs[1]) for epochs in resumed]:
+        for label, image in delivered:
+            assert torch.equal(image, reference[epoch][label]), (epoch, label)
