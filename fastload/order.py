@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
+
+from .rng import SampleRandom
 
 
 def dist_info(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
@@ -166,12 +168,12 @@ class ElasticOrder(IndexOrder):
         """The epoch's samples over all ranks, each once, in the order ``share`` splits them."""
         raise NotImplementedError
 
-    def share(self, sequence: list[int], rank: int, world_size: int) -> list[int]:
+    def share(self, sequence: list[int], rank: int, world_size: int, epoch: int) -> list[int]:
         """Rank ``rank``'s samples of ``sequence`` among ``world_size`` ranks, in its reading order."""
         raise NotImplementedError
 
     def indices(self, epoch: int) -> list[int]:
-        return self.share(self.sequence(epoch), self.rank, self.world_size)
+        return self.share(self.sequence(epoch), self.rank, self.world_size, epoch)
 
 
 class ShardOrder(ElasticOrder):
@@ -186,13 +188,107 @@ class ShardOrder(ElasticOrder):
     def sequence(self, epoch: int) -> list[int]:
         return epoch_permutation(self.dataset_size, self.shuffle, self.seed, epoch)
 
-    def share(self, sequence: list[int], rank: int, world_size: int) -> list[int]:
+    def share(self, sequence: list[int], rank: int, world_size: int, epoch: int) -> list[int]:
         return strided_share(sequence, rank=rank, world_size=world_size, drop_last=self.drop_last_samples,
                              even_shards=self.even_shards)
 
     def num_samples(self) -> int:
         return num_shard_samples(self.dataset_size, self.world_size, self.drop_last_samples, self.rank,
                                  self.even_shards)
+
+
+class StreamOrder(ElasticOrder):
+    """Shards read whole, one after the other (``TarShards(mode="streaming")``): each rank reads a
+    contiguous run of the epoch's shards, so it fetches each shard once, and a shuffle buffer mixes
+    neighbouring shards' samples -- webdataset's and mosaicml-streaming's scheme, but a pure function of
+    (seed, epoch), so it shards, resumes and resumes elastically like any fastload order.
+
+    The epoch's sequence is the shards in a permutation seeded ``seed + epoch``, each shard's samples in a
+    permutation of their own. Rank r's share is the r-th of ``world_size`` equal blocks of it, padded by
+    repeating the sequence's head (or cut, ``drop_last``) as DistributedSampler pads, so every rank
+    delivers the same number of batches; a rank's block spans about ``1/world_size`` of the shards, and
+    two ranks share at most the shard at their border. Within the block, each sample is drawn at random
+    from a buffer of the next ``shuffle_buffer`` samples. As its batches are drawn, the order asks
+    ``prefetch`` for the shards the next ``read_ahead`` shards of its block need.
+
+    Args:
+        shard_of: per dataset index, the number of its shard (samples are numbered shard by shard).
+    """
+
+    def __init__(self, shard_of: list[int], *, rank: int, world_size: int, shuffle: bool, seed: int,
+                 drop_last: bool, even_shards: bool, batch_size: int, drop_last_batch: bool,
+                 shuffle_buffer: int = 1000, read_ahead: int = 2,
+                 prefetch: Callable[[list[int]], None] | None = None):
+        super().__init__(batch_size, drop_last_batch)
+        self.shard_of, self.rank, self.world_size = shard_of, rank, world_size
+        self.shuffle, self.seed, self.drop_last_samples, self.even_shards = shuffle, seed, drop_last, even_shards
+        self.shuffle_buffer, self.read_ahead, self.prefetch = shuffle_buffer, read_ahead, prefetch
+        self.members: list[list[int]] = [[] for _ in range(max(shard_of, default=-1) + 1)]
+        for index, shard in enumerate(shard_of):
+            self.members[shard].append(index)
+
+    def sequence(self, epoch: int) -> list[int]:
+        shards = epoch_permutation(len(self.members), self.shuffle, self.seed, epoch)
+        sequence = []
+        for shard in shards:
+            members = self.members[shard]
+            if self.shuffle:
+                generator = torch.Generator().manual_seed((self.seed + epoch) * 1_000_003 + shard)
+                members = [members[i] for i in torch.randperm(len(members), generator=generator).tolist()]
+            sequence += members
+        return sequence
+
+    def share(self, sequence: list[int], rank: int, world_size: int, epoch: int) -> list[int]:
+        if self.even_shards:
+            size = num_shard_samples(len(sequence), world_size, self.drop_last_samples)
+            block = padded(sequence, size * world_size)[rank * size:(rank + 1) * size]
+        else:  # the first len % world_size ranks read one more, as with DistributedSampler's rule
+            size, extra = divmod(len(sequence), world_size)
+            start = rank * size + min(rank, extra)
+            block = sequence[start:start + size + (rank < extra)]
+        if not self.shuffle:
+            return block
+        random = SampleRandom(self.seed, epoch, rank)
+        return buffer_shuffled(block, self.shuffle_buffer, lambda n: random.randint(0, n))
+
+    def num_samples(self) -> int:
+        return num_shard_samples(len(self.shard_of), self.world_size, self.drop_last_samples, self.rank,
+                                 self.even_shards)
+
+    def batches(self, epoch: int) -> Iterator[list[tuple[int, int]]]:
+        return self.ahead(super().batches(epoch), lambda: self._current)
+
+    def ahead(self, batches: Iterator[list[tuple[int, int]]], current: Callable[[], list[int]]):
+        """``batches`` (of the order ``current()``), asking ``prefetch`` for the shards ahead as each is drawn."""
+        ahead: list[int] = []  # this rank's shards, by first use
+        reached: list[int] = []  # per position, how many of ``ahead`` it has reached
+        for batch in batches:
+            if self.prefetch is not None:
+                if not ahead:
+                    seen: set[int] = set()
+                    for index in current():
+                        if self.shard_of[index] not in seen:
+                            seen.add(self.shard_of[index])
+                            ahead.append(self.shard_of[index])
+                        reached.append(len(ahead))
+                last = reached[batch[-1][0]]
+                self.prefetch(ahead[last - 1:last + self.read_ahead])
+            yield batch
+
+
+def buffer_shuffled(items: list[int], size: int, draw: Callable[[int], int]) -> list[int]:
+    """``items`` through a shuffle buffer of ``size`` (webdataset's ``shuffle``): each output is drawn at
+    random (``draw(n)``, in [0, n)) from the buffer, and replaced by the next item."""
+    if size <= 1:
+        return list(items)
+    buffer, out = list(items[:size]), []
+    for item in items[size:]:
+        slot = draw(len(buffer))
+        out.append(buffer[slot])
+        buffer[slot] = item
+    while buffer:  # the rest, in random order
+        out.append(buffer.pop(draw(len(buffer))))
+    return out
 
 
 class ResumedOrder(IndexOrder):
@@ -214,13 +310,13 @@ class ResumedOrder(IndexOrder):
         super().__init__(order.batch_size, order.drop_last)
         self.order, self.segments = order, segments
         self.rank, self.world_size = order.rank, order.world_size
-        self._indices = order.share(self.rest(epoch), self.rank, self.world_size)
+        self._indices = order.share(self.rest(epoch), self.rank, self.world_size, epoch)
 
     def rest(self, epoch: int) -> list[int]:
         """The epoch's samples not yet delivered, in the epoch's order."""
         sequence = self.order.sequence(epoch)
         for world_size, batches in self.segments:
-            shares = [self.order.share(sequence, rank, world_size) for rank in range(world_size)]
+            shares = [self.order.share(sequence, rank, world_size, epoch) for rank in range(world_size)]
             read = {index for share in shares for index in share}
             delivered = {index for share in shares for index in share[:batches * self.batch_size]}
             sequence = [index for index in sequence if index in read and index not in delivered]
@@ -231,6 +327,11 @@ class ResumedOrder(IndexOrder):
 
     def num_samples(self) -> int:
         return len(self._indices)
+
+    def batches(self, epoch: int) -> Iterator[list[tuple[int, int]]]:
+        batches = super().batches(epoch)
+        ahead = getattr(self.order, "ahead", None)  # a StreamOrder's read-ahead goes on
+        return ahead(batches, lambda: self._current) if ahead is not None else batches
 
 
 def resume_at_world_size(order: Order, epoch: int, batches: int, saved_world_size: int | None,
@@ -370,7 +471,6 @@ class ReaderOrder(IndexOrder):
     def _shuffled(self, start: int, count: int) -> list[int]:
         """Positions ``start ..`` of the stream drawn through the shuffle buffer; the buffer's state is
         kept, so consecutive epochs continue it (another start replays it from the beginning)."""
-        from .rng import SampleRandom
         state = self._buffer_state
         if state is None or state[0] > start:
             state = (0, [self._at(p) for p in range(self.initial_fill)], self.initial_fill)

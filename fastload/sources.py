@@ -94,10 +94,14 @@ class Source(torch.utils.data.IterableDataset):
                           f"others {size} (this is rank {rank}): ranks may run different numbers of batches. "
                           f"Right for evaluation (each sample once); do not run per-batch collectives "
                           f"(DDP training) on this loader", stacklevel=4)
-        return ShardOrder(len(self.samples), rank=rank, world_size=world,
-                          shuffle=self.shuffle if shuffle is None else shuffle,
+        return self.order(rank=rank, world_size=world, shuffle=self.shuffle if shuffle is None else shuffle,
                           seed=self.seed or 0 if seed is None else seed, drop_last=self.drop_last,
                           even_shards=self.even_shards, batch_size=batch_size, drop_last_batch=drop_last)
+
+    def order(self, **rules) -> ShardOrder:
+        """The order ``make_order`` settled the rules of (rank, world size, seed, ...): DistributedSampler's
+        (``TarShards`` streams whole shards instead)."""
+        return ShardOrder(len(self.samples), **rules)
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch (DistributedSampler's ``num_samples``)."""

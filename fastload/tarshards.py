@@ -13,12 +13,16 @@ read a ``pread`` of one range instead of an ``open`` of one file.
 
 Shards may be local paths or any fsspec URL (``https://``, ``s3://`` with
 s3fs installed, ...): a remote shard is indexed by reading it once as a
-stream, its index cached locally, and a sample is one ranged request
-(retried with backoff, under a timeout; fsspec runs its HTTP client on its
-own daemon event-loop thread, which fastload neither starts nor stops). The
-streaming mode for object stores (shards read whole, ahead) is not written
-yet. ``fastload pack`` writes shards; ``tfrecords.py`` is the other
-byte-range source.
+stream and its index cached locally (fsspec runs its HTTP client on its
+own daemon event-loop thread, which fastload neither starts nor stops).
+Then a sample is read in one of two modes. Indexed (local shards' default):
+one ranged request (retried with backoff, under a timeout). Streaming
+(remote shards' default, since object stores charge and wait per request):
+the order gives each rank a contiguous run of whole shards
+(``order.StreamOrder``), each fetched in one read, ahead of use, into a
+node-wide local cache (``shardcache.ShardCache``) and read there.
+``fastload pack`` writes shards; ``tfrecords.py`` is the other byte-range
+source.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from typing import Callable
 
 from .errors import DecodeError
 from .index_cache import cache_folder, cache_name, cached_index
+from .order import StreamOrder
+from .shardcache import ShardCache
 from .sources import ByteSource
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
@@ -217,19 +223,33 @@ class TarShards(ByteSource):
         timeout: seconds an HTTP request may take before it fails (and is retried).
         retries: how many times a failed remote read is tried again, after 0.25 s, 0.5 s, 1 s, ...; then
             it is a DecodeError naming the shard URL and the key. ``self.retried`` counts the retries.
+        mode: ``"indexed"`` (the default for local shards): a sample is one ranged read, in a folder's order.
+            ``"streaming"`` (the default for remote shards): a remote shard is fetched whole, in one
+            sequential read, into a local cache, and read there; each rank reads a contiguous run of the
+            epoch's shards, mixed by a shuffle buffer (``fastload.order.StreamOrder``), fetching the next
+            ``read_ahead`` shards while it reads one. Both are pure functions of (seed, epoch): equal
+            batch counts on every rank, exact and elastic resume.
+        shuffle_buffer: streaming, ``shuffle=True``: samples a rank draws its next one from.
+        read_ahead: streaming: shards fetched ahead of the one being read.
+        cache_limit: streaming: bytes the local copies of remote shards may take (``cache_dir``/shards, else
+            ``shards`` in fastload's cache folder, shared by the node's processes); the least recently
+            used go first. It must hold ``read_ahead + 2`` shards per process.
     """
 
     def __init__(self, urls, transform: Callable | None = None, target_transform: Callable | None = None, *,
                  label_extensions: tuple[str, ...] = LABEL_EXTENSIONS, cache_dir: str | None = None,
-                 timeout: float = 60.0, retries: int = 3, **order):
+                 timeout: float = 60.0, retries: int = 3, mode: str | None = None, shuffle_buffer: int = 1000,
+                 read_ahead: int = 2, cache_limit: int = 16 << 30, **order):
         self.timeout, self.retries, self.retried = timeout, retries, 0
         self._retried_lock = threading.Lock()
         self.shards = shard_paths(urls, timeout)
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
+        self.versions: list[str] = []  # per shard: its size and ETag (a remote shard's copy is of this version)
         samples: list[tuple[str, int]] = []
         for number, path in enumerate(self.shards):
             index = self._with_retries(lambda: load_index(path, cache_dir, timeout), path)
+            self.versions.append(f"{index.get('size')}-{index.get('version_tag', index.get('mtime_ns'))}")
             for key, members, texts in index["samples"]:
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
                 label, problem = -1, None
@@ -247,7 +267,32 @@ class TarShards(ByteSource):
                 raise ValueError(f"fastload.TarShards: {path}: not a readable tar ({index['error']})")
             if index["error"] and len(samples) - 1 in self.problems:  # the sample the shard ends in
                 self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
+        remote = any(map(is_remote, self.shards))
+        self.mode = mode or ("streaming" if remote else "indexed")
+        if self.mode not in ("indexed", "streaming"):
+            raise ValueError(f"fastload.TarShards: mode must be 'indexed' or 'streaming', not {mode!r}")
+        self.shuffle_buffer, self.read_ahead = shuffle_buffer, read_ahead
+        self.cache = ShardCache(os.path.join(cache_dir, "shards") if cache_dir else cache_folder("shards"),
+                                cache_limit) if self.mode == "streaming" and remote else None
         super().__init__(samples, transform, target_transform, **order)
+
+    def order(self, **rules):
+        """Streaming: whole shards, a contiguous run of them per rank (``StreamOrder``); else a folder's."""
+        if self.mode != "streaming":
+            return super().order(**rules)
+        return StreamOrder([number for number, _, _ in self.ranges], shuffle_buffer=self.shuffle_buffer,
+                           read_ahead=self.read_ahead, prefetch=self.prefetch if self.cache else None, **rules)
+
+    def prefetch(self, numbers: list[int]) -> None:
+        """Start fetching these shards into the local cache, on fsspec's event loop (asynchronous
+        filesystems: HTTP, S3, GCS; others are fetched when first read)."""
+        for number in numbers:
+            path = self.shards[number]
+            if is_remote(path):
+                fs, inner = filesystem(path, self.timeout)
+                fetch = (lambda part, fs=fs, inner=inner: fs._get_file(inner, part)) \
+                    if getattr(fs, "async_impl", False) else None
+                self.cache.prefetch(self.cache.name(path, self.versions[number]), fetch, getattr(fs, "loop", None))
 
     @staticmethod
     def _label(members: dict, texts: dict, extensions) -> tuple[int, str | None]:
@@ -270,7 +315,13 @@ class TarShards(ByteSource):
         number, offset, size = self.ranges[index]
         path = self.shards[number]
         try:
-            if is_remote(path):
+            if self.cache is not None and is_remote(path):  # streaming: from the shard's local copy
+                fs, inner = filesystem(path, self.timeout)
+                descriptor = self.cache.descriptor(self.cache.name(path, self.versions[number]),
+                                                   lambda part: self._with_retries(lambda: fs.get_file(inner, part),
+                                                                                   path))
+                data = os.pread(descriptor, size, offset)
+            elif is_remote(path):
                 fs, inner = filesystem(path, self.timeout)
                 data = self._with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), name)
             else:

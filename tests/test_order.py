@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch.utils.data.distributed import DistributedSampler
 
-from fastload.order import (IndexOrder, ResumedOrder, SamplerOrder, ShardOrder, dist_info, num_shard_samples,
-                            resume_at_world_size, shard_indices)
+from fastload.order import (IndexOrder, ResumedOrder, SamplerOrder, ShardOrder, StreamOrder, buffer_shuffled,
+                            dist_info, num_shard_samples, resume_at_world_size, shard_indices)
 
 
 @pytest.mark.parametrize("size", [1, 2, 7, 10, 13])
@@ -222,3 +222,47 @@ def test_resuming_a_torch_sampler_at_another_world_size_is_refused():
     assert resume_at_world_size(order, 0, 1, 2, [])[1] == 1  # same world size: replay and skip
     with pytest.raises(ValueError, match="saved at world size 3.*runs at 2.*fastload source"):
         resume_at_world_size(order, 0, 1, 3, [])
+
+
+def _stream(rank, world, shard_of, **rules):
+    rules = {"shuffle": True, "seed": 4, "drop_last": False, "even_shards": True, "batch_size": 3,
+             "drop_last_batch": False, "shuffle_buffer": 5, **rules}
+    return StreamOrder(shard_of, rank=rank, world_size=world, **rules)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 5])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_stream_order_reads_each_rank_a_run_of_whole_shards_equal_in_length(world, drop_last):
+    shard_of = [s for s, size in enumerate([7, 3, 11, 5, 9, 1, 8]) for _ in range(size)]
+    shares = [_stream(rank, world, shard_of, drop_last=drop_last).indices(2) for rank in range(world)]
+    assert len({len(share) for share in shares}) == 1
+    assert len(shares[0]) == num_shard_samples(len(shard_of), world, drop_last)
+    union = [i for share in shares for i in share]
+    if drop_last:
+        assert len(set(union)) == len(union)
+    else:
+        assert set(union) == set(range(len(shard_of))) and len(union) - len(shard_of) < world
+    for share in shares:  # a run of the epoch's shards: at most 2 shards shared with the neighbours, plus padding
+        touched = {shard_of[i] for i in share}
+        assert len(touched) <= -(-7 // world) + 2 + (not drop_last)
+    assert shares == [_stream(rank, world, shard_of, drop_last=drop_last).indices(2) for rank in range(world)]
+    assert shares != [_stream(rank, world, shard_of, drop_last=drop_last).indices(3) for rank in range(world)]
+    plain = [_stream(rank, world, shard_of, shuffle=False, drop_last=drop_last).indices(2) for rank in range(world)]
+    assert [i for share in plain for i in share][:len(shard_of) - world] == list(range(len(shard_of) - world))
+
+
+def test_stream_order_prefetches_the_shards_ahead_of_each_batch():
+    shard_of = [s for s in range(6) for _ in range(4)]
+    asked = []
+    order = _stream(0, 1, shard_of, shuffle=False, batch_size=2, read_ahead=2, prefetch=asked.append)
+    batches = list(order.batches(0))
+    assert len(batches) == 12 and asked[0] == [0, 1, 2] and asked[2] == [1, 2, 3] and asked[-1] == [5]
+    resumed = ResumedOrder(_stream(0, 2, shard_of, shuffle=False, batch_size=2, prefetch=asked.append), 0,
+                           [[1, 3]])
+    asked.clear()
+    assert [i for batch in resumed.batches(0) for _, i in batch] == list(range(6, 15)) and asked[0] == [1, 2, 3]
+
+
+def test_the_shuffle_buffer_draws_from_the_next_items_only():
+    draws = iter([0, 1, 0, 2, 0, 0, 1, 0])
+    assert buffer_shuffled(list(range(6)), 3, lambda n: next(draws) % n) == [0, 1, 3, 2, 5, 4]

@@ -134,8 +134,8 @@ def test_missing_shards_and_backends_are_refused_by_name(tmp_path):
 
 class _RangeServer:
     """An HTTP server on 127.0.0.1 serving a folder with HEAD and Range requests (206), as object stores
-    and CDNs do; ``drop`` makes it close the connection on the next n ranged requests without answering,
-    ``stall`` makes it hold every ranged request that many seconds before answering."""
+    and CDNs do, counting ranged and whole GETs; ``drop`` makes it close the connection on the next n GETs
+    without answering, ``stall`` makes it hold every GET that many seconds before answering."""
 
     def __init__(self, folder):
         import http.server
@@ -170,14 +170,17 @@ class _RangeServer:
                 ranged = self.headers.get("Range")
                 if ranged:
                     server.ranged += 1
-                    if server.drop > 0:
-                        server.drop -= 1
-                        self.close_connection = True
-                        self.connection.shutdown(2)
-                        return
-                    if server.stall:
-                        import time
-                        time.sleep(server.stall)
+                else:
+                    server.whole += 1
+                if server.drop > 0:
+                    server.drop -= 1
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if server.stall:
+                    import time
+                    time.sleep(server.stall)
+                if ranged:
                     start, _, end = ranged.removeprefix("bytes=").partition("-")
                     start, end = int(start), min(int(end) if end else len(data) - 1, len(data) - 1)
                     self.send_response(206)
@@ -190,7 +193,7 @@ class _RangeServer:
                 self.end_headers()
                 self.wfile.write(part)
 
-        self.ranged, self.drop, self.stall = 0, 0, 0.0
+        self.ranged, self.whole, self.drop, self.stall = 0, 0, 0, 0.0
         class Quiet(http.server.ThreadingHTTPServer):
             def handle_error(self, request, client_address):
                 pass  # a client that timed out on a stalled answer: the late write fails, as expected
@@ -223,7 +226,7 @@ def test_http_shards_give_the_local_shards_batches_one_ranged_request_per_sample
     transform = T.Compose([T.RandomResizedCrop(24), T.ToDtype(torch.float32, scale=True)])
     options = dict(batch_size=5, num_workers=2, shuffle=True, seed=1)
     cache = str(tmp_path / "cache")
-    remote = fastload.TarShards(server.url + "/train-{000..002}.tar", transform, cache_dir=cache)
+    remote = fastload.TarShards(server.url + "/train-{000..002}.tar", transform, cache_dir=cache, mode="indexed")
     local = fastload.TarShards(str(tmp_path / "www" / "train-{000..002}.tar"), transform)
     assert remote.targets == local.targets and remote.samples[3][0] == server.url + "/train-000.tar:img0003"
     before = server.ranged
@@ -239,7 +242,7 @@ def test_http_shards_give_the_local_shards_batches_one_ranged_request_per_sample
 def test_dropped_connections_are_retried_and_a_stalled_server_ends_in_an_error_naming_the_sample(served_shards):
     server, tmp_path = served_shards
     source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
-                                retries=2)
+                                retries=2, mode="indexed")
     server.drop = 2  # the next two ranged requests get no answer (aiohttp may itself retry one of them)
     first = source.read(0)
     assert first[:2] == b"\xff\xd8" and server.drop == 0 and source.retried >= 1
@@ -249,3 +252,70 @@ def test_dropped_connections_are_retried_and_a_stalled_server_ends_in_an_error_n
     with pytest.raises(fastload.DecodeError, match=r"train-000.tar:img0001\): cannot read: .*after 3 tries"):
         source.read(1)
     assert time.monotonic() - started < 15  # three 1 s timeouts and 0.75 s of waits, not a hang
+
+
+def test_streamed_http_shards_are_fetched_whole_once_and_give_the_local_streaming_batches(served_shards):
+    """Remote shards stream by default: each shard one whole GET into the local cache, read there; the same
+    batches as the local shards in streaming mode (the order depends on the shards' sizes alone), on every
+    rank the same number; a second epoch and a second source read the cache, not the server."""
+    server, tmp_path = served_shards
+    transform = T.Compose([T.RandomResizedCrop(24), T.ToDtype(torch.float32, scale=True)])
+    cache = str(tmp_path / "cache")
+    for rank in range(2):
+        options = dict(batch_size=3, num_workers=2, shuffle=True, seed=1, rank=rank, world_size=2)
+        remote = fastload.TarShards(server.url + "/train-{000..002}.tar", transform, cache_dir=cache,
+                                    shuffle_buffer=4)
+        local = fastload.TarShards(str(tmp_path / "www" / "train-{000..002}.tar"), transform, mode="streaming",
+                                   shuffle_buffer=4)
+        assert remote.mode == "streaming" and local.mode == "streaming"
+        ranged, loaders = server.ranged, [fastload.DataLoader(s, **options) for s in (remote, local)]
+        assert len(loaders[0]) == len(loaders[1]) == 4  # 23 samples: 12 a rank, padded as DistributedSampler
+        for epoch in range(2):
+            for (images, labels), (ref_images, ref_labels) in zip(*loaders, strict=True):
+                assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+        assert server.ranged == ranged  # no sample was read by a ranged request
+    assert server.whole == 3 and remote.cache.fetched <= 3  # each shard once, whichever rank needed it first
+    assert sorted(n for n in os.listdir(os.path.join(cache, "shards")) if n.endswith(".tar")).__len__() == 3
+
+
+def test_streamed_shards_resume_exactly_and_at_another_world_size(image_folder, tmp_path):
+    _pack(image_folder, tmp_path, per_shard=5)
+    transform = T.Compose([T.RandomResizedCrop(16), T.ToDtype(torch.float32, scale=True)])
+
+    def loader(rank, world):
+        source = fastload.TarShards(str(tmp_path / "train-*.tar"), transform, mode="streaming", shuffle=True,
+                                    seed=2, shuffle_buffer=3, rank=rank, world_size=world)
+        return fastload.DataLoader(source, batch_size=2, num_workers=2)
+    whole = [[(x, y) for x, y in loader(rank, 3)] for rank in range(3)]
+    first = loader(0, 3)
+    iterator = iter(first)
+    next(iterator)
+    state = first.state_dict()
+    first.close()
+    again = loader(0, 3)
+    again.load_state_dict(state)
+    rest = [(x, y) for x, y in again]
+    assert len(rest) == len(whole[0]) - 1
+    for (images, labels), (ref_images, ref_labels) in zip(rest, whole[0][1:], strict=True):
+        assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+    moved = [loader(rank, 2) for rank in range(2)]
+    for resumed in moved:
+        resumed.load_state_dict(state)
+    counts = [len(list(resumed)) for resumed in moved]
+    assert counts[0] == counts[1] and sum(counts) * 2 >= 23 - 3 * 2
+
+
+def test_streaming_retries_a_dropped_fetch_and_ends_a_stalled_one_in_an_error_naming_the_shard(served_shards):
+    server, tmp_path = served_shards
+    source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
+                                retries=2)
+    server.drop = 2  # the next two GETs get no answer (aiohttp may itself retry one of them)
+    assert source.read(0)[:2] == b"\xff\xd8" and source.retried >= 1 and server.drop == 0
+    stalled = fastload.TarShards(server.url + "/train-001.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
+                                 retries=1)
+    server.stall = 3.0
+    import time
+    started = time.monotonic()
+    with pytest.raises(fastload.DecodeError, match=r"train-001.tar:img0008\): cannot read: .*after 2 tries"):
+        stalled.read(0)
+    assert time.monotonic() - started < 10
