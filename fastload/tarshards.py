@@ -83,7 +83,10 @@ def filesystem(url: str, timeout: float):
     options = {}
     if protocol in ("http", "https"):
         import aiohttp
-        options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=timeout)}
+        # per connection and per read, not in total: a whole shard (streaming) may take longer than a
+        # timeout to arrive, but a server that stops sending for that long has stalled
+        options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=None, sock_connect=timeout,
+                                                                     sock_read=timeout)}
     return fsspec.core.url_to_fs(url, **options)
 
 
@@ -220,7 +223,8 @@ class TarShards(ByteSource):
         transform, target_transform: as torchvision's.
         label_extensions: which members hold the label, in order of preference.
         cache_dir: where indexes go for remote shards and when a shard's folder is read-only.
-        timeout: seconds an HTTP request may take before it fails (and is retried).
+        timeout: seconds an HTTP request may wait to connect, or for the next bytes, before it fails (and is
+            retried).
         retries: how many times a failed remote read is tried again, after 0.25 s, 0.5 s, 1 s, ...; then
             it is a DecodeError naming the shard URL and the key. ``self.retried`` counts the retries.
         mode: ``"indexed"`` (the default for local shards): a sample is one ranged read, in a folder's order.
