@@ -169,11 +169,15 @@ def _remote_identity(fs, path: str) -> dict:
     return identity
 
 
-def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0) -> dict:
+def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0,
+               local_copy: Callable[[dict], str] | None = None) -> dict:
     """The shard's index: the cached one if it still describes the shard (same size and mtime -- for a
     remote shard, size and ETag or last-modified), else built and cached: beside a local shard
     (``shard.tar.idx.json``) or, where that folder is read-only and for remote shards, in ``cache_dir``
-    (default: ``shard-index`` in fastload's cache, ~/.cache/fastload unless $FASTLOAD_CACHE says)."""
+    (default: ``shard-index`` in fastload's cache, ~/.cache/fastload unless $FASTLOAD_CACHE says).
+    A remote shard is read as a stream to index it, or, given ``local_copy(identity)`` (streaming: the
+    path of its whole copy in the shard cache, fetched if need be), indexed from that copy, which the
+    first epoch then reads without fetching the shard again."""
     fallback = cache_folder("shard-index", cache_dir)
     if is_remote(path):
         fs, inner = filesystem(path, timeout)
@@ -186,10 +190,17 @@ def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0) -
     def build() -> dict:
         if not is_remote(path):
             return build_index(path)
+        if local_copy is not None:
+            return build_index(local_copy(identity), identity=identity)
         with fs.open(inner, "rb", block_size=4 << 20) as stream:
             return build_index(path, stream, identity)
     return cached_index(places, lambda index: index.get("version") == INDEX_VERSION
                         and all(index.get(k) == v for k, v in identity.items()), build)
+
+
+def _version(identity: dict) -> str:
+    """Which version of a shard an index or identity describes: its size and ETag (or mtime)."""
+    return f"{identity.get('size')}-{identity.get('version_tag', identity.get('mtime_ns'))}"
 
 
 def _label(extension: str, text: str) -> int:
@@ -250,10 +261,19 @@ class TarShards(ByteSource):
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
         self.versions: list[str] = []  # per shard: its size and ETag (a remote shard's copy is of this version)
+        remote = any(map(is_remote, self.shards))
+        self.mode = mode or ("streaming" if remote else "indexed")
+        if self.mode not in ("indexed", "streaming"):
+            raise ValueError(f"fastload.TarShards: mode must be 'indexed' or 'streaming', not {mode!r}")
+        self.shuffle_buffer, self.read_ahead = shuffle_buffer, read_ahead
+        self.cache = ShardCache(os.path.join(cache_dir, "shards") if cache_dir else cache_folder("shards"),
+                                cache_limit) if self.mode == "streaming" and remote else None
         samples: list[tuple[str, int]] = []
         for number, path in enumerate(self.shards):
-            index = self._with_retries(lambda: load_index(path, cache_dir, timeout), path)
-            self.versions.append(f"{index.get('size')}-{index.get('version_tag', index.get('mtime_ns'))}")
+            local_copy = (lambda identity, path=path: self._local_copy(path, _version(identity))) \
+                if self.cache is not None else None
+            index = self._with_retries(lambda: load_index(path, cache_dir, timeout, local_copy), path)
+            self.versions.append(_version(index))
             for key, members, texts in index["samples"]:
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
                 label, problem = -1, None
@@ -271,13 +291,6 @@ class TarShards(ByteSource):
                 raise ValueError(f"fastload.TarShards: {path}: not a readable tar ({index['error']})")
             if index["error"] and len(samples) - 1 in self.problems:  # the sample the shard ends in
                 self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
-        remote = any(map(is_remote, self.shards))
-        self.mode = mode or ("streaming" if remote else "indexed")
-        if self.mode not in ("indexed", "streaming"):
-            raise ValueError(f"fastload.TarShards: mode must be 'indexed' or 'streaming', not {mode!r}")
-        self.shuffle_buffer, self.read_ahead = shuffle_buffer, read_ahead
-        self.cache = ShardCache(os.path.join(cache_dir, "shards") if cache_dir else cache_folder("shards"),
-                                cache_limit) if self.mode == "streaming" and remote else None
         super().__init__(samples, transform, target_transform, **order)
 
     def order(self, **rules):
@@ -320,11 +333,7 @@ class TarShards(ByteSource):
         path = self.shards[number]
         try:
             if self.cache is not None and is_remote(path):  # streaming: from the shard's local copy
-                fs, inner = filesystem(path, self.timeout)
-                descriptor = self.cache.descriptor(self.cache.name(path, self.versions[number]),
-                                                   lambda part: self._with_retries(lambda: fs.get_file(inner, part),
-                                                                                   path))
-                data = os.pread(descriptor, size, offset)
+                data = os.pread(self._descriptor(path, self.versions[number]), size, offset)
             elif is_remote(path):
                 fs, inner = filesystem(path, self.timeout)
                 data = self._with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), name)
@@ -341,6 +350,16 @@ class TarShards(ByteSource):
         if not data:
             raise DecodeError(index, name, "empty image member")
         return data
+
+    def _descriptor(self, path: str, version: str) -> int:
+        """An open descriptor of the remote shard's whole local copy, fetched (with retries) if need be."""
+        fs, inner = filesystem(path, self.timeout)
+        return self.cache.descriptor(self.cache.name(path, version),
+                                     lambda part: self._with_retries(lambda: fs.get_file(inner, part), path))
+
+    def _local_copy(self, path: str, version: str) -> str:
+        self._descriptor(path, version)
+        return self.cache.name(path, version)
 
     def _with_retries(self, call, what: str):
         """``call()``, tried again after 0.25 s, 0.5 s, ... on a network error or timeout (not on a missing

@@ -306,13 +306,20 @@ def test_streamed_shards_resume_exactly_and_at_another_world_size(image_folder, 
 
 
 def test_streaming_retries_a_dropped_fetch_and_ends_a_stalled_one_in_an_error_naming_the_shard(served_shards):
+    """A streamed shard is fetched whole once, when it is indexed (the first epoch reads that copy); a fetch
+    whose connection drops is retried, one that stalls past the timeout on every try is a DecodeError
+    naming the sample, in bounded time."""
     server, tmp_path = served_shards
-    source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
-                                retries=2)
+    cache = tmp_path / "cache"
     server.drop = 2  # the next two GETs get no answer (aiohttp may itself retry one of them)
-    assert source.read(0)[:2] == b"\xff\xd8" and source.retried >= 1 and server.drop == 0
-    stalled = fastload.TarShards(server.url + "/train-001.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
-                                 retries=1)
+    source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(cache), timeout=1.0, retries=2)
+    assert source.retried >= 1 and server.drop == 0
+    whole = server.whole
+    assert source.read(0)[:2] == b"\xff\xd8" and server.whole == whole  # read from the copy
+    stalled = fastload.TarShards(server.url + "/train-001.tar", cache_dir=str(cache), timeout=1.0, retries=1)
+    stalled.cache.close()
+    for name in os.listdir(cache / "shards"):
+        os.unlink(cache / "shards" / name)  # evicted: the next read fetches it again
     server.stall = 3.0
     import time
     started = time.monotonic()
