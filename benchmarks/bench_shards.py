@@ -7,9 +7,12 @@ num_workers = cores, in its own subprocess for a warm-up epoch and
 
 * folder:      fastload.ImageFolder (one open + read per image)
 * tar:         fastload.TarShards on local shards (one pread per image)
+* tar-stream:  the same in streaming mode (each rank a run of whole shards, a shuffle buffer)
 * tfrecord:    fastload.TFRecords on local files (one pread + CRC + Example parse per image)
 * tar-http:    fastload.TarShards over HTTP from a server on 127.0.0.1 in this process that answers
-               every request ``--latency-ms`` late (one ranged request per image)
+               every request ``--latency-ms`` late, indexed mode (one ranged request per image)
+* tar-http-stream: the same server, streaming mode (the remote default): each shard fetched whole, ahead,
+               into a shard cache limited to 4 shards, so every epoch fetches every shard again
 
 The shards and TFRecords are written once from the folder, in ImageFolder's
 order (``--shard-images`` per file), beside it in ``<folder>.packed``. The
@@ -23,13 +26,14 @@ import argparse
 import http.server
 import json
 import os
+import shutil
 import sys
 import threading
 import time
 
 from fastload.cli.bench import machine, measure, run_in_child
 
-LOADERS = ("folder", "tar", "tfrecord", "tar-http")
+LOADERS = ("folder", "tar", "tar-stream", "tfrecord", "tar-http", "tar-http-stream")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
@@ -122,10 +126,12 @@ def _make_loader(name: str, data: str, batch_size: int, workers: int):
         source = fastload.ImageFolder(data, transform)
     elif name == "tfrecord":
         source = fastload.TFRecords(os.path.join(data, "train-*.tfrecord"), transform=transform)
-    else:  # tar, tar-http: data is a folder or the server's URL
-        pattern = "train-*.tar" if name == "tar" else f"train-{{0000..{int(os.environ['BENCH_SHARDS']) - 1:04d}}}.tar"
-        source = fastload.TarShards(f"{data}/{pattern}", transform,
-                                    cache_dir=os.environ.get("BENCH_INDEX_CACHE"))
+    else:  # tar, tar-stream, tar-http, tar-http-stream: data is a folder or the server's URL
+        local = not name.startswith("tar-http")
+        pattern = "train-*.tar" if local else f"train-{{0000..{int(os.environ['BENCH_SHARDS']) - 1:04d}}}.tar"
+        source = fastload.TarShards(f"{data}/{pattern}", transform, cache_dir=os.environ.get("BENCH_INDEX_CACHE"),
+                                    mode="streaming" if name.endswith("stream") else "indexed",
+                                    cache_limit=int(os.environ.get("BENCH_CACHE_LIMIT", 1 << 34)))
     return fastload.DataLoader(source, batch_size=batch_size, shuffle=True, num_workers=workers, drop_last=True)
 
 
@@ -158,6 +164,7 @@ def main(argv=None) -> int:
     import fastload
     packed = pack(root, args.shard_images)
     shards = len([name for name in os.listdir(packed) if name.endswith(".tar")])
+    max_shard = max(os.path.getsize(os.path.join(packed, n)) for n in os.listdir(packed) if n.endswith(".tar"))
     samples = fastload.ImageFolder(root).samples
     images, folder_bytes = len(samples), sum(os.path.getsize(path) for path, _ in samples)
     server = _SlowServer(packed, args.latency_ms / 1000)
@@ -165,14 +172,16 @@ def main(argv=None) -> int:
     results = []
     try:
         for name in args.loaders.split(","):
-            data = {"folder": root, "tar": packed, "tfrecord": packed, "tar-http": server.url}[name]
+            data = server.url if name.startswith("tar-http") else root if name == "folder" else packed
             command = [sys.executable, os.path.abspath(__file__), data, "--one", name, "--batch-size",
                        str(args.batch_size), "--workers", str(args.workers), "--epochs", str(args.epochs)]
-            os.environ.update(BENCH_SHARDS=str(shards), BENCH_INDEX_CACHE=index_cache)
+            shutil.rmtree(os.path.join(index_cache, "shards"), ignore_errors=True)  # no copies from a last run
+            os.environ.update(BENCH_SHARDS=str(shards), BENCH_INDEX_CACHE=index_cache,
+                              BENCH_CACHE_LIMIT=str(4 * max_shard))
             before = dict(server.counts)
             result = run_in_child(name, command)
             epochs = args.epochs + 1
-            if name == "tar-http":
+            if name.startswith("tar-http"):
                 result["requests_per_image"] = (server.counts["requests"] - before["requests"]) / (epochs * images)
                 result["bytes_per_image"] = (server.counts["bytes"] - before["bytes"]) / (epochs * images)
             else:
@@ -185,13 +194,13 @@ def main(argv=None) -> int:
     print(f"\nmachine: {machine()}")
     print(f"data: {root}, {images} images; {shards} shards of {args.shard_images}; batch {args.batch_size}, "
           f"num_workers {args.workers}; HTTP latency {args.latency_ms:g} ms; {args.epochs} timed epochs\n")
-    print(f"{'loader':<10} {'images/s':>9} {'vs folder':>10} {'KB/image':>9} {'requests/image':>15}")
+    print(f"{'loader':<16} {'images/s':>9} {'vs folder':>10} {'KB/image':>9} {'requests/image':>15}")
     for r in results:
         ratio = f"{r['images_per_s'] / folder:.2f}x" if folder else "-"
         requests = f"{r['requests_per_image']:.2f}" if r["requests_per_image"] is not None else "-"
-        print(f"{r['name']:<10} {r['images_per_s']:>9.0f} {ratio:>10} {r['bytes_per_image'] / 1024:>9.1f} "
+        print(f"{r['name']:<16} {r['images_per_s']:>9.0f} {ratio:>10} {r['bytes_per_image'] / 1024:>9.1f} "
               f"{requests:>15}")
-    print("\nKB/image for local loaders: the image bytes (the file, or the member / record read); for tar-http: "
+    print("\nKB/image for local loaders: the image bytes (the file, or the member / record read); for tar-http*: "
           "bytes the server sent, warm-up epoch and index building included")
     if args.json:
         with open(args.json, "w") as out:

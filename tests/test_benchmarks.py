@@ -68,8 +68,9 @@ def test_bench_serve_runs(tmp_path):
 
 
 def test_bench_shards_runs(tmp_path):
-    """bench_shards.py: the folder, local tar shards, TFRecords and tar shards over HTTP, one tiny epoch each;
-    every loader sees every image, and over HTTP each image is about one ranged request."""
+    """bench_shards.py: the folder, local tar shards (indexed, streaming), TFRecords and tar shards over HTTP
+    (indexed, streaming), one tiny epoch each; every loader sees every image; over HTTP each image is about
+    one ranged request, or its shard's one whole request."""
     from fastload.sample_data import make_sample_folder
     root = make_sample_folder(tmp_path / "folder", num_images=12, num_classes=2)
     result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_shards.py"), str(root), "--batch-size", "4",
@@ -77,6 +78,8 @@ def test_bench_shards_runs(tmp_path):
                              "--json", str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     results = {r["name"]: r for r in json.loads((tmp_path / "out.json").read_text())["results"]}
-    assert set(results) == {"folder", "tar", "tfrecord", "tar-http"}
+    assert set(results) == {"folder", "tar", "tar-stream", "tfrecord", "tar-http", "tar-http-stream"}
     assert all(r["images"] == 12 for r in results.values())
     assert 1 <= results["tar-http"]["requests_per_image"] < 1.5  # one per image, plus the index's reads
+    # streaming: a request per shard of 5 images, each epoch (the cache holds 4 shards of the 3: none again)
+    assert results["tar-http-stream"]["requests_per_image"] < 0.5
