@@ -34,7 +34,9 @@ setup(
                     # torchcodec: tests/test_decode.py calls its decoder (on the CPU) as the GPU path does
                     # nvidia-dali-cuda130: tests/compat compares fastload.compat.dali with real DALI's CPU
                     # operators (they run without a GPU)
+                    # webdataset: benchmarks/bench_shards.py runs its loader beside fastload's (issue 18), tiny in
+                    # tests/test_benchmarks.py
                     "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
-                             "torchcodec==0.17.0", "nvidia-dali-cuda130==2.4.0"]},
+                             "torchcodec==0.17.0", "nvidia-dali-cuda130==2.4.0", "webdataset==1.0.2"]},
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

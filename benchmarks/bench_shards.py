@@ -1,9 +1,9 @@
 """The same images as a folder, as local tar shards, as TFRecords and as tar shards over HTTP, in one run.
 
-Every loader is fastload.DataLoader with the standard ResNet-50 training
-transform (RandomResizedCrop 224, flip, float32, normalize), batch 64,
-num_workers = cores, in its own subprocess for a warm-up epoch and
-``--epochs`` timed ones:
+Every loader but webdataset is fastload.DataLoader with the standard ResNet-50
+training transform (RandomResizedCrop 224, flip, float32, normalize), batch
+64, num_workers = cores; each loader, webdataset's too, runs in its own
+subprocess for a warm-up epoch and ``--epochs`` timed ones:
 
 * folder:      fastload.ImageFolder (one open + read per image)
 * tar:         fastload.TarShards on local shards (one pread per image)
@@ -13,16 +13,36 @@ num_workers = cores, in its own subprocess for a warm-up epoch and
                every request ``--latency-ms`` late, indexed mode (one ranged request per image)
 * tar-http-stream: the same server, streaming mode (the remote default): each shard fetched whole, ahead,
                into a shard cache limited to 4 shards, so every epoch fetches every shard again
+* webdataset:  webdataset 1.0.2's own loader on the same local shards, as its README builds one (below;
+               ``pip install webdataset==1.0.2``, in fastload[test])
+
+webdataset is the loader issue 18 measures fastload against (target: fastload's local tar at least 1.8x its
+images/s), so it runs as a user of webdataset would run it, not as fastload does: ``wds.WebDataset(shards,
+shardshuffle=100)`` with the single-rank splitters (whole shards dealt to workers round-robin),
+``.shuffle(1000)`` (1000 samples per worker; fastload's streaming mode draws from 1000 per rank),
+``.decode("pil")`` (Pillow, converted to RGB as torchvision's loader does), ``.to_tuple("jpg;jpeg;png;webp",
+"cls")``, ``.map_tuple`` with torchvision's v1 transform (RandomResizedCrop 224, flip, ToTensor, normalize:
+bench_loader.py's "torch + PIL/v1" and webdataset's README), ``.batched(batch)`` in the workers (its README:
+batch in the dataset, not in the DataLoader), then torch's DataLoader with ``batch_size=None`` and
+``--workers`` processes (default the number of cores: 2 on the 2-core machine, the issue's 2 workers; started
+anew each epoch, torch's default, as in bench_loader.py's torch rows). Since whole shards go to workers, the
+benchmark needs at least as many shards as workers (the default, 2,000 images in shards of 256, makes 8), and
+refuses to run webdataset otherwise: a worker with no shard would deliver nothing. Each worker batches its own
+shards and keeps its last partial batch, so webdataset delivers every image of an epoch; the child checks that
+it did. fastload's rows drop the last partial batch (``drop_last=True``): both rates are images delivered per
+second, over slightly different counts (2,000 and 1,984 per epoch by default).
 
 The shards and TFRecords are written once from the folder, in ImageFolder's
 order (``--shard-images`` per file), beside it in ``<folder>.packed``. The
 table gives images/s, the ratio to the folder, and bytes and requests read
-per image. Run with no arguments it uses the built-in sample folder.
+per image; then fastload's local tar (indexed and streaming) over webdataset.
+Run with no arguments it uses the built-in sample folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import http.server
 import json
 import os
@@ -33,7 +53,7 @@ import time
 
 from fastload.cli.bench import machine, measure, run_in_child
 
-LOADERS = ("folder", "tar", "tar-stream", "tfrecord", "tar-http", "tar-http-stream")
+LOADERS = ("folder", "tar", "tar-stream", "webdataset", "tfrecord", "tar-http", "tar-http-stream")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
@@ -115,10 +135,48 @@ class _SlowServer:
         self.thread.join()
 
 
+class _Epochs:
+    """webdataset's loader as ``measure`` reads a loader (``len`` and ``batch_size`` for its progress bar), and
+    a check that each epoch delivered as many images as the shards hold: with whole shards dealt to workers,
+    a miscount means a worker was given no shard, or a shard was read twice."""
+
+    def __init__(self, loader, images: int, batch_size: int):
+        self.loader, self.images, self.batch_size = loader, images, batch_size
+
+    def __len__(self) -> int:
+        return -(-self.images // self.batch_size)
+
+    def __iter__(self):
+        count = 0
+        for images, labels in self.loader:
+            count += images.shape[0]
+            yield images, labels
+        if count != self.images:
+            raise RuntimeError(f"webdataset delivered {count} images in an epoch, not {self.images}")
+
+
+def _webdataset_loader(data: str, batch_size: int, workers: int):
+    """webdataset 1.0.2's loader on the local shards in ``data``, built as its README builds one."""
+    import torch
+    import webdataset as wds
+    from torchvision import transforms as v1
+    transform = v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(), v1.ToTensor(),
+                            v1.Normalize(MEAN, STD)])
+    shards = sorted(glob.glob(os.path.join(data, "train-*.tar")))
+    dataset = (wds.WebDataset(shards, shardshuffle=100, nodesplitter=wds.single_node_only,
+                              workersplitter=wds.split_by_worker)
+               .shuffle(1000).decode("pil").to_tuple("jpg;jpeg;png;webp", "cls").map_tuple(transform, int)
+               .batched(batch_size, partial=True))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers)
+    return _Epochs(loader, int(os.environ["BENCH_IMAGES"]), batch_size)
+
+
 def _make_loader(name: str, data: str, batch_size: int, workers: int):
     import torch
 
     import fastload
+    if name == "webdataset":
+        return _webdataset_loader(data, batch_size, workers)
     T = fastload.transforms
     transform = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
                            T.Normalize(MEAN, STD)])
@@ -133,6 +191,11 @@ def _make_loader(name: str, data: str, batch_size: int, workers: int):
                                     mode="streaming" if name.endswith("stream") else "indexed",
                                     cache_limit=int(os.environ.get("BENCH_CACHE_LIMIT", 1 << 34)))
     return fastload.DataLoader(source, batch_size=batch_size, shuffle=True, num_workers=workers, drop_last=True)
+
+
+def wds_version() -> str:
+    from importlib.metadata import version
+    return version("webdataset")
 
 
 def main(argv=None) -> int:
@@ -167,6 +230,9 @@ def main(argv=None) -> int:
     max_shard = max(os.path.getsize(os.path.join(packed, n)) for n in os.listdir(packed) if n.endswith(".tar"))
     samples = fastload.ImageFolder(root).samples
     images, folder_bytes = len(samples), sum(os.path.getsize(path) for path, _ in samples)
+    if "webdataset" in args.loaders.split(",") and shards < args.workers:
+        raise SystemExit(f"bench_shards: webdataset deals whole shards to its {args.workers} workers, and {shards} "
+                         f"shard(s) leave one without any: lower --shard-images, or --workers")
     server = _SlowServer(packed, args.latency_ms / 1000)
     index_cache = os.path.join(packed, "http-index-cache")
     results = []
@@ -177,7 +243,7 @@ def main(argv=None) -> int:
                        str(args.batch_size), "--workers", str(args.workers), "--epochs", str(args.epochs)]
             shutil.rmtree(os.path.join(index_cache, "shards"), ignore_errors=True)  # no copies from a last run
             os.environ.update(BENCH_SHARDS=str(shards), BENCH_INDEX_CACHE=index_cache,
-                              BENCH_CACHE_LIMIT=str(4 * max_shard))
+                              BENCH_CACHE_LIMIT=str(4 * max_shard), BENCH_IMAGES=str(images))
             before = dict(server.counts)
             result = run_in_child(name, command)
             epochs = args.epochs + 1
@@ -202,9 +268,16 @@ def main(argv=None) -> int:
               f"{requests:>15}")
     print("\nKB/image for local loaders: the image bytes (the file, or the member / record read); for tar-http*: "
           "bytes the server sent, warm-up epoch and index building included")
+    rates = {r["name"]: r["images_per_s"] for r in results}
+    vs_webdataset = {name: rates[name] / rates["webdataset"] for name in ("tar", "tar-stream")
+                     if name in rates and "webdataset" in rates}
+    if vs_webdataset:
+        print(f"webdataset: webdataset {wds_version()} + torch DataLoader, {args.workers} worker processes")
+    for name, ratio in vs_webdataset.items():
+        print(f"fastload {name} / webdataset: {ratio:.2f}x the images/s (issue 18's target: at least 1.8x)")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"machine": machine(), "results": results}, out, indent=2)
+            json.dump({"machine": machine(), "results": results, "vs_webdataset": vs_webdataset}, out, indent=2)
     return 0
 
 

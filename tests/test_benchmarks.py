@@ -68,9 +68,9 @@ def test_bench_serve_runs(tmp_path):
 
 
 def test_bench_shards_runs(tmp_path):
-    """bench_shards.py: the folder, local tar shards (indexed, streaming), TFRecords and tar shards over HTTP
-    (indexed, streaming), one tiny epoch each; every loader sees every image; over HTTP each image is about
-    one ranged request, or its shard's one whole request."""
+    """bench_shards.py: the folder, local tar shards (indexed, streaming), webdataset's own loader, TFRecords
+    and tar shards over HTTP (indexed, streaming), one tiny epoch each; every loader sees every image; over
+    HTTP each image is about one ranged request, or its shard's one whole request."""
     from fastload.sample_data import make_sample_folder
     root = make_sample_folder(tmp_path / "folder", num_images=12, num_classes=2)
     result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_shards.py"), str(root), "--batch-size", "4",
@@ -78,8 +78,33 @@ def test_bench_shards_runs(tmp_path):
                              "--json", str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     results = {r["name"]: r for r in json.loads((tmp_path / "out.json").read_text())["results"]}
-    assert set(results) == {"folder", "tar", "tar-stream", "tfrecord", "tar-http", "tar-http-stream"}
+    assert set(results) == {"folder", "tar", "tar-stream", "webdataset", "tfrecord", "tar-http", "tar-http-stream"}
     assert all(r["images"] == 12 for r in results.values())
+    assert "fastload tar / webdataset:" in result.stdout
+    assert set(json.loads((tmp_path / "out.json").read_text())["vs_webdataset"]) == {"tar", "tar-stream"}
     assert 1 <= results["tar-http"]["requests_per_image"] < 1.5  # one per image, plus the index's reads
     # streaming: a request per shard of 5 images, each epoch (the cache holds 4 shards of the 3: none again)
     assert results["tar-http-stream"]["requests_per_image"] < 0.5
+
+
+
+def test_bench_shards_webdataset_with_two_workers(tmp_path):
+    """webdataset deals whole shards to its workers: with 2 workers and 3 shards, one worker reads 2 and the
+    other 1, and the epoch still counts every image once; with more workers than shards the benchmark
+    refuses before running anything (a worker given no shard would deliver nothing)."""
+    import importlib.util
+
+    import pytest
+    from fastload.sample_data import make_sample_folder
+    root = make_sample_folder(tmp_path / "folder", num_images=12, num_classes=2)
+    arguments = [str(root), "--batch-size", "4", "--epochs", "1", "--shard-images", "5", "--loaders", "webdataset",
+                 "--json", str(tmp_path / "out.json")]
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_shards.py"), *arguments, "--workers", "2"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert [r["images"] for r in json.loads((tmp_path / "out.json").read_text())["results"]] == [12]
+    spec = importlib.util.spec_from_file_location("bench_shards", BENCHMARKS / "bench_shards.py")
+    bench_shards = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_shards)
+    with pytest.raises(SystemExit, match="lower --shard-images"):  # 3 shards, 4 workers: before any child runs
+        bench_shards.main([*arguments, "--workers", "4"])
