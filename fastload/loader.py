@@ -87,7 +87,7 @@ class DataLoader(torch.utils.data.DataLoader):
                          prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
                          pin_memory_device=pin_memory_device, in_order=in_order)
         self._accelerate_prepared: bool | None = None
-        self.stats = Stats()
+        self.stats = Stats(retries=lambda: getattr(dataset, "retried", 0))  # a remote source counts them
         self.schedule = Schedule(dataset if isinstance(dataset, Source) else None, seed, self.sampler,
                                  generator, persistent_workers)
         self.iterators: weakref.WeakSet = weakref.WeakSet()  # this loader's live epochs, for close()

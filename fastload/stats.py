@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 STAGES = ("read", "decode", "augment", "copy", "wait")
 
@@ -32,6 +33,10 @@ class Stats:
     ``copy`` is then the device stage's host time per batch (the GPU work
     itself is asynchronous).
 
+    ``retried``: remote reads of this epoch that failed (a network error or a
+    timeout) and were tried again (``TarShards`` over HTTP, S3, GCS...); the
+    source counts them, over its life, in its own ``retried``.
+
     ``unfused``: for a front end's pipeline (``fastload.compat.dali``), the
     operators that run one by one in torch instead of fused, and why ("" when
     it is fused or not a front end's).
@@ -47,6 +52,8 @@ class Stats:
     overflow: int = 0
     unfused: str = ""
     started: float = field(default_factory=time.perf_counter)
+    retries: Callable[[], int] = field(default=lambda: 0, repr=False)  # the source's retries so far
+    _retries_at_reset: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, stage: str, seconds: float) -> None:
@@ -75,6 +82,10 @@ class Stats:
             return sum(1 for other in entries if other[0] == entry[0])
 
     @property
+    def retried(self) -> int:
+        return self.retries() - self._retries_at_reset
+
+    @property
     def images_per_s(self) -> float:
         elapsed = time.perf_counter() - self.started
         return self.images / elapsed if elapsed > 0 else 0.0
@@ -84,10 +95,12 @@ class Stats:
             self.images = self.batches = 0
             self.seconds = dict.fromkeys(STAGES, 0.0)
             self.started = time.perf_counter()
+            self._retries_at_reset = self.retries()
 
     def __str__(self) -> str:
         stages = ", ".join(f"{name} {value:.2f}s" for name, value in self.seconds.items())
         device = (f"; decoder {self.decoder}, {self.device_bytes / 2**20:.0f} MiB on the device"
                   if self.decoder else "")
         return (f"{self.images} images in {self.batches} batches, {self.images_per_s:.0f} img/s; "
-                f"{stages}; {len(self.skipped)} skipped, {len(self.corrupt)} corrupt delivered{device}")
+                f"{stages}; {len(self.skipped)} skipped, {len(self.corrupt)} corrupt delivered"
+                f"{f', {self.retried} remote reads retried' if self.retried else ''}{device}")

@@ -75,22 +75,33 @@ def is_remote(url: str) -> bool:
     return "://" in url and not url.startswith("file://")
 
 
-def filesystem(url: str, timeout: float):
-    """(fsspec filesystem, path) for a remote shard; HTTP gets ``timeout`` seconds per request (fsspec's
-    HTTP default never gives up on a server that stops answering)."""
+def filesystem(url: str, timeout: float, storage_options: dict | None = None):
+    """(fsspec filesystem, path) for a remote shard. HTTP and S3 get ``timeout`` seconds to connect and per
+    read (fsspec's HTTP default never gives up on a server that stops answering) and no retries of their
+    own, so that every retry is ``TarShards._with_retries``'s, with its backoff, counted in loader.stats.
+    ``storage_options`` (an endpoint, credentials, ...) go to the filesystem and win over these."""
     import fsspec
     protocol = url.split("://", 1)[0]
-    options = {}
+    options: dict = {}
     if protocol in ("http", "https"):
         import aiohttp
         # per connection and per read, not in total: a whole shard (streaming) may take longer than a
         # timeout to arrive, but a server that stops sending for that long has stalled
         options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=None, sock_connect=timeout,
                                                                      sock_read=timeout)}
-    return fsspec.core.url_to_fs(url, **options)
+    elif protocol in ("s3", "s3a"):  # botocore tries once; s3fs's own retry loop too (below)
+        options["config_kwargs"] = {"connect_timeout": timeout, "read_timeout": timeout,
+                                    "retries": {"total_max_attempts": 1}}
+    fs, path = fsspec.core.url_to_fs(url, **{**options, **(storage_options or {})})
+    if protocol in ("s3", "s3a") and "config_kwargs" not in (storage_options or {}):
+        # s3fs has no argument for it, only the attribute; this instance is fsspec's cached one for
+        # exactly these options (fastload's config_kwargs), so no one else's filesystem changes
+        fs.retries = 1
+    return fs, path
 
 
-def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards", remote_ok: bool = True) -> list[str]:
+def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards", remote_ok: bool = True,
+                storage_options: dict | None = None) -> list[str]:
     """``urls`` (a path or URL, a brace pattern, a glob, or a list of them) as the list of files; errors
     name ``owner``, and a URL is refused by name where it cannot be read (``remote_ok=False``)."""
     patterns = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
@@ -105,7 +116,7 @@ def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards", 
             if not glob.has_magic(name.split("://", 1)[-1]):
                 found = [name]
             elif remote:
-                fs, path = filesystem(name, timeout)
+                fs, path = filesystem(name, timeout, storage_options)
                 found = sorted(fs.unstrip_protocol(p) for p in fs.glob(path))
             else:
                 found = sorted(glob.glob(name))
@@ -170,7 +181,7 @@ def _remote_identity(fs, path: str) -> dict:
 
 
 def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0,
-               local_copy: Callable[[dict], str] | None = None) -> dict:
+               local_copy: Callable[[dict], str] | None = None, storage_options: dict | None = None) -> dict:
     """The shard's index: the cached one if it still describes the shard (same size and mtime -- for a
     remote shard, size and ETag or last-modified), else built and cached: beside a local shard
     (``shard.tar.idx.json``) or, where that folder is read-only and for remote shards, in ``cache_dir``
@@ -180,7 +191,7 @@ def load_index(path: str, cache_dir: str | None = None, timeout: float = 60.0,
     first epoch then reads without fetching the shard again."""
     fallback = cache_folder("shard-index", cache_dir)
     if is_remote(path):
-        fs, inner = filesystem(path, timeout)
+        fs, inner = filesystem(path, timeout, storage_options)
         identity = _remote_identity(fs, inner)
         places = [cache_name(fallback, path.replace("://", "/"), ".idx.json")]
     else:
@@ -233,6 +244,8 @@ class TarShards(ByteSource):
             list of them.
         transform, target_transform: as torchvision's.
         label_extensions: which members hold the label, in order of preference.
+        storage_options: passed to the remote filesystem (fsspec's name for them): an S3 endpoint
+            (``{"endpoint_url": ...}``), credentials, ``{"anon": True}``...
         cache_dir: where indexes go for remote shards and when a shard's folder is read-only.
         timeout: seconds an HTTP request may wait to connect, or for the next bytes, before it fails (and is
             retried).
@@ -254,10 +267,12 @@ class TarShards(ByteSource):
     def __init__(self, urls, transform: Callable | None = None, target_transform: Callable | None = None, *,
                  label_extensions: tuple[str, ...] = LABEL_EXTENSIONS, cache_dir: str | None = None,
                  timeout: float = 60.0, retries: int = 3, mode: str | None = None, shuffle_buffer: int = 1000,
-                 read_ahead: int = 2, cache_limit: int = 16 << 30, **order):
+                 read_ahead: int = 2, cache_limit: int = 16 << 30, storage_options: dict | None = None,
+                 **order):
         self.timeout, self.retries, self.retried = timeout, retries, 0
         self._retried_lock = threading.Lock()
-        self.shards = shard_paths(urls, timeout)
+        self.storage_options = dict(storage_options or {})
+        self.shards = shard_paths(urls, timeout, storage_options=self.storage_options)
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
         self.versions: list[str] = []  # per shard: its size and ETag (a remote shard's copy is of this version)
@@ -272,7 +287,8 @@ class TarShards(ByteSource):
         for number, path in enumerate(self.shards):
             local_copy = (lambda identity, path=path: self._local_copy(path, _version(identity))) \
                 if self.cache is not None else None
-            index = self._with_retries(lambda: load_index(path, cache_dir, timeout, local_copy), path)
+            index = self._with_retries(lambda: load_index(path, cache_dir, timeout, local_copy,
+                                                                 self.storage_options), path)
             self.versions.append(_version(index))
             for key, members, texts in index["samples"]:
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
@@ -306,7 +322,7 @@ class TarShards(ByteSource):
         for number in numbers:
             path = self.shards[number]
             if is_remote(path):
-                fs, inner = filesystem(path, self.timeout)
+                fs, inner = self._filesystem(path)
                 fetch = (lambda part, fs=fs, inner=inner: fs._get_file(inner, part)) \
                     if getattr(fs, "async_impl", False) else None
                 self.cache.prefetch(self.cache.name(path, self.versions[number]), fetch, getattr(fs, "loop", None))
@@ -335,8 +351,8 @@ class TarShards(ByteSource):
             if self.cache is not None and is_remote(path):  # streaming: from the shard's local copy
                 data = os.pread(self._descriptor(path, self.versions[number]), size, offset)
             elif is_remote(path):
-                fs, inner = filesystem(path, self.timeout)
-                data = self._with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), name)
+                fs, inner = self._filesystem(path)
+                data = self._with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), path)
             else:
                 descriptor = os.open(path, os.O_RDONLY)
                 try:
@@ -353,9 +369,12 @@ class TarShards(ByteSource):
 
     def _descriptor(self, path: str, version: str) -> int:
         """An open descriptor of the remote shard's whole local copy, fetched (with retries) if need be."""
-        fs, inner = filesystem(path, self.timeout)
+        fs, inner = self._filesystem(path)
         return self.cache.descriptor(self.cache.name(path, version),
                                      lambda part: self._with_retries(lambda: fs.get_file(inner, part), path))
+
+    def _filesystem(self, path: str):
+        return filesystem(path, self.timeout, self.storage_options)
 
     def _local_copy(self, path: str, version: str) -> str:
         self._descriptor(path, version)

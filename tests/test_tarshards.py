@@ -254,6 +254,17 @@ def test_dropped_connections_are_retried_and_a_stalled_server_ends_in_an_error_n
     assert time.monotonic() - started < 15  # three 1 s timeouts and 0.75 s of waits, not a hang
 
 
+def test_loader_stats_count_the_retries_of_each_epoch(served_shards):
+    server, tmp_path = served_shards
+    source = fastload.TarShards(server.url + "/train-000.tar", T.Compose([T.Resize((8, 8)), T.ToDtype(torch.float32, scale=True)]),
+                                cache_dir=str(tmp_path / "cache"), timeout=1.0, retries=3, mode="indexed")
+    loader = fastload.DataLoader(source, batch_size=4, num_workers=1)  # one read at a time
+    server.drop = 2  # two GETs in a row unanswered: aiohttp may retry the first itself, not the second
+    assert len(list(loader)) == 2 and server.drop == 0
+    assert loader.stats.retried >= 1 and "remote reads retried" in str(loader.stats)
+    assert len(list(loader)) == 2 and loader.stats.retried == 0  # the next epoch had none
+
+
 def test_streamed_http_shards_are_fetched_whole_once_and_give_the_local_streaming_batches(served_shards):
     """Remote shards stream by default: each shard one whole GET into the local cache, read there; the same
     batches as the local shards in streaming mode (the order depends on the shards' sizes alone), on every

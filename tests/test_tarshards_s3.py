@@ -1,0 +1,152 @@
+"""fastload.TarShards from S3: a real S3-compatible endpoint (moto's server mode, as s3fs's own tests use it)
+started on 127.0.0.1, read through fsspec's s3fs -- streaming (the default for object stores) and indexed,
+a 2-rank torchrun job streaming from it, and a server that goes away mid-epoch."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import fastload
+from fastload import transforms as T
+
+moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (pip install -e .[test])")
+boto3 = pytest.importorskip("boto3")
+pytest.importorskip("s3fs", reason="S3 shards need s3fs (pip install -e .[s3])")
+
+SHARD_SIZES = (7, 5, 6, 6)  # 24 samples: 12 a rank at world size 2, no padding, so the ranks' samples cover
+CREDENTIALS = {"key": "testing", "secret": "testing"}
+
+
+def _jpeg(number: int) -> bytes:
+    from PIL import Image
+    generator = torch.Generator().manual_seed(number)
+    height, width = 20 + number % 7 * 9, 30 + number % 5 * 11
+    pixels = torch.randint(0, 256, (height, width, 3), generator=generator, dtype=torch.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels.numpy()).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto S3 server on 127.0.0.1 with bucket ``data`` holding shards ``train-{0..3}.tar`` whose labels
+    are the samples' numbers; yields (storage_options, the shards' local copies' folder)."""
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                          aws_secret_access_key="testing")
+    client.create_bucket(Bucket="data")
+    local = tmp_path_factory.mktemp("s3-shards")
+    number = 0
+    for shard, size in enumerate(SHARD_SIZES):
+        samples = [(f"s{n:04d}", _jpeg(n), n) for n in range(number, number + size)]
+        number += size
+        path = fastload.TarShards.write(samples, local / f"train-{shard}.tar")
+        client.upload_file(path, "data", f"train-{shard}.tar")
+    yield {"endpoint_url": endpoint, **CREDENTIALS}, local, server
+    server.stop()
+
+
+def _transform():
+    return T.Compose([T.RandomResizedCrop(12), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True)])
+
+
+def test_s3_shards_stream_whole_into_the_cache_and_give_the_local_shards_batches(s3, tmp_path):
+    """From S3 the default is streaming: each shard fetched once, whole, into the local cache (when it is
+    indexed), and the batches are those of the same shards read locally in streaming mode."""
+    options, local, _ = s3
+    cache = str(tmp_path / "cache")
+    remote = fastload.TarShards("s3://data/train-{0..3}.tar", _transform(), cache_dir=cache,
+                                storage_options=options, shuffle=True, seed=4, shuffle_buffer=5)
+    assert remote.mode == "streaming" and remote.cache.fetched == 4 and len(remote.samples) == 24
+    assert remote.samples[7][0] == "s3://data/train-1.tar:s0007" and remote.targets == list(range(24))
+    reference = fastload.TarShards(str(local / "train-*.tar"), _transform(), mode="streaming", shuffle=True,
+                                   seed=4, shuffle_buffer=5)
+    for epoch in range(2):
+        loaders = [fastload.DataLoader(s, batch_size=5, num_workers=2) for s in (remote, reference)]
+        for loader in loaders:
+            loader.set_epoch(epoch)
+        for (images, labels), (ref_images, ref_labels) in zip(*loaders, strict=True):
+            assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+        assert loaders[0].stats.retried == 0 and loaders[0].stats.images == 24
+    assert remote.cache.fetched == 4  # the epochs read the copies
+    again = fastload.TarShards("s3://data/train-*.tar", cache_dir=cache, storage_options=options)  # a glob
+    assert again.samples == remote.samples and again.cache.fetched == 0  # indexes and copies cached
+
+
+def test_s3_shards_read_indexed_as_one_ranged_get_per_sample(s3, tmp_path):
+    options, local, _ = s3
+    remote = fastload.TarShards("s3://data/train-{0..3}.tar", cache_dir=str(tmp_path / "cache"),
+                                storage_options=options, mode="indexed")
+    reference = fastload.TarShards(str(local / "train-{0..3}.tar"))
+    assert remote.cache is None and remote.targets == reference.targets
+    for index in (0, 6, 7, 23):
+        assert remote.read(index) == reference.read(index) == _jpeg(index)
+
+
+def test_a_missing_shard_or_an_empty_glob_is_a_clear_error(s3, tmp_path):
+    options, _, _ = s3
+    with pytest.raises(FileNotFoundError, match="train-9.tar"):
+        fastload.TarShards("s3://data/train-9.tar", cache_dir=str(tmp_path), storage_options=options)
+    with pytest.raises(FileNotFoundError, match=r"nothing matches 's3://data/valid-\*.tar'"):
+        fastload.TarShards("s3://data/valid-*.tar", cache_dir=str(tmp_path), storage_options=options)
+
+
+def test_a_server_that_goes_away_is_retried_then_an_error_naming_the_shard_and_sample(tmp_path):
+    """The endpoint stops mid-epoch: each read is tried again with backoff (loader.stats.retried counts the
+    tries), then the loader raises a DecodeError naming the S3 URL and the key -- in bounded time."""
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    options = {"endpoint_url": f"http://{host}:{port}", **CREDENTIALS}
+    boto3.client("s3", endpoint_url=options["endpoint_url"], region_name="us-east-1", aws_access_key_id="testing",
+                 aws_secret_access_key="testing").create_bucket(Bucket="gone")
+    path = fastload.TarShards.write([(f"s{n}", _jpeg(n), n) for n in range(6)], tmp_path / "gone.tar")
+    boto3.client("s3", endpoint_url=options["endpoint_url"], region_name="us-east-1", aws_access_key_id="testing",
+                 aws_secret_access_key="testing").upload_file(path, "gone", "gone.tar")
+    source = fastload.TarShards("s3://gone/gone.tar", _transform(), cache_dir=str(tmp_path / "cache"),
+                                storage_options=options, mode="indexed", timeout=2.0, retries=2)
+    loader = fastload.DataLoader(source, batch_size=2, num_workers=2)
+    iterator = iter(loader)
+    images, labels = next(iterator)
+    assert labels.tolist() == [0, 1] and loader.stats.retried == 0
+    server.stop()
+    started = time.monotonic()
+    with pytest.raises(fastload.DecodeError, match=r"s3://gone/gone.tar:s[2-5]\): cannot read: .*after 3 tries"):
+        next(iterator)
+    assert time.monotonic() - started < 30 and loader.stats.retried >= 2
+    loader.close()
+
+
+def test_two_torchrun_ranks_stream_from_s3_with_equal_batches_and_disjoint_covering_samples(s3, tmp_path):
+    """torchrun, 2 ranks (gloo), streaming from the S3 server through one node-wide shard cache: in each of
+    two epochs the ranks run the same number of batches and their samples are disjoint and cover the 24;
+    the node fetched each shard once."""
+    options, _, _ = s3
+    out = tmp_path / "out"
+    out.mkdir()
+    script = Path(__file__).parent / "distributed" / "stream.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
+               "s3://data/train-{0..3}.tar", str(out), str(tmp_path / "cache"), json.dumps(options)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    ranks = [json.loads((out / f"stream-{rank}.json").read_text()) for rank in range(2)]
+    assert all(r["mode"] == "streaming" for r in ranks)
+    for epoch in range(2):
+        got = [r["epochs"][epoch] for r in ranks]
+        assert len(got[0]) == len(got[1]) == 12
+        assert sorted(got[0] + got[1]) == list(range(24))
+    assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # shuffled per epoch
+    assert sum(r["fetched"] for r in ranks) == 4
