@@ -29,6 +29,7 @@ from typing import Callable
 
 from .index_cache import cache_name
 
+COPY = ".copy"  # a whole remote file (a tar shard, a TFRecord file)
 PART = ".part"
 LOCK = ".lock"
 
@@ -52,7 +53,7 @@ class ShardCache:
     def name(self, url: str, version: str) -> str:
         """The local copy of ``url`` as it is at ``version`` (its size and ETag): a changed shard is a new
         copy, and the stale one ages out."""
-        return cache_name(self.folder, f"{url}@{version}".replace("://", "/"), ".tar")
+        return cache_name(self.folder, f"{url}@{version}".replace("://", "/"), COPY)
 
     def prefetch(self, name: str, fetch_async: Callable[[str], object] | None, loop) -> None:
         """Start fetching ``name`` in the background, if it is neither here nor being fetched (by this
@@ -135,7 +136,7 @@ class ShardCache:
         """Delete the least recently used copies until the folder holds at most ``limit`` bytes, sparing the
         ones this process has open or is fetching."""
         try:
-            entries = [e for e in os.scandir(self.folder) if e.name.endswith(".tar") and e.is_file()]
+            entries = [e for e in os.scandir(self.folder) if e.name.endswith(COPY) and e.is_file()]
         except FileNotFoundError:
             return
         stats = [(entry.stat(), entry.path) for entry in entries]

@@ -9,7 +9,8 @@ CRCs, and its label), caches that index beside the file (or in a cache
 folder), and from then on a sample is one ranged read of its record, CRC
 checked and parsed for its image bytes. DALI's index files (its
 ``tfrecord2idx``: one ``offset size`` line per record) are read when given
-and checked against the file.
+and checked against the file. Files may be local or behind any fsspec URL,
+read indexed or streaming, as tar shards are (``shardfiles.py``).
 
 The Example is parsed by hand (``parse_example``, protobuf's wire format:
 varints and length-delimited fields; the three list types): fastload needs
@@ -20,16 +21,15 @@ which Google's storage clients use): Python's zlib only has the other CRC-32.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import google_crc32c
 
 from .errors import DecodeError
-from .index_cache import cache_folder, cache_name, cached_index
-from .sources import ByteSource
-from .tarshards import shard_paths
+from .shardfiles import ShardedSource, ShardFiles, is_remote
 
 INDEX_VERSION = 1
 IMAGE_FEATURE = "image/encoded"  # TensorFlow's ImageNet TFRecords (models/research/inception), DALI's examples
@@ -171,34 +171,36 @@ def _encode_varint(value: int) -> bytes:
 
 def read_dali_index(path: str) -> list[tuple[int, int]]:
     """DALI's tfrecord2idx file: one ``offset size`` line per record (size: the whole framed record)."""
-    records = []
     with open(path) as file:
-        for number, line in enumerate(file, 1):
-            if line.strip():
-                fields = line.split()
-                if len(fields) != 2 or not all(f.isdigit() for f in fields):
-                    raise ValueError(f"{path}, line {number}: expected 'offset size', got {line.strip()!r}")
-                records.append((int(fields[0]), int(fields[1])))
+        return parse_dali_index(file.read(), path)
+
+
+def parse_dali_index(text: str, path: str) -> list[tuple[int, int]]:
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            fields = line.split()
+            if len(fields) != 2 or not all(f.isdigit() for f in fields):
+                raise ValueError(f"{path}, line {number}: expected 'offset size', got {line.strip()!r}")
+            records.append((int(fields[0]), int(fields[1])))
     return records
 
 
-def build_index(path: str, image_feature: str, label_feature: str) -> dict:
-    """Every record's (offset, size, label, problem) from one pass over the file; a record whose frame
-    or Example is bad, or has no image or label, is indexed with the reason; a file that ends inside a
-    record stops there, that record's problem saying so."""
+def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, label_feature: str) -> dict:
+    """Every record's (offset, size, label, problem) from one pass over the file (the local ``path``, or
+    read once as ``stream``); a record whose frame or Example is bad, or has no image or label, is indexed
+    with the reason; a file that ends inside a record stops there, that record's problem saying so."""
     records = []
-    size = os.path.getsize(path)
-    with open(path, "rb") as file:
+    with (open(path, "rb") if stream is None else contextlib.nullcontext(stream)) as file:
         offset = 0
-        while offset < size:
-            head = file.read(12)
+        while head := file.read(12):
             if len(head) < 12:
                 records.append([offset, len(head), -1, "the file ends inside a record's header (truncated)"])
                 break
             length = struct.unpack("<Q", head[:8])[0]
             if masked_crc(head[:8]) != struct.unpack("<I", head[8:])[0]:
-                records.append([offset, size - offset, -1, "bad CRC of the record's length: the rest of "
-                                                           "the file cannot be framed"])
+                records.append([offset, 12, -1, "bad CRC of the record's length: the rest of the file cannot "
+                                                "be framed"])
                 break
             rest = file.read(length + 4)
             record = head + rest
@@ -210,8 +212,7 @@ def build_index(path: str, image_feature: str, label_feature: str) -> dict:
                 problem = f"{error}" if len(rest) == length + 4 else "the file ends inside this record (truncated)"
             records.append([offset, len(record), label, problem])
             offset += len(record)
-    return {"version": INDEX_VERSION, "size": size, "mtime_ns": os.stat(path).st_mtime_ns,
-            "features": [image_feature, label_feature], "records": records}
+    return {"version": INDEX_VERSION, "features": [image_feature, label_feature], "records": records}
 
 
 def _label_and_problem(features: dict, image_feature: str, label_feature: str) -> tuple[int, str | None]:
@@ -223,19 +224,7 @@ def _label_and_problem(features: dict, image_feature: str, label_feature: str) -
     return labels[0], None
 
 
-def load_index(path: str, image_feature: str, label_feature: str, cache_dir: str | None = None) -> dict:
-    """The file's index, cached beside it (``file.fastload-idx.json``) or in ``cache_dir`` (default:
-    ``tfrecord-index`` in fastload's cache) and rebuilt when the file or the feature names change."""
-    stat = os.stat(path)
-    fallback = cache_folder("tfrecord-index", cache_dir)
-    places = [path + ".fastload-idx.json", cache_name(fallback, os.path.abspath(path), ".json")]
-    expected = (INDEX_VERSION, stat.st_size, stat.st_mtime_ns, [image_feature, label_feature])
-    return cached_index(places, lambda index: (index.get("version"), index.get("size"), index.get("mtime_ns"),
-                                               index.get("features")) == expected,
-                        lambda: build_index(path, image_feature, label_feature))
-
-
-class TFRecords(ByteSource):
+class TFRecords(ShardedSource):
     """TFRecord files of tf.train.Example as a source: ``fastload.DataLoader(TFRecords("train-*"), ...)``.
 
     Each record is a sample: its image the first value of the bytes feature ``image_feature``
@@ -247,31 +236,45 @@ class TFRecords(ByteSource):
     a DecodeError naming ``file:record N`` when read (``on_error="skip"`` skips and reports it).
 
     Args:
-        paths: a file, a brace pattern, a glob, or a list of them.
+        paths: a file or fsspec URL, a brace pattern, a glob, or a list of them.
         index_paths: DALI index files (``tfrecord2idx``), one per file, checked against the files.
         transform, target_transform: as torchvision's.
         image_feature, label_feature, label_offset: see above.
-        cache_dir: where fastload's own index (offsets and labels) goes when a file's folder is read-only.
+        cache_dir, timeout, retries, mode, shuffle_buffer, read_ahead, cache_limit, storage_options: where
+            the files are and how they are read, as for ``TarShards``: local files indexed (a record one
+            ``pread``), remote ones streamed by default (whole files into a local cache, each rank a run
+            of them); fastload's own index (offsets and labels) goes beside a local file, else to
+            ``cache_dir``.
     """
 
     def __init__(self, paths, index_paths=None, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, image_feature: str = IMAGE_FEATURE,
                  label_feature: str = LABEL_FEATURE, label_offset: int = 0, cache_dir: str | None = None,
+                 timeout: float = 60.0, retries: int = 3, mode: str | None = None, shuffle_buffer: int = 1000,
+                 read_ahead: int = 2, cache_limit: int = 16 << 30, storage_options: dict | None = None,
                  **order):
-        self.files = shard_paths(paths, owner="fastload.TFRecords", remote_ok=False)
+        self.storage = ShardFiles(paths, "fastload.TFRecords", cache_dir=cache_dir, timeout=timeout,
+                                  retries=retries, mode=mode, cache_limit=cache_limit,
+                                  storage_options=storage_options)
+        self.files = self.storage.paths
+        self.shuffle_buffer, self.read_ahead = shuffle_buffer, read_ahead
         if index_paths is not None:
             index_paths = [index_paths] if isinstance(index_paths, (str, os.PathLike)) else list(index_paths)
             if len(index_paths) != len(self.files):
                 raise ValueError(f"fastload.TFRecords: {len(index_paths)} index files for {len(self.files)} "
                                  f"TFRecord files (one each, in the same order)")
         self.image_feature = image_feature
-        self.records: list[tuple[int, int, int]] = []  # per sample: (file number, offset, size)
+        self.ranges: list[tuple[int, int, int]] = []  # per sample: (file number, offset, size) of its record
         self.problems: dict[int, str] = {}
+        features = [image_feature, label_feature]
         samples = []
         for number, path in enumerate(self.files):
-            index = load_index(path, image_feature, label_feature, cache_dir)
+            index = self.storage.index(
+                number, "tfrecord-index", ".fastload-idx.json",
+                lambda index: index.get("version") == INDEX_VERSION and index.get("features") == features,
+                lambda local, stream: build_index(local, stream, image_feature, label_feature))
             if index_paths is not None:
-                dali = read_dali_index(os.fspath(index_paths[number]))
+                dali = self._dali_index(os.fspath(index_paths[number]))
                 ours = [(offset, size) for offset, size, _, _ in index["records"]]
                 if dali != ours[:len(dali)] or len(dali) != len(ours):
                     raise ValueError(f"fastload.TFRecords: {index_paths[number]} does not describe {path} "
@@ -279,25 +282,24 @@ class TFRecords(ByteSource):
             for record, (offset, size, label, problem) in enumerate(index["records"]):
                 if problem is not None:
                     self.problems[len(samples)] = problem
-                self.records.append((number, offset, size))
+                self.ranges.append((number, offset, size))
                 samples.append((f"{path}:record {record}", label + label_offset if problem is None else -1))
         super().__init__(samples, transform, target_transform, **order)
 
+    def _dali_index(self, path: str) -> list[tuple[int, int]]:
+        if not is_remote(path):
+            return read_dali_index(path)
+        fs, inner = self.storage.filesystem(path)
+        return parse_dali_index(self.storage.with_retries(lambda: fs.cat_file(inner), path).decode(), path)
+
     def read(self, index: int) -> bytes:
-        """The record's image bytes: one ranged read, its CRCs checked, its Example parsed."""
+        """The record's image bytes: one ranged read (``ShardFiles.read``), its CRCs checked, its Example
+        parsed."""
         name = self.samples[index][0]
         if index in self.problems:
             raise DecodeError(index, name, self.problems[index])
-        number, offset, size = self.records[index]
         try:
-            descriptor = os.open(self.files[number], os.O_RDONLY)
-            try:
-                record = os.pread(descriptor, size, offset)
-            finally:
-                os.close(descriptor)
-            image = parse_example(unframe(record)).get(self.image_feature)
-        except OSError as error:
-            raise DecodeError(index, name, f"cannot read: {error.strerror or error}") from error
+            image = parse_example(unframe(self.read_range(index))).get(self.image_feature)
         except ValueError as error:
             raise DecodeError(index, name, str(error)) from error
         if not image or not image[0]:

@@ -34,7 +34,7 @@ def test_past_the_limit_the_least_recently_used_copy_goes_and_open_ones_stay_rea
     kept = cache.descriptor(names[0], _writer(100, fetched))
     assert len(fetched) == 4 == cache.fetched and [os.path.exists(n) for n in names] == [True, False, True]
     ShardCache(str(tmp_path), limit=0).evict()  # another process of the node, with a smaller limit
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tar")]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".copy")]
     assert cache.descriptor(names[0], _writer(100, fetched)) == kept and len(fetched) == 4
     assert os.pread(kept, 10, 0) == b"h" * 10  # the copy it holds open still reads
     assert cache.name("https://host/s0.tar", "101-v2") != names[0]  # a changed shard is another copy

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..errors import DecodeError
-    from ..tarshards import add_member, load_index
+    from ..tarshards import TarShards, add_member
     from . import open_source
     source = open_source(args.source)
     os.makedirs(args.out, exist_ok=True)
@@ -124,8 +124,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if archive is not None:
             archive.close()
-    for shard in shards:
-        load_index(shard)
+    if shards:
+        TarShards(shards)  # indexes them (beside each shard)
     packed = total - len(failed)
     print(f"\n{packed} of {total} images -> {len(shards)} shards in {args.out} "
           f"({args.prefix}-000000.tar ... {args.prefix}-{max(len(shards) - 1, 0):06d}.tar), indexed")

@@ -1,6 +1,8 @@
-"""fastload.TarShards from S3: a real S3-compatible endpoint (moto's server mode, as s3fs's own tests use it)
-started on 127.0.0.1, read through fsspec's s3fs -- streaming (the default for object stores) and indexed,
-a 2-rank torchrun job streaming from it, and a server that goes away mid-epoch."""
+"""fastload.shardfiles: the files of TarShards and TFRecords, local or remote. Remote here is a real
+S3-compatible endpoint (moto's server mode, as s3fs's own tests use it) started on 127.0.0.1 and read
+through fsspec's s3fs -- streaming (the default for object stores) and indexed, a 2-rank torchrun job
+streaming from it, and a server that goes away mid-epoch. (HTTP, with dropped and stalled connections:
+tests/test_tarshards.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +18,16 @@ import pytest
 import torch
 
 import fastload
+from fastload import shardfiles
 from fastload import transforms as T
+
+
+def test_brace_patterns_expand_as_webdataset_writes_them():
+    assert shardfiles.expand("a-{000..002}.tar") == ["a-000.tar", "a-001.tar", "a-002.tar"]
+    assert shardfiles.expand("{x,y}/s{8..10}.tar") == ["x/s8.tar", "x/s9.tar", "x/s10.tar", "y/s8.tar",
+                                                         "y/s9.tar", "y/s10.tar"]
+    assert shardfiles.expand("plain.tar") == ["plain.tar"]
+
 
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (pip install -e .[test])")
 boto3 = pytest.importorskip("boto3")
@@ -39,7 +50,8 @@ def _jpeg(number: int) -> bytes:
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A moto S3 server on 127.0.0.1 with bucket ``data`` holding shards ``train-{0..3}.tar`` whose labels
-    are the samples' numbers; yields (storage_options, the shards' local copies' folder)."""
+    are the samples' numbers, and the same samples as ``train-{0..3}.tfrecord``; yields (storage_options,
+    the local copies' folder, the server)."""
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -54,6 +66,9 @@ def s3(tmp_path_factory):
         number += size
         path = fastload.TarShards.write(samples, local / f"train-{shard}.tar")
         client.upload_file(path, "data", f"train-{shard}.tar")
+        path = fastload.TFRecords.write([(data, label) for _, data, label in samples],
+                                        local / f"train-{shard}.tfrecord")
+        client.upload_file(path, "data", f"train-{shard}.tfrecord")
     yield {"endpoint_url": endpoint, **CREDENTIALS}, local, server
     server.stop()
 
@@ -93,6 +108,24 @@ def test_s3_shards_read_indexed_as_one_ranged_get_per_sample(s3, tmp_path):
     assert remote.cache is None and remote.targets == reference.targets
     for index in (0, 6, 7, 23):
         assert remote.read(index) == reference.read(index) == _jpeg(index)
+
+
+def test_s3_tfrecords_stream_and_read_indexed_as_the_local_files(s3, tmp_path):
+    """TFRecords share the shards' storage: streamed from S3 by default (each file fetched once), the same
+    batches as the local files streamed; indexed, a record is one ranged GET, its CRCs checked."""
+    options, local, _ = s3
+    remote = fastload.TFRecords("s3://data/train-*.tfrecord", transform=_transform(), cache_dir=str(tmp_path),
+                                storage_options=options, shuffle=True, seed=2, shuffle_buffer=3)
+    assert remote.mode == "streaming" and remote.cache.fetched == 4 and remote.targets == list(range(24))
+    assert remote.samples[7][0] == "s3://data/train-1.tfrecord:record 0"
+    reference = fastload.TFRecords(str(local / "train-*.tfrecord"), transform=_transform(), mode="streaming",
+                                   shuffle=True, seed=2, shuffle_buffer=3)
+    pairs = zip(*(fastload.DataLoader(s, batch_size=4, num_workers=2) for s in (remote, reference)), strict=True)
+    for (images, labels), (ref_images, ref_labels) in pairs:
+        assert torch.equal(labels, ref_labels) and torch.equal(images, ref_images)
+    indexed = fastload.TFRecords("s3://data/train-{0..3}.tfrecord", cache_dir=str(tmp_path),
+                                 storage_options=options, mode="indexed")
+    assert indexed.cache is None and [indexed.read(i) for i in (0, 13, 23)] == [_jpeg(i) for i in (0, 13, 23)]
 
 
 def test_a_missing_shard_or_an_empty_glob_is_a_clear_error(s3, tmp_path):
