@@ -64,7 +64,9 @@ def build_index(path: str | None, stream: BinaryIO | None = None) -> dict:
                     data = archive.extractfile(member).read()
                     if len(data) == member.size:
                         texts.setdefault(key, {})[extension] = data.decode("utf-8", "replace")
-    except (tarfile.TarError, OSError, EOFError) as failure:
+    except (tarfile.TarError, EOFError, *((OSError,) if stream is None else ())) as failure:
+        # (a remote stream's OSError -- a timeout, a reset -- is the network's, not the shard's: it goes up
+        # to be retried, never into the index as if the shard ended there)
         error = f"cannot read past {sum(len(m) for m in samples.values())} members: {failure}"
     return {"version": INDEX_VERSION, "error": error,
             "samples": [[key, members, texts.get(key, {})] for key, members in samples.items()]}

@@ -132,7 +132,8 @@ def test_missing_shards_and_backends_are_refused_by_name(tmp_path):
 class _RangeServer:
     """An HTTP server on 127.0.0.1 serving a folder with HEAD and Range requests (206), as object stores
     and CDNs do, counting ranged and whole GETs; ``drop`` makes it close the connection on the next n GETs
-    without answering, ``stall`` makes it hold every GET that many seconds before answering."""
+    without answering, ``stall`` makes it hold every GET that many seconds before answering, ``cut`` makes
+    the next n GETs send half their body, then wait ``cut_wait`` seconds and close the connection."""
 
     def __init__(self, folder):
         import http.server
@@ -188,9 +189,18 @@ class _RangeServer:
                     part = data
                 self.send_header("Content-Length", str(len(part)))
                 self.end_headers()
+                if server.cut > 0:
+                    server.cut -= 1
+                    self.wfile.write(part[:len(part) // 2])
+                    self.wfile.flush()
+                    import time
+                    time.sleep(server.cut_wait)
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
                 self.wfile.write(part)
 
-        self.ranged, self.whole, self.drop, self.stall = 0, 0, 0, 0.0
+        self.ranged, self.whole, self.drop, self.stall, self.cut, self.cut_wait = 0, 0, 0, 0.0, 0, 0.0
         class Quiet(http.server.ThreadingHTTPServer):
             def handle_error(self, request, client_address):
                 pass  # a client that timed out on a stalled answer: the late write fails, as expected
@@ -249,6 +259,18 @@ def test_dropped_connections_are_retried_and_a_stalled_server_ends_in_an_error_n
     with pytest.raises(fastload.DecodeError, match=r"train-000.tar:img0001\): cannot read: .*after 3 tries"):
         source.read(1)
     assert time.monotonic() - started < 15  # three 1 s timeouts and 0.75 s of waits, not a hang
+
+
+@pytest.mark.parametrize("cut_wait", [0.0, 2.0], ids=["reset", "stalled"])
+def test_a_shard_cut_off_while_it_is_indexed_is_fetched_again_not_indexed_as_truncated(served_shards, cut_wait):
+    """The network failing halfway through a shard (the connection reset, or stalled past the timeout) is
+    retried: the index holds every sample, never a shard cut short by the network."""
+    server, tmp_path = served_shards
+    server.cut, server.cut_wait = 1, cut_wait
+    source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(tmp_path / "cache"), timeout=1.0,
+                                mode="indexed")
+    assert server.cut == 0 and source.retried >= 1
+    assert len(source.samples) == 8 and not source.problems
 
 
 def test_loader_stats_count_the_retries_of_each_epoch(served_shards):
