@@ -275,8 +275,9 @@ def test_a_shard_cut_off_while_it_is_indexed_is_fetched_again_not_indexed_as_tru
 
 def test_loader_stats_count_the_retries_of_each_epoch(served_shards):
     server, tmp_path = served_shards
-    source = fastload.TarShards(server.url + "/train-000.tar", T.Compose([T.Resize((8, 8)), T.ToDtype(torch.float32, scale=True)]),
-                                cache_dir=str(tmp_path / "cache"), timeout=1.0, retries=3, mode="indexed")
+    transform = T.Compose([T.Resize((8, 8)), T.ToDtype(torch.float32, scale=True)])
+    source = fastload.TarShards(server.url + "/train-000.tar", transform, cache_dir=str(tmp_path / "cache"),
+                                timeout=1.0, retries=3, mode="indexed")
     loader = fastload.DataLoader(source, batch_size=4, num_workers=1)  # one read at a time
     server.drop = 2  # two GETs in a row unanswered: aiohttp may retry the first itself, not the second
     assert len(list(loader)) == 2 and server.drop == 0

@@ -32,7 +32,8 @@ LOADER_HELP = ("fastload: fastload.DataLoader on fastload's source; torch: torch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", help="an image folder (class sub-folders) or a file list")
+    parser.add_argument("data", help="an image folder (class sub-folders), a file list, tar shards (a path, "
+                        "'train-*.tar', a brace pattern or a URL) or TFRecord files")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default: cpu)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="default: the number of cores")

@@ -26,7 +26,8 @@ _SOF_KINDS = {0xC0: "JPEG baseline", 0xC1: "JPEG extended", 0xC2: "JPEG progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", help="an image folder (class sub-folders) or a file list")
+    parser.add_argument("data", help="an image folder (class sub-folders), a file list, tar shards (a path, "
+                        "'train-*.tar', a brace pattern or a URL) or TFRecord files")
     parser.add_argument("--deep", action="store_true", help="decode every file fully (slower)")
     parser.add_argument("--bad-list", metavar="FILE", help="write the failing files as path<TAB>reason lines")
     parser.add_argument("--max-image-pixels", type=int, default=None,

@@ -24,7 +24,8 @@ GAP = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", help="an image folder (class sub-folders) or a file list")
+    parser.add_argument("data", help="an image folder (class sub-folders), a file list, tar shards (a path, "
+                        "'train-*.tar', a brace pattern or a URL) or TFRecord files")
     parser.add_argument("-o", "--output", default="preview.png", help="the PNG to write (default preview.png)")
     add_recipe_argument(parser, "resnet50-train")
     parser.add_argument("--n", type=int, default=16, help="number of samples (default 16)")
