@@ -186,10 +186,12 @@ def parse_dali_index(text: str, path: str) -> list[tuple[int, int]]:
     return records
 
 
-def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, label_feature: str) -> dict:
-    """Every record's (offset, size, label, problem) from one pass over the file (the local ``path``, or
-    read once as ``stream``); a record whose frame or Example is bad, or has no image or label, is indexed
-    with the reason; a file that ends inside a record stops there, that record's problem saying so."""
+def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, label_feature: str,
+                name_feature: str | None = None) -> dict:
+    """Every record's (offset, size, label, problem) -- and, given ``name_feature``, its name (the bytes
+    feature as text, None where absent) -- from one pass over the file (the local ``path``, or read once as
+    ``stream``); a record whose frame or Example is bad, or has no image or label, is indexed with the
+    reason; a file that ends inside a record stops there, that record's problem saying so."""
     records = []
     with (open(path, "rb") if stream is None else contextlib.nullcontext(stream)) as file:
         offset = 0
@@ -204,15 +206,20 @@ def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, l
                 break
             rest = file.read(length + 4)
             record = head + rest
-            label, problem = -1, None
+            label, problem, features = -1, None, {}
             try:
                 features = parse_example(unframe(record))
                 label, problem = _label_and_problem(features, image_feature, label_feature)
             except ValueError as error:
                 problem = f"{error}" if len(rest) == length + 4 else "the file ends inside this record (truncated)"
             records.append([offset, len(record), label, problem])
+            if name_feature is not None:
+                names = features.get(name_feature)
+                records[-1].append(names[0].decode("utf-8", "replace") if names and isinstance(names[0], bytes)
+                                   else None)
             offset += len(record)
-    return {"version": INDEX_VERSION, "features": [image_feature, label_feature], "records": records}
+    features = [image_feature, label_feature] + ([name_feature] if name_feature is not None else [])
+    return {"version": INDEX_VERSION, "features": features, "records": records}
 
 
 def _label_and_problem(features: dict, image_feature: str, label_feature: str) -> tuple[int, str | None]:
@@ -240,6 +247,8 @@ class TFRecords(ShardedSource):
         index_paths: DALI index files (``tfrecord2idx``), one per file, checked against the files.
         transform, target_transform: as torchvision's.
         image_feature, label_feature, label_offset: see above.
+        name_feature: a bytes feature naming each record (``"image/filename"``, which rocAL's TFRecord reader
+            keys records by), kept in ``self.names`` (None for a record without it).
         cache_dir, timeout, retries, mode, shuffle_buffer, read_ahead, cache_limit, storage_options: where
             the files are and how they are read, as for ``TarShards``: local files indexed (a record one
             ``pread``), remote ones streamed by default (whole files into a local cache, each rank a run
@@ -249,7 +258,8 @@ class TFRecords(ShardedSource):
 
     def __init__(self, paths, index_paths=None, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, image_feature: str = IMAGE_FEATURE,
-                 label_feature: str = LABEL_FEATURE, label_offset: int = 0, cache_dir: str | None = None,
+                 label_feature: str = LABEL_FEATURE, label_offset: int = 0, name_feature: str | None = None,
+                 cache_dir: str | None = None,
                  timeout: float = 60.0, retries: int = 3, mode: str | None = None, shuffle_buffer: int = 1000,
                  read_ahead: int = 2, cache_limit: int = 16 << 30, storage_options: dict | None = None,
                  **order):
@@ -266,20 +276,23 @@ class TFRecords(ShardedSource):
         self.image_feature = image_feature
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (file number, offset, size) of its record
         self.problems: dict[int, str] = {}
-        features = [image_feature, label_feature]
+        self.names: list[str | None] = []  # per sample, with name_feature: the record's name
+        features = [image_feature, label_feature] + ([name_feature] if name_feature is not None else [])
         samples = []
         for number, path in enumerate(self.files):
             index = self.storage.index(
                 number, "tfrecord-index", ".fastload-idx.json",
                 lambda index: index.get("version") == INDEX_VERSION and index.get("features") == features,
-                lambda local, stream: build_index(local, stream, image_feature, label_feature))
+                lambda local, stream: build_index(local, stream, image_feature, label_feature, name_feature))
             if index_paths is not None:
                 dali = self._dali_index(os.fspath(index_paths[number]))
-                ours = [(offset, size) for offset, size, _, _ in index["records"]]
+                ours = [(entry[0], entry[1]) for entry in index["records"]]
                 if dali != ours[:len(dali)] or len(dali) != len(ours):
                     raise ValueError(f"fastload.TFRecords: {index_paths[number]} does not describe {path} "
                                      f"({len(dali)} records listed, {len(ours)} found; stale index?)")
-            for record, (offset, size, label, problem) in enumerate(index["records"]):
+            for record, (offset, size, label, problem, *name) in enumerate(index["records"]):
+                if name_feature is not None:
+                    self.names.append(name[0])
                 if problem is not None:
                     self.problems[len(samples)] = problem
                 self.ranges.append((number, offset, size))

@@ -466,3 +466,104 @@ def test_without_padding_the_last_batch_wraps_and_the_next_epoch_goes_on(photos)
         pipe.rocal_reset_loaders()
     assert epochs[0] == every + every[:2]
     assert epochs[1] == every[2:] + every[:4]
+
+
+def _tfrecord_folder(root, photos):
+    """The photos as rocAL's TF classification data: two TFRecord files (sorted names: a-, b-) of Examples
+    with image/encoded, image/class/label (this test's own numbering, 10 + n) and image/filename."""
+    from fastload import tfrecords
+    paths = sorted(os.path.join(d, f) for d, _, files in os.walk(photos) for f in files if d != photos)
+    records = [tfrecords.frame(tfrecords.example({"image/encoded": [open(path, "rb").read()],
+                                                  "image/class/label": [10 + n],
+                                                  "image/filename": [os.path.basename(path).encode()]}))
+               for n, path in enumerate(paths)]
+    os.makedirs(root)
+    for name, part in (("b-train.tfrecord", records[6:]), ("a-train.tfrecord", records[:6])):
+        with open(os.path.join(root, name), "wb") as out:
+            out.write(b"".join(part))
+    return paths
+
+
+def test_rocals_tf_classification_reader_script(photos, tmp_path):
+    """rocAL's tests/python_api/tf_classification_reader.py: fn.readers.tfrecord (the key map, features) and
+    fn.decoders.image(jpegs, user_feature_key_map, path): the folder's files in sorted order, records in
+    order, labels as the records hold them (no offset), images as the file reader decodes the same JPEGs;
+    image_random_crop decodes whole images here, as rocAL's does after a TFRecord reader."""
+    image_path = str(tmp_path / "tf" / "classification")
+    paths = _tfrecord_folder(image_path, photos)
+    feature_key_map = {
+        'image/encoded': 'image/encoded',
+        'image/class/label': 'image/class/label',
+        'image/filename': 'image/filename'
+    }
+    outputs = {}
+    for decoder in (fn.decoders.image, fn.decoders.image_random_crop):
+        pipe = Pipeline(batch_size=4, num_threads=1, device_id=0, seed=1, rocal_cpu=True)
+        with pipe:
+            inputs = fn.readers.tfrecord(path=image_path, reader_type=0, user_feature_key_map=feature_key_map,
+                                         features={"image/encoded": None, "image/class/label": None,
+                                                   "image/filename": None})
+            jpegs = inputs["image/encoded"]
+            assert inputs["image/class/label"] == []
+            images = decoder(jpegs, user_feature_key_map=feature_key_map, output_type=types.RGB, path=image_path)
+            pipe.set_outputs(fn.resize(images, resize_width=40, resize_height=30))
+        pipe.build()
+        loader = ROCALClassificationIterator(pipe)
+        assert len(loader) == 3  # 10 records, the last batch filled with the last one
+        batches = [(images.clone(), labels.tolist()) for (images,), labels in loader]
+        outputs[decoder] = torch.cat([images for images, _ in batches])
+        assert [label for _, labels in batches for label in labels] == [10 + n for n in range(10)] + [19, 19]
+    assert torch.equal(outputs[fn.decoders.image], outputs[fn.decoders.image_random_crop])
+    reference = Pipeline(batch_size=12, num_threads=1, rocal_cpu=True)  # the same JPEGs, read as files
+    with reference:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        reference.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=40,
+                                        resize_height=30))
+    reference.build()
+    (files,), _ = next(iter(ROCALClassificationIterator(reference)))
+    assert torch.equal(outputs[fn.decoders.image][:10], files[:10]) and len(paths) == 10
+
+
+def test_the_tfrecord_reader_refuses_what_rocal_cannot_read(photos, tmp_path):
+    """A record with no image/filename (rocAL keys records by it), a name used twice (rocAL would read the
+    first record for both), num_shards > 1 (rocAL's internal loaders), detection, and a missing key."""
+    from fastload import tfrecords
+    keys = {"image/encoded": "image/encoded", "image/class/label": "image/class/label",
+            "image/filename": "image/filename"}
+    data = open(next(os.path.join(d, f) for d, _, files in os.walk(photos) for f in files if d != photos),
+                "rb").read()
+
+    def folder(name, *records):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "train.tfrecord").write_bytes(b"".join(tfrecords.frame(tfrecords.example(r)) for r in records))
+        return str(root)
+
+    def build(root, **decoder):
+        pipe = Pipeline(batch_size=2, rocal_cpu=True)
+        with pipe:
+            jpegs = fn.readers.tfrecord(root, keys, {})["image/encoded"]
+            pipe.set_outputs(fn.decoders.image(jpegs, user_feature_key_map=keys, path=root, **decoder))
+
+    image = {"image/encoded": [data], "image/class/label": [1]}
+    with pytest.raises(ValueError, match=r"record 1 has no bytes feature 'image/filename'"):
+        build(folder("unnamed", {**image, "image/filename": [b"a.jpg"]}, image))
+    twice = folder("twice", {**image, "image/filename": [b"a.jpg"]}, {**image, "image/filename": [b"a.jpg"]})
+    with pytest.raises(ValueError, match=r"record 0 and .*record 1 are both named 'a.jpg'"):
+        build(twice)
+    named = folder("named", {**image, "image/filename": [b"a.jpg"]})
+    with pytest.raises(NotImplementedError, match=r"num_shards=2\) after fn.readers.tfrecord"):
+        build(named, num_shards=2)
+    with pytest.raises(ValueError, match="path= names the folder of TFRecord files"):
+        build("")
+    pipe = Pipeline(batch_size=2, rocal_cpu=True)
+    with pipe:
+        with pytest.raises(NotImplementedError, match=r"reader_type=1"):
+            fn.readers.tfrecord(named, keys, {}, reader_type=1)
+        with pytest.raises(KeyError, match="image/filename"):
+            fn.readers.tfrecord(named, {"image/class/label": "l"}, {})
+        with pytest.raises(ValueError, match=r"features \['image/text'\] are not in user_feature_key_map"):
+            fn.readers.tfrecord(named, keys, {"image/text": None})
+        jpegs = fn.readers.tfrecord(named, keys, {})["image/encoded"]
+        with pytest.raises(NotImplementedError, match="image_slice after fn.readers.tfrecord"):
+            fn.decoders.image_slice(jpegs)

@@ -107,6 +107,12 @@ class ReaderSource(Source):
         super().__init__(spec.samples, plan, seed=seed)
         self.spec, self.graph, self.gpu, self.base_seed = spec, graph, gpu, seed
 
+    def read(self, index: int) -> bytes:
+        """The sample's bytes: its file's, or, for a reader of records (rocAL's TFRecord reader), what its
+        spec's ``read`` gives."""
+        read = getattr(self.spec, "read", None)
+        return read(index) if read is not None else super().read(index)
+
     def reader_order(self, spec, batch_size: int):
         """The reader's order: DALI's ``ReaderOrder``, or the one a front end's reader spec makes (rocAL's)."""
         own = getattr(spec, "order", None)

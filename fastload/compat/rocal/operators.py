@@ -107,6 +107,85 @@ def readers_file(file_root, file_filters=None, file_list="", stick_to_shard=Fals
     return reader, []
 
 
+class TFRecordReader:
+    """What ``fn.readers.tfrecord`` records (reader_type 0, classification): the folder and the user's
+    feature key map; as with the file reader, the decoder does the reading (rocAL_pybind/amd/rocal/readers.py,
+    tfrecord; decoders.py, image: b.tfImageDecoder)."""
+
+    def __init__(self, path: str, key_map: dict):
+        self.path, self.key_map = path, key_map
+
+
+def readers_tfrecord(path, user_feature_key_map, features, reader_type=0, stick_to_shard=False,
+                     pad_last_batch=False):
+    """``fn.readers.tfrecord``: records the folder and the key map, and returns ``features`` with
+    ``"image/encoded"`` set to the reader (what the decoder takes) and ``"image/class/label"`` to ``[]``, as
+    rocAL does; the labels reach the iterators. rocAL needs ``image/class/label`` and ``image/filename`` in
+    the key map, and every key of ``features`` there (it prints that and exits; fastload raises). The
+    features' values (tf.io.FixedLenFeature) are not read, and stick_to_shard / pad_last_batch here do
+    nothing (they are the decoder's), in rocAL as here."""
+    if int(reader_type) != 0:
+        raise NotImplementedError(f"{PREFIX}: readers.tfrecord(reader_type={reader_type}): only image "
+                                  f"classification (0) is supported, not detection (1)")
+    for key in ("image/class/label", "image/filename"):
+        if key not in user_feature_key_map:
+            raise KeyError(f"{PREFIX}: readers.tfrecord: user_feature_key_map has no {key!r} (rocAL reads it)")
+    missing = [key for key in features if key not in user_feature_key_map]
+    if missing:
+        raise ValueError(f"{PREFIX}: readers.tfrecord: features {missing} are not in user_feature_key_map "
+                         f"(rocAL's classification reader needs image/encoded and image/class/label there)")
+    reader = TFRecordReader(str(path), dict(user_feature_key_map))
+    _pipeline()._rocal_reader = reader
+    features["image/encoded"] = reader
+    features["image/class/label"] = []
+    return features
+
+
+def tfrecord_samples(decoder: str, reader: TFRecordReader, folder: str, key_map) -> tuple[list, object]:
+    """rocAL's TFRecord reading, as (samples, read): the folder is the decoder's ``path`` (decoders.py,
+    image), its entries sorted by name, each a TFRecord file, records in file order
+    (rocAL/source/readers/image/tf_record_reader.cpp, folder_reading, read_image_names); the image is the
+    bytes feature ``key_map["image/encoded"]``, the label the int64 feature the reader's
+    ``user_feature_key_map["image/class/label"]`` names, as it is (no offset;
+    rocAL/source/meta_data/tf_meta_data_reader.cpp, read_record). rocAL keys records by their
+    ``image/filename`` feature across all files: a record without one stops it, and a name used twice
+    makes it read the first record for both (or another file's offset), so fastload refuses both, naming
+    the records. fastload checks the CRCs, which rocAL reads and ignores, so a corrupt record is that
+    sample's error (``on_error``). fastload's own index files in the folder are not TFRecord files."""
+    from ...tfrecords import TFRecords
+    if not folder:
+        raise ValueError(f"{decoder}: path= names the folder of TFRecord files (rocAL's decoder reads its own "
+                         f"path argument after fn.readers.tfrecord)")
+    if not isinstance(key_map, dict) or not {"image/encoded", "image/filename"} <= set(key_map):
+        raise ValueError(f"{decoder}: after fn.readers.tfrecord, user_feature_key_map= with 'image/encoded' and "
+                         f"'image/filename' is required (rocAL's decoder reads both)")
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"{decoder}: {folder}: not a folder (rocAL's TFRecord reader reads every file "
+                                 f"of the folder it is given)")
+    names = sorted(entry.name for entry in os.scandir(folder) if not entry.name.endswith(".fastload-idx.json"))
+    for name in names:
+        if os.path.isdir(os.path.join(folder, name)):
+            raise ValueError(f"{decoder}: {os.path.join(folder, name)}: a folder among the TFRecord files "
+                             f"(rocAL reads every entry of {folder} as a TFRecord file)")
+    if not names:
+        raise ValueError(f"{decoder}: no TFRecord files in {folder!r}")
+    source = TFRecords([os.path.join(folder, name) for name in names], image_feature=key_map["image/encoded"],
+                       label_feature=reader.key_map["image/class/label"], name_feature=key_map["image/filename"])
+    first: dict[str, int] = {}
+    for index, name in enumerate(source.names):
+        if index in source.problems:
+            continue  # its own error when read
+        if name is None:
+            raise ValueError(f"{decoder}: {source.samples[index][0]} has no bytes feature "
+                             f"{key_map['image/filename']!r}, which rocAL keys each record by")
+        if name in first:
+            raise ValueError(f"{decoder}: {source.samples[first[name]][0]} and {source.samples[index][0]} are both "
+                             f"named {name!r} ({key_map['image/filename']}): rocAL keys records by that name and "
+                             f"would read the first record for both")
+        first[name] = index
+    return source.samples, source.read
+
+
 def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
     """rocAL's folder reading (rocAL/source/readers/file_source_reader.cpp, open_folder;
     rocAL/source/meta_data/label_reader_folders.cpp): the root's entries sorted; each folder, empty or
@@ -154,6 +233,7 @@ class RocalReaderSpec:
     pad: bool = True
     seed: int = -1
     name: str | None = "Reader"
+    read: object = None  # for a reader of records (TFRecord): read(index) -> the sample's encoded bytes
 
     def order(self, batch_size: int, seed: int) -> RocalOrder:
         return RocalOrder(len(self.samples), shard_id=self.shard_id, num_shards=self.num_shards,
@@ -166,26 +246,38 @@ class RocalReaderSpec:
 # ----------------------------------------------------------------------------------------------- decoders
 
 def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_shuffle, last_batch_policy,
-                 pad_last_batch, stick_to_shard, shard_size) -> DataNode:
-    """The reader a decoder makes (rocAL's decoders read: rocalJpegFileSourceSingleShard,
-    rocAL/source/api/rocal_api_data_loaders.cpp)."""
+                 pad_last_batch, stick_to_shard, shard_size, path="", key_map=None) -> DataNode:
+    """The reader a decoder makes (rocAL's decoders read: rocalJpegFileSourceSingleShard, or after
+    fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp)."""
     pipe = _pipeline()
     recorded = getattr(pipe, "_rocal_reader", None)
-    if not inputs or not isinstance(inputs[0], FileReader) or recorded is None:
-        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file recorded (other readers and "
-                                  f"external sources are not supported yet)")
+    if not inputs or not isinstance(inputs[0], (FileReader, TFRecordReader)) or recorded is None:
+        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file or fn.readers.tfrecord "
+                                  f"recorded (other readers and external sources are not supported yet)")
     if not pad_last_batch and not stick_to_shard:
         raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False, stick_to_shard=False) is not "
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
     refuse(decoder, shard_size=shard_size not in (-1, None))
-    root = file_root or recorded.file_root
-    samples = list_folder(root, recorded.file_list)
-    if not samples:
-        raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
+    read = None
+    if isinstance(recorded, TFRecordReader):
+        # rocAL hands num_shards to the TFRecord source as internal loaders whose batches it takes in turn,
+        # and never passes shard_id (rocalJpegTFRecordSource; image_loader_sharded.cpp)
+        if int(num_shards) != 1:
+            raise NotImplementedError(f"{PREFIX}: {decoder}(num_shards={num_shards}) after fn.readers.tfrecord: "
+                                      f"rocAL then splits one pipeline's reading over num_shards internal "
+                                      f"loaders, batch by batch; not supported")
+        samples, read = tfrecord_samples(decoder, recorded, path, key_map)
+        shard_id = 0
+    else:
+        refuse(decoder, user_feature_key_map=key_map, path=path)
+        root = file_root or recorded.file_root
+        samples = list_folder(root, recorded.file_list)
+        if not samples:
+            raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
     if not 0 <= int(shard_id) < int(num_shards):
         raise ValueError(f"{decoder}: shard_id {shard_id} is not in [0, num_shards={num_shards})")
     spec = RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
-                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch))
+                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch), read=read)
     op = Op("readers.file", _read_sample, [], {}, num_outputs=2)
     op.reader = spec
     pipe._rocal_labels = op.outputs[1]
@@ -215,11 +307,10 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
                    pad_last_batch=True, stick_to_shard=True, shard_size=-1):
     """``fn.decoders.image``: reads and decodes the recorded folder, capped at max_decoded_width x
     max_decoded_height (rocAL_pybind/amd/rocal/decoders.py)."""
-    refuse("fn.decoders.image", user_feature_key_map=user_feature_key_map, path=path,
-           annotations_file=annotations_file, index_path=index_path,
+    refuse("fn.decoders.image", annotations_file=annotations_file, index_path=index_path,
            decode_size_policy=decode_size_policy not in (1, 3))
     data = _reader_node("fn.decoders.image", inputs, file_root, shard_id, num_shards, random_shuffle,
-                        last_batch_policy, pad_last_batch, stick_to_shard, shard_size)
+                        last_batch_policy, pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
     node = Op("rocal.decoders.image", _decode, [data],
               {"color": _color(output_type), "max_width": int(max_decoded_width),
                "max_height": int(max_decoded_height)}, layouts=("HWC",)).outputs[0]
@@ -263,8 +354,19 @@ def decoders_image_random_crop(*inputs, user_feature_key_map=None, path="", file
     """``fn.decoders.image_random_crop``: decodes a random window (area, aspect ratio in log space,
     ``num_attempts``, then the whole image -- rocAL/source/parameters/parameter_random_crop_decoder.cpp, the
     rule DALI has), cut to the cap. The windows are rocAL's in distribution, not in value."""
-    refuse("fn.decoders.image_random_crop", user_feature_key_map=user_feature_key_map, path=path,
-           annotations_file=annotations_file, decode_size_policy=decode_size_policy not in (1, 3))
+    refuse("fn.decoders.image_random_crop", annotations_file=annotations_file,
+           decode_size_policy=decode_size_policy not in (1, 3))
+    if isinstance(getattr(_pipeline(), "_rocal_reader", None), TFRecordReader):
+        # after fn.readers.tfrecord rocAL's image_random_crop calls the same b.tfImageDecoder as image: the
+        # whole image, capped, no random window (rocAL_pybind/amd/rocal/decoders.py, image_random_crop)
+        return decoders_image(*inputs, user_feature_key_map=user_feature_key_map, path=path,
+                              shard_id=shard_id, num_shards=num_shards, random_shuffle=random_shuffle,
+                              output_type=output_type, decoder_type=decoder_type,
+                              decode_size_policy=decode_size_policy, max_decoded_width=max_decoded_width,
+                              max_decoded_height=max_decoded_height, last_batch_policy=last_batch_policy,
+                              pad_last_batch=pad_last_batch, stick_to_shard=stick_to_shard,
+                              shard_size=shard_size)
+    refuse("fn.decoders.image_random_crop", user_feature_key_map=user_feature_key_map, path=path)
     return _random_crop_decoder("fn.decoders.image_random_crop", inputs, file_root, shard_id, num_shards,
                                 random_shuffle, output_type, random_area, random_aspect_ratio, num_attempts,
                                 max_decoded_width, max_decoded_height, last_batch_policy, pad_last_batch,
@@ -281,6 +383,10 @@ def decoders_image_slice(*inputs, file_root="", path="", annotations_file="", sh
     (b.fusedDecoderCropShard), with its own defaults (aspect [0.75, 1.33333], 100 attempts)."""
     refuse("fn.decoders.image_slice", path=path, annotations_file=annotations_file,
            decode_size_policy=decode_size_policy not in (1, 3))
+    if isinstance(getattr(_pipeline(), "_rocal_reader", None), TFRecordReader):
+        raise NotImplementedError(f"{PREFIX}: fn.decoders.image_slice after fn.readers.tfrecord: rocAL's has no "
+                                  f"TFRecord branch (it reads file_root as a folder of images); use "
+                                  f"fn.decoders.image")
     return _random_crop_decoder("fn.decoders.image_slice", inputs, file_root, shard_id, num_shards,
                                 random_shuffle, output_type, random_area, random_aspect_ratio, num_attempts,
                                 max_decoded_width, max_decoded_height, last_batch_policy, pad_last_batch,

@@ -1,10 +1,11 @@
-"""``amd.rocal.readers``: the readers fastload runs (``fn.readers.file``); others raise NotImplementedError."""
+"""``amd.rocal.readers``: the readers fastload runs (``fn.readers.file``, ``fn.readers.tfrecord`` for
+classification); others raise NotImplementedError."""
 
 from .operators import readers_file as file  # noqa: F401
+from .operators import readers_tfrecord as tfrecord  # noqa: F401
 from .operators import unsupported
 
 coco = unsupported("readers.coco")
-tfrecord = unsupported("readers.tfrecord")
 caffe = unsupported("readers.caffe")
 caffe2 = unsupported("readers.caffe2")
 mxnet = unsupported("readers.mxnet")
