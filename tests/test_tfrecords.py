@@ -137,3 +137,16 @@ def test_a_dali_index_that_does_not_match_is_refused(image_folder, tmp_path):
     with pytest.raises(ValueError, match="1 index files for 2"):
         fastload.TFRecords(paths * 2, index_paths=[str(stale)])
     assert struct.calcsize("<QI") == 12
+
+
+def test_a_name_feature_is_kept_per_record_and_its_index_is_its_own(tmp_path):
+    """name_feature (rocAL keys records by image/filename): each record's name, None where absent; the
+    cached index of the same file without names is not taken for one with them."""
+    path = tmp_path / "named.tfrecord"
+    path.write_bytes(b"".join(tfrecords.frame(tfrecords.example(features)) for features in (
+        {"image/encoded": [b"\xff\xd8a"], "image/class/label": [3], "image/filename": [b"x.jpg"]},
+        {"image/encoded": [b"\xff\xd8b"], "image/class/label": [4]})))
+    plain = fastload.TFRecords(str(path))
+    assert plain.names == [] and plain.targets == [3, 4]
+    named = fastload.TFRecords(str(path), name_feature="image/filename")
+    assert named.names == ["x.jpg", None] and named.targets == [3, 4] and named.read(1) == b"\xff\xd8b"
