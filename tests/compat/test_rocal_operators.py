@@ -387,3 +387,39 @@ def test_resize_crop_mirror_and_resize_crop_follow_rocal(one_photo):
     assert drawn.at(0).shape == (32, 32, 3)
     with pytest.raises(ValueError, match="must not be 0"):
         _run(one_photo, lambda images: (fn.resize_crop(images, resize_width=0, resize_height=4),))
+
+
+@pytest.mark.parametrize("height, width", [(22, 34), (40, 16), (6, 90)])
+def test_pixelate_at_50_percent_is_rpps_2x2_block_mean(height, width):
+    """At 50 % (rocAL's default) on even sides RPP's bilinear halving samples each 2x2 block's centre: its
+    mean, exactly (the last small row and column take source row / column side - 2 twice: RPP's taps stop
+    there), rounded half to even, except the last (small width % 8) columns, which RPP's scalar tail
+    truncates; the nearest-neighbour doubling then repeats each as a 2x2 block. Written from
+    rppt_pixelate_host and resize.cpp as a closed form, independently of imageops.resample."""
+    image = torch.randint(0, 256, (height, width, 3), generator=torch.Generator().manual_seed(height * width),
+                          dtype=torch.uint8)
+    rows = torch.arange(height // 2) * 2
+    cols = torch.arange(width // 2) * 2
+    below, right = (rows + 1).clamp(max=height - 2), (cols + 1).clamp(max=width - 2)
+    x = image.long()
+    total = x[rows][:, cols] + x[rows][:, right] + x[below][:, cols] + x[below][:, right]
+    mean = total.double() / 4
+    small = mean.round()  # half to even, as _mm256_cvtps_epi32
+    tail = (width // 2) & ~7
+    small[:, tail:] = mean[:, tail:].floor()
+    expected = small.to(torch.uint8).repeat_interleave(2, 0).repeat_interleave(2, 1)
+    assert torch.equal(imageops.pixelate(image, 50.0), expected)
+
+
+def test_pixelate_in_a_pipeline_and_blur_refused_with_the_reason(one_photo):
+    decoded, pixelated, coarse = _run(one_photo, lambda images: (fn.pixelate(images),
+                                                                 fn.pixelate(images, pixelate_percent=80.0)))
+    image = torch.from_numpy(decoded.at(0)[:61, :97].copy())
+    assert torch.equal(torch.from_numpy(pixelated.at(0)[:61, :97].copy()), imageops.pixelate(image, 50.0))
+    assert imageops.pixelate_size(97, 80.0) == 19 and imageops.pixelate_size(61, 50.0) == 30
+    blocky = torch.from_numpy(coarse.at(0)[:61, :97].copy())
+    assert blocky.shape == (61, 97, 3) and len(torch.unique(blocky[:, :, 0], dim=0)) <= 12  # 12 source rows
+    with pytest.raises(ValueError, match="pixelate_percent 100"):
+        _run(one_photo, lambda images: (fn.pixelate(images, pixelate_percent=100),))
+    with pytest.raises(NotImplementedError, match="fn.blur is not supported: rocAL's 3x3 box filter reads"):
+        _run(one_photo, lambda images: (fn.blur(images),))

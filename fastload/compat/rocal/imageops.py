@@ -267,6 +267,23 @@ def _rpp_bilinear(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
     return out.clamp_(0, 255).to(torch.uint8)
 
 
+def pixelate_size(side: int, percent: float) -> int:
+    """The side of RPP's intermediate image: side * (100 - percent) / 100 in float32, truncated (ROCm/rpp
+    f1d37473, src/modules/rppt_tensor_effects_augmentations.cpp, rppt_pixelate_host)."""
+    return int(np.float32(side) * (np.float32(100) - np.float32(percent)) / np.float32(100))
+
+
+def pixelate(image: torch.Tensor, percent: float) -> torch.Tensor:
+    """RPP's pixelate (rppt_pixelate_host): the image resized down to ``pixelate_size`` of each side with
+    RPP's bilinear resize, then back up to its own size with RPP's nearest-neighbour resize -- no fixed
+    block size; at 50 % each output 2x2 block is the mean of the source's."""
+    height, width = image.shape[0], image.shape[1]
+    small_w, small_h = pixelate_size(width, percent), pixelate_size(height, percent)
+    if small_w < 1 or small_h < 1:
+        raise ValueError(f"pixelate_percent {percent} leaves no pixel of a {width}x{height} image")
+    return resample(resample(image, small_w, small_h, "linear"), width, height, "nn")
+
+
 def rotate(image: torch.Tensor, angle: float, interpolation: str = "linear") -> torch.Tensor:
     """The image rotated by ``angle`` degrees about its centre, at its own size, as RPP's host warp does
     (ROCm/rpp: rppt_rotate_host builds {cos, -sin, 0, sin, cos, 0} for ``warp_affine``)."""

@@ -833,14 +833,43 @@ def one_hot(*inputs, num_classes=0, device=None):
     return []
 
 
+def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTensorLayout.NHWC,
+             output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.pixelate``: RPP's pixelate at a fixed ``pixelate_percent`` (rocAL draws nothing): the image down
+    to (100 - percent) % of each side with RPP's bilinear resize and back with its nearest-neighbour
+    resize (imageops.pixelate; rocAL/source/augmentations/effects_augmentations/node_pixelate.cpp ->
+    rppt_pixelate_host)."""
+    percent = float(pixelate_percent)
+    if not 0 <= percent < 100:
+        raise ValueError(f"fn.pixelate: pixelate_percent {pixelate_percent} is not in [0, 100)")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+
+    def run(ctx, op, image, percent):
+        return imageops.as_output(imageops.pixelate(image, percent), out.torch_dtype)
+    return _image_op("pixelate", run, inputs[0], {"percent": percent}, out)
+
+
+def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
+         output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.blur``: refused. rocAL runs a 3x3 box filter (window_size and sigma are ignored) through
+    MIVisionX's Blur node, which sets the source's offsetInBytes to 12 for RPP's padded layout; rocAL's
+    tensors are not padded, so RPP reads each pixel 4 pixels to the right, and the last rows' pixels from
+    past the image (the next one in the batch, or past the buffer) -- an output that depends on memory
+    fastload cannot reproduce (MIVisionX amd_rpp/source/tensor/Blur.cpp, rocm-7.0.0)."""
+    raise NotImplementedError(f"{PREFIX}: fn.blur is not supported: rocAL's 3x3 box filter reads its input 12 "
+                              f"bytes off (MIVisionX's Blur node assumes a padded tensor rocAL does not have), so "
+                              f"its result depends on memory past the image")
+
+
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
-        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file, "
+        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord, "
                                   f"decoders.image / image_slice / image_random_crop, external_source, resize, "
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
-                                  f"nop, copy, random.coin_flip, uniform, one_hot)")
+                                  f"pixelate, nop, copy, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
