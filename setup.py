@@ -36,7 +36,7 @@ setup(
                     # operators (they run without a GPU)
                     # webdataset: benchmarks/bench_shards.py runs its loader beside fastload's (issue 18), tiny in
                     # tests/test_benchmarks.py
-                    # moto[server] + s3fs: tests/test_tarshards_s3.py reads shards from a real S3-compatible
+                    # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible
                     # endpoint on 127.0.0.1 (moto's server mode, as s3fs's own tests do); s3fs pinned to the
                     # fsspec release it is made with
                     "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",

@@ -1,7 +1,7 @@
 """Whole remote shards on the local disk: the streaming mode's store, least recently used first out.
 
 Object stores charge and throttle per request and answer each one tens of
-milliseconds late, so streaming ``TarShards`` fetch a shard whole, in one
+milliseconds late, so streaming ``TarShards`` and ``TFRecords`` fetch a file whole, in one
 sequential read, and read its samples from the local copy. The copies live
 in one folder per node (``$FASTLOAD_CACHE/shards`` by default) under a size
 limit: past it, the copies used longest ago are deleted. One cache serves

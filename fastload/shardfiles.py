@@ -81,10 +81,15 @@ def filesystem(url: str, timeout: float, storage_options: dict | None = None):
     elif protocol in ("s3", "s3a"):  # botocore tries once; s3fs's own retry loop too (below)
         options["config_kwargs"] = {"connect_timeout": timeout, "read_timeout": timeout,
                                     "retries": {"total_max_attempts": 1}}
-    fs, path = fsspec.core.url_to_fs(url, **{**options, **(storage_options or {})})
-    if protocol in ("s3", "s3a") and "config_kwargs" not in (storage_options or {}):
-        # s3fs has no argument for it, only the attribute; this instance is fsspec's cached one for
-        # exactly these options (fastload's config_kwargs), so no one else's filesystem changes
+    given = storage_options or {}
+    merged = {**options, **given}
+    for key in ("client_kwargs", "config_kwargs"):  # one level deep: the user's headers keep the timeouts
+        if key in options and isinstance(given.get(key), dict):
+            merged[key] = {**options[key], **given[key]}
+    fs, path = fsspec.core.url_to_fs(url, **merged)
+    if protocol in ("s3", "s3a") and merged["config_kwargs"].get("retries") == {"total_max_attempts": 1}:
+        # unless the user chose botocore's retries: s3fs has no argument for its own, only the attribute;
+        # this instance is fsspec's cached one for exactly these options, so no one else's changes
         fs.retries = 1
     return fs, path
 
@@ -96,6 +101,9 @@ def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards",
     patterns = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
     paths: list[str] = []
     for pattern in map(os.fspath, patterns):
+        if os.path.isfile(pattern):  # an existing file is itself, whatever characters its name holds
+            paths.append(pattern)
+            continue
         remote = is_remote(pattern)
         pattern = pattern.removeprefix("file://")
         for name in expand(pattern):
@@ -157,6 +165,7 @@ class ShardFiles:
         self.storage_options = dict(storage_options or {})
         self.retried = 0  # remote calls tried again, over this object's life
         self._retried_lock = threading.Lock()
+        self._filesystems: dict = {}  # protocol -> its fsspec filesystem (see filesystem)
         self.paths = shard_paths(urls, timeout, owner, self.storage_options)
         remote = any(map(is_remote, self.paths))
         self.mode = mode or ("streaming" if remote else "indexed")
@@ -192,9 +201,9 @@ class ShardFiles:
         def built() -> dict:
             if not is_remote(path):
                 return {**build(path, None), **identity}
-            if self.cache is not None:
-                self.descriptor(number)
-                return {**build(self.cache.name(path, self.versions[number]), None), **identity}
+            if self.cache is not None:  # from the descriptor held, which another process's eviction cannot close
+                with os.fdopen(os.dup(self.descriptor(number)), "rb") as copy:
+                    return {**build(None, copy), **identity}
             return {**self.with_retries(streamed, path), **identity}
         return cached_index(places, lambda index: all(index.get(k) == v for k, v in identity.items())
                             and describes(index), built)
@@ -236,7 +245,14 @@ class ShardFiles:
                                     getattr(fs, "loop", None))
 
     def filesystem(self, path: str):
-        return filesystem(path, self.timeout, self.storage_options)
+        """(fsspec filesystem, path) for a remote file: one filesystem per protocol for this object's life
+        (fsspec makes one per thread, and the loader's threads are new each epoch, so per-read lookups would
+        pile up clients and sessions); fsspec's asynchronous filesystems serve every thread."""
+        protocol = path.split("://", 1)[0]
+        fs = self._filesystems.get(protocol)
+        if fs is None:
+            fs = self._filesystems.setdefault(protocol, filesystem(path, self.timeout, self.storage_options)[0])
+        return fs, fs._strip_protocol(path)
 
     def with_retries(self, call, what: str):
         """``call()``, tried again after 0.25 s, 0.5 s, ... on a network error or timeout (not on a missing
@@ -255,11 +271,11 @@ class ShardFiles:
                 time.sleep(0.25 * 2 ** attempt)
 
     def __getstate__(self) -> dict:
-        """A copy for another process (a torch DataLoader's worker under spawn): no lock."""
-        return {k: v for k, v in self.__dict__.items() if k != "_retried_lock"}
+        """A copy for another process (a torch DataLoader's worker under spawn): no lock, no filesystem."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_retried_lock", "_filesystems")}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _retried_lock=threading.Lock())
+        self.__dict__.update(state, _retried_lock=threading.Lock(), _filesystems={})
 
 
 class ShardedSource(ByteSource):
@@ -303,6 +319,6 @@ class ShardedSource(ByteSource):
         number, offset, size = self.ranges[index]
         try:
             return self.storage.read(number, offset, size)
-        except OSError as error:
+        except (OSError, ValueError, ImportError) as error:  # (fsspec's own errors for a bad URL or backend)
             raise DecodeError(index, self.samples[index][0],
                               f"cannot read: {getattr(error, 'strerror', None) or error}") from error

@@ -34,8 +34,9 @@ class Stats:
     itself is asynchronous).
 
     ``retried``: remote reads of this epoch that failed (a network error or a
-    timeout) and were tried again (``TarShards`` over HTTP, S3, GCS...); the
-    source counts them, over its life, in its own ``retried``.
+    timeout) and were tried again by fastload (``TarShards`` and ``TFRecords``
+    over HTTP, S3, GCS...); the source counts them, over its life, in its own
+    ``retried`` (shared by the loaders over that source).
 
     ``unfused``: for a front end's pipeline (``fastload.compat.dali``), the
     operators that run one by one in torch instead of fused, and why ("" when

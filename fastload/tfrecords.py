@@ -291,13 +291,18 @@ class TFRecords(ShardedSource):
                     raise ValueError(f"fastload.TFRecords: {index_paths[number]} does not describe {path} "
                                      f"({len(dali)} records listed, {len(ours)} found; stale index?)")
             for record, (offset, size, label, problem, *name) in enumerate(index["records"]):
-                if name_feature is not None:
-                    self.names.append(name[0])
+                if name_feature is not None:  # (a record cut short has no name entry)
+                    self.names.append(name[0] if name else None)
                 if problem is not None:
                     self.problems[len(samples)] = problem
                 self.ranges.append((number, offset, size))
                 samples.append((f"{path}:record {record}", label + label_offset if problem is None else -1))
         super().__init__(samples, transform, target_transform, **order)
+
+    @property
+    def records(self) -> list[tuple[int, int, int]]:
+        """Per sample, (file number, offset, size) of its record: ``ranges``, under its earlier name."""
+        return self.ranges
 
     def _dali_index(self, path: str) -> list[tuple[int, int]]:
         if not is_remote(path):

@@ -29,9 +29,26 @@ def test_brace_patterns_expand_as_webdataset_writes_them():
     assert shardfiles.expand("plain.tar") == ["plain.tar"]
 
 
-moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (pip install -e .[test])")
-boto3 = pytest.importorskip("boto3")
-pytest.importorskip("s3fs", reason="S3 shards need s3fs (pip install -e .[s3])")
+def test_storage_options_keep_the_timeouts_unless_they_set_them():
+    """A user's client_kwargs (an HTTP header) are merged into fastload's, not over them: the timeout that
+    ends a stalled server stays."""
+    fs, _ = shardfiles.filesystem("http://127.0.0.1:9/a.tar", 7.0, {"client_kwargs": {"headers": {"X-Key": "k"}}})
+    assert fs.client_kwargs["headers"] == {"X-Key": "k"} and fs.client_kwargs["timeout"].sock_read == 7.0
+    fs, _ = shardfiles.filesystem("http://127.0.0.1:9/a.tar", 7.0, {"client_kwargs": {"timeout": None}})
+    assert fs.client_kwargs["timeout"] is None  # set by the user: theirs
+
+
+@pytest.fixture(scope="module")
+def moto_server():
+    pytest.importorskip("s3fs", reason="S3 shards need s3fs (pip install -e .[s3])")
+    pytest.importorskip("boto3")
+    return pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (pip install -e .[test])")
+
+
+def _client(endpoint: str):
+    import boto3
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
 
 SHARD_SIZES = (7, 5, 6, 6)  # 24 samples: 12 a rank at world size 2, no padding, so the ranks' samples cover
 CREDENTIALS = {"key": "testing", "secret": "testing"}
@@ -48,7 +65,7 @@ def _jpeg(number: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
+def s3(tmp_path_factory, moto_server):
     """A moto S3 server on 127.0.0.1 with bucket ``data`` holding shards ``train-{0..3}.tar`` whose labels
     are the samples' numbers, and the same samples as ``train-{0..3}.tfrecord``; yields (storage_options,
     the local copies' folder, the server)."""
@@ -56,8 +73,7 @@ def s3(tmp_path_factory):
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                          aws_secret_access_key="testing")
+    client = _client(endpoint)
     client.create_bucket(Bucket="data")
     local = tmp_path_factory.mktemp("s3-shards")
     number = 0
@@ -136,28 +152,31 @@ def test_a_missing_shard_or_an_empty_glob_is_a_clear_error(s3, tmp_path):
         fastload.TarShards("s3://data/valid-*.tar", cache_dir=str(tmp_path), storage_options=options)
 
 
-def test_a_server_that_goes_away_is_retried_then_an_error_naming_the_shard_and_sample(tmp_path):
+def test_a_server_that_goes_away_is_retried_then_an_error_naming_the_shard_and_sample(tmp_path, moto_server):
     """The endpoint stops mid-epoch: each read is tried again with backoff (loader.stats.retried counts the
     tries), then the loader raises a DecodeError naming the S3 URL and the key -- in bounded time."""
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    host, port = server.get_host_and_port()
-    options = {"endpoint_url": f"http://{host}:{port}", **CREDENTIALS}
-    boto3.client("s3", endpoint_url=options["endpoint_url"], region_name="us-east-1", aws_access_key_id="testing",
-                 aws_secret_access_key="testing").create_bucket(Bucket="gone")
-    path = fastload.TarShards.write([(f"s{n}", _jpeg(n), n) for n in range(6)], tmp_path / "gone.tar")
-    boto3.client("s3", endpoint_url=options["endpoint_url"], region_name="us-east-1", aws_access_key_id="testing",
-                 aws_secret_access_key="testing").upload_file(path, "gone", "gone.tar")
-    source = fastload.TarShards("s3://gone/gone.tar", _transform(), cache_dir=str(tmp_path / "cache"),
-                                storage_options=options, mode="indexed", timeout=2.0, retries=2)
-    loader = fastload.DataLoader(source, batch_size=2, num_workers=2)
-    iterator = iter(loader)
-    images, labels = next(iterator)
-    assert labels.tolist() == [0, 1] and loader.stats.retried == 0
-    server.stop()
+    try:
+        host, port = server.get_host_and_port()
+        options = {"endpoint_url": f"http://{host}:{port}", **CREDENTIALS}
+        client = _client(options["endpoint_url"])
+        client.create_bucket(Bucket="gone")
+        path = fastload.TarShards.write([(f"s{n}", _jpeg(n % 24), n) for n in range(40)], tmp_path / "gone.tar")
+        client.upload_file(path, "gone", "gone.tar")
+        source = fastload.TarShards("s3://gone/gone.tar", _transform(), cache_dir=str(tmp_path / "cache"),
+                                    storage_options=options, mode="indexed", timeout=2.0, retries=2)
+        # one thread, one batch ahead: at most 2 of the 20 batches are read before the server stops
+        loader = fastload.DataLoader(source, batch_size=2, num_workers=1, prefetch_factor=1)
+        iterator = iter(loader)
+        images, labels = next(iterator)
+        assert labels.tolist() == [0, 1] and loader.stats.retried == 0
+    finally:
+        server.stop()
     started = time.monotonic()
-    with pytest.raises(fastload.DecodeError, match=r"s3://gone/gone.tar:s[2-5]\): cannot read: .*after 3 tries"):
-        next(iterator)
+    with pytest.raises(fastload.DecodeError, match=r"s3://gone/gone.tar:s\d+\): cannot read: .*after 3 tries"):
+        for _ in iterator:
+            pass
     assert time.monotonic() - started < 30 and loader.stats.retried >= 2
     loader.close()
 

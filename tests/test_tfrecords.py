@@ -150,3 +150,7 @@ def test_a_name_feature_is_kept_per_record_and_its_index_is_its_own(tmp_path):
     assert plain.names == [] and plain.targets == [3, 4]
     named = fastload.TFRecords(str(path), name_feature="image/filename")
     assert named.names == ["x.jpg", None] and named.targets == [3, 4] and named.read(1) == b"\xff\xd8b"
+    cut = tmp_path / "cut.tfrecord"  # ends inside the second record's header: that record has no name entry
+    cut.write_bytes(path.read_bytes()[:-(len(path.read_bytes()) - named.ranges[1][1]) + 5])
+    short = fastload.TFRecords(str(cut), name_feature="image/filename")
+    assert short.names == ["x.jpg", None] and 1 in short.problems

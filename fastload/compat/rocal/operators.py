@@ -162,7 +162,8 @@ def tfrecord_samples(decoder: str, reader: TFRecordReader, folder: str, key_map)
     if not os.path.isdir(folder):
         raise NotADirectoryError(f"{decoder}: {folder}: not a folder (rocAL's TFRecord reader reads every file "
                                  f"of the folder it is given)")
-    names = sorted(entry.name for entry in os.scandir(folder) if not entry.name.endswith(".fastload-idx.json"))
+    names = sorted(entry.name for entry in os.scandir(folder)  # (not fastload's indexes, nor one being written)
+                   if not entry.name.endswith(".fastload-idx.json") and ".fastload-idx.json." not in entry.name)
     for name in names:
         if os.path.isdir(os.path.join(folder, name)):
             raise ValueError(f"{decoder}: {os.path.join(folder, name)}: a folder among the TFRecord files "
@@ -259,6 +260,7 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
     refuse(decoder, shard_size=shard_size not in (-1, None))
     read = None
+    recorded = inputs[0]  # the reader this decoder was given (the last one recorded may be another's)
     if isinstance(recorded, TFRecordReader):
         # rocAL hands num_shards to the TFRecord source as internal loaders whose batches it takes in turn,
         # and never passes shard_id (rocalJpegTFRecordSource; image_loader_sharded.cpp)
