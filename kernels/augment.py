@@ -12,7 +12,9 @@ only writes per-tile partial sums (summed in a fixed order: deterministic).
 A rotation or affine map (``warp``) resamples the resized image again, so
 then the kernel first writes the resized batch alone, and runs again in a
 mode that samples it through each image's inverse map; without a warp that
-mode is not compiled in.
+mode is not compiled in. ``antialias=False`` compiles in plain bilinear
+sampling instead of the antialiased filter (RPP's LINEAR resize, for
+rocAL's JSON pipelines).
 
 Semantics are torchvision.transforms.v2.functional on the uint8 image
 tensor: ``resized_crop`` (bilinear, antialias=True, zero padding outside
@@ -254,11 +256,13 @@ def _window(image: torch.Tensor, top: int, left: int, size: tuple[int, int]) -> 
     return out
 
 
-def resized_crop_reference(image: torch.Tensor, box: Sequence[int], size: tuple[int, int]) -> torch.Tensor:
-    """torchvision's resized_crop (bilinear, antialias) of a (C, H, W) image, in float32, as RGB (3, h, w)."""
+def resized_crop_reference(image: torch.Tensor, box: Sequence[int], size: tuple[int, int],
+                           antialias: bool = True) -> torch.Tensor:
+    """torchvision's resized_crop (bilinear, antialiased unless ``antialias`` is False) of a (C, H, W) image,
+    in float32, as RGB (3, h, w)."""
     top, left, height, width = (int(v) for v in box)
     crop = _window(image.float(), top, left, (height, width))  # torchvision pads outside the image with zeros
-    resized = F.interpolate(crop[None], size=size, mode="bilinear", align_corners=False, antialias=True)[0]
+    resized = F.interpolate(crop[None], size=size, mode="bilinear", align_corners=False, antialias=antialias)[0]
     return resized.expand(3, -1, -1) if image.shape[0] == 1 else resized
 
 
@@ -309,14 +313,14 @@ def warp_reference(levels: torch.Tensor, matrices: torch.Tensor, size: tuple[int
 
 def augment_reference(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
                       dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
-                      channels_last: bool = False, warp: Warp | None = None) -> torch.Tensor:
+                      channels_last: bool = False, warp: Warp | None = None, antialias: bool = True) -> torch.Tensor:
     """What ``augment_batch`` computes, in plain torch (per image for the ragged geometry, batched after)."""
     _check(images, params, warp)
     resized = warp.size if warp is not None else size
     windows = params.with_windows(resized).windows.tolist()
     rows = []
     for image, box, (resize_h, resize_w, top, left) in zip(images, params.boxes.tolist(), windows):
-        x = resized_crop_reference(image, box, (resize_h, resize_w))
+        x = resized_crop_reference(image, box, (resize_h, resize_w), antialias)
         rows.append(_window(x.round() if quantize else x * (1.0 / 255.0), top, left, resized))
     batch = torch.stack(rows) if rows else torch.empty((0, 3) + tuple(size))
     if warp is not None and rows:
@@ -413,8 +417,11 @@ if triton is not None:
         return red, green, blue
 
     @triton.jit
-    def _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, BLOCK: tl.constexpr):
-        """torchvision's resized_crop (bilinear, antialias=True) of image n at output pixels (oy, ox), in float."""
+    def _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, ANTIALIAS: tl.constexpr,
+                  BLOCK: tl.constexpr):
+        """torchvision's resized_crop (bilinear, antialias=ANTIALIAS) of image n at output pixels (oy, ox), in
+        float. Without antialiasing the filter keeps its one-pixel support when shrinking: torch's plain
+        bilinear (two taps, edges clamped -- the renormalized weights at an edge are the clamp's)."""
         # This image: where it is, its size, channels and strides (in elements).
         src = tl.load(src_ptrs + n).to(tl.pointer_type(tl.uint8))
         image_h = tl.load(src_meta + n * 6 + 0)
@@ -439,10 +446,16 @@ if triton is not None:
         # torch's antialiased bilinear weights (_compute_indices_min_size_weights_aa), per axis.
         scale_y = crop_h.to(tl.float32) / resize_h
         scale_x = crop_w.to(tl.float32) / resize_w
-        support_y = tl.where(scale_y >= 1.0, scale_y, 1.0)
-        support_x = tl.where(scale_x >= 1.0, scale_x, 1.0)
-        inv_y = tl.where(scale_y >= 1.0, 1.0 / scale_y, 1.0)
-        inv_x = tl.where(scale_x >= 1.0, 1.0 / scale_x, 1.0)
+        if ANTIALIAS:
+            support_y = tl.where(scale_y >= 1.0, scale_y, 1.0)
+            support_x = tl.where(scale_x >= 1.0, scale_x, 1.0)
+            inv_y = tl.where(scale_y >= 1.0, 1.0 / scale_y, 1.0)
+            inv_x = tl.where(scale_x >= 1.0, 1.0 / scale_x, 1.0)
+        else:  # scalars of the same type as in the antialiased branch
+            support_y = scale_y * 0.0 + 1.0
+            support_x = scale_x * 0.0 + 1.0
+            inv_y = support_y
+            inv_x = support_x
         center_y = scale_y * (oy.to(tl.float32) + 0.5)
         center_x = scale_x * (ox.to(tl.float32) + 0.5)
         ymin = tl.maximum((center_y - support_y + 0.5).to(tl.int32), 0)
@@ -546,7 +559,7 @@ if triton is not None:
         mid, mid_h, mid_w, matrices, fill,
         SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
         QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
-        WARP: tl.constexpr, NEAREST: tl.constexpr, HAS_FILL: tl.constexpr,
+        WARP: tl.constexpr, NEAREST: tl.constexpr, HAS_FILL: tl.constexpr, ANTIALIAS: tl.constexpr,
         TILES: tl.constexpr, BLOCK: tl.constexpr,
     ):
         tile = tl.program_id(0).to(tl.int64)
@@ -566,7 +579,7 @@ if triton is not None:
         if WARP:  # the resized batch was written to ``mid`` by a first launch; sample it through the map
             r, g, b = _warp(mid, mid_h, mid_w, matrices, fill, n, oy, ox, valid, NEAREST, HAS_FILL)
         else:
-            r, g, b = _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, BLOCK)
+            r, g, b = _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, ANTIALIAS, BLOCK)
         if QUANTIZE:  # torchvision rounds a resized (or warped) uint8 image back to uint8
             r = _round_half_even(r)
             g = _round_half_even(g)
@@ -631,7 +644,7 @@ if triton is not None:
 def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
                   dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
                   channels_last: bool = False, out: torch.Tensor | None = None,
-                  block: int | None = None, warp: Warp | None = None) -> torch.Tensor:
+                  block: int | None = None, warp: Warp | None = None, antialias: bool = True) -> torch.Tensor:
     """Augment a ragged batch with one fused kernel (two when a plan has contrast, one more with a warp).
 
     Args:
@@ -648,6 +661,9 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         out: an (N, 3, H, W) tensor to write into, of any strides.
         warp: a rotation or affine map of the resized images (of
             ``warp.size``) to ``size``, through ``params.matrices``.
+        antialias: False resizes with plain bilinear sampling (two taps per
+            axis however much it shrinks), as ``interpolate(antialias=False)``
+            and RPP's LINEAR resize (fastload.compat.rocal's JSON pipelines).
     """
     if triton is None:
         raise RuntimeError("fastload.kernels.augment needs triton; use augment_reference")
@@ -689,7 +705,8 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         mid_tiles = triton.cdiv(mid[0, 0].numel(), tile(mid[0, 0].numel()))
         _augment_kernel[(mid_tiles, n)](*inputs, mid, *mid.stride(), *warp.size, mid_tiles, *warp_args, SLOTS=0,
                                         HAS_CONTRAST=False, MEAN_PASS=False, QUANTIZE=quantize, NORMALIZE=False,
-                                        FLIPS=False, WARP=False, NEAREST=False, HAS_FILL=False, TILES=1,
+                                        FLIPS=False, WARP=False, NEAREST=False, HAS_FILL=False,
+                                        ANTIALIAS=antialias, TILES=1,
                                         BLOCK=tile(mid[0, 0].numel()))
         # the fill on the chain's scale, as augment_reference converts it (in double, then to float32)
         fill = scale_t if warp.fill is None else torch.tensor([v if quantize else v / 255.0 for v in warp.fill],
@@ -698,7 +715,8 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     arguments = inputs + (out, *out.stride(), height, width, n_tiles) + warp_args
     options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, QUANTIZE=quantize, NORMALIZE=affine is not None,
                    FLIPS=flips, WARP=warp is not None, NEAREST=warp is not None and warp.nearest,
-                   HAS_FILL=warp is not None and warp.fill is not None, TILES=triton.next_power_of_2(n_tiles),
+                   HAS_FILL=warp is not None and warp.fill is not None, ANTIALIAS=antialias,
+                   TILES=triton.next_power_of_2(n_tiles),
                    BLOCK=tile(height * width))
     grid = (n_tiles, n)
     if has_contrast:

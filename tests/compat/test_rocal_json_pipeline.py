@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import io
 import json
+import random
 
 import pytest
 import torch
 from PIL import Image
 
+from conftest import kernels_on_cpu
 from fastload.compat.rocal import JsonPipeline
 from fastload.compat.rocal import imageops
+from fastload.compat.rocal.json_pipeline import run_fused
 from fastload.errors import DecodeError
 from fastload.sample_data import make_image
 
@@ -39,7 +42,7 @@ def test_the_backends_resnet50_example_from_its_file(tmp_path):
     0-255 pixels as written and the C API's uint8 output: (x - 0.485) / 0.229 saturates, as the backend's."""
     path = tmp_path / "rocal_pipeline.json"
     path.write_text(json.dumps(RESNET50, indent=2))
-    pipeline = JsonPipeline(str(path), batch=2)
+    pipeline = JsonPipeline(str(path), batch=2, exact=True)
     images = [jpeg(1, 333, 500), jpeg(2, 500, 375), jpeg(3, 97, 61)]
     outputs = pipeline(images)
     assert len(outputs) == 3 and all(o.shape == (224, 224, 3) and o.dtype == torch.uint8 for o in outputs)
@@ -53,7 +56,8 @@ def test_each_documented_operation():
     """The six operations the backend parses, each against its rocAL rule."""
     data = jpeg(4, 120, 80)
     image = decoded(data)
-    run = lambda *ops: JsonPipeline({"pipeline": [*ops[:-1], {**ops[-1], "is_output": True}]})([data])[0]  # noqa
+    run = lambda *ops: JsonPipeline({"pipeline": [*ops[:-1], {**ops[-1], "is_output": True}]},  # noqa
+                                    exact=True)([data])[0]
     cropped = run({"operation": "CropFixed", "crop_width": 50, "crop_height": 30, "crop_depth": 1,
                    "crop_pos_x": 7.9, "crop_pos_y": 2, "crop_pos_z": 0})
     assert torch.equal(cropped, image[2:32, 7:57])  # whole-pixel offsets
@@ -77,6 +81,99 @@ def test_each_documented_operation():
                  "aspect_ratio": 1.5, "x_center_drift": 0.5, "y_center_drift": 0.5})
     # not strictly inside: the central crop, its aspect (1.5) clamped to 1.333: 106x80 at x = 7
     assert torch.equal(whole, imageops.resample(image[:, 7:113], 20, 20, "linear"))
+
+
+@pytest.fixture
+def seed():
+    """A fresh seed each run, named in a failure's message."""
+    return random.randrange(2 ** 31)
+
+
+NORMALIZE = {"mean": [123.675, 116.28, 103.53], "std_dev": [58.395, 57.12, 57.375], "output_dtype": "float32"}
+# pipelines that lower to one fused step
+FUSED = {
+    "resize": [{"operation": "Resize", "dest_width": 61, "dest_height": 47}],
+    "resize + cmn": [{"operation": "Resize", "dest_width": 72, "dest_height": 70},
+                     {"operation": "CropMirrorNormalize", "crop_height": 64, "crop_width": 57, "start_x": 0.3,
+                      "start_y": 0.8, "mirror": True, **NORMALIZE}],
+    "resize + crop": [{"operation": "Resize", "dest_width": 50, "dest_height": 33},
+                      {"operation": "CropFixed", "crop_width": 31, "crop_height": 20, "crop_depth": 1,
+                       "crop_pos_x": 9.5, "crop_pos_y": 13, "crop_pos_z": 0}],
+    "rmn": [{"operation": "ResizeMirrorNormalize", "dest_width": 29, "dest_height": 93, "mirror": True,
+             **NORMALIZE}],
+    "crop resize + cmn": [{"operation": "CropResizeFixed", "dest_width": 40, "dest_height": 40, "area": 0.3,
+                           "aspect_ratio": 0.8, "x_center_drift": 0.2, "y_center_drift": 0.7},
+                          {"operation": "CropMirrorNormalize", "crop_height": 40, "crop_width": 40, "start_x": 0,
+                           "start_y": 0, **NORMALIZE}],
+    "resize crop mirror": [{"operation": "ResizeCropMirrorFixed", "dest_width": 45, "dest_height": 21,
+                            "crop_h": 50, "crop_w": 1000, "mirror": True}],
+}
+
+
+def past_the_last_tap(pipeline, image: torch.Tensor) -> torch.Tensor:
+    """Which output pixels sample past the image's second-to-last source row or column, as a (height, width)
+    mask: RPP's host bilinear caps its taps at side - 2 (never reading the last row or column), torch's
+    bilinear interpolates towards it. That is the last output row and column when shrinking, about the
+    enlargement's worth of them when enlarging."""
+    _, _, w, h = pipeline.fused.box(image.shape[1], image.shape[0])
+    rows, columns = ((torch.arange(out) + 0.5) * (side / out) - 0.5 > side - 2
+                     for side, out in ((h, pipeline.fused.resize[0]), (w, pipeline.fused.resize[1])))
+    past = rows[:, None] | columns[None, :]
+    top, left, height, width = pipeline.fused.window
+    window = past[top:top + height, left:left + width]
+    return window.flip(1) if pipeline.fused.mirror else window
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_fused_pipelines_equal_rpps_arithmetic_within_a_level(name, seed):
+    """Each lowered pipeline against the same pipeline run operator by operator on RPP's arithmetic, on
+    images of awkward sizes: within one level of the resized image except where RPP's capped taps differ
+    (``past_the_last_tap``; float outputs compared in those levels: times std_dev)."""
+    operations = FUSED[name]
+    spec = {"pipeline": [*operations[:-1], {**operations[-1], "is_output": True}]}
+    fused, exact = JsonPipeline(spec), JsonPipeline(spec, exact=True)
+    assert fused.fused is not None and exact.fused is None and exact.unfused_reason == "exact=True"
+    generator = random.Random(seed)
+    images = [jpeg(generator.randrange(1 << 30), generator.randint(8, 700), generator.randint(8, 500))
+              for _ in range(5)]
+    std = torch.tensor(NORMALIZE["std_dev"]) if "std_dev" in operations[-1] else torch.ones(3)
+    for image, ours, theirs in zip(images, fused(images), exact(images)):
+        assert ours.shape == theirs.shape == fused.output_shape and ours.dtype == theirs.dtype
+        inside = ~past_the_last_tap(fused, decoded(image))
+        levels = ((ours.float() - theirs.float()) * std).abs()[inside]
+        assert levels.max() <= 1 + 1e-3, f"{name}, seed {seed}: {levels.max()} levels off"
+        assert inside.float().mean() > 0.5
+
+
+@kernels_on_cpu
+@pytest.mark.parametrize("name", ["resize + cmn", "resize + crop", "rmn", "crop resize + cmn"])
+def test_fused_kernel_is_the_cpu_step(name, seed):
+    """The GPU's fused step (the Triton kernel, here interpreted) against the CPU's, within one level:
+    the same plain bilinear rule, rounded by torch's uint8 resampler on the CPU."""
+    operations = FUSED[name]
+    pipeline = JsonPipeline({"pipeline": [*operations[:-1], {**operations[-1], "is_output": True}]})
+    generator = random.Random(seed)
+    images = [decoded(jpeg(generator.randrange(1 << 30), generator.randint(2, 300), generator.randint(2, 200)))
+              for _ in range(3)]
+    cpu = torch.device("cpu")
+    kernel, step = run_fused(images, pipeline.fused, cpu, kernel=True), run_fused(images, pipeline.fused, cpu)
+    assert kernel.shape == step.shape and kernel.dtype == step.dtype
+    std = torch.tensor(NORMALIZE["std_dev"]) if "std_dev" in operations[-1] else torch.ones(3)
+    assert ((kernel.float() - step.float()) * std).abs().max() <= 1 + 1e-3
+
+
+@pytest.mark.parametrize("operations, color, reason", [
+    (FUSED["resize"], "U8", "color format is GRAY"),
+    ([FUSED["resize"][0], {**FUSED["resize + cmn"][1], "crop_width": 62}], "RGB24",
+     "window is not inside the resized image"),
+    ([FUSED["resize"][0], FUSED["resize"][0], FUSED["resize"][0]], "RGB24", "more than two operations"),
+    (FUSED["resize + crop"][1:], "RGB24", "it starts with CropFixed"),
+])
+def test_other_pipelines_run_operator_by_operator_saying_why(operations, color, reason):
+    pipeline = JsonPipeline({"pipeline": [*operations[:-1], {**operations[-1], "is_output": True}]},
+                            color_format=color)
+    assert pipeline.fused is None and reason in pipeline.unfused_reason
+    assert pipeline([jpeg(3, 80, 60)])[0].shape == pipeline.output_shape
 
 
 def test_output_dtype_is_fastloads_key_for_a_normalized_model_input():

@@ -247,6 +247,28 @@ def test_uint8_resize_matches_torchvision(seed):
     assert (ours - torch.stack(cpu_uint8)).abs().max() <= 1, f"seed {seed}"
 
 
+def test_plain_bilinear_resize_matches_torchvision(seed):
+    """antialias=False: two taps per axis however much the box shrinks (RPP's LINEAR resize, which rocAL's
+    JSON pipelines lower to), against torchvision's resized_crop(antialias=False) in float, rounded."""
+    generator = random.Random(seed)
+    images, boxes = awkward_batch(generator)
+    params = make_params(generator, boxes, color=False)
+    ours = augment_batch(images, params, SIZE, torch.uint8, antialias=False).float()
+    reference = augment_reference(images, params, SIZE, torch.uint8, antialias=False).float()
+    expected = []
+    for i, image in enumerate(images):
+        rgb = image.expand(3, -1, -1) if image.shape[0] == 1 else image
+        flip = [d for d, on in zip((-1, -2), params.flips[i].tolist()) if on]
+        expected.append(TF.resized_crop(rgb.float(), *boxes[i], list(SIZE), antialias=False).round().flip(flip))
+    for result in (ours, reference):  # float32 sums in another order: a rounding flips, by one level
+        diff = (result - torch.stack(expected)).abs()
+        assert diff.max() <= 1, f"seed {seed}: max difference {diff.max()}"
+        assert (diff > 0).float().mean() <= 0.015, f"seed {seed}: {(diff > 0).float().mean():.2%} differ"
+    # and it is not the antialiased resize: shrinking boxes differ from it
+    antialiased = augment_batch(images, params, SIZE, torch.uint8).float()
+    assert not torch.equal(ours, antialiased)
+
+
 def test_full_pipeline_against_torchvision_normalized(seed):
     """End to end with normalize and float16: the uint8 chain's tolerance (``assert_levels_close``: its
     rounding flips, scaled by later operations), counted in levels after undoing the normalization, plus

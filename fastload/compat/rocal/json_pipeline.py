@@ -20,18 +20,35 @@ marked ``is_output``. One key is fastload's own: ``"output_dtype"`` ("uint8",
 normalized model input (the backend's uint8 saturates it). A malformed file, an unknown operation, a missing or
 mistyped parameter, or an unknown one, is a ValueError naming the file, the
 operation's place and the key.
+
+Most pipelines are one crop of the decoded image resized with plain bilinear
+sampling, then a window of that, a mirror and a normalization: what
+``fastload.kernels.augment`` does in one pass. Those are lowered (``Fused``)
+and run as one fused step per batch: the Triton kernel on a GPU
+(``antialias=False``; decoded on the CPU by rocAL's rule, uploaded), or on the
+CPU torch's uint8 bilinear resize (the kernel's arithmetic within a rounding)
+and the window, mirror and normalization on the small result. Their values
+equal RPP's within one level, except in the last output row and column:
+RPP's host kernel never reads an image's last source row or column (its taps
+are capped at side - 2), where torch's bilinear reads it. Everything else,
+and any pipeline with ``exact=True``, runs operator by operator on RPP's
+exact arithmetic (``imageops``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 
 from ...errors import DecodeError
 from . import imageops
+
+from fastload.kernels import augment
 
 _UINT, _FLOAT, _FLOATS, _BOOL = "a non-negative integer", "a number", "a list of numbers", "true or false"
 _DTYPE = '"uint8", "float16" or "float32"'
@@ -153,6 +170,108 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
             (p["dest_height"], p["dest_width"]))
 
 
+@dataclass(frozen=True)
+class Fused:
+    """A lowered pipeline: ``box`` of each decoded image ((width, height) -> (x, y, w, h)), resized to
+    ``resize`` (height, width) with plain bilinear sampling; of that the ``window`` (top, left, height, width),
+    mirrored, then ``(x - mean) / std`` in ``dtype`` (no normalization where ``mean`` is None: uint8)."""
+
+    box: Callable[[int, int], tuple[int, int, int, int]]
+    resize: tuple[int, int]
+    window: tuple[int, int, int, int]
+    mirror: bool = False
+    mean: tuple[float, float, float] | None = None
+    std: tuple[float, float, float] | None = None
+    dtype: str = "uint8"
+
+
+def _whole(width: int, height: int) -> tuple[int, int, int, int]:
+    return 0, 0, width, height
+
+
+def _three(values) -> tuple[float, float, float]:
+    return tuple(values * 3 if len(values) == 1 else values)
+
+
+def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
+    """The pipeline as one fused step, or why it runs operator by operator."""
+    if color != "RGB":
+        return f"its color format is {color}, not RGB"
+    if len(operations) > 2:
+        return "it has more than two operations"
+    (first, p), rest = operations[0], operations[1:]
+    size = (p.get("dest_height"), p.get("dest_width"))
+    if first == "Resize":
+        fused = Fused(_whole, size, (0, 0, *size))
+    elif first == "CropResizeFixed":
+        fused = Fused(lambda w, h: imageops.crop_resize_window(w, h, p["area"], p["aspect_ratio"],
+                                                               p["x_center_drift"], p["y_center_drift"]),
+                      size, (0, 0, *size))
+    elif first == "ResizeMirrorNormalize" and not rest:
+        if 0 in p["std_dev"]:
+            return "a std_dev is 0"
+        return Fused(_whole, size, (0, 0, *size), p.get("mirror", False), _three(p["mean"]), _three(p["std_dev"]),
+                     p.get("output_dtype", "uint8"))
+    elif first == "ResizeCropMirrorFixed" and not rest:
+        return Fused(lambda w, h: imageops.fixed_crop(w, h, p["crop_w"], p["crop_h"], 0, 0), size, (0, 0, *size),
+                     p.get("mirror", False))
+    else:
+        return f"it starts with {first}"
+    if not rest:
+        return fused
+    (second, q), (height, width) = rest[0], size
+    if second == "CropMirrorNormalize":
+        if not (0 < q["crop_width"] <= width and 0 < q["crop_height"] <= height) or 0 in q["std_dev"]:
+            return "its CropMirrorNormalize window is not inside the resized image, or a std_dev is 0"
+        left, top, w, h = imageops.anchored_crop(width, height, q["crop_width"], q["crop_height"], q["start_x"],
+                                                 q["start_y"])
+        return Fused(fused.box, size, (top, left, h, w), q.get("mirror", False), _three(q["mean"]),
+                     _three(q["std_dev"]), q.get("output_dtype", "uint8"))
+    if second == "CropFixed":
+        left, top, w, h = imageops.fixed_crop(width, height, q["crop_width"], q["crop_height"], q["crop_pos_x"],
+                                              q["crop_pos_y"])
+        if (w, h) != (q["crop_width"], q["crop_height"]):
+            return "its CropFixed window is not inside the resized image"
+        return Fused(fused.box, size, (top, left, h, w))
+    return f"{second} follows {first}"
+
+
+def run_fused(images: list[torch.Tensor], fused: Fused, device: torch.device,
+              kernel: bool | None = None) -> torch.Tensor:
+    """``fused`` on decoded HWC uint8 images: an (N, height, width, 3) batch on ``device``. With ``kernel``
+    (default: on a CUDA or ROCm device, where triton is) the fused kernel runs on the batch; else the CPU
+    runs, per image, torch's uint8 bilinear resize and the rest on its result, then copies it to ``device``."""
+    top, left, height, width = fused.window
+    out_dtype = OUTPUT_DTYPES[fused.dtype]
+    boxes = [fused.box(image.shape[1], image.shape[0]) for image in images]
+    if kernel is None:
+        kernel = device.type == "cuda" and augment.triton is not None
+    if kernel:
+        sources = [image.to(device).permute(2, 0, 1) for image in images]
+        params = augment.AugmentParams.make([(y, x, h, w) for x, y, w, h in boxes],
+                                            [(fused.mirror, 0)] * len(images), device=device,
+                                            windows=[(*fused.resize, top, left)] * len(images))
+        if fused.mean is None:
+            return augment.augment_batch(sources, params, (height, width), torch.uint8, channels_last=True,
+                                 antialias=False).permute(0, 2, 3, 1)
+        scale = [1 / s for s in fused.std]
+        shift = [-m / s for m, s in zip(fused.mean, fused.std)]
+        dtype = torch.float32 if out_dtype == torch.uint8 else out_dtype
+        out = augment.augment_batch(sources, params, (height, width), dtype, scale, shift, channels_last=True,
+                            antialias=False).permute(0, 2, 3, 1)
+        return imageops.as_output(out, out_dtype)
+    outputs = []
+    for image, (x, y, w, h) in zip(images, boxes):
+        region = image[y:y + h, x:x + w].permute(2, 0, 1)[None].contiguous(memory_format=torch.channels_last)
+        resized = F.interpolate(region, size=fused.resize, mode="bilinear", align_corners=False, antialias=False)
+        out = resized[0, :, top:top + height, left:left + width].permute(1, 2, 0)
+        out = out.flip(1) if fused.mirror else out
+        if fused.mean is not None:
+            out = imageops.as_output((out.float() - torch.tensor(fused.mean)) / torch.tensor(fused.std), out_dtype)
+        outputs.append(out)
+    return torch.stack(outputs).to(device)
+
+
 class JsonPipeline:
     """A rocAL inference-server JSON pipeline: ``pipeline(images)`` maps encoded images (one per request)
     to one NHWC output tensor per image, on ``device``, ``batch`` at a time.
@@ -162,9 +281,12 @@ class JsonPipeline:
         batch: how many images one call processes together at most (the backend's ``batch``).
         device: where the outputs go ("cpu", "cuda", ...).
         color_format: the backend's RGB24 (default), BGR24 or U8 (grayscale).
+        exact: run every pipeline operator by operator on RPP's arithmetic, none as a fused step (see the
+            module's docstring for where the two differ).
     """
 
-    def __init__(self, path_or_dict, batch: int = 64, device="cpu", color_format: str = "RGB24"):
+    def __init__(self, path_or_dict, batch: int = 64, device="cpu", color_format: str = "RGB24",
+                 exact: bool = False):
         if isinstance(path_or_dict, (str, os.PathLike)):
             path = os.fspath(path_or_dict)
             if not path.endswith(".json"):
@@ -185,32 +307,51 @@ class JsonPipeline:
         self._steps = [_operation(name, params) for name, params in self.operations]
         channels = 1 if self.color == "GRAY" else 3
         self.output_shape = (*self._steps[-1][1], channels)
+        lowered = "exact=True" if exact else lower(self.operations, self.color)
+        # a Fused step, or why the pipeline runs operator by operator
+        self.fused, self.unfused_reason = (lowered, None) if isinstance(lowered, Fused) else (None, lowered)
 
     def __call__(self, images: list, on_error: str = "raise") -> list:
         """Outputs for ``images`` (encoded bytes each). ``on_error="raise"``: a DecodeError naming the first
         bad image's place; ``"return"``: that image's place holds the error instead of a tensor."""
         if on_error not in ("raise", "return"):
             raise ValueError("on_error is 'raise' or 'return'")
-        outputs = []
+        outputs: list = []
         for start in range(0, len(images), self.batch):
+            decoded = []
             for index, data in enumerate(images[start:start + self.batch], start):
                 try:
-                    outputs.append(self.one(data, index).to(self.device))
+                    decoded.append(self._decode(data, index))
                 except DecodeError as error:
                     if on_error == "raise":
                         raise
-                    outputs.append(error)
+                    decoded.append(error)
+            good = [image for image in decoded if not isinstance(image, DecodeError)]
+            done = iter(self._process(good))
+            outputs.extend(image if isinstance(image, DecodeError) else next(done) for image in decoded)
         return outputs
 
     def one(self, data, index: int = 0) -> torch.Tensor:
-        """One encoded image's output, (height, width, channels)."""
-        name = f"request {index}"
+        """One encoded image's output, (height, width, channels), on ``device``."""
+        return self._process([self._decode(data, index)])[0]
+
+    def _decode(self, data, index: int) -> torch.Tensor:
         try:
-            image = imageops.decode(bytes(data), self.color, MAX_DECODED, MAX_DECODED)
+            return imageops.decode(bytes(data), self.color, MAX_DECODED, MAX_DECODED)
         except Exception as error:
-            raise DecodeError(index, name, f"cannot decode: {error}") from error
-        for step, _ in self._steps:
-            image = step(image)
-        out = torch.zeros(self.output_shape, dtype=image.dtype)
-        out[:image.shape[0], :image.shape[1]] = image  # the buffer, the image at its top left
-        return out
+            raise DecodeError(index, f"request {index}", f"cannot decode: {error}") from error
+
+    def _process(self, images: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The operations on decoded images: one fused step for the batch, or operator by operator."""
+        if not images:
+            return []
+        if self.fused is not None:
+            return list(run_fused(images, self.fused, self.device).unbind(0))
+        outputs = []
+        for image in images:
+            for step, _ in self._steps:
+                image = step(image)
+            out = torch.zeros(self.output_shape, dtype=image.dtype)
+            out[:image.shape[0], :image.shape[1]] = image  # the buffer, the image at its top left
+            outputs.append(out.to(self.device))
+        return outputs
