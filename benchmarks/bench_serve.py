@@ -52,6 +52,19 @@ class _PilPipeline:
             raise DecodeError(index, f"request {index}", str(error)) from error
         return self.transform(image).permute(1, 2, 0)  # HWC, as the server's model_input takes it
 
+    def __call__(self, images: list, on_error: str = "raise") -> list:
+        """The server's batch call (one image at a time here: the baseline runs batches of 1)."""
+        from fastload.errors import DecodeError
+        outputs = []
+        for index, data in enumerate(images):
+            try:
+                outputs.append(self.one(data, index))
+            except DecodeError as error:
+                if on_error == "raise":
+                    raise
+                outputs.append(error)
+        return outputs
+
 
 def _serve_baseline(model_name: str, port: int) -> None:
     import signal

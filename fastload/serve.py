@@ -1,14 +1,18 @@
 """An HTTP inference server: image bytes in, top-5 classes out, requests batched for the model.
 
 What rocAL's backend does inside AMD's inference server, on its own: each
-POST /predict carries one encoded image; its request thread preprocesses it
-with a JSON pipeline (``fastload.compat.rocal.JsonPipeline``: decoding and
-torch operators release the GIL, so requests preprocess in parallel), then a
-``Batcher`` thread gathers concurrent requests -- up to ``max_batch``, waiting
-at most ``max_wait_ms`` after the first -- and runs the classifier on them as
-one batch. A bad image or request gets a 4xx with the reason; GET /health
-says the server is up. ``close()`` stops taking connections and answers what
-is in flight before it returns.
+POST /predict carries one encoded image; a ``Batcher`` thread gathers
+concurrent requests -- up to ``max_batch``, waiting at most ``max_wait_ms``
+after the first -- preprocesses them as one batch with a JSON pipeline
+(``fastload.compat.rocal.JsonPipeline``: one fused step for the batch, on the
+model's device) and runs the classifier on them as one batch. Preprocessing
+and the model take turns rather than running side by side: on a CPU the
+model's operators are parallel regions over all cores, and a request thread
+decoding beside them stalls every region (bench_serve, 2 cores, concurrency
+32, consecutive runs: 13.6 -> 14.7 requests/s, and the unbatched baseline's
+6.7 -> 10.8). A bad image or request gets a 4xx with the
+reason; GET /health says the server is up. ``close()`` stops taking
+connections and answers what is in flight before it returns.
 
 The HTTP stack is the standard library's ``ThreadingHTTPServer`` (a thread per
 connection): the model's batches, not the HTTP layer, bound the throughput on
@@ -18,7 +22,6 @@ a CPU (benchmarks/bench_serve.py), and it adds no dependency.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import threading
 import time
@@ -61,21 +64,21 @@ def top5(logits: torch.Tensor) -> list[list[dict]]:
 
 
 class Batcher:
-    """One thread that runs ``model`` on batches of the inputs submitted to it: it takes the first waiting
-    input, then more until ``max_batch`` or ``max_wait_ms`` after the first, and answers each input's
-    Future with its row of the result."""
+    """One thread that runs ``process`` on batches of the items submitted to it: it takes the first waiting
+    item, then more until ``max_batch`` or ``max_wait_ms`` after the first, and answers each item's Future
+    with its element of ``process(items)`` (one per item; an exception there is raised by that item's Future
+    alone, one raised by ``process`` by every Future of the batch)."""
 
-    def __init__(self, model: Callable[[torch.Tensor], torch.Tensor], max_batch: int = 8,
-                 max_wait_ms: float = 5.0):
+    def __init__(self, process: Callable[[list], list], max_batch: int = 8, max_wait_ms: float = 5.0):
         if max_batch < 1 or max_wait_ms < 0:
             raise ValueError("max_batch must be positive and max_wait_ms not negative")
-        self.model, self.max_batch, self.max_wait = model, max_batch, max_wait_ms / 1000
+        self.process, self.max_batch, self.max_wait = process, max_batch, max_wait_ms / 1000
         self.batches = 0  # how many batches the model ran (for /health and tests)
         self._queue: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
         self._thread.start()
 
-    def submit(self, item: torch.Tensor) -> Future:
+    def submit(self, item) -> Future:
         future: Future = Future()
         self._queue.put((item, future))
         return future
@@ -106,21 +109,26 @@ class Batcher:
     def _answer(self, batch: list) -> None:
         try:
             with torch.inference_mode():
-                results = self.model(torch.stack([item for item, _ in batch]))
+                results = self.process([item for item, _ in batch])
             self.batches += 1
         except Exception as error:  # the model failed: every request of the batch gets the error
             for _, future in batch:
                 future.set_exception(error)
             return
         for (_, future), result in zip(batch, results):
-            future.set_result(result)
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
 
 
 class InferenceServer:
     """The server: ``pipeline`` (a JsonPipeline) preprocesses, ``model`` classifies batches.
 
     Args:
-        pipeline: maps encoded bytes to one (height, width, channels) tensor (``JsonPipeline.one``).
+        pipeline: maps a list of encoded images to one (height, width, channels) tensor each, or with
+            ``on_error="return"`` the DecodeError of an image it cannot read (``JsonPipeline``), on the
+            model's device.
         model: the classifier (float NCHW in, logits out).
         host, port: where to listen (port 0: any free port; ``server.port`` says which).
         max_batch, max_wait_ms: the batching (see ``Batcher``).
@@ -130,12 +138,8 @@ class InferenceServer:
     def __init__(self, pipeline, model: torch.nn.Module, host: str = "127.0.0.1", port: int = 8000,
                  max_batch: int = 8, max_wait_ms: float = 5.0, max_bytes: int = 20 << 20, name: str = "model"):
         self.pipeline, self.model, self.max_bytes, self.name = pipeline, model, max_bytes, name
-        self.batcher = Batcher(lambda batch: top5(model(model_input(list(batch)))), max_batch, max_wait_ms)
+        self.batcher = Batcher(self._classify, max_batch, max_wait_ms)
         self.requests = 0
-        # images preprocess one per two cores at a time (torch's operators already use two threads each):
-        # more would take the cores from the model (bench_serve, 2 cores: 1.66x the baseline's requests/s
-        # at concurrency 32 with one per core, 2.03x with one per two)
-        self._preprocessing = threading.BoundedSemaphore(max(1, (os.cpu_count() or 1) // 2))
         handler = type("Handler", (_Handler,), {"server_app": self})
         self.httpd = _HTTPServer((host, port), handler)
         self.httpd.daemon_threads = False  # close() waits for the requests in flight
@@ -170,14 +174,19 @@ class InferenceServer:
         """(HTTP status, JSON answer) for one encoded image."""
         self.requests += 1
         try:
-            with self._preprocessing:
-                image = self.pipeline.one(data, self.requests)
+            return HTTPStatus.OK, {"top5": self.batcher.submit(data).result()}
         except DecodeError as error:
             return HTTPStatus.BAD_REQUEST, {"error": f"cannot decode the image: {error.reason}"}
-        try:
-            return HTTPStatus.OK, {"top5": self.batcher.submit(image).result()}
         except Exception as error:
             return HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the model failed: {error}"}
+
+    def _classify(self, bodies: list[bytes]) -> list:
+        """A batch of request bodies: preprocessed as one batch, the readable ones classified as one; each
+        body's top-5, or the DecodeError saying why its image cannot be read."""
+        images = self.pipeline(bodies, on_error="return")
+        good = [image for image in images if not isinstance(image, DecodeError)]
+        answers = iter(top5(self.model(model_input(good))) if good else [])
+        return [image if isinstance(image, DecodeError) else next(answers) for image in images]
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -26,14 +26,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-wait-ms", type=float, default=5.0,
                         help="how long a batch waits for more requests after its first (default 5)")
     parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body (default 20 MiB)")
+    parser.add_argument("--device", default="cpu",
+                        help="where the model runs and the pipeline's fused step writes (cpu, cuda, cuda:1; "
+                             "a ROCm GPU is cuda too; default cpu)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..compat.rocal import JsonPipeline
     from ..serve import InferenceServer, load_model
     try:
-        pipeline = JsonPipeline(args.pipeline, batch=args.max_batch)
-        model = load_model(args.model, args.weights)
+        pipeline = JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device)
+        model = load_model(args.model, args.weights).to(args.device)
         server = InferenceServer(pipeline, model, args.host, args.port, args.max_batch, args.max_wait_ms,
                                  args.max_bytes, name=args.model)
     except (OSError, ValueError, RuntimeError) as error:

@@ -34,3 +34,30 @@ def test_json_pipeline_on_the_gpu_is_the_cpus_within_a_level():
         assert a.device.type == "cuda" and a.shape == b.shape == (224, 224, 3) and a.dtype == torch.float16
         # float16 rounding of values up to ~2.6 adds about 0.002 each
         assert ((a.float().cpu() - b.float()) * std).abs().max() <= 1 + 0.15
+
+
+def test_the_server_on_the_gpu_answers_each_image_as_alone():
+    import http.client
+    import json
+
+    from fastload.serve import InferenceServer, load_model, model_input, top5
+    pipeline, model = JsonPipeline(SERVING, device="cuda"), load_model("resnet18").cuda()
+    images = []
+    for seed in range(6):
+        out = io.BytesIO()
+        make_image(seed, 300 + seed * 37, 200 + seed * 11).save(out, "JPEG", quality=90)
+        images.append(out.getvalue())
+    with torch.inference_mode():
+        alone = [top5(model(model_input([pipeline.one(data)])))[0] for data in images]
+    with InferenceServer(pipeline, model, port=0, max_batch=4, max_wait_ms=50) as server:
+        for data, expected in zip(images + [b"not an image"], alone + [None]):
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            connection.request("POST", "/predict", body=data)
+            response = connection.getresponse()
+            body = json.loads(response.read())
+            connection.close()
+            if expected is None:
+                assert response.status == 400 and "cannot decode" in body["error"]
+            else:
+                assert response.status == 200 and [c["class"] for c in body["top5"]] == \
+                    [c["class"] for c in expected]
