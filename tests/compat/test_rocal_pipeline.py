@@ -567,3 +567,108 @@ def test_the_tfrecord_reader_refuses_what_rocal_cannot_read(photos, tmp_path):
         jpegs = fn.readers.tfrecord(named, keys, {})["image/encoded"]
         with pytest.raises(NotImplementedError, match="image_slice after fn.readers.tfrecord"):
             fn.decoders.image_slice(jpegs)
+
+
+def _webdataset_folder(root, photos, drop=None, large=False):
+    """The photos as rocAL's web_dataset_reader test data: two tars (sorted names: a-, b-) of samples
+    key.JPEG + key.cls (this test's own numbering as text, 10 + n); ``drop``: the n whose .cls is left out;
+    also a key with only a .png in the first tar (no sample for rocAL). Returns the photos' paths."""
+    import tarfile
+
+    from fastload.tarshards import add_member
+    paths = sorted(os.path.join(d, f) for d, _, files in os.walk(photos) for f in files if d != photos)
+    os.makedirs(root)
+    for name, part in (("b-train.tar", range(6, 10)), ("a-train.tar", range(0, 6))):
+        with tarfile.open(os.path.join(root, name), "w") as archive:
+            if name.startswith("a"):
+                add_member(archive, "no-jpeg.png", b"\x89PNG not read")
+            for n in part:
+                add_member(archive, f"sample{n:02d}.JPEG", open(paths[n], "rb").read())
+                if n != drop:
+                    add_member(archive, f"sample{n:02d}.cls", (b"x" * 300) if large else f"{10 + n}\n".encode())
+    return paths
+
+
+def _webdataset_pipeline(image_path, batch_size=4, missing=types.MISSING_COMPONENT_ERROR, **decoder):
+    pipe = Pipeline(batch_size=batch_size, num_threads=1, device_id=0, seed=1, rocal_cpu=True)
+    with pipe:
+        img_raw = fn.readers.webdataset(path=image_path, ext=[{'JPEG', 'cls'}], index_paths="",
+                                        missing_components_behavior=missing)
+        img = fn.decoders.image(img_raw, file_root=image_path, max_decoded_width=500, max_decoded_height=500,
+                                index_path="", **decoder)
+        pipe.set_outputs(fn.resize(img, resize_width=40, resize_height=30))
+    pipe.build()
+    return pipe
+
+
+def test_rocals_web_dataset_reader_script(photos, tmp_path):
+    """rocAL's tests/python_api/web_dataset_reader.py: fn.readers.webdataset(ext=[{'JPEG', 'cls'}]) then
+    fn.decoders.image(file_root=...): the tars in sorted order, samples in member order, keys without a
+    JPEG left out; the iterator gives the .cls members' raw bytes (uint8 arrays) in place of labels, the
+    last batch filled with the last sample (LAST_BATCH_FILL); the images are the file reader's."""
+    image_path = str(tmp_path / "wds")
+    paths = _webdataset_folder(image_path, photos)
+    with pytest.warns(UserWarning, match="1 keys without a JPEG member are not samples"):
+        pipe = _webdataset_pipeline(image_path)
+    loader = ROCALClassificationIterator(pipe, display=0, device="cpu", device_id=0)
+    assert len(loader) == 3
+    for epoch in range(2):
+        images, members = [], []
+        for i, ([image_batch], meta_data) in enumerate(loader, 0):
+            assert len(meta_data) == 1 and all(isinstance(m, np.ndarray) and m.dtype == np.uint8
+                                               for m in meta_data[0])
+            images.append(image_batch.clone())
+            members += [bytes(m) for m in meta_data[0]]
+        assert members == [f"{10 + n}\n".encode() for n in range(10)] + [b"19\n", b"19\n"], epoch
+    with pytest.raises(RuntimeError, match="gives no labels: get_ascii_datas"):
+        pipe.get_image_labels()
+    reference = Pipeline(batch_size=12, num_threads=1, rocal_cpu=True)  # the same JPEGs, read as files
+    with reference:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        reference.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=photos, max_decoded_width=500,
+                                                          max_decoded_height=500),
+                                        resize_width=40, resize_height=30))
+    reference.build()
+    (files,), _ = next(iter(ROCALClassificationIterator(reference)))
+    assert torch.equal(torch.cat(images)[:10], files[:10]) and len(paths) == 10
+
+
+def test_the_web_dataset_reader_shards_cuts_and_handles_missing_members(photos, tmp_path):
+    """The decoder's shard_id / num_shards split the samples as the file reader does; LAST_BATCH_PARTIAL
+    cuts the members too; a missing .cls stops the build (MISSING_COMPONENT_ERROR), drops the sample
+    (SKIP) or gives an empty array (EMPTY); a member over rocAL's 200-byte buffer and an ext without a
+    JPEG are refused."""
+    image_path = str(tmp_path / "wds")
+    _webdataset_folder(image_path, photos)
+    shards = []
+    for shard_id in range(2):
+        with pytest.warns(UserWarning):
+            pipe = _webdataset_pipeline(image_path, shard_id=shard_id, num_shards=2)
+        shards.append([bytes(m) for _, (members,) in ROCALClassificationIterator(pipe) for m in members])
+    assert shards == [[f"{10 + n}\n".encode() for n in range(5)] + [b"14\n"] * 3,
+                      [f"{10 + n}\n".encode() for n in range(5, 10)] + [b"19\n"] * 3]
+    with pytest.warns(UserWarning):
+        pipe = _webdataset_pipeline(image_path, last_batch_policy=types.LAST_BATCH_PARTIAL)
+    batches = [([images.shape[0]], len(members)) for (images,), (members,) in ROCALClassificationIterator(pipe)]
+    assert batches == [([4], 4), ([4], 4), ([2], 2)]
+
+    missing = str(tmp_path / "missing")
+    _webdataset_folder(missing, photos, drop=3)
+    with pytest.raises(ValueError, match=r"a-train.tar:sample03 has no \.cls member"):
+        _webdataset_pipeline(missing)
+    with pytest.warns(UserWarning, match="1 samples lacking one of"):
+        skip = _webdataset_pipeline(missing, missing=types.MISSING_COMPONENT_SKIP)
+    assert [bytes(m) for _, (members,) in ROCALClassificationIterator(skip) for m in members][:9] == \
+        [f"{10 + n}\n".encode() for n in range(10) if n != 3]
+    with pytest.warns(UserWarning):
+        empty = _webdataset_pipeline(missing, missing=types.MISSING_COMPONENT_EMPTY)
+    members = [bytes(m) for _, (members,) in ROCALClassificationIterator(empty) for m in members]
+    assert members[3] == b"" and len(members) == 12
+
+    large = str(tmp_path / "large")
+    _webdataset_folder(large, photos, large=True)
+    with pytest.raises(NotImplementedError, match="over 200 bytes"):
+        _webdataset_pipeline(large)
+    with pytest.raises(ValueError, match="names no JPEG extension"):
+        with Pipeline(batch_size=2, rocal_cpu=True):
+            fn.readers.webdataset(path=image_path, ext=[{'png', 'cls'}])

@@ -26,8 +26,9 @@ from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
 from . import imageops
-from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalResizeInterpolationType,
-                    RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
+from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
+                    RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
+from .webdataset import WebDatasetReader, WebDatasetSamples, webdataset_reader
 
 PREFIX = "fastload.compat.rocal"
 
@@ -244,6 +245,17 @@ class RocalReaderSpec:
                           pad=self.pad)
 
 
+def readers_webdataset(path, index_paths="", ext=None,
+                       missing_components_behavior=RocalMissingComponentsBehavior.MISSING_COMPONENT_ERROR):
+    """``fn.readers.webdataset``: records the folder of tar files and ``ext[0]``, the members of a sample
+    (``fastload.compat.rocal.webdataset``); the decoder after it reads them, and the iterators return the
+    samples' non-JPEG members (raw bytes) in place of labels. ``index_paths`` (rocAL's tar2idx files) is
+    not read: fastload indexes the tars itself."""
+    reader = webdataset_reader(path, ext, missing_components_behavior)
+    _pipeline()._rocal_reader = reader
+    return reader
+
+
 # ----------------------------------------------------------------------------------------------- decoders
 
 def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_shuffle, last_batch_policy,
@@ -252,9 +264,10 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp)."""
     pipe = _pipeline()
     recorded = getattr(pipe, "_rocal_reader", None)
-    if not inputs or not isinstance(inputs[0], (FileReader, TFRecordReader)) or recorded is None:
-        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file or fn.readers.tfrecord "
-                                  f"recorded (other readers and external sources are not supported yet)")
+    if not inputs or not isinstance(inputs[0], (FileReader, TFRecordReader, WebDatasetReader)) or recorded is None:
+        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord or "
+                                  f"fn.readers.webdataset recorded (other readers and external sources are not "
+                                  f"supported yet)")
     if not pad_last_batch and not stick_to_shard:
         raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False, stick_to_shard=False) is not "
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
@@ -270,6 +283,12 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
                                       f"loaders, batch by batch; not supported")
         samples, read = tfrecord_samples(decoder, recorded, path, key_map)
         shard_id = 0
+    elif isinstance(recorded, WebDatasetReader):
+        # each sample's label is its own position: the iterators give its ASCII members in its place
+        refuse(decoder, user_feature_key_map=key_map)
+        webdataset = WebDatasetSamples(decoder, recorded, file_root or recorded.path)
+        samples, read = webdataset.samples, webdataset.read
+        pipe._rocal_webdataset = webdataset
     else:
         refuse(decoder, user_feature_key_map=key_map, path=path)
         root = file_root or recorded.file_root
@@ -309,7 +328,8 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
                    pad_last_batch=True, stick_to_shard=True, shard_size=-1):
     """``fn.decoders.image``: reads and decodes the recorded folder, capped at max_decoded_width x
     max_decoded_height (rocAL_pybind/amd/rocal/decoders.py)."""
-    refuse("fn.decoders.image", annotations_file=annotations_file, index_path=index_path,
+    refuse("fn.decoders.image", annotations_file=annotations_file,
+           index_path=index_path and not (inputs and isinstance(inputs[0], WebDatasetReader)),
            decode_size_policy=decode_size_policy not in (1, 3))
     data = _reader_node("fn.decoders.image", inputs, file_root, shard_id, num_shards, random_shuffle,
                         last_batch_policy, pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
@@ -866,8 +886,9 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
-        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord, "
-                                  f"decoders.image / image_slice / image_random_crop, external_source, resize, "
+        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
+                                  f"/ webdataset, decoders.image / image_slice / image_random_crop, external_source, "
+                                  f"resize, "
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "

@@ -112,6 +112,7 @@ class Pipeline(dali_pipeline.Pipeline):
         self._one_hot_encoding = False
         self._last_batch_policy = None
         self._rocal_reader = self._rocal_labels = None
+        self._rocal_webdataset = None  # fn.readers.webdataset's samples, whose members replace labels
         self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
         self._user_outputs: list = []
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
@@ -208,7 +209,22 @@ class Pipeline(dali_pipeline.Pipeline):
         """The last batch's labels: int32, [batch_size]."""
         if self._current is None:
             raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
+        if self._rocal_webdataset is not None:
+            raise RuntimeError(f"{PREFIX}: fn.readers.webdataset gives no labels: get_ascii_datas() gives each "
+                               f"sample's {', '.join(self._rocal_webdataset.reader.extensions) or 'no other'} "
+                               f"members, as rocAL")
         return self._current[1].numpy()
+
+    def get_ascii_datas(self) -> list[list[np.ndarray]]:
+        """fn.readers.webdataset: the last batch's non-JPEG members, per extension (sorted) a list of one
+        uint8 array of raw bytes per sample, empty where missing (rocAL's getAsciiDatas)."""
+        if self._current is None:
+            raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
+        if self._rocal_webdataset is None:
+            raise RuntimeError(f"{PREFIX}: get_ascii_datas() is fn.readers.webdataset's; this pipeline reads with "
+                               f"another reader")
+        samples = [self._rocal_webdataset.ascii(int(i)) for i in self._current[1]]
+        return [[sample[e] for sample in samples] for e in range(len(self._rocal_webdataset.reader.extensions))]
 
     def get_remaining_images(self) -> int:
         self.build()

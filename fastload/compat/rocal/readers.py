@@ -1,9 +1,10 @@
 """``amd.rocal.readers``: the readers fastload runs (``fn.readers.file``, ``fn.readers.tfrecord`` for
-classification); others raise NotImplementedError."""
+classification, ``fn.readers.webdataset``); others raise NotImplementedError."""
 
 from .operators import readers_file as file  # noqa: F401
 from .operators import readers_tfrecord as tfrecord  # noqa: F401
 from .operators import unsupported
+from .operators import readers_webdataset as webdataset  # noqa: F401
 
 coco = unsupported("readers.coco")
 caffe = unsupported("readers.caffe")
@@ -11,5 +12,4 @@ caffe2 = unsupported("readers.caffe2")
 mxnet = unsupported("readers.mxnet")
 cifar10 = unsupported("readers.cifar10")
 numpy = unsupported("readers.numpy")
-webdataset = unsupported("readers.webdataset")
 video = unsupported("readers.video")

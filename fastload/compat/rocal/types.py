@@ -115,10 +115,18 @@ class RocalLastBatchPolicy(enum.IntEnum):
     LAST_BATCH_PARTIAL = 2
 
 
+class RocalMissingComponentsBehavior(enum.IntEnum):
+    """What fn.readers.webdataset does with a sample that lacks one of its extensions."""
+
+    MISSING_COMPONENT_ERROR = 0
+    MISSING_COMPONENT_SKIP = 1
+    MISSING_COMPONENT_EMPTY = 2
+
+
 for _enum in (RocalStatus, RocalProcessMode, RocalTensorOutputType, RocalOutputMemType,
               RocalImageSizeEvaluationPolicy, RocalImageColor, RocalTensorLayout, RocalDecodeDevice,
               RocalDecoderType, RocalResizeScalingMode, RocalResizeInterpolationType, RocalExternalSourceMode,
-              RocalOutOfBoundsPolicy, RocalLastBatchPolicy):
+              RocalOutOfBoundsPolicy, RocalLastBatchPolicy, RocalMissingComponentsBehavior):
     globals().update(_enum.__members__)
 del _enum
 

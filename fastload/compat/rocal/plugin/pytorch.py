@@ -3,7 +3,9 @@
 Each step returns ``([outputs...], labels)``: one torch tensor per pipeline
 output (its whole buffer, in the operator's layout and type) and the labels,
 int64 of shape [batch] (int32 (1, batch, classes) with ``fn.one_hot``), all
-on the iterator's device ("cpu", else cuda:device_id). ``len()`` is the
+on the iterator's device ("cpu", else cuda:device_id); after
+``fn.readers.webdataset``, in place of labels, the samples' other members
+(per extension a list of uint8 numpy arrays, as rocAL). ``len()`` is the
 batches left when it was made (floor). At the epoch's end it resets the
 pipeline's loaders itself and stops; with LAST_BATCH_PARTIAL the last batch
 is cut to the shard's real samples. The tensors are fresh each step (rocAL
@@ -40,6 +42,13 @@ class ROCALGenericIterator:
             self.loader.rocal_reset_loaders()
             raise StopIteration
         outputs = [torch.from_numpy(t.batch.numpy()).to(self.device) for t in self.loader.get_output_tensors()]
+        if self.loader._rocal_webdataset is not None:  # its members in place of labels, as rocAL's
+            members = self.loader.get_ascii_datas()
+            if self.last_batch_policy is types.LAST_BATCH_PARTIAL and self.loader.get_remaining_images() < \
+                    self.batch_size:
+                keep = self.batch_size - self.loader.get_last_batch_padded_size()
+                return [out[0:keep] for out in outputs], [batch[0:keep] for batch in members]
+            return outputs, members
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
             labels = torch.from_numpy(one_hot(labels, self.loader._num_classes)).to(self.device)
