@@ -429,6 +429,43 @@ def color_temperature(image: torch.Tensor, adjustment: int) -> torch.Tensor:
     return image.float() + shift
 
 
+def _fast_exp(x: np.ndarray) -> np.ndarray:
+    """RPP's fast_exp_avx (src/include/common/cpu/rpp_cpu_simd_math.hpp), in float32 as written: 2^x by a
+    rational approximation of the fraction, the integer part added to the exponent bits."""
+    f32 = np.float32
+    x = (x * f32(1.442695022)).astype(f32)
+    whole = np.trunc(x)
+    x = x - whole
+    xx = x * x
+    a = x + f32(0.007972914726) * (xx * x)
+    b = f32(2.885390043) + f32(0.1385283768) * xx
+    ratio = ((b + a) / (b - a)).astype(f32)
+    return (ratio.view(np.int32) + (whole.astype(np.int32) << 23)).view(f32)
+
+
+def vignette(image: torch.Tensor, intensity: float) -> torch.Tensor:
+    """RPP's host vignette (ROCm/rpp f1d37473, src/modules/tensor/cpu/kernel/vignette.cpp, u8 NHWC): each
+    pixel times exp(m * (i^2 + j^2)), (i, j) its offset from (height >> 1, width >> 1), m = -(0.25 *
+    intensity) / r^2 for r = max(height >> 1, width >> 1); the first ``width & ~15`` columns through
+    fast_exp_avx, the rest through expf(m i^2) * expf(m j^2), as RPP's vector loop and scalar tail. Float, on
+    the image's levels; RPP then rounds half to even and saturates. rocAL's Vignette node hands its
+    ``vignette`` (sdev) to rppt_vignette as this intensity (MIVisionX amd_rpp/source/tensor/Vignette.cpp)."""
+    f32 = np.float32
+    height, width = image.shape[0], image.shape[1]
+    half_h, half_w = height >> 1, width >> 1
+    radius = f32(max(half_h, half_w))
+    m = f32(-(f32(0.25) * f32(intensity))) / (radius * radius)
+    i = (np.arange(height) - half_h).astype(f32)[:, None]
+    j = (np.arange(width) - half_w).astype(f32)[None, :]
+    gain = _fast_exp(((j * j + i * i).astype(f32) * m).astype(f32))
+    vector = width & ~15
+    if vector < width:
+        tail = np.exp((i * i * m).astype(f32)) * np.exp((j[:, vector:] * j[:, vector:] * m).astype(f32))
+        gain[:, vector:] = tail.astype(f32)
+    gain = torch.from_numpy(gain)
+    return image.float() * (gain[..., None] if image.dim() == 3 else gain)
+
+
 def blend(first: torch.Tensor, second: torch.Tensor, ratio: float) -> torch.Tensor:
     """RPP's blend (src/modules/tensor/cpu/kernel/blend.cpp): (first - second) * ratio + second over the
     first image's region; the second is read at the same pixels, zeros where it is smaller (the padding of

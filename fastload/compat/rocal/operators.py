@@ -872,6 +872,16 @@ def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTen
     return _image_op("pixelate", run, inputs[0], {"percent": percent}, out)
 
 
+_vignette = _color_op("vignette", lambda x, vignette: imageops.vignette(x, vignette), {"vignette": (40.0, 60.0)})
+
+
+def vignette(*inputs, vignette=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
+             output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.vignette``: RPP's vignette at intensity ``vignette`` (imageops.vignette; rocAL's default 0.5;
+    None: drawn per sample from node_vignette.h's SDEV_RANGE, [40, 60])."""
+    return _vignette(*inputs, vignette=vignette, output_layout=output_layout, output_dtype=output_dtype)
+
+
 def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
          output_dtype=RocalTensorOutputType.UINT8):
     """``fn.blur``: refused. rocAL runs a 3x3 box filter (window_size and sigma are ignored) through
@@ -892,7 +902,7 @@ def unsupported(name: str):
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
-                                  f"pixelate, nop, copy, random.coin_flip, uniform, one_hot)")
+                                  f"pixelate, vignette, nop, copy, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
