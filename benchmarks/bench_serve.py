@@ -52,7 +52,7 @@ class _PilPipeline:
             raise DecodeError(index, f"request {index}", str(error)) from error
         return self.transform(image).permute(1, 2, 0)  # HWC, as the server's model_input takes it
 
-    def __call__(self, images: list, on_error: str = "raise") -> list:
+    def __call__(self, images: list, on_error: str = "raise", names=None) -> list:
         """The server's batch call (one image at a time here: the baseline runs batches of 1)."""
         from fastload.errors import DecodeError
         outputs = []

@@ -115,6 +115,9 @@ class Batcher:
             for _, future in batch:
                 future.set_exception(error)
             return
+        if len(results) != len(batch):  # a broken process: no Future may wait forever
+            error = RuntimeError(f"{len(results)} results for a batch of {len(batch)}")
+            results = [error] * len(batch)
         for (_, future), result in zip(batch, results):
             if isinstance(result, BaseException):
                 future.set_exception(result)
@@ -139,7 +142,8 @@ class InferenceServer:
                  max_batch: int = 8, max_wait_ms: float = 5.0, max_bytes: int = 20 << 20, name: str = "model"):
         self.pipeline, self.model, self.max_bytes, self.name = pipeline, model, max_bytes, name
         self.batcher = Batcher(self._classify, max_batch, max_wait_ms)
-        self.requests = 0
+        self.requests = 0  # requests taken so far (each one's number names it in errors)
+        self._count = threading.Lock()
         handler = type("Handler", (_Handler,), {"server_app": self})
         self.httpd = _HTTPServer((host, port), handler)
         self.httpd.daemon_threads = False  # close() waits for the requests in flight
@@ -172,18 +176,21 @@ class InferenceServer:
 
     def predict(self, data: bytes) -> tuple[int, dict]:
         """(HTTP status, JSON answer) for one encoded image."""
-        self.requests += 1
+        with self._count:
+            self.requests += 1
+            number = self.requests
         try:
-            return HTTPStatus.OK, {"top5": self.batcher.submit(data).result()}
+            return HTTPStatus.OK, {"top5": self.batcher.submit((number, data)).result()}
         except DecodeError as error:
             return HTTPStatus.BAD_REQUEST, {"error": f"cannot decode the image: {error.reason}"}
         except Exception as error:
             return HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the model failed: {error}"}
 
-    def _classify(self, bodies: list[bytes]) -> list:
-        """A batch of request bodies: preprocessed as one batch, the readable ones classified as one; each
-        body's top-5, or the DecodeError saying why its image cannot be read."""
-        images = self.pipeline(bodies, on_error="return")
+    def _classify(self, requests: list[tuple[int, bytes]]) -> list:
+        """A batch of (request number, body): preprocessed as one batch, the readable ones classified as
+        one; each request's top-5, or the DecodeError saying why its image cannot be read or preprocessed."""
+        images = self.pipeline([body for _, body in requests], on_error="return",
+                               names=[f"request {number}" for number, _ in requests])
         good = [image for image in images if not isinstance(image, DecodeError)]
         answers = iter(top5(self.model(model_input(good))) if good else [])
         return [image if isinstance(image, DecodeError) else next(answers) for image in images]

@@ -622,6 +622,9 @@ def test_rocals_web_dataset_reader_script(photos, tmp_path):
         assert members == [f"{10 + n}\n".encode() for n in range(10)] + [b"19\n", b"19\n"], epoch
     with pytest.raises(RuntimeError, match="gives no labels: get_ascii_datas"):
         pipe.get_image_labels()
+    pipe.rocal_reset_loaders()
+    members = [bytes(m) for _, (batch,) in generic.ROCALGenericIterator(pipe) for m in batch]  # the numpy iterator too
+    assert members == [f"{10 + n}\n".encode() for n in range(10)] + [b"19\n", b"19\n"]
     reference = Pipeline(batch_size=12, num_threads=1, rocal_cpu=True)  # the same JPEGs, read as files
     with reference:
         jpegs, _ = fn.readers.file(file_root=photos)
@@ -656,7 +659,7 @@ def test_the_web_dataset_reader_shards_cuts_and_handles_missing_members(photos, 
     _webdataset_folder(missing, photos, drop=3)
     with pytest.raises(ValueError, match=r"a-train.tar:sample03 has no \.cls member"):
         _webdataset_pipeline(missing)
-    with pytest.warns(UserWarning, match="1 samples lacking one of"):
+    with pytest.warns(UserWarning, match="1 keys without a JPEG member are not samples; 1 samples lacking"):
         skip = _webdataset_pipeline(missing, missing=types.MISSING_COMPONENT_SKIP)
     assert [bytes(m) for _, (members,) in ROCALClassificationIterator(skip) for m in members][:9] == \
         [f"{10 + n}\n".encode() for n in range(10) if n != 3]

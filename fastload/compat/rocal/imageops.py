@@ -204,6 +204,8 @@ def resample(image: torch.Tensor, width: int, height: int, interpolation: str) -
     src/modules/tensor/cpu/kernel/resize.cpp): "nn" takes the source pixel floor((x + 0.5) * ratio)
     (compute_resize_nn_src_loc); "triangular" is the separable triangle filter widened by the ratio when
     shrinking (resize_separable_host_tensor), which is DALI's; "linear" is ``_rpp_bilinear``."""
+    if image.shape[0] < 1 or image.shape[1] < 1:
+        raise ValueError(f"an empty {image.shape[1]}x{image.shape[0]} window to resize")
     if interpolation == "triangular":
         from ..dali import imageops as dali_imageops
         return dali_imageops.resize(image, resize_x=width, resize_y=height, interp_type="triangular",

@@ -27,16 +27,19 @@ sampling, then a window of that, a mirror and a normalization: what
 and run as one fused step per batch: the Triton kernel on a GPU
 (``antialias=False``; decoded on the CPU by rocAL's rule, uploaded), or on the
 CPU torch's uint8 bilinear resize (the kernel's arithmetic within a rounding)
-and the window, mirror and normalization on the small result. Their values
-equal RPP's within one level, except in the last output row and column:
-RPP's host kernel never reads an image's last source row or column (its taps
-are capped at side - 2), where torch's bilinear reads it. Everything else,
-and any pipeline with ``exact=True``, runs operator by operator on RPP's
-exact arithmetic (``imageops``).
+and the window, mirror and normalization on the small result; without triton
+a GPU gets the CPU's step, copied. RPP's bilinear never reads a region's last
+row or column (its taps stop at side - 2), so the step reads a copy of the
+region with those replaced by the ones before them (``_capped``). Their values
+equal RPP's within one level (RPP truncates the last ``width % 8`` columns of
+a row where it rounds the others). Everything else, and any pipeline with
+``exact=True``, runs operator by operator on RPP's exact arithmetic
+(``imageops``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -116,6 +119,8 @@ def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
         for key in ("mean", "std_dev"):
             if key in node and len(node[key]) not in (1, 3):
                 raise ValueError(f"{at}: {key!r} has one value or three (one per channel), not {len(node[key])}")
+        if 0 in node.get("std_dev", ()):
+            raise ValueError(f"{at}: 'std_dev' has a 0 (every output would divide by it)")
         if name in ("Resize", "ResizeMirrorNormalize", "CropResizeFixed", "ResizeCropMirrorFixed") and \
                 (node["dest_width"] == 0 or node["dest_height"] == 0):
             raise ValueError(f"{at}: dest_width and dest_height must not be 0")
@@ -131,8 +136,6 @@ def _normalize(image: torch.Tensor, mean, std, mirror: bool, dtype: str = "uint8
     channels = image.shape[2]
     mean = torch.tensor(mean * channels if len(mean) == 1 else mean[:channels], dtype=torch.float32)
     std = torch.tensor(std * channels if len(std) == 1 else std[:channels], dtype=torch.float32)
-    if bool((std == 0).any()):
-        raise ValueError("std_dev has a 0")
     out = (image.float() - mean) / std
     return imageops.as_output(out.flip(1) if mirror else out, OUTPUT_DTYPES[dtype])
 
@@ -207,12 +210,12 @@ def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
         fused = Fused(lambda w, h: imageops.crop_resize_window(w, h, p["area"], p["aspect_ratio"],
                                                                p["x_center_drift"], p["y_center_drift"]),
                       size, (0, 0, *size))
-    elif first == "ResizeMirrorNormalize" and not rest:
-        if 0 in p["std_dev"]:
-            return "a std_dev is 0"
+    elif first in ("ResizeMirrorNormalize", "ResizeCropMirrorFixed") and rest:
+        return f"{rest[0][0]} follows {first}"
+    elif first == "ResizeMirrorNormalize":
         return Fused(_whole, size, (0, 0, *size), p.get("mirror", False), _three(p["mean"]), _three(p["std_dev"]),
                      p.get("output_dtype", "uint8"))
-    elif first == "ResizeCropMirrorFixed" and not rest:
+    elif first == "ResizeCropMirrorFixed":
         return Fused(lambda w, h: imageops.fixed_crop(w, h, p["crop_w"], p["crop_h"], 0, 0), size, (0, 0, *size),
                      p.get("mirror", False))
     else:
@@ -221,8 +224,8 @@ def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
         return fused
     (second, q), (height, width) = rest[0], size
     if second == "CropMirrorNormalize":
-        if not (0 < q["crop_width"] <= width and 0 < q["crop_height"] <= height) or 0 in q["std_dev"]:
-            return "its CropMirrorNormalize window is not inside the resized image, or a std_dev is 0"
+        if not (0 < q["crop_width"] <= width and 0 < q["crop_height"] <= height):
+            return "its CropMirrorNormalize window is not inside the resized image"
         left, top, w, h = imageops.anchored_crop(width, height, q["crop_width"], q["crop_height"], q["start_x"],
                                                  q["start_y"])
         return Fused(fused.box, size, (top, left, h, w), q.get("mirror", False), _three(q["mean"]),
@@ -236,34 +239,53 @@ def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
     return f"{second} follows {first}"
 
 
+def _capped(region: torch.Tensor) -> torch.Tensor:
+    """The region as RPP's bilinear resize reads it: its taps stop at side - 2 (resize.cpp: maxHeightLimit,
+    maxWidthLimit), so the last row and column count as copies of the ones before them. With those copied
+    in, torch's bilinear and the kernel read what RPP reads."""
+    region = region.clone()
+    if region.shape[0] >= 2:
+        region[-1] = region[-2]
+    if region.shape[1] >= 2:
+        region[:, -1] = region[:, -2]
+    return region
+
+
 def run_fused(images: list[torch.Tensor], fused: Fused, device: torch.device,
               kernel: bool | None = None) -> torch.Tensor:
     """``fused`` on decoded HWC uint8 images: an (N, height, width, 3) batch on ``device``. With ``kernel``
     (default: on a CUDA or ROCm device, where triton is) the fused kernel runs on the batch; else the CPU
-    runs, per image, torch's uint8 bilinear resize and the rest on its result, then copies it to ``device``."""
+    runs, per image, torch's uint8 bilinear resize and the rest on its result, then copies it to ``device``.
+    An image whose crop window is empty is a ValueError."""
     top, left, height, width = fused.window
     out_dtype = OUTPUT_DTYPES[fused.dtype]
-    boxes = [fused.box(image.shape[1], image.shape[0]) for image in images]
+    regions = []
+    for image in images:
+        x, y, w, h = fused.box(image.shape[1], image.shape[0])
+        if w < 1 or h < 1:
+            raise ValueError(f"its crop window of a {image.shape[1]}x{image.shape[0]} image is empty ({w}x{h})")
+        regions.append(_capped(image[y:y + h, x:x + w]))
     if kernel is None:
         kernel = device.type == "cuda" and augment.triton is not None
     if kernel:
-        sources = [image.to(device).permute(2, 0, 1) for image in images]
-        params = augment.AugmentParams.make([(y, x, h, w) for x, y, w, h in boxes],
-                                            [(fused.mirror, 0)] * len(images), device=device,
-                                            windows=[(*fused.resize, top, left)] * len(images))
-        if fused.mean is None:
-            return augment.augment_batch(sources, params, (height, width), torch.uint8, channels_last=True,
-                                 antialias=False).permute(0, 2, 3, 1)
-        scale = [1 / s for s in fused.std]
-        shift = [-m / s for m, s in zip(fused.mean, fused.std)]
-        dtype = torch.float32 if out_dtype == torch.uint8 else out_dtype
-        out = augment.augment_batch(sources, params, (height, width), dtype, scale, shift, channels_last=True,
-                            antialias=False).permute(0, 2, 3, 1)
-        return imageops.as_output(out, out_dtype)
+        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():  # triton's device
+            sources = [region.to(device).permute(2, 0, 1) for region in regions]
+            params = augment.AugmentParams.make([(0, 0, r.shape[0], r.shape[1]) for r in regions],
+                                                [(fused.mirror, 0)] * len(regions), device=device,
+                                                windows=[(*fused.resize, top, left)] * len(regions))
+            if fused.mean is None:
+                return augment.augment_batch(sources, params, (height, width), torch.uint8, channels_last=True,
+                                             antialias=False).permute(0, 2, 3, 1)
+            scale = [1 / s for s in fused.std]
+            shift = [-m / s for m, s in zip(fused.mean, fused.std)]
+            dtype = torch.float32 if out_dtype == torch.uint8 else out_dtype
+            out = augment.augment_batch(sources, params, (height, width), dtype, scale, shift, channels_last=True,
+                                        antialias=False).permute(0, 2, 3, 1)
+            return imageops.as_output(out, out_dtype)
     outputs = []
-    for image, (x, y, w, h) in zip(images, boxes):
-        region = image[y:y + h, x:x + w].permute(2, 0, 1)[None].contiguous(memory_format=torch.channels_last)
-        resized = F.interpolate(region, size=fused.resize, mode="bilinear", align_corners=False, antialias=False)
+    for region in regions:
+        resized = F.interpolate(region.permute(2, 0, 1)[None], size=fused.resize, mode="bilinear",
+                                align_corners=False, antialias=False)  # (a channels_last view: torch's fast path)
         out = resized[0, :, top:top + height, left:left + width].permute(1, 2, 0)
         out = out.flip(1) if fused.mirror else out
         if fused.mean is not None:
@@ -311,46 +333,60 @@ class JsonPipeline:
         # a Fused step, or why the pipeline runs operator by operator
         self.fused, self.unfused_reason = (lowered, None) if isinstance(lowered, Fused) else (None, lowered)
 
-    def __call__(self, images: list, on_error: str = "raise") -> list:
-        """Outputs for ``images`` (encoded bytes each). ``on_error="raise"``: a DecodeError naming the first
-        bad image's place; ``"return"``: that image's place holds the error instead of a tensor."""
+    def __call__(self, images: list, on_error: str = "raise", names: list[str] | None = None) -> list:
+        """Outputs for ``images`` (encoded bytes each), views of one batch tensor per ``batch`` images.
+        ``on_error="raise"``: a DecodeError naming the first image that cannot be decoded or preprocessed
+        (an empty crop window); ``"return"``: that image's place holds the error instead of a tensor.
+        ``names``: what errors call each image (default "request <its place>")."""
         if on_error not in ("raise", "return"):
             raise ValueError("on_error is 'raise' or 'return'")
+        names = names if names is not None else [f"request {index}" for index in range(len(images))]
         outputs: list = []
         for start in range(0, len(images), self.batch):
-            decoded = []
-            for index, data in enumerate(images[start:start + self.batch], start):
-                try:
-                    decoded.append(self._decode(data, index))
-                except DecodeError as error:
-                    if on_error == "raise":
-                        raise
-                    decoded.append(error)
-            good = [image for image in decoded if not isinstance(image, DecodeError)]
+            items = [(index, names[index], self._decode(data, index, names[index]))
+                     for index, data in enumerate(images[start:start + self.batch], start)]
+            good = [item for item in items if not isinstance(item[2], DecodeError)]
             done = iter(self._process(good))
-            outputs.extend(image if isinstance(image, DecodeError) else next(done) for image in decoded)
+            outputs.extend(image if isinstance(image, DecodeError) else next(done) for _, _, image in items)
+        if on_error == "raise":
+            failed = next((out for out in outputs if isinstance(out, DecodeError)), None)
+            if failed is not None:
+                raise failed
         return outputs
 
     def one(self, data, index: int = 0) -> torch.Tensor:
         """One encoded image's output, (height, width, channels), on ``device``."""
-        return self._process([self._decode(data, index)])[0]
+        return self([data], names=[f"request {index}"])[0]
 
-    def _decode(self, data, index: int) -> torch.Tensor:
+    def _decode(self, data, index: int, name: str) -> torch.Tensor | DecodeError:
         try:
             return imageops.decode(bytes(data), self.color, MAX_DECODED, MAX_DECODED)
         except Exception as error:
-            raise DecodeError(index, f"request {index}", f"cannot decode: {error}") from error
+            failed = DecodeError(index, name, f"cannot decode: {error}")
+            failed.__cause__ = error
+            return failed
 
-    def _process(self, images: list[torch.Tensor]) -> list[torch.Tensor]:
-        """The operations on decoded images: one fused step for the batch, or operator by operator."""
-        if not images:
+    def _process(self, items: list[tuple[int, str, torch.Tensor]]) -> list:
+        """The operations on decoded images, (place, name, image) each: one fused step for the batch, or
+        operator by operator; an image they cannot process (a ValueError: an empty crop window) gets its
+        DecodeError, the others their outputs."""
+        if not items:
             return []
         if self.fused is not None:
-            return list(run_fused(images, self.fused, self.device).unbind(0))
-        outputs = []
-        for image in images:
-            for step, _ in self._steps:
-                image = step(image)
+            try:
+                return list(run_fused([image for _, _, image in items], self.fused, self.device).unbind(0))
+            except ValueError as error:
+                if len(items) > 1:  # one at a time, to tell which image it is
+                    return [out for item in items for out in self._process([item])]
+                return [DecodeError(items[0][0], items[0][1], f"cannot preprocess: {error}")]
+        outputs: list = []
+        for index, name, image in items:
+            try:
+                for step, _ in self._steps:
+                    image = step(image)
+            except ValueError as error:
+                outputs.append(DecodeError(index, name, f"cannot preprocess: {error}"))
+                continue
             out = torch.zeros(self.output_shape, dtype=image.dtype)
             out[:image.shape[0], :image.shape[1]] = image  # the buffer, the image at its top left
             outputs.append(out.to(self.device))

@@ -115,10 +115,11 @@ class WebDatasetSamples:
                 self.samples.append((name, len(self.samples)))
                 self.images.append((number, *members[image]))
                 self.members.append(tuple(None if m is None else (number, *m) for m in found))
-        if no_image or skipped:
-            warnings.warn(f"{decoder}: {no_image} keys without a JPEG member are not samples, and {skipped} "
-                          f"samples lacking one of {list(reader.extensions)} are skipped (rocAL's "
-                          f"MISSING_COMPONENT_SKIP)", stacklevel=3)
+        left_out = ([f"{no_image} keys without a JPEG member are not samples"] if no_image else []) + \
+            ([f"{skipped} samples lacking one of {list(reader.extensions)} are skipped (rocAL's "
+              f"MISSING_COMPONENT_SKIP)"] if skipped else [])
+        if left_out:
+            warnings.warn(f"{decoder}: {'; '.join(left_out)}", stacklevel=3)
 
     def read(self, index: int) -> bytes:
         number, offset, size = self.images[index]
@@ -131,7 +132,10 @@ class WebDatasetSamples:
     def ascii(self, index: int) -> list[np.ndarray]:
         """The sample's ASCII members' raw bytes, one uint8 array per extension (empty where missing)."""
         out = []
-        for member in self.members[index]:
+        for extension, member in zip(self.reader.extensions, self.members[index]):
             data = b"" if member is None else self.storage.read(*member)
+            if member is not None and len(data) < member[2]:
+                raise DecodeError(index, self.samples[index][0], f"the tar ends {member[2] - len(data)} bytes "
+                                                                 f"into its .{extension} member (truncated)")
             out.append(np.frombuffer(data, dtype=np.uint8).copy())
         return out

@@ -2,7 +2,8 @@
 
 Each step returns ``([outputs...], labels)``: one numpy array per output
 (its whole buffer) and the labels as numpy int64 [batch] (int32 (1, batch,
-classes) with ``fn.one_hot``). ``len()`` is the batches left when it was
+classes) with ``fn.one_hot``; after ``fn.readers.webdataset``, its samples'
+other members, as the PyTorch iterator gives them). ``len()`` is the batches left when it was
 made (floor). Unlike the PyTorch iterator it does not reset at the epoch's
 end (call ``reset()``) and does not cut a LAST_BATCH_PARTIAL batch.
 """
@@ -32,6 +33,8 @@ class ROCALGenericIterator:
         if self.loader.rocal_run() != 0:
             raise StopIteration
         outputs = [t.batch.numpy().copy() for t in self.loader.get_output_tensors()]
+        if self.loader._rocal_webdataset is not None:  # fn.readers.webdataset: its members, not labels
+            return outputs, self.loader.get_ascii_datas()
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
             return outputs, one_hot(labels, self.loader._num_classes)

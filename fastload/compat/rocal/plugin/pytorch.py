@@ -42,24 +42,22 @@ class ROCALGenericIterator:
             self.loader.rocal_reset_loaders()
             raise StopIteration
         outputs = [torch.from_numpy(t.batch.numpy()).to(self.device) for t in self.loader.get_output_tensors()]
+        keep = self._kept()
         if self.loader._rocal_webdataset is not None:  # its members in place of labels, as rocAL's
-            members = self.loader.get_ascii_datas()
-            if self.last_batch_policy is types.LAST_BATCH_PARTIAL and self.loader.get_remaining_images() < \
-                    self.batch_size:
-                keep = self.batch_size - self.loader.get_last_batch_padded_size()
-                return [out[0:keep] for out in outputs], [batch[0:keep] for batch in members]
-            return outputs, members
+            return [out[0:keep] for out in outputs], [batch[0:keep] for batch in self.loader.get_ascii_datas()]
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
             labels = torch.from_numpy(one_hot(labels, self.loader._num_classes)).to(self.device)
-        else:
-            labels = torch.from_numpy(labels).long().to(self.device)
+            return [out[0:keep] for out in outputs], labels[:, 0:keep]
+        labels = torch.from_numpy(labels).long().to(self.device)
+        return [out[0:keep] for out in outputs], labels[..., 0:keep]
+
+    def _kept(self) -> int:
+        """How many samples of this batch are real: all but the padding of a LAST_BATCH_PARTIAL last batch."""
         if self.last_batch_policy is types.LAST_BATCH_PARTIAL and self.loader.get_remaining_images() < \
                 self.batch_size:
-            keep = self.batch_size - self.loader.get_last_batch_padded_size()
-            outputs = [out[0:keep] for out in outputs]
-            labels = labels[..., 0:keep] if self.loader._one_hot_encoding is False else labels[:, 0:keep]
-        return outputs, labels
+            return self.batch_size - self.loader.get_last_batch_padded_size()
+        return self.batch_size
 
     def reset(self):
         self.loader.rocal_reset_loaders()
