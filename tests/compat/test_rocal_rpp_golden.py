@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 import fastload.compat.rocal.fn as fn
+from fastload.compat.rocal import imageops
 from fastload.compat.rocal.pipeline import Pipeline
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rpp"
@@ -28,6 +29,7 @@ EXACT = {
     "exposure": lambda x: fn.exposure(x, exposure=1.4),
     "color_twist": lambda x: fn.color_twist(x, brightness=1.4, contrast=0.0, hue=60.0, saturation=1.9),
     "color_temperature": lambda x: fn.color_temp(x, adjustment_value=70),
+    "flip": lambda x: fn.flip(x, horizontal=1),
 }
 # within a level: (operator, share of values that may differ by one). rotate: the decode or float order
 # flips a rounding (3 of 105,000 values); pixelate: RPP's bilinear shrink to 12.5 % rounds its few
@@ -79,3 +81,15 @@ def test_within_a_level_of_rpps_golden_output(folder, name):
         diff = np.abs(out.astype(int) - golden)
         assert diff.max() <= 1, f"{name}: {image}: {diff.max()} levels off RPP's"
         assert (diff > 0).mean() <= share, f"{name}: {image}: {(diff > 0).mean():.2%} of values differ"
+
+
+def test_blend_is_bit_for_bit_rpps():
+    """fn.blend's arithmetic (imageops.blend) on RPP's two QA image sets, ratio 0.4 as its QA case (a rocAL
+    pipeline reads one folder, so the second set goes in directly here)."""
+    import torch
+    golden = json.loads((DATA / "golden_sha256.json").read_text())["blend"]
+    for image in IMAGES:
+        first, second = (torch.from_numpy(np.asarray(Image.open(DATA / f"{prefix}{image}.jpg").convert("RGB")).copy())
+                         for prefix in ("", "second_"))
+        out = imageops.as_output(imageops.blend(first, second, 0.4), torch.uint8).numpy()
+        assert hashlib.sha256(out.tobytes()).hexdigest() == golden[image], f"blend: {image} differs from RPP's"
