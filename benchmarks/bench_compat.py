@@ -164,10 +164,8 @@ def main(argv=None) -> int:
         return 0
     root = args.root
     if root is None:
-        from fastload.sample_data import default_sample_root, make_sample_folder
-        root = str(default_sample_root())
-        print(f"sample folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
-        make_sample_folder(root, num_images=args.images)
+        from fastload.sample_data import sample_folder
+        root = sample_folder(args.images)
     names = args.loaders.split(",")
     rounds = []
     for round_number in range(args.rounds):

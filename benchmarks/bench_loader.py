@@ -96,10 +96,8 @@ def main(argv=None) -> int:
         return 0
     root = args.root
     if root is None:
-        from fastload.sample_data import default_sample_root, make_sample_folder
-        root = str(default_sample_root())
-        print(f"sample folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
-        make_sample_folder(root, num_images=args.images)
+        from fastload.sample_data import sample_folder
+        root = sample_folder(args.images)
     results = []
     for name in args.loaders.split(","):
         command = [sys.executable, os.path.abspath(__file__), root, "--one", name,

@@ -127,3 +127,12 @@ def cache_root() -> Path:
 def default_sample_root() -> Path:
     """Where the demo keeps its generated folder (in ``cache_root()``)."""
     return cache_root() / "sample-imagenet"
+
+
+def sample_folder(num_images: int = 2000) -> str:
+    """The built-in sample folder of ``num_images`` JPEGs, generated the first time (the benchmarks' data
+    when they are given none); says where it is."""
+    root = str(default_sample_root())
+    print(f"sample folder: {root} ({num_images} ImageNet-like JPEGs; generated once)", flush=True)
+    make_sample_folder(root, num_images=num_images)
+    return root
