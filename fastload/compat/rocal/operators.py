@@ -590,6 +590,24 @@ def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTens
     return _image_op("flip", run, inputs[0], {"horizontal": horizontal, "vertical": vertical}, out)
 
 
+def _warp_op(name: str, warp, inputs, interpolation_type, dest_width, dest_height, output_layout, output_dtype,
+             args: dict) -> DataNode:
+    """An RPP warp of each image at its own size (``warp(image, kind, **values)``), at the top left of a
+    dest_width x dest_height buffer (0: the input's), cut to it; LINEAR or NEAREST_NEIGHBOR, as RPP's."""
+    kind = _interpolation(interpolation_type)
+    if kind == "triangular":
+        raise NotImplementedError(f"{PREFIX}: fn.{name}: interpolation_type TRIANGULAR is not supported "
+                                  f"(LINEAR, NEAREST_NEIGHBOR, as RPP's {name})")
+    layout, dtype = _kind(output_layout, output_dtype)
+    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else inputs[0].rocal.buffer
+    out = Rocal(buffer, layout, dtype)
+
+    def run(ctx, op, image, **values):
+        warped = warp(ctx, op, image, kind, **values)[:buffer[0], :buffer[1]]
+        return imageops.as_output(warped.contiguous(), out.torch_dtype)
+    return _image_op(name, run, inputs[0], args, out)
+
+
 def rotate(*inputs, angle=None, dest_width=0, dest_height=0,
            interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, device=None, fill_value=None,
            output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
@@ -598,21 +616,10 @@ def rotate(*inputs, angle=None, dest_width=0, dest_height=0,
     with 0 (RPP's warp: imageops.rotate), at the top left of a dest_width x dest_height buffer (0: the
     input's). rocAL ignores ``fill_value`` and so does fastload; where the buffer is smaller than the image
     rocAL writes past it, fastload cuts the image to it."""
-    kind = _interpolation(interpolation_type)
-    if kind == "triangular":
-        raise NotImplementedError(f"{PREFIX}: fn.rotate: interpolation_type TRIANGULAR is not supported "
-                                  f"(LINEAR, NEAREST_NEIGHBOR, as RPP's rotate)")
-    layout, dtype = _kind(output_layout, output_dtype)
-    source = inputs[0].rocal.buffer
-    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else source
-    out = Rocal(buffer, layout, dtype)
-
-    def run(ctx, op, image, angle):
-        if angle is None:
-            angle = ctx.rng(op).uniform(0.0, 180.0)
-        turned = imageops.rotate(image, float(angle), kind)[:buffer[0], :buffer[1]]
-        return imageops.as_output(turned.contiguous(), out.torch_dtype)
-    return _image_op("rotate", run, inputs[0], {"angle": _param(angle)}, out)
+    def turn(ctx, op, image, kind, angle):
+        return imageops.rotate(image, float(ctx.rng(op).uniform(0.0, 180.0) if angle is None else angle), kind)
+    return _warp_op("rotate", turn, inputs, interpolation_type, dest_width, dest_height, output_layout,
+                    output_dtype, {"angle": _param(angle)})
 
 
 def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
@@ -622,24 +629,13 @@ def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
     top left of a dest_width x dest_height buffer (0: the input's). ``matrix`` is rocAL's
     ``[x0, x1, y0, y1, o0, o1]``, which its WarpAffineNode hands RPP as the row-major 2x3 matrix
     ``[x0, y0, x1, y1, o0, o1]`` (rocAL/source/augmentations/geometry_augmentations/node_warp_affine.cpp)."""
-    kind = _interpolation(interpolation_type)
-    if kind == "triangular":
-        raise NotImplementedError(f"{PREFIX}: fn.warp_affine: interpolation_type TRIANGULAR is not supported "
-                                  f"(LINEAR, NEAREST_NEIGHBOR, as RPP's warp_affine)")
     values = list(matrix)
     if len(values) != 6 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         raise ValueError(f"fn.warp_affine: matrix is six numbers [x0, x1, y0, y1, o0, o1], not {matrix!r}")
     x0, x1, y0, y1, o0, o1 = values
     affine = (x0, y0, x1, y1, o0, o1)
-    layout, dtype = _kind(output_layout, output_dtype)
-    source = inputs[0].rocal.buffer
-    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else source
-    out = Rocal(buffer, layout, dtype)
-
-    def run(ctx, op, image):
-        warped = imageops.warp_affine(image, affine, kind)[:buffer[0], :buffer[1]]
-        return imageops.as_output(warped.contiguous(), out.torch_dtype)
-    return _image_op("warp_affine", run, inputs[0], {}, out)
+    return _warp_op("warp_affine", lambda ctx, op, image, kind: imageops.warp_affine(image, affine, kind), inputs,
+                    interpolation_type, dest_width, dest_height, output_layout, output_dtype, {})
 
 
 def resize_crop_mirror(*inputs, resize_width=0, resize_height=0, crop_w=0, crop_h=0, mirror=1, device=None,
