@@ -111,7 +111,7 @@ class Batcher:
             with torch.inference_mode():
                 results = self.process([item for item, _ in batch])
             self.batches += 1
-        except Exception as error:  # the model failed: every request of the batch gets the error
+        except Exception as error:  # process failed: every request of the batch gets the error
             for _, future in batch:
                 future.set_exception(error)
             return
@@ -181,10 +181,10 @@ class InferenceServer:
             number = self.requests
         try:
             return HTTPStatus.OK, {"top5": self.batcher.submit((number, data)).result()}
-        except DecodeError as error:
-            return HTTPStatus.BAD_REQUEST, {"error": f"cannot decode the image: {error.reason}"}
-        except Exception as error:
-            return HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the model failed: {error}"}
+        except DecodeError as error:  # the image: "cannot decode: ...", "cannot preprocess: ..."
+            return HTTPStatus.BAD_REQUEST, {"error": error.reason}
+        except Exception as error:  # the server: the model, or preprocessing failing for the whole batch
+            return HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the server failed: {error}"}
 
     def _classify(self, requests: list[tuple[int, bytes]]) -> list:
         """A batch of (request number, body): preprocessed as one batch, the readable ones classified as

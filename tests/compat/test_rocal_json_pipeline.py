@@ -172,6 +172,11 @@ def test_an_image_with_an_empty_crop_window_is_its_own_error(exact):
     assert torch.equal(outputs[0], outputs[2]) and torch.equal(outputs[0], pipeline.one(good))
     with pytest.raises(DecodeError, match=r"sample 1 \(request 1\): cannot preprocess"):
         pipeline([good, jpeg(9, 1, 1)])
+    with pytest.raises(DecodeError, match=r"sample 7 \(request 7\): cannot preprocess") as raised:
+        pipeline.one(jpeg(9, 1, 1), 7)
+    assert raised.value.index == 7
+    with pytest.raises(ValueError, match="2 names for 3 images"):
+        pipeline([good, good, good], names=["a", "b"])
 
 
 @pytest.mark.parametrize("operations, color, reason", [

@@ -451,10 +451,13 @@ def vignette(image: torch.Tensor, intensity: float) -> torch.Tensor:
     intensity) / r^2 for r = max(height >> 1, width >> 1); the first ``width & ~15`` columns through
     fast_exp_avx, the rest through expf(m i^2) * expf(m j^2), as RPP's vector loop and scalar tail. Float, on
     the image's levels; RPP then rounds half to even and saturates. rocAL's Vignette node hands its
-    ``vignette`` (sdev) to rppt_vignette as this intensity (MIVisionX amd_rpp/source/tensor/Vignette.cpp)."""
+    ``vignette`` (sdev) to rppt_vignette as this intensity (MIVisionX amd_rpp/source/tensor/Vignette.cpp).
+    A 1x1 image has radius 0, where RPP divides by zero; it is left as it is."""
     f32 = np.float32
     height, width = image.shape[0], image.shape[1]
     half_h, half_w = height >> 1, width >> 1
+    if max(half_h, half_w) == 0:
+        return image.float()
     radius = f32(max(half_h, half_w))
     m = f32(-(f32(0.25) * f32(intensity))) / (radius * radius)
     i = (np.arange(height) - half_h).astype(f32)[:, None]
@@ -462,8 +465,9 @@ def vignette(image: torch.Tensor, intensity: float) -> torch.Tensor:
     gain = _fast_exp(((j * j + i * i).astype(f32) * m).astype(f32))
     vector = width & ~15
     if vector < width:
-        tail = np.exp((i * i * m).astype(f32)) * np.exp((j[:, vector:] * j[:, vector:] * m).astype(f32))
-        gain[:, vector:] = tail.astype(f32)
+        def expf(v):  # correctly rounded, as glibc's expf (numpy's float32 exp is off by up to 2 ulp)
+            return np.exp(v.astype(np.float64)).astype(f32)
+        gain[:, vector:] = expf((i * i * m).astype(f32)) * expf((j[:, vector:] * j[:, vector:] * m).astype(f32))
     gain = torch.from_numpy(gain)
     return image.float() * (gain[..., None] if image.dim() == 3 else gain)
 

@@ -187,6 +187,13 @@ class Fused:
     std: tuple[float, float, float] | None = None
     dtype: str = "uint8"
 
+    def region(self, image: torch.Tensor) -> torch.Tensor:
+        """The image's crop window (a view); a ValueError if it is empty."""
+        x, y, w, h = self.box(image.shape[1], image.shape[0])
+        if w < 1 or h < 1:
+            raise ValueError(f"its crop window of a {image.shape[1]}x{image.shape[0]} image is empty ({w}x{h})")
+        return image[y:y + h, x:x + w]
+
 
 def _whole(width: int, height: int) -> tuple[int, int, int, int]:
     return 0, 0, width, height
@@ -243,7 +250,7 @@ def _capped(region: torch.Tensor) -> torch.Tensor:
     """The region as RPP's bilinear resize reads it: its taps stop at side - 2 (resize.cpp: maxHeightLimit,
     maxWidthLimit), so the last row and column count as copies of the ones before them. With those copied
     in, torch's bilinear and the kernel read what RPP reads."""
-    region = region.clone()
+    region = region.clone()  # (a 1-pixel side: RPP's cap is -1 there, a read outside; fastload reads the pixel)
     if region.shape[0] >= 2:
         region[-1] = region[-2]
     if region.shape[1] >= 2:
@@ -259,12 +266,7 @@ def run_fused(images: list[torch.Tensor], fused: Fused, device: torch.device,
     An image whose crop window is empty is a ValueError."""
     top, left, height, width = fused.window
     out_dtype = OUTPUT_DTYPES[fused.dtype]
-    regions = []
-    for image in images:
-        x, y, w, h = fused.box(image.shape[1], image.shape[0])
-        if w < 1 or h < 1:
-            raise ValueError(f"its crop window of a {image.shape[1]}x{image.shape[0]} image is empty ({w}x{h})")
-        regions.append(_capped(image[y:y + h, x:x + w]))
+    regions = [_capped(fused.region(image)) for image in images]
     if kernel is None:
         kernel = device.type == "cuda" and augment.triton is not None
     if kernel:
@@ -334,29 +336,41 @@ class JsonPipeline:
         self.fused, self.unfused_reason = (lowered, None) if isinstance(lowered, Fused) else (None, lowered)
 
     def __call__(self, images: list, on_error: str = "raise", names: list[str] | None = None) -> list:
-        """Outputs for ``images`` (encoded bytes each), views of one batch tensor per ``batch`` images.
-        ``on_error="raise"``: a DecodeError naming the first image that cannot be decoded or preprocessed
-        (an empty crop window); ``"return"``: that image's place holds the error instead of a tensor.
-        ``names``: what errors call each image (default "request <its place>")."""
+        """Outputs for ``images`` (encoded bytes each), ``batch`` at a time (a fused step's outputs are views
+        of its batch's tensor). ``on_error="raise"``: a DecodeError naming the first image of a batch that
+        cannot be decoded or preprocessed (an empty crop window), once that batch is done; ``"return"``:
+        that image's place holds the error instead of a tensor. ``names``: one per image, what errors call
+        it (default "request <its place>")."""
         if on_error not in ("raise", "return"):
             raise ValueError("on_error is 'raise' or 'return'")
-        names = names if names is not None else [f"request {index}" for index in range(len(images))]
+        if names is None:
+            names = [f"request {index}" for index in range(len(images))]
+        elif len(names) != len(images):
+            raise ValueError(f"{len(names)} names for {len(images)} images")
         outputs: list = []
         for start in range(0, len(images), self.batch):
-            items = [(index, names[index], self._decode(data, index, names[index]))
-                     for index, data in enumerate(images[start:start + self.batch], start)]
-            good = [item for item in items if not isinstance(item[2], DecodeError)]
-            done = iter(self._process(good))
-            outputs.extend(image if isinstance(image, DecodeError) else next(done) for _, _, image in items)
-        if on_error == "raise":
-            failed = next((out for out in outputs if isinstance(out, DecodeError)), None)
-            if failed is not None:
+            results = self._run([(index, names[index], data)
+                                 for index, data in enumerate(images[start:start + self.batch], start)])
+            failed = next((out for out in results if isinstance(out, DecodeError)), None)
+            if failed is not None and on_error == "raise":
                 raise failed
+            outputs.extend(results)
         return outputs
 
     def one(self, data, index: int = 0) -> torch.Tensor:
-        """One encoded image's output, (height, width, channels), on ``device``."""
-        return self([data], names=[f"request {index}"])[0]
+        """One encoded image's output, (height, width, channels), on ``device``; a DecodeError naming
+        ``index`` if it cannot be decoded or preprocessed."""
+        (out,) = self._run([(index, f"request {index}", data)])
+        if isinstance(out, DecodeError):
+            raise out
+        return out
+
+    def _run(self, items: list[tuple[int, str, Any]]) -> list:
+        """(place, name, encoded bytes) each, decoded and processed as one batch: each one's output, or its
+        DecodeError."""
+        decoded = [(index, name, self._decode(data, index, name)) for index, name, data in items]
+        done = iter(self._process([item for item in decoded if not isinstance(item[2], DecodeError)]))
+        return [image if isinstance(image, DecodeError) else next(done) for _, _, image in decoded]
 
     def _decode(self, data, index: int, name: str) -> torch.Tensor | DecodeError:
         try:
@@ -373,12 +387,15 @@ class JsonPipeline:
         if not items:
             return []
         if self.fused is not None:
-            try:
-                return list(run_fused([image for _, _, image in items], self.fused, self.device).unbind(0))
-            except ValueError as error:
-                if len(items) > 1:  # one at a time, to tell which image it is
-                    return [out for item in items for out in self._process([item])]
-                return [DecodeError(items[0][0], items[0][1], f"cannot preprocess: {error}")]
+            refused = {}
+            for index, name, image in items:  # (so that one image does not fail its batch's step)
+                try:
+                    self.fused.region(image)
+                except ValueError as error:
+                    refused[index] = DecodeError(index, name, f"cannot preprocess: {error}")
+            kept = [image for index, _, image in items if index not in refused]
+            done = iter(run_fused(kept, self.fused, self.device).unbind(0) if kept else ())
+            return [refused[index] if index in refused else next(done) for index, _, _ in items]
         outputs: list = []
         for index, name, image in items:
             try:
