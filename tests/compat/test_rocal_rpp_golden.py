@@ -93,6 +93,20 @@ def test_within_a_level_of_rpps_golden_output(folder, name, gray):
         assert (diff > 0).mean() <= share, f"{name}: {image}: {(diff > 0).mean():.2%} of values differ"
 
 
+def test_crop_mirror_normalize_is_bit_for_bit_rpps(folder):
+    """fn.crop_mirror_normalize as RPP's QA case runs it: each image's half-size window at (10, 10), mirrored,
+    (x - (60, 80, 100)) / 0.9 to uint8 (the window's anchor set per image through crop_pos, one pipeline
+    per image: rocAL's crop size is one for the batch)."""
+    golden = json.loads((DATA / "golden_sha256.json").read_text())["crop_mirror_normalize"]
+    for k, (image, size) in enumerate(IMAGES.items()):
+        half, position = size // 2, 10 / (size - size // 2)
+        out = outputs(folder, lambda x: fn.crop_mirror_normalize(
+            x, crop=(half, half), crop_pos_x=position, crop_pos_y=position, mean=[60.0, 80.0, 100.0],
+            std=[0.9, 0.9, 0.9], mirror=1, output_dtype=types.UINT8))[k][:half, :half]
+        assert out.shape == (half, half, 3)
+        assert hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest() == golden[image], image
+
+
 def test_blend_is_bit_for_bit_rpps():
     """fn.blend's arithmetic (imageops.blend) on RPP's two QA image sets, ratio 0.4 as its QA case (a rocAL
     pipeline reads one folder, so the second set goes in directly here)."""
