@@ -150,3 +150,44 @@ def test_vignette_is_bit_for_bit_rpps_with_the_exponential_its_golden_file_was_m
     for image, out in zip(IMAGES, outputs(folder, operator, types.GRAY if gray else types.RGB)):
         golden = np.asarray(Image.open(DATA / f"vignette{'_gray' if gray else ''}_{image}.png"))
         assert out.shape == golden.shape and np.array_equal(out, golden), f"vignette: {image}"
+
+
+def test_lens_correction_within_a_level_of_rpps(tmp_path):
+    """fn.lens_correction with RPP's QA camera and coefficients (rpp_test_suite_image.h, init_lens_correction)
+    on its first lens-distortion image (640x480), through a rocAL pipeline, against two bands of RPP's golden
+    output (its 16 rows from row 32, its 16 columns from column 32: where the correction moves the pixels
+    most): within one level, on at most 0.1 % of values (the whole image: 0.02 %)."""
+    (tmp_path / "c").mkdir()
+    shutil.copy(DATA / "lens_sample1.jpg", tmp_path / "c" / "lens_sample1.jpg")
+    pipe = Pipeline(batch_size=1, num_threads=1, seed=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        images = fn.decoders.image(jpegs, file_root=str(tmp_path))
+        pipe.set_outputs(fn.lens_correction(images, camera_matrix=[534.07088364, 341.53407554, 534.11914595,
+                                                                    232.94565259],
+                                            distortion_coeffs=[-0.29297164, 0.10770696, 0.00131038, -0.0000311,
+                                                               0.0434798]))
+    pipe.build()
+    (batch,) = pipe.run()
+    out = np.asarray(batch)[0, :480, :640].astype(int)
+    for band, golden in ((out[32:48], "top"), (out[:, 32:48], "left")):
+        expected = np.asarray(Image.open(DATA / f"lens_correction_sample1_{golden}.png")).astype(int)
+        assert band.shape == expected.shape
+        diff = np.abs(band - expected)
+        assert diff.max() <= 1 and (diff > 0).mean() <= 0.001, f"{golden}: {diff.max()}, {(diff > 0).mean():.3%}"
+    with pytest.raises(ValueError, match=r"camera_matrix \(\[fx, cx, fy, cy\]\) is a list of 4 numbers"):
+        with Pipeline(batch_size=1, rocal_cpu=True):
+            fn.lens_correction(images, camera_matrix=[1, 2, 3], distortion_coeffs=[0, 0, 0, 0, 0])
+
+
+def test_lens_correction_on_odd_sizes_and_gray():
+    """Widths that are no multiple of 8 (RPP's scalar tail: fastload computes its columns as the vector loop
+    does) and one-channel images: the image's own size, each channel remapped alike."""
+    import torch
+    rng = np.random.default_rng(0)
+    rgb = torch.from_numpy(rng.integers(0, 256, (29, 37, 3), dtype=np.uint8))
+    camera, distortion = [30.0, 0, 18.0, 0, 30.0, 14.0, 0, 0, 1], [-0.3, 0.1, 0.001, 0.0, 0.04, 0, 0, 0]
+    out = imageops.lens_correction(rgb, camera, distortion)
+    assert out.shape == rgb.shape and bool(torch.isfinite(out).all())
+    gray = imageops.lens_correction(rgb[..., :1].squeeze(-1), camera, distortion)
+    assert gray.shape == (29, 37) and torch.equal(gray, out[..., 0])

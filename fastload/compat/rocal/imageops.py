@@ -472,6 +472,89 @@ def vignette(image: torch.Tensor, intensity: float) -> torch.Tensor:
     return image.float() * (gain[..., None] if image.dim() == 3 else gain)
 
 
+def _fma(a, b, c) -> np.ndarray:
+    """fmaf in float32: the product and sum exact in float64, rounded once more to float32."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+def lens_remap_tables(height: int, width: int, camera: list, distortion: list) -> tuple[np.ndarray, np.ndarray]:
+    """RPP's lens-correction remap tables (ROCm/rpp f1d37473, src/modules/tensor/cpu/kernel/lens_correction.cpp,
+    its vector loop): for each output pixel, the source (row, column) of the undistorted camera model --
+    the 3x3 ``camera`` matrix inverted as RPP does, radial coefficients (k1, k2, k3, k4, k5, k6) and
+    tangential (p1, p2) from the 8 ``distortion`` values (k1, k2, p1, p2, k3, k4, k5, k6) -- in float32 with
+    its fused multiply-adds. RPP's scalar loop for the last ``width % 8`` columns starts again from the row's
+    first camera coordinates (it is never advanced past the vector loop), so its last columns sample the
+    positions of the first ones; fastload computes every column as the vector loop does."""
+    f32 = np.float32
+    m = [f32(v) for v in camera]
+    det = m[0] * (m[4] * m[8] - m[7] * m[5]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6])
+    if det == 0:
+        raise ValueError("the camera matrix has no inverse")
+    inv_det = f32(1) / f32(det)
+    cofactors = (m[4] * m[8] - m[7] * m[5], m[2] * m[7] - m[1] * m[8], m[1] * m[5] - m[2] * m[4],
+                 m[5] * m[6] - m[3] * m[8], m[0] * m[8] - m[2] * m[6], m[3] * m[2] - m[0] * m[5],
+                 m[3] * m[7] - m[6] * m[4], m[6] * m[1] - m[0] * m[7], m[0] * m[4] - m[3] * m[1])
+    inv = [f32(v * inv_det) for v in cofactors]
+    k = [f32(distortion[i]) for i in (0, 1, 4, 5, 6, 7)]
+    p = [f32(distortion[2]), f32(distortion[3])]
+    rows = np.arange(height, dtype=f32)[:, None]
+    lanes = np.arange(8, dtype=f32)
+    blocks = -(-width // 8)
+
+    def camera_coordinate(row_factor, offset, step):
+        """The vector loop's running coordinate: the row's start plus lane * step, then + 8 * step a block."""
+        start = (rows * row_factor + offset).astype(f32)
+        value = (start + (lanes * step).astype(f32)[None, :]).astype(f32)
+        increment, out = f32(step * f32(8)), np.empty((height, blocks * 8), f32)
+        for block in range(blocks):
+            out[:, block * 8:(block + 1) * 8] = value
+            value = (value + increment).astype(f32)
+        return out[:, :width]
+    xc, yc, zc = (camera_coordinate(inv[1 + 3 * a], inv[2 + 3 * a], inv[3 * a]) for a in range(3))
+    z = (f32(1) / zc).astype(f32)
+    x, y = (xc * z).astype(f32), (yc * z).astype(f32)
+    x2, y2 = (x * x).astype(f32), (y * y).astype(f32)
+    r2 = (x2 + y2).astype(f32)
+    xy2 = (f32(2) * (x * y).astype(f32)).astype(f32)
+    kr = (_fma(_fma(_fma(k[2], r2, k[1]), r2, k[0]), r2, f32(1))
+          / _fma(_fma(_fma(k[5], r2, k[4]), r2, k[3]), r2, f32(1))).astype(f32)
+    columns = _fma(m[0], _fma(p[1], _fma(f32(2), x2, r2), _fma(x, kr, (p[0] * xy2).astype(f32))), m[2])
+    source_rows = _fma(m[4], _fma(p[0], _fma(f32(2), y2, r2), _fma(y, kr, (p[1] * xy2).astype(f32))), m[5])
+    return source_rows, columns
+
+
+def remap_bilinear(image: torch.Tensor, rows: np.ndarray, columns: np.ndarray) -> torch.Tensor:
+    """RPP's bilinear remap (src/modules/tensor/cpu/kernel/remap.cpp, its vector loop, with
+    rpp_cpu_interpolation.hpp's generic bilinear): each output pixel samples (row, column) of the image --
+    0 where the point is left of or above the image, or its floor past the last row or column; else the
+    four taps around it, each clamped to [0, side - 2] (RPP's bound is the last index - 1), weighted by the
+    point's fractions, summed with fused multiply-adds. Float, on the image's levels."""
+    f32 = np.float32
+    height, width = image.shape[0], image.shape[1]
+    y0, x0 = np.floor(rows), np.floor(columns)
+    wy, wx = (rows - y0).astype(f32), (columns - x0).astype(f32)
+    wy1, wx1 = (f32(1) - wy).astype(f32), (f32(1) - wx).astype(f32)
+    weights = [(wy1 * wx1).astype(f32), (wy1 * wx).astype(f32), (wy * wx1).astype(f32), (wy * wx).astype(f32)]
+    top, left = (np.clip(v, 0, max(side - 2, 0)).astype(np.int64) for v, side in ((y0, height), (x0, width)))
+    bottom, right = (np.clip(v + 1, 0, max(side - 2, 0)).astype(np.int64) for v, side in ((y0, height), (x0, width)))
+    outside = (columns < 0) | (rows < 0) | (x0 > width - 1) | (y0 > height - 1)
+    source = image.numpy().astype(f32).reshape(height, width, -1)
+    taps = [source[top, left], source[top, right], source[bottom, left], source[bottom, right]]
+    value = (taps[0] * weights[0][..., None]).astype(f32)
+    for tap, weight in zip(taps[1:], weights[1:]):
+        value = _fma(tap, weight[..., None], value)
+    value[outside] = 0
+    out = torch.from_numpy(value)
+    return out if image.dim() == 3 else out[..., 0]
+
+
+def lens_correction(image: torch.Tensor, camera: list, distortion: list) -> torch.Tensor:
+    """RPP's lens correction (rppt_lens_correction_host): the remap tables of ``camera`` (3x3, row-major) and
+    ``distortion`` (8 values), then the bilinear remap. Float, on the image's levels."""
+    rows, columns = lens_remap_tables(image.shape[0], image.shape[1], camera, distortion)
+    return remap_bilinear(image, rows, columns)
+
+
 def blend(first: torch.Tensor, second: torch.Tensor, ratio: float) -> torch.Tensor:
     """RPP's blend (src/modules/tensor/cpu/kernel/blend.cpp): (first - second) * ratio + second over the
     first image's region; the second is read at the same pixels, zeros where it is smaller (the padding of

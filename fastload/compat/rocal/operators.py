@@ -868,6 +868,31 @@ def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTen
     return _image_op("pixelate", run, inputs[0], {"percent": percent}, out)
 
 
+def lens_correction(*inputs, camera_matrix=None, distortion_coeffs=None, device=None,
+                    output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.lens_correction``: RPP's lens correction (imageops.lens_correction) of each image at its own
+    size. ``camera_matrix`` is rocAL's [fx, cx, fy, cy] and ``distortion_coeffs`` its [k1, k2, p1, p2, k3];
+    rocAL's LensCorrectionNode hands RPP [fx, 0, cx, 0, fy, cy, 0, 0, 1] and [k1, k2, p1, p2, k3, 0, 0, 0]
+    (rocAL/source/augmentations/geometry_augmentations/node_lens_correction.cpp). rocAL's Python needs both
+    lists, and so does fastload."""
+    def numbers(value, count, name):
+        if not isinstance(value, (list, tuple)) or len(value) != count or \
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise ValueError(f"fn.lens_correction: {name} is a list of {count} numbers, not {value!r}")
+        return [float(v) for v in value]
+    fx, cx, fy, cy = numbers(camera_matrix, 4, "camera_matrix ([fx, cx, fy, cy])")
+    k1, k2, p1, p2, k3 = numbers(distortion_coeffs, 5, "distortion_coeffs ([k1, k2, p1, p2, k3])")
+    camera, distortion = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0], [k1, k2, p1, p2, k3, 0.0, 0.0, 0.0]
+    if fx * fy == 0:
+        raise ValueError("fn.lens_correction: fx and fy must not be 0 (the camera matrix has no inverse)")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+
+    def run(ctx, op, image):
+        return imageops.as_output(imageops.lens_correction(image, camera, distortion), out.torch_dtype)
+    return _image_op("lens_correction", run, inputs[0], {}, out)
+
+
 _vignette = _color_op("vignette", lambda x, vignette: imageops.vignette(x, vignette), {"vignette": (40.0, 60.0)})
 
 
@@ -898,7 +923,8 @@ def unsupported(name: str):
                                   f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
-                                  f"pixelate, vignette, nop, copy, random.coin_flip, uniform, one_hot)")
+                                  f"pixelate, vignette, lens_correction, nop, copy, random.coin_flip, uniform, "
+                                  f"one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
