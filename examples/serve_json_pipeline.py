@@ -31,7 +31,8 @@ def main() -> None:
         buffer = io.BytesIO()
         make_image(0, 500, 375).save(buffer, "JPEG")
         image = buffer.getvalue()
-    with InferenceServer(JsonPipeline(PIPELINE), load_model("resnet18"), port=0, max_batch=16) as server:
+    with InferenceServer(JsonPipeline(PIPELINE), load_model("resnet18"), port=0, max_batch=16,
+                         name="resnet18") as server:
         connection = http.client.HTTPConnection(server.host, server.port)
         connection.request("POST", "/predict", body=image)
         answer = json.loads(connection.getresponse().read())
@@ -39,6 +40,8 @@ def main() -> None:
         health = json.loads(connection.getresponse().read())
         connection.close()
     print(f"server on port {server.port}: {health}")
+    if "top5" not in answer:  # a 4xx: the server says why
+        raise SystemExit(f"the server refused the image: {answer['error']}")
     print("top-5:", ", ".join(f"class {c['class']} ({c['probability']:.3f})" for c in answer["top5"]))
 
 

@@ -39,6 +39,10 @@ def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn
     """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
     (seeded); nothing is downloaded."""
     import torchvision
+    if name not in torchvision.models.list_models():
+        close = [m for m in torchvision.models.list_models() if m.startswith(name[:4])]
+        raise ValueError(f"unknown torchvision model {name!r}" + (f" (like it: {', '.join(close[:8])})" if close else
+                                                                  " (torchvision.models.list_models() lists them)"))
     try:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
@@ -216,7 +220,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        if self.path == "/health":
+        if self.path == "/predict":
+            self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+            self.send_header("Allow", "POST")
+            data = json.dumps({"error": "POST the image's bytes to /predict"}).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif self.path == "/health":
             app = self.server_app
             self._answer(HTTPStatus.OK, {"status": "ok", "model": app.name, "batches": app.batcher.batches,
                                          "output_shape": list(app.pipeline.output_shape)})

@@ -94,10 +94,20 @@ def test_health_unknown_paths_and_empty_bodies(model):
         connection.request("GET", "/health")
         health = json.loads(connection.getresponse().read())
         assert health["status"] == "ok" and health["model"] == "resnet18" and health["output_shape"] == [64, 64, 3]
+        connection.request("GET", "/predict")
+        response = connection.getresponse()
+        assert response.status == 405 and response.getheader("Allow") == "POST" and "POST" in response.read().decode()
         connection.close()
         assert post(server.port, b"x", "/nowhere")[0] == 404
         status, body = post(server.port, b"")
         assert status == 400 and "empty body" in body["error"]
+        status, body = post(server.port, b"--boundary\r\nContent-Disposition: form-data")
+        assert status == 400 and "not a form" in body["error"] and "BytesIO" not in body["error"]
+
+
+def test_an_unknown_model_is_named_at_once():
+    with pytest.raises(ValueError, match=r"unknown torchvision model 'resnet999' \(like it: .*resnet18"):
+        load_model("resnet999")
 
 
 def test_close_answers_the_requests_in_flight(model):

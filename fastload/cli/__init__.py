@@ -45,7 +45,7 @@ def parse_device(name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from . import bench, inspect_data, pack, preprocess, preview, serve
-    parser = argparse.ArgumentParser(prog="fastload", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="fastload", description=" ".join(__doc__.split("\n\n")[0].split()))
     commands = parser.add_subparsers(dest="command", required=True)
     bench.add_arguments(commands.add_parser("bench", help="images/s of fastload (and torch) on your data",
                                             description=bench.__doc__.split("\n\n")[0]))

@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("images", nargs="+", help="encoded image files (JPEG, PNG, ...)")
     parser.add_argument("--pipeline", required=True, help="the JSON pipeline (rocAL's inference-server format)")
     parser.add_argument("-o", "--output", required=True, help="where to torch.save the outputs (.pt)")
-    parser.add_argument("--color-format", default="RGB24", choices=["RGB24", "BGR24", "U8"])
+    parser.add_argument("--color-format", default="RGB24", choices=["RGB24", "BGR24", "U8"],
+                        help="the backend's color format: RGB24 (default), BGR24, or U8 (grayscale)")
     parser.add_argument("--batch", type=int, default=64, help="images processed together (default 64)")
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
+
+import torch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +48,13 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    print(f"fastload serve: {args.model} behind {args.pipeline} on http://{server.host}:{server.port} "
-          f"(POST /predict, GET /health); Ctrl-C to stop", flush=True)
+    weights = args.weights or "random weights (no --weights)"
+    print(f"fastload serve: {args.model} ({weights}) behind {args.pipeline} on http://{server.host}:{server.port} "
+          f"(POST /predict with the image's bytes as the body, GET /health); Ctrl-C to stop", flush=True)
+    if pipeline.output_dtype == torch.uint8:
+        print(f"fastload serve: {args.pipeline}'s output is uint8 (mean/std applied to 0-255 pixels and saturated, "
+              f"as rocAL's backend gives it); add \"output_dtype\": \"float32\" to its normalizing operation for a "
+              f"model input", file=sys.stderr, flush=True)
     stop.wait()
     print("fastload serve: answering the requests in flight, then stopping", flush=True)
     server.close()

@@ -178,6 +178,9 @@ def test_lens_correction_within_a_level_of_rpps(tmp_path):
     with pytest.raises(ValueError, match=r"camera_matrix \(\[fx, cx, fy, cy\]\) is a list of 4 numbers"):
         with Pipeline(batch_size=1, rocal_cpu=True):
             fn.lens_correction(images, camera_matrix=[1, 2, 3], distortion_coeffs=[0, 0, 0, 0, 0])
+    with pytest.raises(NotImplementedError, match=r"strength=, zoom=\) is the older rocAL API"):
+        with Pipeline(batch_size=1, rocal_cpu=True):
+            fn.lens_correction(images, strength=2.9, zoom=1.2)
 
 
 def test_lens_correction_on_odd_sizes_and_gray():

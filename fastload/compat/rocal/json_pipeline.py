@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
+from PIL import UnidentifiedImageError
 
 from ...errors import DecodeError
 from . import imageops
@@ -331,6 +332,8 @@ class JsonPipeline:
         self._steps = [_operation(name, params) for name, params in self.operations]
         channels = 1 if self.color == "GRAY" else 3
         self.output_shape = (*self._steps[-1][1], channels)
+        # what the last operation gives: uint8 unless it normalizes to fastload's float output_dtype
+        self.output_dtype = OUTPUT_DTYPES[self.operations[-1][1].get("output_dtype", "uint8")]
         lowered = "exact=True" if exact else lower(self.operations, self.color)
         # a Fused step, or why the pipeline runs operator by operator
         self.fused, self.unfused_reason = (lowered, None) if isinstance(lowered, Fused) else (None, lowered)
@@ -376,7 +379,10 @@ class JsonPipeline:
         try:
             return imageops.decode(bytes(data), self.color, MAX_DECODED, MAX_DECODED)
         except Exception as error:
-            failed = DecodeError(index, name, f"cannot decode: {error}")
+            reason = (f"not an image format Pillow reads ({len(data)} bytes starting {bytes(data[:8])!r}; an "
+                      f"HTTP body must be the image's bytes, not a form)" if isinstance(error, UnidentifiedImageError)
+                      else str(error))  # (Pillow's own message names a BytesIO object)
+            failed = DecodeError(index, name, f"cannot decode: {reason}")
             failed.__cause__ = error
             return failed
 

@@ -17,6 +17,7 @@ raise NotImplementedError naming them.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -195,7 +196,7 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
     label 0. Kept: the extensions rocAL keeps (any case) and files without one. Labels are looked up by
     file name, as rocAL does: a name in two folders gets the first one's label. With ``file_list``
     ("path label" lines), only listed names are kept, with the list's labels."""
-    found, by_name = [], {}
+    found, by_name, collisions = [], {}, 0
     entries = sorted(os.scandir(root), key=lambda e: e.name)
     folders = [e for e in entries if e.is_dir()]
     if any(e.is_file() and _kept(e.name) for e in entries):
@@ -205,7 +206,12 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
         for name in sorted(e.name for e in os.scandir(directory) if e.is_file()):
             if _kept(os.path.join(directory, name)):
                 label_of = by_name.setdefault(name, 0 if folder is None else label)
+                collisions += label_of != (0 if folder is None else label)
                 found.append((os.path.join(directory, name), label_of))
+    if collisions and not file_list:
+        warnings.warn(f"{PREFIX}: {root}: {collisions} files share a name with a file of an earlier folder and get "
+                      f"that folder's label, as rocAL looks labels up by file name; give each file a unique name "
+                      f"(ImageNet's do) for one label per folder", stacklevel=3)
     if file_list:
         listed = {}
         with open(file_list) as lines:
@@ -869,12 +875,19 @@ def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTen
 
 
 def lens_correction(*inputs, camera_matrix=None, distortion_coeffs=None, device=None,
-                    output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+                    output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8, strength=None,
+                    zoom=None):
     """``fn.lens_correction``: RPP's lens correction (imageops.lens_correction) of each image at its own
     size. ``camera_matrix`` is rocAL's [fx, cx, fy, cy] and ``distortion_coeffs`` its [k1, k2, p1, p2, k3];
     rocAL's LensCorrectionNode hands RPP [fx, 0, cx, 0, fy, cy, 0, 0, 1] and [k1, k2, p1, p2, k3, 0, 0, 0]
     (rocAL/source/augmentations/geometry_augmentations/node_lens_correction.cpp). rocAL's Python needs both
-    lists, and so does fastload."""
+    lists, and so does fastload. Older rocAL releases took ``strength`` and ``zoom`` instead (another RPP
+    kernel); they are refused by name."""
+    if strength is not None or zoom is not None:
+        raise NotImplementedError(f"{PREFIX}: fn.lens_correction(strength=, zoom=) is the older rocAL API; fastload "
+                                  f"follows rocAL 0981d5bb: camera_matrix=[fx, cx, fy, cy], "
+                                  f"distortion_coeffs=[k1, k2, p1, p2, k3]")
+
     def numbers(value, count, name):
         if not isinstance(value, (list, tuple)) or len(value) != count or \
                 not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
