@@ -39,8 +39,9 @@ def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn
     """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
     (seeded); nothing is downloaded."""
     import torchvision
-    if name not in torchvision.models.list_models():
-        close = [m for m in torchvision.models.list_models() if m.startswith(name[:4])]
+    known = torchvision.models.list_models()
+    if name not in known:
+        close = [m for m in known if m.startswith(name[:4])]
         raise ValueError(f"unknown torchvision model {name!r}" + (f" (like it: {', '.join(close[:8])})" if close else
                                                                   " (torchvision.models.list_models() lists them)"))
     try:

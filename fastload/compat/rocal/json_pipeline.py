@@ -49,10 +49,10 @@ import torch
 import torch.nn.functional as F
 from PIL import UnidentifiedImageError
 
+from fastload.kernels import augment
+
 from ...errors import DecodeError
 from . import imageops
-
-from fastload.kernels import augment
 
 _UINT, _FLOAT, _FLOATS, _BOOL = "a non-negative integer", "a number", "a list of numbers", "true or false"
 _DTYPE = '"uint8", "float16" or "float32"'

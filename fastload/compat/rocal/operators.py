@@ -202,11 +202,11 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
     if any(e.is_file() and _kept(e.name) for e in entries):
         folders = [None]
     for label, folder in enumerate(folders):
-        directory = root if folder is None else folder.path
+        directory, own = (root, 0) if folder is None else (folder.path, label)
         for name in sorted(e.name for e in os.scandir(directory) if e.is_file()):
             if _kept(os.path.join(directory, name)):
-                label_of = by_name.setdefault(name, 0 if folder is None else label)
-                collisions += label_of != (0 if folder is None else label)
+                label_of = by_name.setdefault(name, own)
+                collisions += label_of != own
                 found.append((os.path.join(directory, name), label_of))
     if collisions and not file_list:
         warnings.warn(f"{PREFIX}: {root}: {collisions} files share a name with a file of an earlier folder and get "
@@ -596,6 +596,15 @@ def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTens
     return _image_op("flip", run, inputs[0], {"horizontal": horizontal, "vertical": vertical}, out)
 
 
+def _numbers(operator: str, value, count: int, what: str) -> list[float]:
+    """``value`` as ``count`` floats: a list or tuple of that many numbers (not bools), else a ValueError
+    saying ``what`` the operator's argument is."""
+    if not isinstance(value, (list, tuple)) or len(value) != count or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"fn.{operator}: {what}, not {value!r}")
+    return [float(v) for v in value]
+
+
 def _warp_op(name: str, warp, inputs, interpolation_type, dest_width, dest_height, output_layout, output_dtype,
              args: dict) -> DataNode:
     """An RPP warp of each image at its own size (``warp(image, kind, **values)``), at the top left of a
@@ -635,10 +644,7 @@ def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
     top left of a dest_width x dest_height buffer (0: the input's). ``matrix`` is rocAL's
     ``[x0, x1, y0, y1, o0, o1]``, which its WarpAffineNode hands RPP as the row-major 2x3 matrix
     ``[x0, y0, x1, y1, o0, o1]`` (rocAL/source/augmentations/geometry_augmentations/node_warp_affine.cpp)."""
-    values = list(matrix)
-    if len(values) != 6 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise ValueError(f"fn.warp_affine: matrix is six numbers [x0, x1, y0, y1, o0, o1], not {matrix!r}")
-    x0, x1, y0, y1, o0, o1 = values
+    x0, x1, y0, y1, o0, o1 = _numbers("warp_affine", list(matrix), 6, "matrix is six numbers [x0, x1, y0, y1, o0, o1]")
     affine = (x0, y0, x1, y1, o0, o1)
     return _warp_op("warp_affine", lambda ctx, op, image, kind: imageops.warp_affine(image, affine, kind), inputs,
                     interpolation_type, dest_width, dest_height, output_layout, output_dtype, {})
@@ -887,14 +893,10 @@ def lens_correction(*inputs, camera_matrix=None, distortion_coeffs=None, device=
         raise NotImplementedError(f"{PREFIX}: fn.lens_correction(strength=, zoom=) is the older rocAL API; fastload "
                                   f"follows rocAL 0981d5bb: camera_matrix=[fx, cx, fy, cy], "
                                   f"distortion_coeffs=[k1, k2, p1, p2, k3]")
-
-    def numbers(value, count, name):
-        if not isinstance(value, (list, tuple)) or len(value) != count or \
-                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            raise ValueError(f"fn.lens_correction: {name} is a list of {count} numbers, not {value!r}")
-        return [float(v) for v in value]
-    fx, cx, fy, cy = numbers(camera_matrix, 4, "camera_matrix ([fx, cx, fy, cy])")
-    k1, k2, p1, p2, k3 = numbers(distortion_coeffs, 5, "distortion_coeffs ([k1, k2, p1, p2, k3])")
+    fx, cx, fy, cy = _numbers("lens_correction", camera_matrix, 4,
+                              "camera_matrix ([fx, cx, fy, cy]) is a list of 4 numbers")
+    k1, k2, p1, p2, k3 = _numbers("lens_correction", distortion_coeffs, 5,
+                                   "distortion_coeffs ([k1, k2, p1, p2, k3]) is a list of 5 numbers")
     camera, distortion = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0], [k1, k2, p1, p2, k3, 0.0, 0.0, 0.0]
     if fx * fy == 0:
         raise ValueError("fn.lens_correction: fx and fy must not be 0 (the camera matrix has no inverse)")
@@ -932,8 +934,7 @@ def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
                                   f"/ webdataset, decoders.image / image_slice / image_random_crop, external_source, "
-                                  f"resize, "
-                                  f"crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
+                                  f"resize, crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
                                   f"pixelate, vignette, lens_correction, nop, copy, random.coin_flip, uniform, "
