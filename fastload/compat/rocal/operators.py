@@ -26,7 +26,7 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import imageops
+from . import cifar10, imageops
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 from .webdataset import WebDatasetReader, WebDatasetSamples, webdataset_reader
@@ -303,13 +303,52 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
             raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
     if not 0 <= int(shard_id) < int(num_shards):
         raise ValueError(f"{decoder}: shard_id {shard_id} is not in [0, num_shards={num_shards})")
-    spec = RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
-                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch), read=read)
+    return _reading(pipe, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
+                                          bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
+                                          pad=bool(pad_last_batch), read=read))
+
+
+def _reading(pipe, spec: RocalReaderSpec) -> DataNode:
+    """The pipeline's reader op for ``spec``: its first output is each sample's bytes; its labels become
+    the pipeline's (rocAL's labelReader)."""
     op = Op("readers.file", _read_sample, [], {}, num_outputs=2)
     op.reader = spec
     pipe._rocal_labels = op.outputs[1]
     pipe._last_batch_policy = spec.last_batch_policy
     return op.outputs[0]
+
+
+def _cifar10_image(ctx, op, data):
+    return data.view(3, cifar10.SIDE, cifar10.SIDE).permute(1, 2, 0).contiguous()
+
+
+def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageColor.RGB_PLANAR,
+                    filename_prefix="data_batch_", random_shuffle=False, shard_id=0, stick_to_shard=True,
+                    shard_size=-1, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True):
+    """``fn.readers.cifar10``: the 32x32 images of CIFAR-10's binary batches, NCHW uint8 (rocAL's
+    RGB_PLANAR), with their labels (``fastload.compat.rocal.cifar10`` for rocAL's rules and what fastload
+    refuses). rocAL ignores ``shard_id``; so does fastload."""
+    if RocalImageColor(image_type) != RocalImageColor.RGB_PLANAR:
+        raise NotImplementedError(f"{PREFIX}: readers.cifar10(image_type={RocalImageColor(image_type).name}): rocAL "
+                                  f"copies the planar records unchanged into that layout, scrambling the images; "
+                                  f"only RGB_PLANAR (the default) is supported")
+    if int(num_shards) != 1:
+        raise NotImplementedError(f"{PREFIX}: readers.cifar10(num_shards={num_shards}): rocAL's sharded CIFAR-10 "
+                                  f"loader ignores shard_id and gives every process every shard's batches in turn; "
+                                  f"not supported")
+    if not pad_last_batch and not stick_to_shard:
+        raise NotImplementedError(f"{PREFIX}: readers.cifar10(pad_last_batch=False, stick_to_shard=False) is not "
+                                  f"supported (rocAL then reads one cycle over the whole dataset)")
+    refuse("fn.readers.cifar10", shard_size=shard_size not in (-1, None))
+    pipe = _pipeline()
+    records = cifar10.Cifar10Records(file_root, filename_prefix)
+    pipe._rocal_reader = records
+    data = _reading(pipe, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
+                                          RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
+                                          name="CIFAR10Reader", read=records.read))
+    node = Op("rocal.readers.cifar10", _cifar10_image, [data], {}, layouts=("HWC",)).outputs[0]
+    node.rocal = Rocal((cifar10.SIDE, cifar10.SIDE), RocalTensorLayout.NCHW, RocalTensorOutputType.UINT8)
+    return node
 
 
 def _color(output_type) -> str:
@@ -933,7 +972,7 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset, decoders.image / image_slice / image_random_crop, external_source, "
+                                  f"/ webdataset / cifar10, decoders.image / image_slice / image_random_crop, external_source, "
                                   f"resize, crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "

@@ -138,8 +138,9 @@ class Pipeline(dali_pipeline.Pipeline):
             self._user_outputs = list(self._outputs)
             if self._external is None:
                 if self._rocal_labels is None:
-                    raise NotImplementedError(f"{PREFIX}: a pipeline reads with fn.readers.file and a decoder, or "
-                                              f"with fn.external_source (other readers are not supported yet)")
+                    raise NotImplementedError(f"{PREFIX}: a pipeline reads with a reader and a decoder, "
+                                              f"fn.readers.cifar10 or fn.external_source (other readers are not "
+                                              f"supported yet)")
                 self._outputs = self._user_outputs + [self._rocal_labels]
                 self._reader = self._name = "labelReader"
             super().build()

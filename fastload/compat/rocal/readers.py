@@ -1,5 +1,7 @@
 """``amd.rocal.readers``: the readers fastload runs (``fn.readers.file``, ``fn.readers.tfrecord`` for
-classification, ``fn.readers.webdataset``); others raise NotImplementedError."""
+classification, ``fn.readers.webdataset``, ``fn.readers.cifar10``); others raise NotImplementedError."""
+
+from .operators import readers_cifar10 as cifar10  # noqa: F401
 
 from .operators import readers_file as file  # noqa: F401
 from .operators import readers_tfrecord as tfrecord  # noqa: F401
@@ -10,6 +12,5 @@ coco = unsupported("readers.coco")
 caffe = unsupported("readers.caffe")
 caffe2 = unsupported("readers.caffe2")
 mxnet = unsupported("readers.mxnet")
-cifar10 = unsupported("readers.cifar10")
 numpy = unsupported("readers.numpy")
 video = unsupported("readers.video")
