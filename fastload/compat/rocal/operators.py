@@ -26,7 +26,7 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import cifar10, imageops
+from . import cifar10, imageops, npy
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 from .webdataset import WebDatasetReader, WebDatasetSamples, webdataset_reader
@@ -66,9 +66,21 @@ def _pipeline():
     return pipe
 
 
-def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataNode:
+def _source(inputs) -> Rocal:
+    """What an image operator's input is: rocAL's description of an image, else a TypeError saying why."""
+    image = inputs[0] if inputs else None
+    array = getattr(image, "rocal_array", None)
+    if array is not None and not hasattr(image, "rocal"):
+        raise TypeError(f"{PREFIX}: an image operator takes an image: fn.readers.numpy's output is one when its "
+                        f"output_layout is NHWC or NCHW and its arrays uint8 of three dimensions (here "
+                        f"{array.layout}, {array.dtype} of {len(array.max_shape)})")
     if not isinstance(image, DataNode) or not hasattr(image, "rocal"):
-        raise TypeError(f"{PREFIX}: {name} takes an image output of a decoder or another image operator")
+        raise TypeError(f"{PREFIX}: an image operator takes an image output of a decoder or another image operator")
+    return image.rocal
+
+
+def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataNode:
+    _source([image])
     node = Op("rocal." + name, impl, [image], args, layouts=("HWC",)).outputs[0]
     node.rocal = out
     return node
@@ -318,6 +330,60 @@ def _reading(pipe, spec: RocalReaderSpec) -> DataNode:
     return op.outputs[0]
 
 
+def _npy_sample(ctx, op, data, image):
+    array = npy.array(bytes(data.numpy()), ctx.index, ctx.name)
+    return array.permute(1, 2, 0).contiguous() if image == "NCHW" else array
+
+
+def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=RocalTensorLayout.NONE,
+                  random_shuffle=False, shard_id=0, stick_to_shard=True, shard_size=-1,
+                  last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True, seed=0):
+    """``fn.readers.numpy``: the .npy files of ``file_root`` (or ``files``) as one tensor per batch,
+    [batch] + the dataset's largest shape (``fastload.compat.rocal.npy`` for rocAL's rules). With
+    ``output_layout`` NHWC or NCHW and uint8 arrays of three dimensions the output is an image the image
+    operators take; rocAL's numpy reader gives no labels (use ``ROCALNumpyIterator``)."""
+    layout = RocalTensorLayout(output_layout)
+    if not pad_last_batch and not stick_to_shard:
+        raise NotImplementedError(f"{PREFIX}: readers.numpy(pad_last_batch=False, stick_to_shard=False) is not "
+                                  f"supported (rocAL then reads one cycle over the whole dataset)")
+    refuse("fn.readers.numpy", shard_size=shard_size not in (-1, None))
+    pipe = _pipeline()
+    arrays = npy.NpyFiles(file_root, list(files or ()), layout.name)
+    if not 0 <= int(shard_id) < int(num_shards):
+        raise ValueError(f"fn.readers.numpy: shard_id {shard_id} is not in [0, num_shards={num_shards})")
+    pipe._rocal_reader = arrays
+    pipe._unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or plugin.pytorch) "
+                        "returns its arrays, as rocAL's")
+    data = _reading(pipe, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards), bool(random_shuffle),
+                                          bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
+                                          pad=bool(pad_last_batch), seed=int(seed), name="NumpyReader",
+                                          read=arrays.read))
+    image = (arrays.layout.layout in ("NHWC", "NCHW") and arrays.layout.dtype == "uint8"
+             and len(arrays.layout.max_shape) == 3)
+    node = Op("rocal.readers.numpy", _npy_sample, [data], {"image": arrays.layout.layout if image else ""},
+              layouts=("HWC" if image else "",)).outputs[0]
+    node.rocal_array = arrays.layout
+    if image:
+        shape = arrays.layout.max_shape
+        node.rocal = Rocal(shape[:2] if layout == RocalTensorLayout.NHWC else shape[1:], layout,
+                           RocalTensorOutputType.UINT8)
+    return node
+
+
+def log1p(*inputs, output_datatype=RocalTensorOutputType.FLOAT):
+    """``fn.log1p``: log(1 + |x|) in float32 of an int16 array of fn.readers.numpy, the only input rocAL
+    takes (rocalLog1p, rocal_api_augmentation.cpp; RPP's host kernel: std::log1p(std::abs(x))); as in
+    rocAL, ``output_datatype`` is not read and the output is float32 of the input's shape."""
+    array = inputs[0] if inputs else None
+    kind = getattr(array, "rocal_array", None)
+    if kind is None or kind.dtype != "int16" or hasattr(array, "rocal"):
+        raise ValueError(f"{PREFIX}: fn.log1p takes an int16 array of fn.readers.numpy (rocAL: \"Log1p "
+                         f"augmentation only supported for int16 inputs\")")
+    node = Op("rocal.log1p", lambda ctx, op, x: x.float().abs().log1p(), [array], {}).outputs[0]
+    node.rocal_array = npy.NpyLayout(kind.max_shape, "float32", kind.layout)
+    return node
+
+
 def _cifar10_image(ctx, op, data):
     return data.view(3, cifar10.SIDE, cifar10.SIDE).permute(1, 2, 0).contiguous()
 
@@ -513,7 +579,7 @@ def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width
     sizes = _resize_args("fn.resize", max_size, resize_longer, resize_shorter, resize_width, resize_height,
                          scaling_mode)
     layout, dtype = _kind(output_layout, output_dtype)
-    width, height = imageops.resize_buffer((inputs[0].rocal.buffer[1], inputs[0].rocal.buffer[0]), **sizes)
+    width, height = imageops.resize_buffer((_source(inputs).buffer[1], _source(inputs).buffer[0]), **sizes)
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation):
@@ -575,7 +641,7 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
     sizes = _resize_args("fn.resize_mirror_normalize", max_size, resize_longer, resize_shorter, resize_width,
                          resize_height, scaling_mode)
     layout, dtype = _kind(output_layout, output_dtype)
-    width, height = imageops.resize_buffer((inputs[0].rocal.buffer[1], inputs[0].rocal.buffer[0]), **sizes)
+    width, height = imageops.resize_buffer((_source(inputs).buffer[1], _source(inputs).buffer[0]), **sizes)
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation, mirror, mean, std):
@@ -593,7 +659,7 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
     (rocalCrop's defaults, rocAL/include/parameters/parameter_crop.h)."""
     height, width = _crop_size(crop, crop_h, crop_w)
     layout, dtype = _kind(output_layout, output_dtype)
-    source = inputs[0].rocal.buffer
+    source = _source(inputs).buffer
     out = Rocal((height, width) if height and width else source, layout, dtype)
 
     def run(ctx, op, image, pos):
@@ -627,7 +693,7 @@ def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTens
          output_dtype=RocalTensorOutputType.UINT8):
     """``fn.flip``: horizontal and/or vertical (0/1, or a per-sample coin flip)."""
     layout, dtype = _kind(output_layout, output_dtype)
-    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+    out = Rocal(_source(inputs).buffer, layout, dtype)
 
     def run(ctx, op, image, horizontal, vertical):
         dims = [d for d, on in ((1, horizontal), (0, vertical)) if int(on)]
@@ -653,7 +719,7 @@ def _warp_op(name: str, warp, inputs, interpolation_type, dest_width, dest_heigh
         raise NotImplementedError(f"{PREFIX}: fn.{name}: interpolation_type TRIANGULAR is not supported "
                                   f"(LINEAR, NEAREST_NEIGHBOR, as RPP's {name})")
     layout, dtype = _kind(output_layout, output_dtype)
-    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else inputs[0].rocal.buffer
+    buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else _source(inputs).buffer
     out = Rocal(buffer, layout, dtype)
 
     def run(ctx, op, image, **values):
@@ -754,7 +820,7 @@ def _color_op(name: str, formula, defaults: dict):
         if unknown:
             raise TypeError(f"fn.{name}() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
         layout, dtype = _kind(output_layout, output_dtype)
-        out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+        out = Rocal(_source(inputs).buffer, layout, dtype)
 
         def run(ctx, op, image, **values):
             rng = ctx.rng(op)
@@ -857,7 +923,7 @@ def blend(*inputs, ratio=None, device=None, output_layout=RocalTensorLayout.NHWC
     if len(inputs) != 2 or not all(isinstance(i, DataNode) and hasattr(i, "rocal") for i in inputs):
         raise TypeError(f"{PREFIX}: fn.blend takes two image outputs of decoders or image operators")
     layout, dtype = _kind(output_layout, output_dtype)
-    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+    out = Rocal(_source(inputs).buffer, layout, dtype)
 
     def run(ctx, op, first, second, ratio):
         if ratio is None:
@@ -870,12 +936,12 @@ def blend(*inputs, ratio=None, device=None, output_layout=RocalTensorLayout.NHWC
 
 def nop(*inputs, device=None):
     """``fn.nop``: the input, as it is (rocAL's signature: no layout or type arguments)."""
-    return _image_op("nop", lambda ctx, op, image: image, inputs[0], {}, inputs[0].rocal)
+    return _image_op("nop", lambda ctx, op, image: image, inputs[0], {}, _source(inputs))
 
 
 def copy(*inputs, device=None):
     """``fn.copy``: a copy of the input."""
-    return _image_op("copy", lambda ctx, op, image: image.clone(), inputs[0], {}, inputs[0].rocal)
+    return _image_op("copy", lambda ctx, op, image: image.clone(), inputs[0], {}, _source(inputs))
 
 
 # ------------------------------------------------------------------------------------------ random, labels
@@ -912,7 +978,7 @@ def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTen
     if not 0 <= percent < 100:
         raise ValueError(f"fn.pixelate: pixelate_percent {pixelate_percent} is not in [0, 100)")
     layout, dtype = _kind(output_layout, output_dtype)
-    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+    out = Rocal(_source(inputs).buffer, layout, dtype)
 
     def run(ctx, op, image, percent):
         return imageops.as_output(imageops.pixelate(image, percent), out.torch_dtype)
@@ -940,7 +1006,7 @@ def lens_correction(*inputs, camera_matrix=None, distortion_coeffs=None, device=
     if fx * fy == 0:
         raise ValueError("fn.lens_correction: fx and fy must not be 0 (the camera matrix has no inverse)")
     layout, dtype = _kind(output_layout, output_dtype)
-    out = Rocal(inputs[0].rocal.buffer, layout, dtype)
+    out = Rocal(_source(inputs).buffer, layout, dtype)
 
     def run(ctx, op, image):
         return imageops.as_output(imageops.lens_correction(image, camera, distortion), out.torch_dtype)
@@ -972,12 +1038,12 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10, decoders.image / image_slice / image_random_crop, external_source, "
+                                  f"/ webdataset / cifar10 / numpy, decoders.image / image_slice / image_random_crop, external_source, "
                                   f"resize, crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
                                   f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
                                   f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
-                                  f"pixelate, vignette, lens_correction, nop, copy, random.coin_flip, uniform, "
-                                  f"one_hot)")
+                                  f"pixelate, vignette, lens_correction, log1p, nop, copy, random.coin_flip, "
+                                  f"uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..dali import pipeline as dali_pipeline
-from . import types
+from . import npy, types
 from .imageops import pad_batch
 from .operators import PREFIX
 
@@ -113,6 +113,7 @@ class Pipeline(dali_pipeline.Pipeline):
         self._last_batch_policy = None
         self._rocal_reader = self._rocal_labels = None
         self._rocal_webdataset = None  # fn.readers.webdataset's samples, whose members replace labels
+        self._unlabelled = None  # why get_image_labels refuses, for a reader without labels (fn.readers.numpy)
         self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
         self._user_outputs: list = []
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
@@ -214,6 +215,8 @@ class Pipeline(dali_pipeline.Pipeline):
             raise RuntimeError(f"{PREFIX}: fn.readers.webdataset gives no labels: get_ascii_datas() gives each "
                                f"sample's {', '.join(self._rocal_webdataset.reader.extensions) or 'no other'} "
                                f"members, as rocAL")
+        if self._unlabelled:
+            raise RuntimeError(f"{PREFIX}: {self._unlabelled}")
         return self._current[1].numpy()
 
     def get_ascii_datas(self) -> list[list[np.ndarray]]:
@@ -270,7 +273,10 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def _as_rocal(self, node, batch) -> RocalTensor:
         """A graph output's per-sample HWC images as rocAL's padded buffer in the operator's layout."""
-        out = node.rocal
+        out = getattr(node, "rocal", None)
+        if out is None:  # an array of fn.readers.numpy
+            array = node.rocal_array
+            return RocalArray(npy.pad_arrays(list(batch.tensors), array.max_shape), array.layout, array.dtype)
         layout = "NCHW" if out.layout == types.NCHW else "NHWC"
         if self._lowered is not None:  # the fused plan's batch: dense, in the output's layout already
             dense = batch.as_tensor()
@@ -278,6 +284,22 @@ class Pipeline(dali_pipeline.Pipeline):
         samples = list(batch.tensors)
         rois = [(s.shape[0], s.shape[1]) for s in samples]
         return RocalTensor(pad_batch(samples, out.buffer, layout), layout, out.dtype_name, rois)
+
+
+class RocalArray(RocalTensor):
+    """A tensor of fn.readers.numpy (or fn.log1p after it) that is no image: [batch] + the dataset's
+    largest shape, each array at its origin. Its layout is the one the reader was told."""
+
+    def __init__(self, batch: torch.Tensor, layout: str, dtype_name: str):
+        super().__init__(batch, layout, dtype_name, [])
+
+    def max_shape(self) -> list[int]:
+        raise NotImplementedError(f"{PREFIX}: max_shape() of a {self._layout} array of fn.readers.numpy is not "
+                                  f"supported (dimensions() gives its shape)")
+
+    def get_rois(self) -> np.ndarray:
+        raise NotImplementedError(f"{PREFIX}: get_rois() of a {self._layout} array of fn.readers.numpy is not "
+                                  f"supported")
 
 
 class _TimingInfo:

@@ -39,3 +39,43 @@ def classification_args(pipe, display, device, device_id) -> dict:
     normalization, which rocAL's iterators keep and do not apply."""
     return dict(tensor_layout=pipe._tensor_layout, tensor_dtype=pipe._tensor_dtype, multiplier=pipe._multiplier,
                 offset=pipe._offset, display=display, device=device, device_id=device_id)
+
+
+def kept(loader) -> int:
+    """How many samples of the batch just made are real: all but the padding of a LAST_BATCH_PARTIAL last
+    batch (rocAL's iterators: getRemainingImages() < batch_size)."""
+    from .. import types
+    batch_size = loader._batch_size
+    if loader._last_batch_policy is types.LAST_BATCH_PARTIAL and loader.get_remaining_images() < batch_size:
+        return batch_size - loader.get_last_batch_padded_size()
+    return batch_size
+
+
+class NumpyIterator:
+    """What rocAL's two ROCALNumpyIterators share (fn.readers.numpy's pipelines): each step the outputs
+    alone, a list of one whole batch per output, cut to the real samples of a LAST_BATCH_PARTIAL last
+    batch; ``len()`` the batches left when it was made; no reset at the epoch's end (call ``reset()``).
+    The arrays are fresh each step (rocAL overwrites one set; the values are the same)."""
+
+    def __init__(self, pipeline):
+        self.loader = the_pipeline(pipeline)
+        self.batch_size = self.loader._batch_size
+        self.len = self.loader.get_remaining_images() // self.batch_size
+
+    def _outputs(self) -> list:
+        if self.loader.rocal_run() != 0:
+            raise StopIteration
+        keep = kept(self.loader)
+        return [tensor.batch[0:keep] for tensor in self.loader.get_output_tensors()]
+
+    def next(self):
+        return self.__next__()
+
+    def reset(self):
+        self.loader.rocal_reset_loaders()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return self.len

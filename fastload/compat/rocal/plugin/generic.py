@@ -6,6 +6,7 @@ classes) with ``fn.one_hot``; after ``fn.readers.webdataset``, its samples'
 other members, as the PyTorch iterator gives them). ``len()`` is the batches left when it was
 made (floor). Unlike the PyTorch iterator it does not reset at the epoch's
 end (call ``reset()``) and does not cut a LAST_BATCH_PARTIAL batch.
+``ROCALNumpyIterator`` (fn.readers.numpy) returns the outputs alone.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types
-from ._common import check_display, classification_args, one_hot, the_pipeline
+from ._common import NumpyIterator, check_display, classification_args, one_hot, the_pipeline
 
 
 class ROCALGenericIterator:
@@ -58,3 +59,10 @@ class ROCALClassificationIterator(ROCALGenericIterator):
                  last_batch_padded=False, display=False, device="cpu", device_id=0):
         pipe = the_pipeline(pipelines)
         super().__init__(pipe, **classification_args(pipe, display, device, device_id))
+
+
+class ROCALNumpyIterator(NumpyIterator):
+    """fn.readers.numpy's iterator: each step a list of numpy arrays, one per output (``NumpyIterator``)."""
+
+    def __next__(self) -> list[np.ndarray]:
+        return [batch.numpy().copy() for batch in self._outputs()]

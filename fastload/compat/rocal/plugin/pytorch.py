@@ -19,7 +19,7 @@ import warnings
 import torch
 
 from .. import types
-from ._common import check_display, classification_args, one_hot, the_pipeline
+from ._common import NumpyIterator, check_display, classification_args, kept, one_hot, the_pipeline
 
 
 class ROCALGenericIterator:
@@ -32,7 +32,6 @@ class ROCALGenericIterator:
         self.batch_size = self.loader._batch_size
         self.device = _device(device, device_id)
         self.iterator_length = self.loader.get_remaining_images()
-        self.last_batch_policy = self.loader._last_batch_policy
 
     def next(self):
         return self.__next__()
@@ -42,7 +41,7 @@ class ROCALGenericIterator:
             self.loader.rocal_reset_loaders()
             raise StopIteration
         outputs = [torch.from_numpy(t.batch.numpy()).to(self.device) for t in self.loader.get_output_tensors()]
-        keep = self._kept()
+        keep = kept(self.loader)
         if self.loader._rocal_webdataset is not None:  # its members in place of labels, as rocAL's
             return [out[0:keep] for out in outputs], [batch[0:keep] for batch in self.loader.get_ascii_datas()]
         labels = self.loader.get_image_labels()
@@ -51,13 +50,6 @@ class ROCALGenericIterator:
             return [out[0:keep] for out in outputs], labels[:, 0:keep]
         labels = torch.from_numpy(labels).long().to(self.device)
         return [out[0:keep] for out in outputs], labels[..., 0:keep]
-
-    def _kept(self) -> int:
-        """How many samples of this batch are real: all but the padding of a LAST_BATCH_PARTIAL last batch."""
-        if self.last_batch_policy is types.LAST_BATCH_PARTIAL and self.loader.get_remaining_images() < \
-                self.batch_size:
-            return self.batch_size - self.loader.get_last_batch_padded_size()
-        return self.batch_size
 
     def reset(self):
         self.loader.rocal_reset_loaders()
@@ -77,6 +69,18 @@ class ROCALClassificationIterator(ROCALGenericIterator):
                  last_batch_padded=False, display=False, device="cpu", device_id=0):
         pipe = the_pipeline(pipelines)
         super().__init__(pipe, **classification_args(pipe, display, device, device_id))
+
+
+class ROCALNumpyIterator(NumpyIterator):
+    """fn.readers.numpy's iterator: each step a list of torch tensors on ``device`` ("cpu", else
+    cuda:device_id), one per output (``NumpyIterator``)."""
+
+    def __init__(self, pipeline, device="cpu", device_id=0):
+        super().__init__(pipeline)
+        self.device = _device(device, device_id)
+
+    def __next__(self) -> list[torch.Tensor]:
+        return [batch.clone().to(self.device) for batch in self._outputs()]
 
 
 _warned_no_gpu = False
