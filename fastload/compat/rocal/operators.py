@@ -588,6 +588,30 @@ def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width
                      out)
 
 
+def roi_resize(*inputs, resize_width=0, resize_height=0, roi_w=None, roi_h=None, roi_pos_x=None, roi_pos_y=None,
+               device=None, interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION,
+               output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.roi_resize``: fn.crop's window (roi_w x roi_h at whole-pixel offsets roi_pos_x/y, a size past
+    the image being the image's: imageops.fixed_crop) resampled to resize_width x resize_height as fn.resize
+    does. rocalROIResize makes a CropResizeNode whose fixed-crop init is CropNode's, then RPP's resize of
+    that window (rocAL/source/api/rocal_api_augmentation.cpp; geometry_augmentations/node_crop_resize.cpp)."""
+    if not resize_width or not resize_height:
+        raise ValueError("fn.roi_resize: resize_width and resize_height must not be 0 (rocAL refuses it)")
+    if any(value is None for value in (roi_w, roi_h, roi_pos_x, roi_pos_y)):
+        raise TypeError("fn.roi_resize: give roi_w, roi_h, roi_pos_x and roi_pos_y (rocAL's binding takes numbers)")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal((int(resize_height), int(resize_width)), layout, dtype)
+    _source(inputs)
+
+    def run(ctx, op, image, roi, interpolation):
+        x, y, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], *roi)
+        return imageops.as_output(imageops.resample(image[y:y + h, x:x + w], int(resize_width), int(resize_height),
+                                                    interpolation), out.torch_dtype)
+    return _image_op("roi_resize", run, inputs[0],
+                     {"roi": (int(roi_w), int(roi_h), float(roi_pos_x), float(roi_pos_y)),
+                      "interpolation": _interpolation(interpolation_type)}, out)
+
+
 def _normalized(image: torch.Tensor, mean, std, mirror, dtype: torch.dtype) -> torch.Tensor:
     channels = image.shape[2]
     mean = torch.tensor((list(mean) * channels)[:channels] if len(mean) == 1 else list(mean)[:channels])
@@ -1038,12 +1062,13 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy, decoders.image / image_slice / image_random_crop, external_source, "
-                                  f"resize, crop_mirror_normalize, resize_mirror_normalize, crop, center_crop, flip, "
-                                  f"rotate, warp_affine, resize_crop_mirror, resize_crop, brightness, contrast, "
-                                  f"color_twist, hue, saturation, gamma_correction, exposure, color_temp, blend, "
-                                  f"pixelate, vignette, lens_correction, log1p, nop, copy, random.coin_flip, "
-                                  f"uniform, one_hot)")
+                                  f"/ webdataset / cifar10 / numpy, decoders.image / image_slice / "
+                                  f"image_random_crop, external_source, resize, crop_mirror_normalize, "
+                                  f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
+                                  f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "
+                                  f"hue, saturation, gamma_correction, exposure, color_temp, blend, pixelate, "
+                                  f"vignette, lens_correction, log1p, nop, copy, random.coin_flip, uniform, "
+                                  f"one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
