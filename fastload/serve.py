@@ -36,9 +36,8 @@ from .errors import DecodeError
 
 
 def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
-    """A torchvision classifier by name, in eval mode and channels_last (oneDNN's faster convolutions on
-    the CPU, and the layout of the NHWC pipeline outputs model_input hands it): weights from a local
-    state_dict file, or random (seeded); nothing is downloaded."""
+    """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
+    (seeded); nothing is downloaded."""
     import torchvision
     known = torchvision.models.list_models()
     if name not in known:
@@ -53,7 +52,7 @@ def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn
         raise ValueError(f"unknown torchvision model {name!r} ({error})") from None
     if weights is not None:
         model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
-    return model.eval().to(memory_format=torch.channels_last)
+    return model.eval()
 
 
 def model_input(outputs: list[torch.Tensor]) -> torch.Tensor:
