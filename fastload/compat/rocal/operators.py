@@ -26,9 +26,10 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import cifar10, imageops, npy
+from . import cifar10, imageops, mxnet, npy
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
+from .mxnet import MXNetReader
 from .webdataset import WebDatasetReader, WebDatasetSamples, webdataset_reader
 
 PREFIX = "fastload.compat.rocal"
@@ -263,6 +264,16 @@ class RocalReaderSpec:
                           pad=self.pad)
 
 
+def readers_mxnet(path, stick_to_shard=False, pad_last_batch=False):
+    """``fn.readers.mxnet``: records the folder of the .rec and .idx files; ``fn.decoders.image(path=...)``
+    reads the records (``fastload.compat.rocal.mxnet`` for rocAL's rules). As in rocAL, stick_to_shard and
+    pad_last_batch here are not read (the decoder's are)."""
+    reader = MXNetReader(str(path))
+    mxnet.record_files(reader.path)  # a folder without its two files is an error here, as in rocAL
+    _pipeline()._rocal_reader = reader
+    return reader
+
+
 def readers_webdataset(path, index_paths="", ext=None,
                        missing_components_behavior=RocalMissingComponentsBehavior.MISSING_COMPONENT_ERROR):
     """``fn.readers.webdataset``: records the folder of tar files and ``ext[0]``, the members of a sample
@@ -282,10 +293,11 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp)."""
     pipe = _pipeline()
     recorded = getattr(pipe, "_rocal_reader", None)
-    if not inputs or not isinstance(inputs[0], (FileReader, TFRecordReader, WebDatasetReader)) or recorded is None:
-        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord or "
-                                  f"fn.readers.webdataset recorded (other readers and external sources are not "
-                                  f"supported yet)")
+    if not inputs or not isinstance(inputs[0], (FileReader, TFRecordReader, WebDatasetReader, MXNetReader)) \
+            or recorded is None:
+        raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord, "
+                                  f"fn.readers.webdataset or fn.readers.mxnet recorded (other readers and external "
+                                  f"sources are not supported yet)")
     if not pad_last_batch and not stick_to_shard:
         raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False, stick_to_shard=False) is not "
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
@@ -307,6 +319,16 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
         webdataset = WebDatasetSamples(decoder, recorded, file_root or recorded.path)
         samples, read = webdataset.samples, webdataset.read
         pipe._rocal_webdataset = webdataset
+    elif isinstance(recorded, MXNetReader):
+        if decoder != "fn.decoders.image":  # rocAL's has no MXNet branch: it reads file_root as image files
+            raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.mxnet: rocAL's reads file_root as a "
+                                      f"folder of images, not the records; use fn.decoders.image(path=...)")
+        refuse(decoder, user_feature_key_map=key_map)
+        if path and os.path.abspath(path) != os.path.abspath(recorded.path):
+            raise ValueError(f"{PREFIX}: {decoder}(path={path!r}) after fn.readers.mxnet(path={recorded.path!r}): "
+                             f"rocAL's decoder reads its path's images and the reader its path's labels")
+        records = mxnet.MXNetRecords(path or recorded.path)
+        samples, read = records.samples, records.read
     else:
         refuse(decoder, user_feature_key_map=key_map, path=path)
         root = file_root or recorded.file_root
@@ -1062,7 +1084,7 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy, decoders.image / image_slice / "
+                                  f"/ webdataset / cifar10 / numpy / mxnet, decoders.image / image_slice / "
                                   f"image_random_crop, external_source, resize, crop_mirror_normalize, "
                                   f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
                                   f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "

@@ -1,9 +1,10 @@
 """``amd.rocal.readers``: the readers fastload runs (``fn.readers.file``, ``fn.readers.tfrecord`` for
-classification, ``fn.readers.webdataset``, ``fn.readers.cifar10``, ``fn.readers.numpy``); others raise
-NotImplementedError."""
+classification, ``fn.readers.webdataset``, ``fn.readers.cifar10``, ``fn.readers.numpy``,
+``fn.readers.mxnet``); others raise NotImplementedError."""
 
 from .operators import readers_cifar10 as cifar10  # noqa: F401
 from .operators import readers_file as file  # noqa: F401
+from .operators import readers_mxnet as mxnet  # noqa: F401
 from .operators import readers_numpy as numpy  # noqa: F401
 from .operators import readers_tfrecord as tfrecord  # noqa: F401
 from .operators import unsupported
@@ -12,5 +13,4 @@ from .operators import readers_webdataset as webdataset  # noqa: F401
 coco = unsupported("readers.coco")
 caffe = unsupported("readers.caffe")
 caffe2 = unsupported("readers.caffe2")
-mxnet = unsupported("readers.mxnet")
 video = unsupported("readers.video")
