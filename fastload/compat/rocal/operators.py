@@ -26,7 +26,7 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import cifar10, imageops, mxnet, npy
+from . import cifar10, coco, imageops, mxnet, npy
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 from .mxnet import MXNetReader
@@ -84,6 +84,10 @@ def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataN
     _source([image])
     node = Op("rocal." + name, impl, [image], args, layouts=("HWC",)).outputs[0]
     node.rocal = out
+    boxes = getattr(image, "rocal_boxes", None)
+    if boxes is not None:  # fn.readers.coco's boxes, moved as rocAL's meta node for the operator moves them
+        node.rocal_boxes = coco.moved(_pipeline(), name, boxes, image, node, args,
+                                      args.get("size") or (out.buffer[1], out.buffer[0]))
     return node
 
 
@@ -264,6 +268,19 @@ class RocalReaderSpec:
                           pad=self.pad)
 
 
+def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid_class_remapping=False,
+                 pixelwise_masks=False, is_box_encoder=False, is_box_iou_matcher=False, aspect_ratio_grouping=False,
+                 stick_to_shard=False, pad_last_batch=False):
+    """``fn.readers.coco``: records the annotations; ``fn.decoders.image(jpegs, file_root=...,
+    annotations_file=...)`` reads the annotated images and their boxes (``fastload.compat.rocal.coco`` for
+    rocAL's rules). Returns (the reader, [], []) as rocAL returns (meta data, labels, bboxes); as in rocAL,
+    stick_to_shard and pad_last_batch here are not read (the decoder's are)."""
+    reader = coco.coco_reader(annotations_file, ltrb, masks, ratio, avoid_class_remapping, pixelwise_masks,
+                              is_box_encoder, is_box_iou_matcher, aspect_ratio_grouping)
+    _pipeline()._rocal_reader = reader
+    return reader, [], []
+
+
 def readers_mxnet(path, stick_to_shard=False, pad_last_batch=False):
     """``fn.readers.mxnet``: records the folder of the .rec and .idx files; ``fn.decoders.image(path=...)``
     reads the records (``fastload.compat.rocal.mxnet`` for rocAL's rules). As in rocAL, stick_to_shard and
@@ -293,11 +310,11 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp)."""
     pipe = _pipeline()
     recorded = getattr(pipe, "_rocal_reader", None)
-    if not inputs or not isinstance(inputs[0], (FileReader, TFRecordReader, WebDatasetReader, MXNetReader)) \
-            or recorded is None:
+    readers = (FileReader, TFRecordReader, WebDatasetReader, MXNetReader, coco.COCOReader)
+    if not inputs or not isinstance(inputs[0], readers) or recorded is None:
         raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord, "
-                                  f"fn.readers.webdataset or fn.readers.mxnet recorded (other readers and external "
-                                  f"sources are not supported yet)")
+                                  f"fn.readers.webdataset, fn.readers.mxnet or fn.readers.coco recorded (other "
+                                  f"readers and external sources are not supported yet)")
     if not pad_last_batch and not stick_to_shard:
         raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False, stick_to_shard=False) is not "
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
@@ -319,6 +336,13 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
         webdataset = WebDatasetSamples(decoder, recorded, file_root or recorded.path)
         samples, read = webdataset.samples, webdataset.read
         pipe._rocal_webdataset = webdataset
+    elif isinstance(recorded, coco.COCOReader):
+        if decoder != "fn.decoders.image":
+            raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.coco is not supported (use "
+                                      f"fn.decoders.image)")
+        refuse(decoder, user_feature_key_map=key_map, path=path)
+        pipe._rocal_coco = coco.COCOSamples(decoder, recorded, file_root)
+        samples = pipe._rocal_coco.samples
     elif isinstance(recorded, MXNetReader):
         if decoder != "fn.decoders.image":  # rocAL's has no MXNet branch: it reads file_root as image files
             raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.mxnet: rocAL's reads file_root as a "
@@ -461,8 +485,13 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
                    pad_last_batch=True, stick_to_shard=True, shard_size=-1):
     """``fn.decoders.image``: reads and decodes the recorded folder, capped at max_decoded_width x
     max_decoded_height (rocAL_pybind/amd/rocal/decoders.py)."""
-    refuse("fn.decoders.image", annotations_file=annotations_file,
-           index_path=index_path and not (inputs and isinstance(inputs[0], WebDatasetReader)),
+    reader = inputs[0] if inputs else None
+    if isinstance(reader, coco.COCOReader) and annotations_file and \
+            os.path.abspath(annotations_file) != os.path.abspath(reader.annotations_file):
+        raise ValueError(f"{PREFIX}: fn.decoders.image(annotations_file={annotations_file!r}) after "
+                         f"fn.readers.coco(annotations_file={reader.annotations_file!r}): give both the same file")
+    refuse("fn.decoders.image", annotations_file=annotations_file and not isinstance(reader, coco.COCOReader),
+           index_path=index_path and not isinstance(reader, WebDatasetReader),
            decode_size_policy=decode_size_policy not in (1, 3))
     data = _reader_node("fn.decoders.image", inputs, file_root, shard_id, num_shards, random_shuffle,
                         last_batch_policy, pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
@@ -470,6 +499,12 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
               {"color": _color(output_type), "max_width": int(max_decoded_width),
                "max_height": int(max_decoded_height)}, layouts=("HWC",)).outputs[0]
     node.rocal = Rocal((int(max_decoded_height), int(max_decoded_width)))
+    if isinstance(reader, coco.COCOReader):  # the boxes, at the decoded size, follow the image's operators
+        pipe = _pipeline()
+        node.rocal_boxes = pipe._rocal_boxes = pipe._rocal_decoded_boxes = Op(
+            "rocal.boxes.decoded", coco.decoded_boxes(pipe._rocal_coco), [data, node], {}).outputs[0]
+        pipe._unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
+                            "(rocAL's plugins give no labels for it either)")
     return node
 
 
@@ -708,7 +743,7 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
     source = _source(inputs).buffer
     out = Rocal((height, width) if height and width else source, layout, dtype)
 
-    def run(ctx, op, image, pos):
+    def run(ctx, op, image, pos, size):
         if height and width:
             x, y, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], width, height, *pos)
         else:
@@ -717,7 +752,8 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
             x = int(rng.uniform(0.01, 0.99) * (image.shape[1] - w))
             y = int(rng.uniform(0.01, 0.99) * (image.shape[0] - h))
         return imageops.as_output(image[y:y + h, x:x + w].contiguous(), out.torch_dtype)
-    return _image_op("crop", run, inputs[0], {"pos": (float(crop_pos_x), float(crop_pos_y))}, out)
+    return _image_op("crop", run, inputs[0], {"pos": (float(crop_pos_x), float(crop_pos_y)), "size": (width, height)},
+                     out)
 
 
 def center_crop(*inputs, crop=(0, 0), crop_h=0, crop_w=0, crop_d=1, device=None,
@@ -977,6 +1013,8 @@ def blend(*inputs, ratio=None, device=None, output_layout=RocalTensorLayout.NHWC
         return imageops.as_output(imageops.blend(first, second, float(ratio)), out.torch_dtype)
     node = Op("rocal.blend", run, list(inputs), {"ratio": _param(ratio)}, layouts=("HWC",)).outputs[0]
     node.rocal = out
+    if getattr(inputs[0], "rocal_boxes", None) is not None:  # fn.readers.coco's boxes: a colour operator's
+        node.rocal_boxes = inputs[0].rocal_boxes
     return node
 
 
@@ -1084,7 +1122,7 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy / mxnet, decoders.image / image_slice / "
+                                  f"/ webdataset / cifar10 / numpy / mxnet / coco, decoders.image / image_slice / "
                                   f"image_random_crop, external_source, resize, crop_mirror_normalize, "
                                   f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
                                   f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "

@@ -18,6 +18,7 @@ at ROCm/rocAL 0981d5bb):
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import inspect
 
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 
 from ..dali import pipeline as dali_pipeline
-from . import npy, types
+from . import coco, npy, types
 from .imageops import pad_batch
 from .operators import PREFIX
 
@@ -68,9 +69,17 @@ class RocalTensor:
         return self.batch[index].numpy()
 
     def copy_data(self, array, memory_type=None) -> None:
-        """Copy the whole buffer into a numpy array, or a torch tensor, of its shape and type."""
+        """Copy the whole buffer into a numpy array or a torch tensor of its shape and type, or, as rocAL's
+        scripts pass it, to the host memory a ``ctypes.c_void_p`` points at (HOST_MEMORY only: fastload's
+        tensors are on the host)."""
         if isinstance(array, torch.Tensor):
             array.copy_(self.batch)
+        elif isinstance(array, ctypes.c_void_p):
+            if memory_type not in (None, types.HOST_MEMORY, types.PINNED_MEMORY):
+                raise NotImplementedError(f"{PREFIX}: copy_data to a device pointer is not supported (give a torch "
+                                          f"tensor, which may live on the GPU)")
+            batch = self.batch.contiguous()
+            ctypes.memmove(array.value, batch.data_ptr(), batch.numel() * batch.element_size())
         else:
             np.copyto(array, self.batch.numpy())
 
@@ -114,6 +123,9 @@ class Pipeline(dali_pipeline.Pipeline):
         self._rocal_reader = self._rocal_labels = None
         self._rocal_webdataset = None  # fn.readers.webdataset's samples, whose members replace labels
         self._unlabelled = None  # why get_image_labels refuses, for a reader without labels (fn.readers.numpy)
+        self._rocal_coco = None  # fn.readers.coco's samples and annotations
+        self._rocal_boxes = self._rocal_decoded_boxes = None  # their boxes: the last box-moving op's, the decoder's
+        self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout)
         self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
         self._user_outputs: list = []
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
@@ -143,7 +155,9 @@ class Pipeline(dali_pipeline.Pipeline):
                                               f"fn.readers.cifar10 or fn.external_source (other readers are not "
                                               f"supported yet)")
                 self._outputs = self._user_outputs + [self._rocal_labels]
-                self._reader = self._name = "labelReader"
+                if self._rocal_boxes is not None:
+                    self._outputs.append(self._rocal_boxes)
+                self._reader = self._name = "COCOReader" if self._rocal_boxes is not None else "labelReader"
             super().build()
             self._remaining = self._epoch_samples()
         return self
@@ -166,6 +180,10 @@ class Pipeline(dali_pipeline.Pipeline):
         if self._external is not None:
             labels = self._feed_external()
             images = dali_pipeline.Pipeline.run(self)
+        elif self._rocal_boxes is not None:
+            *images, labels, boxes = dali_pipeline.Pipeline.run(self)
+            keep_xywh = not self._rocal_coco_ltrb() and self._rocal_boxes is self._rocal_decoded_boxes
+            self._boxes = [coco.as_xywh(table) if keep_xywh else table for table in boxes.tensors]
         else:
             *images, labels = dali_pipeline.Pipeline.run(self)
             labels = labels.as_tensor().reshape(-1).to(torch.int32)
@@ -218,6 +236,36 @@ class Pipeline(dali_pipeline.Pipeline):
         if self._unlabelled:
             raise RuntimeError(f"{PREFIX}: {self._unlabelled}")
         return self._current[1].numpy()
+
+    # -- fn.readers.coco's meta data (rocal_pybind.cpp: getBoundingBoxLabels, getBoundingBoxCords, ...)
+    def _tables(self) -> list:
+        if self._boxes is None:
+            raise RuntimeError(f"{PREFIX}: no boxes: the pipeline reads no fn.readers.coco, or has not run")
+        return self._boxes
+
+    def _rocal_coco_ltrb(self) -> bool:
+        return self._rocal_reader is None or getattr(self._rocal_reader, "ltrb", True)
+
+    def get_bounding_box_labels(self) -> list[np.ndarray]:
+        """The last batch's box labels: per image an int32 array [boxes]."""
+        return [table[1:, 4].numpy().astype(np.int32) for table in self._tables()]
+
+    def get_bounding_box_cords(self) -> list[np.ndarray]:
+        """The last batch's boxes: per image a flat float32 array [l, t, r, b, l, t, r, b, ...] (x, y, w, h
+        with ltrb=False where no operator moved them), as rocAL gives them."""
+        return [table[1:, :4].numpy().astype(np.float32).reshape(-1) for table in self._tables()]
+
+    def get_bounding_box_count(self) -> np.ndarray:
+        return np.array([len(table) - 1 for table in self._tables()], dtype=np.int32)
+
+    def get_image_id(self, array) -> None:
+        """Write the last batch's json image ids into ``array`` (int32, [batch])."""
+        array[:] = np.array([int(table[0, 0]) for table in self._tables()], dtype=np.int32)
+
+    def get_img_sizes(self, array) -> None:
+        """Write the last batch's json (width, height) pairs into ``array`` (int32, [batch * 2])."""
+        sizes = [(int(table[0, 1]), int(table[0, 2])) for table in self._tables()]
+        np.asarray(array).reshape(-1)[:] = np.array(sizes, dtype=np.int32).reshape(-1)
 
     def get_ascii_datas(self) -> list[list[np.ndarray]]:
         """fn.readers.webdataset: the last batch's non-JPEG members, per extension (sorted) a list of one
