@@ -1,4 +1,5 @@
-"""Read a file's bytes; file-system failures become DecodeErrors naming the file."""
+"""Read a file's bytes, or a record's range of them; file-system failures become DecodeErrors naming the
+file (or record)."""
 
 from __future__ import annotations
 
@@ -21,4 +22,18 @@ def read_file(index: int, path: str) -> bytes:
         raise DecodeError(index, path, f"cannot read: {error.strerror or error}") from error
     if not data:
         raise DecodeError(index, path, "empty file")
+    return data
+
+
+def read_range(index: int, path: str, start: int, length: int, name: str) -> bytes:
+    """``length`` bytes of ``path`` from ``start`` (a record of a file of records, named ``name``); a file
+    that ends before them is a DecodeError."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(start)
+            data = file.read(length)
+    except OSError as error:
+        raise DecodeError(index, name, f"cannot read: {error.strerror or error}") from error
+    if len(data) != length:
+        raise DecodeError(index, name, f"the file ends inside the record ({len(data)} of {length} bytes)")
     return data

@@ -115,12 +115,29 @@ def test_folders_prefix_matching_shuffle_and_trailing_bytes(tmp_path):
 
     with pytest.warns(UserWarning):
         shuffled = ROCALGenericIterator(cifar_pipeline(root, batch_size=6, random_shuffle=True))
+    pairs = {bytes(image): label for label, image in second + first}
     orders = []
     for _ in range(3):
         (images,), labels = next(iter(shuffled))
-        orders.append(sorted(bytes(image) for image in images))
+        assert [pairs[bytes(image)] for image in images] == labels.tolist()  # each image keeps its label
+        orders.append([bytes(image) for image in images])
         shuffled.reset()
-    assert all(order == sorted(bytes(image) for _, image in second + first) for order in orders)
+    assert all(sorted(order) == sorted(pairs) for order in orders)
+    assert len({tuple(order) for order in orders}) > 1  # the order changes from epoch to epoch
+
+
+def test_last_batch_drop_and_partial(cifar):
+    """9 records in batches of 4: DROP gives the two full batches, PARTIAL cuts the third to its one real
+    record (the PyTorch iterator), each epoch."""
+    root, records = cifar
+    drop = ROCALGenericIterator(cifar_pipeline(root, last_batch_policy=types.LAST_BATCH_DROP))
+    for _ in range(2):
+        assert [labels.tolist() for _, labels in drop] == [[label for label, _ in records[:4]],
+                                                          [label for label, _ in records[4:8]]]
+        drop.reset()
+    partial = ROCALClassificationIterator(cifar_pipeline(root, last_batch_policy=types.LAST_BATCH_PARTIAL))
+    for _ in range(2):
+        assert [len(labels) for _, labels in partial] == [4, 4, 1]
 
 
 def test_what_rocal_would_get_wrong_is_refused_by_name(cifar, tmp_path):
@@ -129,7 +146,19 @@ def test_what_rocal_would_get_wrong_is_refused_by_name(cifar, tmp_path):
         cifar_pipeline(root, image_type=types.RGB)
     with pytest.raises(NotImplementedError, match="num_shards=2.*ignores shard_id"):
         cifar_pipeline(root, num_shards=2)
-    with pytest.raises(ValueError, match="no file in .* has 'train_' in its name"):
+    with pytest.raises(ValueError, match="shard_id=1\\) with num_shards=1"):
+        cifar_pipeline(root, shard_id=1)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "data_batch_1.bin").symlink_to(root / "data_batch_1.bin")
+    with pytest.raises(ValueError, match="1 symbolic links do, which rocAL does not read"):
+        cifar_pipeline(linked)
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "data_batch_1.bin").write_bytes(bytes([12]) + bytes(3072))
+    with pytest.warns(UserWarning, match="1 records have labels over 9"):
+        cifar_pipeline(odd, batch_size=1)
+    with pytest.raises(ValueError, match="no regular file in .* has 'train_' in its name"):
         cifar_pipeline(root, filename_prefix="train_")
     twice = tmp_path / "twice"
     for folder in ("a", "b"):

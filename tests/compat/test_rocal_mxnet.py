@@ -140,6 +140,10 @@ def test_what_rocal_reads_wrongly_or_skips_is_refused_or_warned_by_name(tmp_path
     write_records(parts, [(1, 1.0, images[0]), (2, 1.0, images[1], 0, 1)])
     with pytest.raises(NotImplementedError, match="multi-part record"):
         mxnet_pipeline(parts)
+    huge = tmp_path / "huge"
+    write_records(huge, [(1, 3e9, images[0])])
+    with pytest.raises(ValueError, match="the label 3000000000.0 is no int32"):
+        mxnet_pipeline(huge)
     two = tmp_path / "two"
     write_records(two, [(1, 1.0, images[0])])
     write_records(two, [(2, 1.0, images[1])], name="val")

@@ -112,6 +112,23 @@ def test_uint8_images_go_through_the_image_operators(tmp_path):
         assert out.shape == (3, 3, 20, 24) and np.array_equal(out, expected.transpose(0, 3, 1, 2)), layout
 
 
+def test_a_file_that_changes_after_the_build_is_an_error_naming_it(tmp_path):
+    """The batch's type and shape are fixed at the build (rocAL's evaluator); a file rewritten since with
+    another type, more dimensions or a larger shape is a DecodeError naming it, not a silent cast."""
+    from fastload.errors import DecodeError
+    root = tmp_path / "changing"
+    root.mkdir()
+    for name in ("a", "b"):
+        np.save(root / f"{name}.npy", np.ones((2, 2), np.float32))
+    for changed in (np.ones((2, 2), np.int16), np.ones((3, 5), np.float32), np.ones((2, 2, 1), np.float32)):
+        loader = generic.ROCALNumpyIterator(numpy_pipeline(batch_size=2, file_root=str(root)))
+        np.save(root / "a.npy", changed)
+        with pytest.raises(DecodeError, match=r"a\.npy.*changed since the pipeline was built"):
+            next(loader)
+        loader.loader.rocal_release()
+        np.save(root / "a.npy", np.ones((2, 2), np.float32))
+
+
 def test_log1p_of_int16_arrays(tmp_path):
     """fn.log1p: log(1 + |x|) in float32 of int16 arrays (the extremes included), shape kept."""
     rng = np.random.default_rng(2)
@@ -140,6 +157,13 @@ def test_what_rocal_does_not_read_is_refused_by_name(tmp_path, volumes):
 
     refused("big-endian", lambda d: np.save(d / "a.npy", np.zeros(3, dtype=">f4")))
     refused("type float64 is not one rocAL reads", lambda d: np.save(d / "a.npy", np.zeros(3)))
+    refused("its tensors have no int8 size", lambda d: np.save(d / "a.npy", np.zeros(3, np.int8)))
+    refused("a 0-d array", lambda d: np.save(d / "a.npy", np.float32(3)))
+
+    def channels(folder):
+        np.save(folder / "a.npy", np.zeros((4, 4, 3), np.uint8))
+        np.save(folder / "b.npy", np.zeros((4, 4, 1), np.uint8))
+    refused("the images have \\[1, 3\\] channels", channels, output_layout=types.NHWC)
 
     def version_2(folder):
         with open(folder / "a.npy", "wb") as file:

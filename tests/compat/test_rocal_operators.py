@@ -393,17 +393,21 @@ def test_resize_crop_mirror_and_resize_crop_follow_rocal(one_photo):
 def test_roi_resize_is_fn_crops_window_resized(one_photo):
     """fn.roi_resize: the window fn.crop cuts (whole-pixel offsets; a size past the image is the image's)
     resampled as fn.resize does, into a resize_width x resize_height buffer, in the output layout and
-    type asked; a zero size and a missing ROI are refused as rocAL's binding does."""
-    decoded, roi, past, nchw = _run(one_photo, lambda images: (
+    type asked; a window passing the image's edge (rocAL reads the buffer beyond it), a zero size, a
+    missing ROI and a negative position are refused."""
+    decoded, roi, whole, nchw = _run(one_photo, lambda images: (
         fn.roi_resize(images, resize_width=33, resize_height=27, roi_w=40, roi_h=25, roi_pos_x=7.9, roi_pos_y=3),
-        fn.roi_resize(images, resize_width=16, resize_height=16, roi_w=500, roi_h=20, roi_pos_x=10, roi_pos_y=50,
+        fn.roi_resize(images, resize_width=16, resize_height=16, roi_w=500, roi_h=20, roi_pos_x=0, roi_pos_y=41,
                       interpolation_type=types.NEAREST_NEIGHBOR_INTERPOLATION),
         fn.roi_resize(images, resize_width=20, resize_height=10, roi_w=30, roi_h=30, roi_pos_x=0, roi_pos_y=0,
                       output_layout=types.NCHW, output_dtype=types.FLOAT)))
     photo = torch.from_numpy(decoded.at(0)[:61, :97].copy())
     assert torch.equal(torch.from_numpy(roi.at(0).copy()), imageops.resample(photo[3:28, 7:47], 33, 27, "linear"))
-    # 500 wide is past the 97-wide image: the window is the image's width from x = 10, cut at its edge
-    assert torch.equal(torch.from_numpy(past.at(0).copy()), imageops.resample(photo[50:61, 10:97], 16, 16, "nn"))
+    # 500 wide is past the 97-wide image: the window is the image's whole width
+    assert torch.equal(torch.from_numpy(whole.at(0).copy()), imageops.resample(photo[41:61, :], 16, 16, "nn"))
+    with pytest.raises(Exception, match="passes the 97x61 image's edge"):
+        _run(one_photo, lambda images: (fn.roi_resize(images, resize_width=4, resize_height=4, roi_w=90, roi_h=4,
+                                                      roi_pos_x=10, roi_pos_y=0),))
     expected = imageops.resample(photo[:30, :30], 20, 10, "linear").permute(2, 0, 1).float()
     assert nchw.at(0).dtype == np.float32 and torch.equal(torch.from_numpy(nchw.at(0).copy()), expected)
     with pytest.raises(ValueError, match="must not be 0"):
@@ -411,6 +415,11 @@ def test_roi_resize_is_fn_crops_window_resized(one_photo):
                                                       roi_pos_x=0, roi_pos_y=0),))
     with pytest.raises(TypeError, match="give roi_w, roi_h, roi_pos_x and roi_pos_y"):
         _run(one_photo, lambda images: (fn.roi_resize(images, resize_width=4, resize_height=4),))
+    with pytest.raises(ValueError, match="roi_pos_x=-30 \\(rocAL stores it as an unsigned pixel count\\)"):
+        _run(one_photo, lambda images: (fn.roi_resize(images, resize_width=4, resize_height=4, roi_w=4, roi_h=4,
+                                                      roi_pos_x=-30, roi_pos_y=0),))
+    with pytest.raises(ValueError, match="fn.crop: crop_pos_y=nan"):
+        _run(one_photo, lambda images: (fn.crop(images, crop=(4, 4), crop_pos_y=float("nan")),))
 
 
 @pytest.mark.parametrize("height, width", [(22, 34), (40, 16), (6, 90)])

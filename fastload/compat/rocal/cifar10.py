@@ -5,15 +5,17 @@ rocAL's rules, from ROCm/rocAL at 0981d5bb:
 * A record is one label byte then the 32x32 image as three planes, R, G, B: 3073 bytes, sizes fixed
   (rocAL/include/readers/image/cifar10_data_reader.h, ``_raw_file_size``; readers.py passes 32x32). A
   file holds ``size // 3073`` records, read in file order (cifar10_data_reader.cpp, open_folder).
-* The files read are the regular files of ``file_root`` whose name contains ``filename_prefix``
+* The files read are the regular files (not symbolic links) of ``file_root`` whose name contains
+  ``filename_prefix``
   (``find(...) != npos``: anywhere in the name; no extension test). When the first entry of the sorted
   root is a folder, every entry is read as a folder, one level deep (subfolder_reading).
 * A record's label is its first byte, as int32; labels are keyed by the file's name and the record's
   place, ``data_batch_1.bin_0`` (source/meta_data/cifar10_meta_data_reader.cpp).
 * The image is the record's 3072 bytes as they are: (N, 3, 32, 32) uint8, NCHW, for the default
   ``image_type=RGB_PLANAR`` (cifar10_loader.cpp, convert_color_format).
-* Sharding, padding and shuffling are the file reader's (a shard is a contiguous block, its last record
-  repeated to fill the last batch): fastload's ``RocalOrder``.
+* Sharding and padding are the file reader's (a shard is a contiguous block, its last record repeated
+  to fill the last batch): fastload's ``RocalOrder``. Shuffling differs: rocAL seeds its generator with
+  the shard id, not the pipeline's seed; fastload permutes from (seed, epoch), as for the file reader.
 
 Where rocAL's result is not the data, fastload refuses by name: ``image_type`` RGB, BGR or GRAY (rocAL
 copies the planar bytes into an interleaved or one-plane buffer unchanged, scrambling the image or
@@ -30,9 +32,10 @@ from __future__ import annotations
 
 import os
 import warnings
+
 import numpy as np
 
-from ...errors import DecodeError
+from ...read import read_range
 
 PREFIX = "fastload.compat.rocal"
 SIDE = 32
@@ -55,9 +58,10 @@ def cifar10_files(root: str, prefix: str) -> list[str]:
         folders = [entry.path for entry in entries]
     else:
         folders = [root]
-    files, seen = [], {}
+    files, seen, links = [], {}, 0
     for folder in folders:
         for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+            links += entry.is_symlink() and prefix in entry.name
             if entry.is_file(follow_symlinks=False) and prefix in entry.name:
                 if entry.name in seen:
                     raise ValueError(f"{PREFIX}: readers.cifar10: {seen[entry.name]!r} and {entry.path!r} share a "
@@ -66,7 +70,10 @@ def cifar10_files(root: str, prefix: str) -> list[str]:
                 seen[entry.name] = entry.path
                 files.append(entry.path)
     if not files:
-        raise ValueError(f"{PREFIX}: readers.cifar10: no file in {root!r} has {prefix!r} in its name")
+        why = (f" ({links} symbolic links do, which rocAL does not read)" if links else
+               f" (rocAL reads the root's own files, its first entry {entries[0].name!r} being one, and not its "
+               f"folders)" if folders == [root] and any(entry.is_dir() for entry in entries) else "")
+        raise ValueError(f"{PREFIX}: readers.cifar10: no regular file in {root!r} has {prefix!r} in its name{why}")
     return files
 
 
@@ -83,6 +90,10 @@ class Cifar10Records:
                 warnings.warn(f"{PREFIX}: readers.cifar10: {path}: {rest} bytes after its {count} records make no "
                               f"whole {RECORD_BYTES}-byte record and are not read (as in rocAL)", stacklevel=4)
             labels = data[:count * RECORD_BYTES:RECORD_BYTES].tolist()
+            if max(labels, default=0) > 9:
+                warnings.warn(f"{PREFIX}: readers.cifar10: {path}: {sum(label > 9 for label in labels)} records have "
+                              f"labels over 9 (rocAL warns of an invalid label and keeps it, as fastload does)",
+                              stacklevel=4)
             self.samples += [(f"{path}:{record}", label) for record, label in enumerate(labels)]
             self._places += [(path, record) for record in range(count)]
         if not self.samples:
@@ -90,13 +101,4 @@ class Cifar10Records:
 
     def read(self, index: int) -> bytes:
         path, record = self._places[index]
-        try:
-            with open(path, "rb") as file:
-                file.seek(record * RECORD_BYTES + 1)
-                data = file.read(IMAGE_BYTES)
-        except OSError as error:
-            raise DecodeError(index, f"{path}:{record}", f"cannot read: {error}") from error
-        if len(data) != IMAGE_BYTES:
-            raise DecodeError(index, f"{path}:{record}", f"the file ends inside the record ({len(data)} of "
-                                                         f"{IMAGE_BYTES} image bytes)")
-        return data
+        return read_range(index, path, record * RECORD_BYTES + 1, IMAGE_BYTES, f"{path}:{record}")

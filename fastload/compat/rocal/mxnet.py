@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
 import warnings
 from dataclasses import dataclass
 
-from ...errors import DecodeError
+from ...read import read_range
 
 PREFIX = "fastload.compat.rocal"
 MAGIC = 0xCED7230A
@@ -54,7 +55,7 @@ def record_files(path: str) -> tuple[str, str]:
     found = {"rec": [], "idx": []}
     for name in sorted(os.listdir(path)):
         extension = name.rsplit(".", 1)[-1] if "." in name else ""
-        if extension in found:
+        if extension in found and os.path.isfile(os.path.join(path, name)):
             found[extension].append(os.path.join(path, name))
     for extension, files in found.items():
         if len(files) != 1:
@@ -71,7 +72,7 @@ def _offsets(idx: str, size: int) -> list[int]:
             fields = line.split()
             if not fields:
                 continue
-            if len(fields) != 2 or not all(f.lstrip("-").isdigit() for f in fields):
+            if len(fields) != 2 or not all(re.fullmatch(r"-?[0-9]+", f) for f in fields):
                 raise ValueError(f"{PREFIX}: readers.mxnet: {idx} line {number} is not 'key offset' ({line.strip()!r}); "
                                  f"rocAL stops reading the index there")
             offsets.append(int(fields[1]))
@@ -116,8 +117,9 @@ class MXNetRecords:
                     raise ValueError(f"{PREFIX}: readers.mxnet: {self.rec}: the records at bytes {first[image_id]} "
                                      f"and {offset} share the id {image_id}; rocAL pairs images and labels by id "
                                      f"and would read the first one for both")
-                if not math.isfinite(label):
-                    raise ValueError(f"{PREFIX}: readers.mxnet: {where}: the label is {label}")
+                if not math.isfinite(label) or not -2 ** 31 <= int(label) < 2 ** 31:
+                    raise ValueError(f"{PREFIX}: readers.mxnet: {where}: the label {label} is no int32 (rocAL's "
+                                     f"conversion of it is undefined)")
                 first[image_id] = offset
                 self.samples.append((f"{self.rec}:{image_id}", int(label)))
                 self._places.append((offset + IMAGE_START, length - HEADER.size))
@@ -129,13 +131,4 @@ class MXNetRecords:
 
     def read(self, index: int) -> bytes:
         start, length = self._places[index]
-        try:
-            with open(self.rec, "rb") as file:
-                file.seek(start)
-                data = file.read(length)
-        except OSError as error:
-            raise DecodeError(index, self.samples[index][0], f"cannot read: {error}") from error
-        if len(data) != length:
-            raise DecodeError(index, self.samples[index][0], f"the file ends inside the record ({len(data)} of "
-                                                              f"{length} bytes)")
-        return data
+        return read_range(index, self.rec, start, length, self.samples[index][0])

@@ -7,23 +7,25 @@ loader numpy_loader.cpp, numpy_source_evaluator.cpp):
   to ``file_root``; else the sorted ``.npy`` files of ``file_root``, or, when it holds none, of each of its
   folders in sorted order, one level deep. ``file_root`` must be a folder in both cases.
 * A file is a version 1.0 .npy of one of the types u1, u4, i2, i4, f4, f2 (uint8, uint32, int16, int32,
-  float32, float16), little-endian (numpy_data_reader.h: the type table; parse_header). A Fortran-ordered
+  float32, float16), little-endian (numpy_data_reader.h: the type table; parse_header); the table maps
+  i1 too, but rocAL's tensors have no int8 size (tensor.cpp), so int8 fails there and is refused here. A Fortran-ordered
   array is read as its bytes lie with its shape reversed: the array's transpose.
 * All files have the same type and number of dimensions. The batch is one tensor of ``[batch] + the
   largest shape over the whole dataset`` (the source evaluator's maximum, found once), each array at its
   origin; fastload zeroes the rest (rocAL leaves what the buffer held before).
 * ``output_layout`` says how rocAL's operators see the array: NHWC (height, width, channels) and NCHW
   (channels, height, width) make a 3-D array an image that fn.resize and the other image operators
-  take (fastload's take uint8 ones); NONE (the default), the volume layouts, and NHWC or NCHW over more
+  take (fastload's take uint8 ones with 1 or 3 channels, one count for all files); NONE (the default), the volume layouts, and NHWC or NCHW over more
   than three dimensions (which rocAL's test reads, its image bookkeeping on the wrong axes) leave it an
   array, for fn.log1p and the iterators. The numpy reader has no labels:
   ``ROCALNumpyIterator`` returns the arrays alone.
-* Sharding, padding and shuffling are the file reader's (fastload's ``RocalOrder``); rocAL's shuffle
-  seeds a generator with the reader's ``seed`` and draws the same permutation every epoch, fastload's
-  permutes from (seed, epoch), as with the file reader.
+* Sharding and padding are the file reader's (fastload's ``RocalOrder``). Shuffling differs: rocAL
+  re-seeds a generator with the reader's ``seed`` each epoch and applies that one permutation again to
+  the shuffled list; fastload permutes from (seed, epoch), as for the file reader.
 
 Refused by name, where rocAL skips or fails: a missing listed file, an unreadable or malformed file, a
-type or byte order rocAL does not read, files of different types or numbers of dimensions, and a root
+type or byte order rocAL does not read, a 0-d array, files of different types or numbers of dimensions,
+images of different channel counts, a file that changed after the build (when read), and a root
 whose own .npy files sort after one of its folders (rocAL then reads that folder twice and the root's
 files never).
 """
@@ -93,8 +95,11 @@ def _header(path: str) -> tuple[tuple[int, ...], str, bool]:
                          f"arrays only")
     name = TYPES.get(dtype.str[1:])
     if name is None:
-        raise ValueError(f"{PREFIX}: readers.numpy: {path}: type {dtype} is not one rocAL reads "
+        why = " (its type table maps i1, but its tensors have no int8 size: tensor.cpp)" if dtype.str[1:] == "i1" else ""
+        raise ValueError(f"{PREFIX}: readers.numpy: {path}: type {dtype} is not one rocAL reads{why} "
                          f"({', '.join(TYPES.values())})")
+    if not shape:
+        raise ValueError(f"{PREFIX}: readers.numpy: {path}: a 0-d array; rocAL's tensors have a shape")
     return tuple(shape), name, bool(fortran)
 
 
@@ -116,6 +121,11 @@ class NpyFiles:
         if layout in ("NHWC", "NCHW") and len(shapes[0]) < 3:
             raise ValueError(f"{PREFIX}: readers.numpy(output_layout={layout}): the arrays have {len(shapes[0])} "
                              f"dimensions, fewer than the layout's 3 (rocAL fails; NONE reads them as arrays)")
+        if layout in ("NHWC", "NCHW") and len(shapes[0]) == 3:
+            channels = {shape[2 if layout == "NHWC" else 0] for shape in shapes}
+            if len(channels) > 1:
+                raise ValueError(f"{PREFIX}: readers.numpy(output_layout={layout}): the images have "
+                                 f"{sorted(channels)} channels; rocAL copies each with the largest one's strides")
         self.samples = [(path, 0) for path in paths]
         self.layout = NpyLayout(tuple(int(n) for n in np.max(np.array(shapes), axis=0)), headers[0][1], layout)
 
@@ -128,8 +138,9 @@ class NpyFiles:
             raise DecodeError(index, path, f"cannot read: {error}") from error
 
 
-def array(data: bytes, index: int, name: str) -> torch.Tensor:
-    """A .npy file's bytes as rocAL reads them: the array, or a Fortran-ordered one's transpose."""
+def array(data: bytes, index: int, name: str, kind: NpyLayout) -> torch.Tensor:
+    """A .npy file's bytes as rocAL reads them: the array, or a Fortran-ordered one's transpose; one that
+    no longer has the type, dimensions or fitting shape its header had at build is a DecodeError."""
     try:
         buffer = io.BytesIO(data)
         np.lib.format.read_magic(buffer)
@@ -138,7 +149,12 @@ def array(data: bytes, index: int, name: str) -> torch.Tensor:
         value = np.load(buffer, allow_pickle=False)
     except Exception as error:
         raise DecodeError(index, name, f"cannot read the .npy array: {error}") from error
-    return torch.from_numpy(np.ascontiguousarray(value.T if fortran else value))
+    value = value.T if fortran else value
+    if TYPES.get(value.dtype.str[1:]) != kind.dtype or value.ndim != len(kind.max_shape) or \
+            any(n > most for n, most in zip(value.shape, kind.max_shape)):
+        raise DecodeError(index, name, f"the file changed since the pipeline was built: {value.dtype} "
+                                       f"{value.shape}, not {kind.dtype} within {kind.max_shape}")
+    return torch.from_numpy(np.ascontiguousarray(value))
 
 
 def pad_arrays(samples: list[torch.Tensor], max_shape: tuple[int, ...]) -> torch.Tensor:

@@ -16,6 +16,7 @@ raise NotImplementedError naming them.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -73,8 +74,8 @@ def _source(inputs) -> Rocal:
     array = getattr(image, "rocal_array", None)
     if array is not None and not hasattr(image, "rocal"):
         raise TypeError(f"{PREFIX}: an image operator takes an image: fn.readers.numpy's output is one when its "
-                        f"output_layout is NHWC or NCHW and its arrays uint8 of three dimensions (here "
-                        f"{array.layout}, {array.dtype} of {len(array.max_shape)})")
+                        f"output_layout is NHWC or NCHW and its arrays uint8 of three dimensions, 1 or 3 "
+                        f"channels (here {array.layout}, {array.dtype} of shape {array.max_shape})")
     if not isinstance(image, DataNode) or not hasattr(image, "rocal"):
         raise TypeError(f"{PREFIX}: an image operator takes an image output of a decoder or another image operator")
     return image.rocal
@@ -315,9 +316,7 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
         raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord, "
                                   f"fn.readers.webdataset, fn.readers.mxnet or fn.readers.coco recorded (other "
                                   f"readers and external sources are not supported yet)")
-    if not pad_last_batch and not stick_to_shard:
-        raise NotImplementedError(f"{PREFIX}: {decoder}(pad_last_batch=False, stick_to_shard=False) is not "
-                                  f"supported (rocAL then reads one cycle over the whole dataset)")
+    _check_padding(decoder, pad_last_batch, stick_to_shard)
     refuse(decoder, shard_size=shard_size not in (-1, None))
     read = None
     recorded = inputs[0]  # the reader this decoder was given (the last one recorded may be another's)
@@ -366,6 +365,12 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
                                           pad=bool(pad_last_batch), read=read))
 
 
+def _check_padding(reader: str, pad_last_batch, stick_to_shard) -> None:
+    if not pad_last_batch and not stick_to_shard:
+        raise NotImplementedError(f"{PREFIX}: {reader}(pad_last_batch=False, stick_to_shard=False) is not "
+                                  f"supported (rocAL then reads one cycle over the whole dataset)")
+
+
 def _reading(pipe, spec: RocalReaderSpec) -> DataNode:
     """The pipeline's reader op for ``spec``: its first output is each sample's bytes; its labels become
     the pipeline's (rocAL's labelReader)."""
@@ -376,8 +381,8 @@ def _reading(pipe, spec: RocalReaderSpec) -> DataNode:
     return op.outputs[0]
 
 
-def _npy_sample(ctx, op, data, image):
-    array = npy.array(bytes(data.numpy()), ctx.index, ctx.name)
+def _npy_sample(ctx, op, data, image, kind):
+    array = npy.array(bytes(data.numpy()), ctx.index, ctx.name, kind)
     return array.permute(1, 2, 0).contiguous() if image == "NCHW" else array
 
 
@@ -386,12 +391,10 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
                   last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True, seed=0):
     """``fn.readers.numpy``: the .npy files of ``file_root`` (or ``files``) as one tensor per batch,
     [batch] + the dataset's largest shape (``fastload.compat.rocal.npy`` for rocAL's rules). With
-    ``output_layout`` NHWC or NCHW and uint8 arrays of three dimensions the output is an image the image
-    operators take; rocAL's numpy reader gives no labels (use ``ROCALNumpyIterator``)."""
+    ``output_layout`` NHWC or NCHW and uint8 arrays of three dimensions (1 or 3 channels) the output is an
+    image the image operators take; rocAL's numpy reader gives no labels (use ``ROCALNumpyIterator``)."""
     layout = RocalTensorLayout(output_layout)
-    if not pad_last_batch and not stick_to_shard:
-        raise NotImplementedError(f"{PREFIX}: readers.numpy(pad_last_batch=False, stick_to_shard=False) is not "
-                                  f"supported (rocAL then reads one cycle over the whole dataset)")
+    _check_padding("readers.numpy", pad_last_batch, stick_to_shard)
     refuse("fn.readers.numpy", shard_size=shard_size not in (-1, None))
     pipe = _pipeline()
     arrays = npy.NpyFiles(file_root, list(files or ()), layout.name)
@@ -404,13 +407,14 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), seed=int(seed), name="NumpyReader",
                                           read=arrays.read))
-    image = (arrays.layout.layout in ("NHWC", "NCHW") and arrays.layout.dtype == "uint8"
-             and len(arrays.layout.max_shape) == 3)
-    node = Op("rocal.readers.numpy", _npy_sample, [data], {"image": arrays.layout.layout if image else ""},
+    shape = arrays.layout.max_shape
+    image = (arrays.layout.layout in ("NHWC", "NCHW") and arrays.layout.dtype == "uint8" and len(shape) == 3
+             and shape[2 if layout == RocalTensorLayout.NHWC else 0] in (1, 3))
+    node = Op("rocal.readers.numpy", _npy_sample, [data],
+              {"image": arrays.layout.layout if image else "", "kind": arrays.layout},
               layouts=("HWC" if image else "",)).outputs[0]
     node.rocal_array = arrays.layout
     if image:
-        shape = arrays.layout.max_shape
         node.rocal = Rocal(shape[:2] if layout == RocalTensorLayout.NHWC else shape[1:], layout,
                            RocalTensorOutputType.UINT8)
     return node
@@ -439,7 +443,7 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
                     shard_size=-1, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True):
     """``fn.readers.cifar10``: the 32x32 images of CIFAR-10's binary batches, NCHW uint8 (rocAL's
     RGB_PLANAR), with their labels (``fastload.compat.rocal.cifar10`` for rocAL's rules and what fastload
-    refuses). rocAL ignores ``shard_id``; so does fastload."""
+    refuses); with one shard, ``shard_id`` is 0."""
     if RocalImageColor(image_type) != RocalImageColor.RGB_PLANAR:
         raise NotImplementedError(f"{PREFIX}: readers.cifar10(image_type={RocalImageColor(image_type).name}): rocAL "
                                   f"copies the planar records unchanged into that layout, scrambling the images; "
@@ -448,9 +452,9 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
         raise NotImplementedError(f"{PREFIX}: readers.cifar10(num_shards={num_shards}): rocAL's sharded CIFAR-10 "
                                   f"loader ignores shard_id and gives every process every shard's batches in turn; "
                                   f"not supported")
-    if not pad_last_batch and not stick_to_shard:
-        raise NotImplementedError(f"{PREFIX}: readers.cifar10(pad_last_batch=False, stick_to_shard=False) is not "
-                                  f"supported (rocAL then reads one cycle over the whole dataset)")
+    _check_padding("readers.cifar10", pad_last_batch, stick_to_shard)
+    if int(shard_id) != 0:
+        raise ValueError(f"{PREFIX}: readers.cifar10(shard_id={shard_id}) with num_shards=1: give shard_id 0")
     refuse("fn.readers.cifar10", shard_size=shard_size not in (-1, None))
     pipe = _pipeline()
     records = cifar10.Cifar10Records(file_root, filename_prefix)
@@ -645,23 +649,40 @@ def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width
                      out)
 
 
+def _whole_pixels(operator: str, **values) -> None:
+    """Offsets and sizes rocAL stores as unsigned pixels: a negative or non-finite one is refused (its
+    conversion is undefined in C++)."""
+    for name, value in values.items():
+        if not math.isfinite(float(value)) or float(value) < 0:
+            raise ValueError(f"{PREFIX}: {operator}: {name}={value} (rocAL stores it as an unsigned pixel count)")
+
+
 def roi_resize(*inputs, resize_width=0, resize_height=0, roi_w=None, roi_h=None, roi_pos_x=None, roi_pos_y=None,
                device=None, interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION,
                output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.roi_resize``: fn.crop's window (roi_w x roi_h at whole-pixel offsets roi_pos_x/y, a size past
     the image being the image's: imageops.fixed_crop) resampled to resize_width x resize_height as fn.resize
     does. rocalROIResize makes a CropResizeNode whose fixed-crop init is CropNode's, then RPP's resize of
-    that window (rocAL/source/api/rocal_api_augmentation.cpp; geometry_augmentations/node_crop_resize.cpp)."""
+    that window (rocAL/source/api/rocal_api_augmentation.cpp; geometry_augmentations/node_crop_resize.cpp).
+    A window that passes the image's edge is an error for that image: rocAL hands RPP the uncut window,
+    which reads the batch buffer beyond the image."""
     if not resize_width or not resize_height:
         raise ValueError("fn.roi_resize: resize_width and resize_height must not be 0 (rocAL refuses it)")
     if any(value is None for value in (roi_w, roi_h, roi_pos_x, roi_pos_y)):
         raise TypeError("fn.roi_resize: give roi_w, roi_h, roi_pos_x and roi_pos_y (rocAL's binding takes numbers)")
+    _whole_pixels("fn.roi_resize", roi_pos_x=roi_pos_x, roi_pos_y=roi_pos_y, roi_w=roi_w, roi_h=roi_h)
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal((int(resize_height), int(resize_width)), layout, dtype)
     _source(inputs)
 
     def run(ctx, op, image, roi, interpolation):
         x, y, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], *roi)
+        wide = roi[0] if 0 < roi[0] <= image.shape[1] else image.shape[1]  # RocalCropParam::fill_crop_dims
+        high = roi[1] if 0 < roi[1] <= image.shape[0] else image.shape[0]
+        if (w, h) != (wide, high):
+            raise ValueError(f"fn.roi_resize: the {wide}x{high} window at ({x}, {y}) passes the {image.shape[1]}x"
+                             f"{image.shape[0]} image's edge; rocAL resamples the batch buffer past the image there "
+                             f"(CropResizeNode passes the uncut window), which fastload does not reproduce")
         return imageops.as_output(imageops.resample(image[y:y + h, x:x + w], int(resize_width), int(resize_height),
                                                     interpolation), out.torch_dtype)
     return _image_op("roi_resize", run, inputs[0],
@@ -739,6 +760,7 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
     corner: imageops.fixed_crop); without one, a random crop of 0.55-0.95 of each side at a random place
     (rocalCrop's defaults, rocAL/include/parameters/parameter_crop.h)."""
     height, width = _crop_size(crop, crop_h, crop_w)
+    _whole_pixels("fn.crop", crop_pos_x=crop_pos_x, crop_pos_y=crop_pos_y)
     layout, dtype = _kind(output_layout, output_dtype)
     source = _source(inputs).buffer
     out = Rocal((height, width) if height and width else source, layout, dtype)
