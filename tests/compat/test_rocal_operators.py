@@ -4,6 +4,8 @@ placement, crop_mirror_normalize's defaults (NHWC uint8, mirror=1)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -456,3 +458,92 @@ def test_pixelate_in_a_pipeline_and_blur_refused_with_the_reason(one_photo):
         _run(one_photo, lambda images: (fn.pixelate(images, pixelate_percent=100),))
     with pytest.raises(NotImplementedError, match="fn.blur is not supported: rocAL's 3x3 box filter reads"):
         _run(one_photo, lambda images: (fn.blur(images),))
+
+
+def test_salt_and_pepper_follows_rpps_rule_and_rocals_argument_slots(one_photo):
+    """One draw per pixel (its channels alike): noisy with p_noise, then salt with p_salt; values on 0-1
+    truncated to uint8. Through rocAL's binding noise_val is the salt value and salt_val the pepper one."""
+    image = torch.randint(0, 256, (120, 90, 3), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
+    all_salt = imageops.snp_noise(image, 1.0, 1.0, 0.8, 0.2, torch.Generator().manual_seed(2))
+    assert bool((all_salt == int(np.float32(0.8) * np.float32(255))).all())  # 204
+    out = imageops.snp_noise(image, 0.3, 0.5, 1.0, 0.0, torch.Generator().manual_seed(3))
+    changed = (out != image).any(dim=2)
+    salt, pepper = (out == 255).all(dim=2) & changed, (out == 0).all(dim=2) & changed
+    assert bool((salt | pepper | ~changed).all())  # a changed pixel is wholly salt or wholly pepper
+    assert 0.12 < float(salt.float().mean()) < 0.18 and 0.12 < float(pepper.float().mean()) < 0.18
+    assert torch.equal(imageops.snp_noise(image, 0.0, 0.5, 1.0, 0.0, torch.Generator().manual_seed(3)), image)
+    decoded, noisy, again = _run(one_photo, lambda images: (
+        fn.snp_noise(images, p_noise=1.0, p_salt=0.0, noise_val=0.9, salt_val=0.2),
+        fn.snp_noise(images, p_noise=1.0, p_salt=1.0, noise_val=0.9, salt_val=0.2)))
+    assert bool((torch.from_numpy(noisy.at(0).copy())[:61, :97] == 51).all())  # salt_val: the pepper
+    assert bool((torch.from_numpy(again.at(0).copy())[:61, :97] == 229).all())  # noise_val: the salt
+    with pytest.raises(ValueError, match="p_noise=1.5 is not in"):
+        _run(one_photo, lambda images: (fn.snp_noise(images, p_noise=1.5),))
+
+
+def test_jitter_takes_each_pixel_from_its_window():
+    """Each output pixel is the input pixel at (row + floor(u1 k) - bound, column + floor(u2 k) - bound),
+    clamped to the image, bound = (k - 1) // 2; k = 1 changes nothing."""
+    height, width = 41, 67
+    rows, cols = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
+    image = torch.stack([rows, cols, torch.zeros_like(rows)], dim=2).to(torch.uint8)
+    assert torch.equal(imageops.jitter(image, 1, torch.Generator().manual_seed(0)), image)
+    for k in (2, 3, 4, 5):
+        out = imageops.jitter(image, k, torch.Generator().manual_seed(k)).long()
+        bound = (k - 1) // 2
+        dr, dc = out[..., 0] - rows, out[..., 1] - cols
+        inner = (rows >= bound) & (rows < height - k) & (cols >= bound) & (cols < width - k)
+        assert int(dr[inner].min()) == -bound and int(dr[inner].max()) == k - 1 - bound, k
+        assert int(dc[inner].min()) == -bound and int(dc[inner].max()) == k - 1 - bound, k
+        assert int(out[..., 0].max()) <= min(height - bound, height - 1) and int(out[..., 1].max()) <= width - 1
+
+
+def test_snow_stamps_rpps_flake_and_rain_blends_rpps_drops():
+    """Snow and rain against RPP's loops written out here (batch_pd snow_host_batch, kernel/rain.cpp), with
+    the same draws: flakes stamped one by one, saturating; drops drawn on a layer of 200 blended with
+    alpha, the rest darkened."""
+    image = torch.randint(0, 200, (37, 53, 3), generator=torch.Generator().manual_seed(4), dtype=torch.uint8)
+    out = imageops.snow(image, 2.0, torch.Generator().manual_seed(5))
+    flakes = int(np.float32(2.0) / np.float32(100) * 53 * 37 * 3)
+    generator = torch.Generator().manual_seed(5)
+    rows, cols = torch.randint(0, 37, (flakes,), generator=generator), torch.randint(0, 53, (flakes,), generator=generator)
+    expected = image.numpy().astype(np.int32)
+    for row, col in zip(rows.tolist(), cols.tolist()):
+        if row + 5 < 37 and col + 5 < 53:
+            expected[row:row + 5, col:col + 5] = np.minimum(
+                expected[row:row + 5, col:col + 5] + imageops.SNOW_STAMP.numpy().astype(np.int32)[:, :, None], 255)
+    assert np.array_equal(out.numpy(), expected)
+
+    wet = imageops.rain(image, 3.0, 2, 6, 0.25, 0.3, torch.Generator().manual_seed(6))
+    drops, slant = int(np.float32(3.0) * np.float32(0.004) * 37 * 53), math.sin(0.3) * 6
+    generator = torch.Generator().manual_seed(6)
+    high = int(53 - slant - 1)
+    xs = torch.randint(0, high + 1, (drops,), generator=generator).tolist()
+    ys = torch.randint(0, high + 1, (drops,), generator=generator).tolist()
+    layer = np.zeros(37 * 53, np.float32)
+    for x0, y0 in zip(xs, ys):
+        for j in range(6):
+            x, y = x0 + int(j * slant / 6), y0 + j
+            if x < 53 and y < 37:
+                for k in range(2):
+                    if y * 53 + x + k < layer.size:
+                        layer[y * 53 + x + k] = 200
+    src = image.numpy().astype(np.float32)
+    expected = np.clip(np.round((layer.reshape(37, 53, 1) - src) * np.float32(0.25) + src), 0, 255)
+    assert np.array_equal(wet.numpy(), expected.astype(np.uint8))
+    dry = imageops.rain(image, 3.0, 0, 0, 0.25, 0.0, torch.Generator().manual_seed(6))  # rocAL's 0 sizes
+    assert np.array_equal(dry.numpy(), np.round(src * np.float32(0.75)).astype(np.uint8))
+
+
+def test_noise_and_weather_run_in_a_pipeline_and_fog_and_fish_eye_are_refused(one_photo):
+    decoded, jittered, snowy, wet = _run(one_photo, lambda images: (
+        fn.jitter(images), fn.snow(images), fn.rain(images, rain=0.5, rain_width=2, rain_height=16)))
+    for out in (jittered, snowy, wet):
+        assert out.at(0).shape == decoded.at(0).shape and out.at(0).dtype == np.uint8
+    assert not np.array_equal(wet.at(0), decoded.at(0))
+    with pytest.raises(TypeError, match="give rain="):
+        _run(one_photo, lambda images: (fn.rain(images),))
+    with pytest.raises(NotImplementedError, match="fog_mask.hpp"):
+        _run(one_photo, lambda images: (fn.fog(images),))
+    with pytest.raises(NotImplementedError, match="rppt_fisheye"):
+        _run(one_photo, lambda images: (fn.fish_eye(images),))

@@ -48,7 +48,8 @@ from . import imageops
 PREFIX = "fastload.compat.rocal"
 KEEP = 0.25  # meta_node.h: a box is kept when this share of it lies in the crop window
 COLOUR = {"brightness", "brightness_fixed", "contrast", "color_twist", "hue", "saturation", "gamma_correction",
-          "exposure", "color_temp", "blend", "vignette", "pixelate", "nop", "copy"}
+          "exposure", "color_temp", "blend", "vignette", "pixelate", "nop", "copy", "snp_noise", "jitter", "snow",
+          "rain"}  # rocAL has no meta node for these: the boxes stay
 
 
 @dataclass(frozen=True)

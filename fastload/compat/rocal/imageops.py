@@ -564,3 +564,85 @@ def blend(first: torch.Tensor, second: torch.Tensor, ratio: float) -> torch.Tens
     h, w = min(height, second.shape[0]), min(width, second.shape[1])
     other[:h, :w] = second[:h, :w].float()
     return (first.float() - other) * float(np.float32(ratio)) + other
+
+
+# ------------------------------------------------------------------------------------ noise and weather
+# RPP's formulas (ROCm/rpp f1d37473), with fastload's random draws: RPP's own are unseeded (snow's rand(),
+# rain's random_device) or laid out per SIMD lane and image stride (salt and pepper, jitter), and RPP's
+# test suite keeps no golden output for any of them, so only their distributions can be matched.
+
+def snp_noise(image: torch.Tensor, p_noise: float, p_salt: float, salt: float, pepper: float,
+              generator: torch.Generator) -> torch.Tensor:
+    """Salt and pepper (kernel/noise_salt_and_pepper.cpp): one draw r per pixel, all its channels alike;
+    r > p_noise keeps the pixel, r <= p_noise * p_salt makes it salt, else pepper; the values are on 0-1,
+    truncated to uint8 (``(Rpp8u)(value * 255.0f)``)."""
+    draws = torch.rand(image.shape[:2], generator=generator)
+    salt_u8 = int(np.float32(salt) * np.float32(255.0))
+    pepper_u8 = int(np.float32(pepper) * np.float32(255.0))
+    out = image.clone()
+    noisy = draws <= np.float32(p_noise)
+    salted = draws <= np.float32(p_salt) * np.float32(p_noise)
+    out[noisy & salted] = salt_u8
+    out[noisy & ~salted] = pepper_u8
+    return out
+
+
+def jitter(image: torch.Tensor, kernel_size: int, generator: torch.Generator) -> torch.Tensor:
+    """Jitter (kernel/jitter.cpp): each pixel copies the one at (row + floor(u1 * k) - bound, column +
+    floor(u2 * k) - bound), bound = (k - 1) // 2, rows clamped to [0, height - bound] and columns to
+    [0, width - 1]. For k = 2 RPP's row limit is the height itself, one row past the image (the next
+    image's or the buffer's pixels); fastload stops at the last row there."""
+    height, width = image.shape[:2]
+    bound = (kernel_size - 1) // 2
+    rows = torch.arange(height)[:, None] + (torch.rand(height, width, generator=generator) * kernel_size).floor().long()
+    cols = torch.arange(width)[None, :] + (torch.rand(height, width, generator=generator) * kernel_size).floor().long()
+    rows = (rows - bound).clamp(0, min(height - bound, height - 1))
+    cols = (cols - bound).clamp(0, width - 1)
+    return image[rows, cols]
+
+
+SNOW_STAMP = torch.tensor([[0, 50, 75, 50, 0], [40, 80, 120, 80, 40], [75, 120, 255, 120, 75],
+                           [40, 80, 120, 80, 40], [0, 50, 75, 50, 0]], dtype=torch.float32)
+
+
+def snow(image: torch.Tensor, amount: float, generator: torch.Generator) -> torch.Tensor:
+    """Snow as rocAL's fn.snow runs it (rppi_snow_u8 ..._batchPD_host, batch_pd/cpu/host_image_augmentations.hpp:
+    snow_host_batch): int(amount / 100 * width * height * channels) flakes at uniform (row, column); each
+    whose 5x5 stamp fits (row + 5 < height, column + 5 < width) adds the stamp to every channel,
+    saturating at 255."""
+    height, width, channels = image.shape
+    flakes = int(np.float32(amount) / np.float32(100) * width * height * channels)
+    rows = torch.randint(0, height, (flakes,), generator=generator)
+    cols = torch.randint(0, width, (flakes,), generator=generator)
+    fits = (rows + 5 < height) & (cols + 5 < width)
+    counts = torch.zeros(height, width)
+    counts.index_put_((rows[fits], cols[fits]), torch.ones(int(fits.sum())), accumulate=True)
+    added = torch.nn.functional.conv_transpose2d(counts[None, None], SNOW_STAMP[None, None])[0, 0, :height, :width]
+    return (image.float() + added[:, :, None]).clamp(max=255).to(torch.uint8)
+
+
+def rain(image: torch.Tensor, percent: float, drop_width: int, drop_length: int, alpha: float, slant_angle: float,
+         generator: torch.Generator) -> torch.Tensor:
+    """Rain (kernel/rain.cpp): int(percent * 0.004 * height * width) drops, each starting at (x, y) both
+    drawn from [0, width - slant - 1] (RPP draws y from x's range), slant = sin(slant_angle) * length
+    (radians), running down ``drop_length`` rows and ``drop_width`` pixels across (the flat index, so a wide
+    drop continues on the next row), the drop layer 200 there and 0 elsewhere; every pixel then becomes
+    round((layer - x) * alpha + x): drops pulled toward 200, the rest darkened by 1 - alpha."""
+    height, width = image.shape[:2]
+    drops = int(np.float32(percent) * np.float32(0.004) * height * width)
+    slant = math.sin(slant_angle) * drop_length
+    layer = torch.zeros(height * width)
+    if drop_length > 0 and drop_width > 0 and drops:
+        high = max(int(width - slant - 1), 0)
+        x_start = torch.randint(0, high + 1, (drops,), generator=generator)
+        y_start = torch.randint(0, high + 1, (drops,), generator=generator)
+        steps = torch.arange(drop_length)
+        x = x_start[:, None] + (steps * slant / drop_length).long()
+        y = y_start[:, None] + steps
+        inside = (x >= 0) & (x < width) & (y < height)
+        starts = (y * width + x)[inside]
+        flat = (starts[:, None] + torch.arange(drop_width)).reshape(-1)
+        layer[flat[flat < height * width]] = 200.0
+    layer = layer.reshape(height, width, 1)
+    mixed = (layer - image.float()) * np.float32(alpha) + image.float()
+    return mixed.round().clamp(0, 255).to(torch.uint8)

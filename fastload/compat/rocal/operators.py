@@ -1129,6 +1129,110 @@ def vignette(*inputs, vignette=0.5, device=None, output_layout=RocalTensorLayout
     return _vignette(*inputs, vignette=vignette, output_layout=output_layout, output_dtype=output_dtype)
 
 
+def _generator(rng) -> torch.Generator:
+    """A torch generator for one sample's per-pixel draws, seeded from its stream."""
+    return torch.Generator().manual_seed(int(rng.random() * (1 << 62)))
+
+
+def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_layout, output_dtype) -> DataNode:
+    """An RPP noise or weather effect (imageops) on a uint8 image. A value left None is drawn per sample
+    from rocAL's range, one uniform draw shared by all of them: each of the node's default UniformRand
+    parameters is an mt19937 seeded with the pipeline's seed, so rocAL draws them alike."""
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(_source(inputs).buffer, layout, dtype)
+
+    def run(ctx, op, image, **given):
+        rng = ctx.rng(op)
+        u = rng.random()
+        drawn = {key: defaults[key][0] + u * (defaults[key][1] - defaults[key][0]) if value is None else value
+                 for key, value in given.items()}
+        return imageops.as_output(effect(image, generator=_generator(rng), **drawn), out.torch_dtype)
+    return _image_op(name, run, inputs[0], {key: _param(value) for key, value in values.items()}, out)
+
+
+def _unit(operator: str, **values) -> None:
+    for name, value in values.items():
+        if value is not None and not isinstance(value, DataNode) and not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"{PREFIX}: {operator}: {name}={value} is not in [0, 1] (RPP refuses it)")
+
+
+def snp_noise(*inputs, p_noise=0.0, p_salt=0.0, noise_val=0.0, salt_val=0.0, seed=0, device=None,
+              output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.snp_noise``: RPP's salt and pepper (imageops.snp_noise), a pixel noisy with probability p_noise
+    and then salt with probability p_salt. rocAL's binding hands ``noise_val`` to RPP's salt value and
+    ``salt_val`` to its pepper value (rocalSnPNoise(noise_prob, salt_prob, salt_value, pepper_value)), so
+    here too noise_val is the salt (bright) value and salt_val the pepper one, both on 0-1. None: drawn
+    per sample from [0.1, 1], [0.1, 1], [0.1, 1], [0, 0.5] (node_snp_noise.h). ``seed`` seeds RPP's own
+    generator, whose draws fastload does not reproduce (and whose mask rocAL repeats every batch); the
+    noise here comes from the pipeline's seed, new for every sample and epoch."""
+    _unit("fn.snp_noise", p_noise=p_noise, p_salt=p_salt, noise_val=noise_val, salt_val=salt_val)
+
+    def effect(image, generator, p_noise, p_salt, salt, pepper):
+        return imageops.snp_noise(image, p_noise, p_salt, salt, pepper, generator)
+    return _noise_op("snp_noise", {"p_noise": (0.1, 1.0), "p_salt": (0.1, 1.0), "salt": (0.1, 1.0),
+                                   "pepper": (0.0, 0.5)}, effect, inputs,
+                     {"p_noise": p_noise, "p_salt": p_salt, "salt": noise_val, "pepper": salt_val},
+                     output_layout, output_dtype)
+
+
+def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
+           output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.jitter``: RPP's jitter (imageops.jitter), each pixel taken from a random one in its
+    kernel_size window. None: drawn per sample as int(uniform(2, 5)), so 2, 3 or 4 (node_jitter.h);
+    ``fill_value`` is not read, as in rocAL; ``seed`` as in fn.snp_noise."""
+    if kernel_size is not None and not isinstance(kernel_size, DataNode) and int(kernel_size) < 1:
+        raise ValueError(f"{PREFIX}: fn.jitter: kernel_size={kernel_size} is not a window")
+
+    def effect(image, generator, kernel_size):
+        return imageops.jitter(image, int(kernel_size), generator)
+    return _noise_op("jitter", {"kernel_size": (2.0, 5.0)}, effect, inputs, {"kernel_size": kernel_size},
+                     output_layout, output_dtype)
+
+
+def snow(*inputs, snow=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
+         output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.snow``: the snow rocAL runs (MIVisionX's Snow node on RPP's batchPD host kernel:
+    imageops.snow), snow / 100 * width * height * channels flakes. None: drawn per sample from [0.1, 0.8]
+    (node_snow.h). RPP draws the flakes with an unseeded rand(); fastload from the pipeline's seed."""
+    def effect(image, generator, snow):
+        return imageops.snow(image, snow, generator)
+    return _noise_op("snow", {"snow": (0.1, 0.8)}, effect, inputs, {"snow": snow}, output_layout, output_dtype)
+
+
+def rain(*inputs, rain=None, rain_width=0, rain_height=0, rain_transparency=None, rain_slant_angle=0.0,
+         device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.rain``: RPP's rain (imageops.rain): ``rain`` (required: rocAL's binding takes a number) times
+    0.004 * width * height drops, ``rain_width`` pixels wide and ``rain_height`` long (rocAL's defaults of 0
+    draw none, leaving only the darkening), slanted by ``rain_slant_angle`` radians, blended with
+    ``rain_transparency`` (None: per sample from [0.2, 0.3], node_rain.h). RPP draws one rain layer per
+    batch from an unseeded generator; fastload draws one per image from the pipeline's seed."""
+    if rain is None:
+        raise TypeError(f"{PREFIX}: fn.rain: give rain= (rocAL's binding takes a number)")
+    _unit("fn.rain", rain_transparency=rain_transparency)
+
+    def effect(image, generator, rain, alpha):
+        return imageops.rain(image, rain, int(rain_width), int(rain_height), alpha, float(rain_slant_angle),
+                             generator)
+    return _noise_op("rain", {"rain": (0.0, 0.0), "alpha": (0.2, 0.3)}, effect, inputs,
+                     {"rain": rain, "alpha": rain_transparency}, output_layout, output_dtype)
+
+
+def fog(*inputs, intensity_factor=0.5, gray_factor=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
+        output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.fog``: refused. RPP's fog blends each image with windows of a built-in 1920x1080 alpha and
+    intensity mask (src/include/tensor/fog_mask.hpp), data fastload does not have."""
+    raise NotImplementedError(f"{PREFIX}: fn.fog is not supported: RPP's fog blends a built-in 1920x1080 mask "
+                              f"(fog_mask.hpp) that fastload does not have")
+
+
+def fish_eye(*inputs, device=None, fill_value=0.0, output_layout=RocalTensorLayout.NHWC,
+             output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.fish_eye``: refused. MIVisionX's node calls rppt_fisheye, which the RPP sources fastload
+    follows (ROCm/rpp f1d37473) do not have."""
+    raise NotImplementedError(f"{PREFIX}: fn.fish_eye is not supported: rocAL runs RPP's rppt_fisheye, which "
+                              f"the RPP sources fastload follows do not have")
+
+
 def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
          output_dtype=RocalTensorOutputType.UINT8):
     """``fn.blur``: refused. rocAL runs a 3x3 box filter (window_size and sigma are ignored) through
@@ -1149,8 +1253,8 @@ def unsupported(name: str):
                                   f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
                                   f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "
                                   f"hue, saturation, gamma_correction, exposure, color_temp, blend, pixelate, "
-                                  f"vignette, lens_correction, log1p, nop, copy, random.coin_flip, uniform, "
-                                  f"one_hot)")
+                                  f"vignette, lens_correction, snp_noise, jitter, snow, rain, log1p, nop, copy, "
+                                  f"random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
