@@ -55,7 +55,8 @@ def coco_pipeline(coco, build=lambda images: images, batch_size=4, **reader_args
         jpegs, bboxes, labels = fn.readers.coco(annotations_file=annotations, **reader_args)
         decoded = fn.decoders.image(jpegs, output_type=types.RGB, file_root=images_root,
                                     annotations_file=annotations, random_shuffle=False, shard_id=0, num_shards=1)
-        pipe.set_outputs(build(decoded))
+        outputs = build(decoded)
+        pipe.set_outputs(*(outputs if isinstance(outputs, tuple) else (outputs,)))
     pipe.build()
     return pipe
 
@@ -68,7 +69,7 @@ def ltrb(box, sx=1.0, sy=1.0):
 def test_annotated_images_their_boxes_labels_ids_and_sizes(coco):
     """The annotated files in sorted order (d.jpg and an unlisted file skipped), pixel [l, t, r, b] boxes
     at the decoded size (c.jpg's scaled by its 3/4 decode), labels numbered by the json's category order,
-    the json's ids and sizes, the last batch filled with the last image."""
+    the json's ids and sizes."""
     pipe = coco_pipeline(coco)
     samples = [IMAGES[n] for n in (0, 1, 2, 4)]
     outputs = pipe.run()
@@ -85,10 +86,77 @@ def test_annotated_images_their_boxes_labels_ids_and_sizes(coco):
     pipe.get_img_sizes(sizes)
     assert ids.tolist() == [100, 101, 102, 104]
     assert sizes.tolist() == [200, 150, 120, 160, 1200, 800, 90, 70]
-    assert pipe.get_bounding_box_count().tolist() == [2, 1, 1, 2]
+    assert pipe.get_bounding_box_count() == 6  # the batch's boxes together, as rocAL counts them
+    with pytest.raises(TypeError, match="writable, contiguous int32 numpy array"):
+        pipe.get_image_id([0, 0, 0, 0])
     pipe.rocal_reset_loaders()
     with pytest.raises(RuntimeError, match="fn.readers.coco gives boxes"):
         next(iter(ROCALClassificationIterator(pipe)))
+
+
+def test_the_last_batch_is_filled_with_the_last_image_and_its_boxes_and_shards_split_the_images(coco):
+    pipe = coco_pipeline(coco, batch_size=3)
+    ids, epochs = np.zeros(3, np.int32), []
+    for _ in range(2):
+        seen = []
+        while pipe.run() is not None:
+            pipe.get_image_id(ids)
+            seen.append((ids.tolist(), [c.tolist() for c in pipe.get_bounding_box_cords()]))
+        epochs.append(seen)
+        pipe.rocal_reset_loaders()
+    assert epochs[0] == epochs[1] and [batch[0] for batch in epochs[0]] == [[100, 101, 102], [104, 104, 104]]
+    assert epochs[0][1][1][0] == epochs[0][1][1][2]  # the copies carry the last image's boxes
+    images_root, annotations = coco
+    shards = []
+    for shard_id in range(2):
+        pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)
+        with pipe, pytest.warns(UserWarning):
+            jpegs, _, _ = fn.readers.coco(annotations_file=annotations)
+            pipe.set_outputs(fn.decoders.image(jpegs, file_root=images_root, shard_id=shard_id, num_shards=2))
+        pipe.run()
+        pipe.get_image_id(ids[:2])
+        shards.append(ids[:2].tolist())
+    assert shards == [[100, 101], [102, 104]]
+
+
+def test_a_coin_flip_mirrors_each_image_and_its_boxes_together(coco):
+    """crop_mirror_normalize(mirror=coin_flip): an image that comes out mirrored has mirrored boxes."""
+    pipe = coco_pipeline(coco, batch_size=4, build=lambda images: (
+        images,
+        fn.crop_mirror_normalize(images, crop=(60, 80), crop_pos_x=0.0, crop_pos_y=0.0, mean=[0, 0, 0],
+                                 std=[1, 1, 1], mirror=fn.random.coin_flip(probability=0.5))))
+    seen = set()
+    for _ in range(4):
+        plain, out = pipe.run()
+        cords = pipe.get_bounding_box_cords()
+        for n in range(4):
+            window, image = plain.at(n)[:60, :80], out.at(n)[:60, :80]
+            mirrored = np.array_equal(image, window[:, ::-1])
+            assert mirrored or np.array_equal(image, window)
+            first = IMAGES[0][2][0] if n == 0 else None
+            if first is not None:  # a.jpg's first box, (10, 20, 60, 60) in the 80x60 window
+                assert cords[0][:4].tolist() == ([20, 20, 70, 60] if mirrored else [10, 20, 60, 60])
+            seen.add(mirrored)
+        pipe.rocal_reset_loaders()
+    assert seen == {True, False}
+
+
+def test_copy_data_through_a_ctypes_pointer(coco):
+    """rocAL's scripts copy outputs into torch tensors through ctypes.c_void_p: fp16 NCHW here."""
+    import ctypes
+
+    import torch
+    pipe = coco_pipeline(coco, build=lambda images: fn.crop_mirror_normalize(
+        images, crop=(32, 48), mean=[0, 0, 0], std=[1, 1, 1], mirror=0, output_layout=types.NCHW,
+        output_dtype=types.FLOAT16))
+    (out,) = pipe.run()
+    target = torch.empty(out.dimensions(), dtype=getattr(torch, out.dtype()))
+    out.copy_data(ctypes.c_void_p(target.data_ptr()), types.HOST_MEMORY)
+    assert target.dtype == torch.float16 and torch.equal(target, out.batch)
+    with pytest.raises(ValueError, match="null pointer"):
+        out.copy_data(ctypes.c_void_p(0), types.HOST_MEMORY)
+    with pytest.raises(NotImplementedError, match="device pointer"):
+        out.copy_data(ctypes.c_void_p(target.data_ptr()), types.DEVICE_MEMORY)
 
 
 def test_xywh_without_box_moving_operators_and_raw_category_ids(coco):
@@ -133,11 +201,11 @@ def test_resize_then_crop_mirror_normalize_moves_the_boxes_as_rocals_meta_nodes(
 
 def test_flip_and_a_fixed_crop_move_the_boxes(coco):
     pipe = coco_pipeline(coco, build=lambda images: fn.crop(fn.flip(images, horizontal=1, vertical=1),
-                                                            crop=(100, 120), crop_pos_x=10, crop_pos_y=30))
+                                                            crop=(40, 80), crop_pos_x=10, crop_pos_y=30))
     pipe.run()
     first = pipe.get_bounding_box_cords()[0].reshape(-1, 4)
     # a.jpg (200x150) flipped both ways: (10, 20, 60, 60) -> (140, 90, 190, 130), (150, 100, 190, 140) ->
-    # (10, 10, 50, 50); the 120x100 window at (10, 30) keeps the second's 40x20 part of 40x40 (a half)
+    # (10, 10, 50, 50); the 80x40 window at (10, 30) keeps the second's 40x20 part of 40x40 (a half)
     np.testing.assert_allclose(first, [[0, 0, 40, 20]])
     assert pipe.get_bounding_box_labels()[0].tolist() == [2]
 
@@ -153,6 +221,31 @@ def test_what_fastload_does_not_move_as_rocal_is_refused_by_name(coco):
     with pytest.raises(NotImplementedError, match=r"readers.coco\(masks=True\)"):
         with Pipeline(batch_size=1, rocal_cpu=True):
             fn.readers.coco(annotations_file=coco[1], masks=True)
+    with pytest.raises(RuntimeError, match="already has a reader"):
+        with Pipeline(batch_size=1, rocal_cpu=True):
+            fn.readers.coco(annotations_file=coco[1])
+            fn.readers.file(file_root=coco[0])
+    with pytest.raises(Exception, match="passes the 90x70 image's edge"):
+        coco_pipeline(coco, build=lambda images: fn.crop(images, crop=(20, 85), crop_pos_x=10, crop_pos_y=0)).run()
+
+
+def test_malformed_annotations_and_folders_are_named(coco, tmp_path):
+    images_root, annotations = coco
+    data = json.loads(open(annotations).read())
+    data["annotations"].append({"id": 7, "image_id": 100, "bbox": [1, 1, 2, 2], "category_id": 99})
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="annotation 7 names category 99"):
+        with Pipeline(batch_size=1, rocal_cpu=True):
+            jpegs, _, _ = fn.readers.coco(annotations_file=str(bad))
+            fn.decoders.image(jpegs, file_root=images_root)
+    mixed = tmp_path / "mixed"
+    (mixed / "a").mkdir(parents=True)
+    (mixed / "z.jpg").write_bytes(b"")
+    with pytest.raises(ValueError, match="holds folders and files"):
+        with Pipeline(batch_size=1, rocal_cpu=True):
+            jpegs, _, _ = fn.readers.coco(annotations_file=annotations)
+            fn.decoders.image(jpegs, file_root=str(mixed))
 
 
 COCO_READER_SCRIPT = '''

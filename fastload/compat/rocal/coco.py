@@ -25,8 +25,9 @@ rocAL/source/readers/image/coco_file_source_reader.cpp, the meta nodes rocAL/sou
   after a meta node: master_graph.cpp clones a fresh LTRB batch).
 
 Refused by name: masks, pixelwise masks, the box encoder and IoU matcher, aspect-ratio grouping; the
-operators whose meta node fastload does not reproduce (rotate, warp_affine, resize_crop_mirror,
-resize_crop, roi_resize, resize_mirror_normalize, center_crop, lens_correction, a random fn.crop) and
+operators whose meta node fastload does not reproduce (rotate, resize_crop_mirror, resize_crop,
+roi_resize, resize_mirror_normalize, center_crop, a random fn.crop), warp_affine and lens_correction
+(rocAL has no meta node for them and leaves the boxes where they were, off the moved image), and
 box-moving operators on two branches (rocAL would move one set of boxes through both). Where rocAL
 errs, fastload does not copy it: it always scales boxes to the decoded size (rocAL forgets to when no
 operator moves them) and reads ``ltrb=False`` as above.
@@ -40,6 +41,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ...errors import DecodeError
@@ -85,6 +87,10 @@ class COCOSamples:
             raise ValueError(f"{PREFIX}: {decoder}: file_root {root!r} is not a folder")
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
         folders = [entry.path for entry in entries if entry.is_dir()] if entries and entries[0].is_dir() else [root]
+        loose = [entry.name for entry in entries if not entry.is_dir()] if folders != [root] else []
+        if loose:
+            raise ValueError(f"{PREFIX}: {decoder}: {root!r} holds folders and files ({loose[0]!r}); rocAL reads "
+                             f"every entry as a folder when the first is one, and fails on a file")
         paths = sorted(entry.path for folder in folders for entry in os.scandir(folder)
                        if entry.is_file(follow_symlinks=False))
         kept = [path for path in paths if os.path.basename(path) in annotated]
@@ -105,7 +111,9 @@ def _annotations(reader: COCOReader) -> dict:
         with open(where) as file:
             data = json.load(file)
         images = {image["id"]: image for image in data["images"]}
-        order = {category["id"]: n for n, category in enumerate(data["categories"], 1)}
+        order = {}
+        for n, category in enumerate(data["categories"], 1):
+            order.setdefault(category["id"], n)  # a repeated id keeps its first place (std::map::insert)
         annotated = {}
         for annotation in data["annotations"]:
             image = images.get(annotation["image_id"])
@@ -141,17 +149,23 @@ def decoded_boxes(samples: COCOSamples):
         except Exception as error:
             raise DecodeError(ctx.index, ctx.name, f"cannot read the image's size: {error}") from error
         table = _table(image_id, width, height, boxes)
-        table[1:, 0:4:2] *= image.shape[1] / jpeg_width
-        table[1:, 1:4:2] *= image.shape[0] / jpeg_height
-        return table
+        table[1:, 0:4:2] *= np.float32(image.shape[1]) / np.float32(jpeg_width)
+        table[1:, 1:4:2] *= np.float32(image.shape[0]) / np.float32(jpeg_height)
+        return _float32(table)
     return run
+
+
+def _float32(table: torch.Tensor) -> torch.Tensor:
+    """The boxes rounded to float32, as rocAL's meta nodes store them after each step."""
+    table[1:, :4] = table[1:, :4].float().double()
+    return table
 
 
 def _resized(ctx, op, table, before, after):
     table = table.clone()
-    table[1:, 0:4:2] *= after.shape[1] / before.shape[1]
-    table[1:, 1:4:2] *= after.shape[0] / before.shape[0]
-    return table
+    table[1:, 0:4:2] *= np.float32(after.shape[1]) / np.float32(before.shape[1])
+    table[1:, 1:4:2] *= np.float32(after.shape[0]) / np.float32(before.shape[0])
+    return _float32(table)
 
 
 def _cropped(table: torch.Tensor, x: int, y: int, w: int, h: int, mirror: bool) -> torch.Tensor:
@@ -167,7 +181,7 @@ def _cropped(table: torch.Tensor, x: int, y: int, w: int, h: int, mirror: bool) 
         kept[:, [0, 2]] = w - kept[:, [2, 0]]
     if not len(kept):
         kept = torch.tensor([[0, 0, w, h, 0]], dtype=table.dtype)
-    return torch.cat([table[:1], kept])
+    return _float32(torch.cat([table[:1], kept]))
 
 
 def _crop_mirror_normalized(ctx, op, table, image, size, pos, mirror):
@@ -186,7 +200,7 @@ def _flipped(ctx, op, table, image, horizontal, vertical):
         boxes[:, [0, 2]] = image.shape[1] - boxes[:, [2, 0]]
     if int(vertical):
         boxes[:, [1, 3]] = image.shape[0] - boxes[:, [3, 1]]
-    return table
+    return _float32(table)
 
 
 def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, int]):

@@ -116,6 +116,16 @@ class FileReader:
         self.file_root, self.file_list = file_root, file_list
 
 
+def _record(reader) -> None:
+    """Make ``reader`` the pipeline's: one per pipeline, as rocAL's ("A metadata reader has already been
+    created", rocAL/source/pipeline/master_graph.cpp)."""
+    pipe = _pipeline()
+    if getattr(pipe, "_rocal_reader", None) is not None:
+        raise RuntimeError(f"{PREFIX}: the pipeline already has a reader ({type(pipe._rocal_reader).__name__}); "
+                           f"rocAL takes one per pipeline (\"A metadata reader has already been created\")")
+    pipe._rocal_reader = reader
+
+
 def readers_file(file_root, file_filters=None, file_list="", stick_to_shard=False, pad_last_batch=False,
                  shard_id=None, num_shards=None, random_shuffle=None):
     """``fn.readers.file``: records ``file_root`` (and ``file_list``); rocAL ignores its file_filters,
@@ -123,7 +133,7 @@ def readers_file(file_root, file_filters=None, file_list="", stick_to_shard=Fals
     (rocAL_pybind/amd/rocal/readers.py). shard_id, num_shards and random_shuffle, which rocAL's older API
     (and its Python API page) pass here, are accepted and ignored too: the decoder's decide."""
     reader = FileReader(str(file_root), file_list or "")
-    _pipeline()._rocal_reader = reader
+    _record(reader)
     return reader, []
 
 
@@ -155,7 +165,7 @@ def readers_tfrecord(path, user_feature_key_map, features, reader_type=0, stick_
         raise ValueError(f"{PREFIX}: readers.tfrecord: features {missing} are not in user_feature_key_map "
                          f"(rocAL's classification reader needs image/encoded and image/class/label there)")
     reader = TFRecordReader(str(path), dict(user_feature_key_map))
-    _pipeline()._rocal_reader = reader
+    _record(reader)
     features["image/encoded"] = reader
     features["image/class/label"] = []
     return features
@@ -278,7 +288,7 @@ def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid
     stick_to_shard and pad_last_batch here are not read (the decoder's are)."""
     reader = coco.coco_reader(annotations_file, ltrb, masks, ratio, avoid_class_remapping, pixelwise_masks,
                               is_box_encoder, is_box_iou_matcher, aspect_ratio_grouping)
-    _pipeline()._rocal_reader = reader
+    _record(reader)
     return reader, [], []
 
 
@@ -288,7 +298,7 @@ def readers_mxnet(path, stick_to_shard=False, pad_last_batch=False):
     pad_last_batch here are not read (the decoder's are)."""
     reader = MXNetReader(str(path))
     mxnet.record_files(reader.path)  # a folder without its two files is an error here, as in rocAL
-    _pipeline()._rocal_reader = reader
+    _record(reader)
     return reader
 
 
@@ -299,7 +309,7 @@ def readers_webdataset(path, index_paths="", ext=None,
     samples' non-JPEG members (raw bytes) in place of labels. ``index_paths`` (rocAL's tar2idx files) is
     not read: fastload indexes the tars itself."""
     reader = webdataset_reader(path, ext, missing_components_behavior)
-    _pipeline()._rocal_reader = reader
+    _record(reader)
     return reader
 
 
@@ -400,7 +410,7 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     arrays = npy.NpyFiles(file_root, list(files or ()), layout.name)
     if not 0 <= int(shard_id) < int(num_shards):
         raise ValueError(f"fn.readers.numpy: shard_id {shard_id} is not in [0, num_shards={num_shards})")
-    pipe._rocal_reader = arrays
+    _record(arrays)
     pipe._unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or plugin.pytorch) "
                         "returns its arrays, as rocAL's")
     data = _reading(pipe, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards), bool(random_shuffle),
@@ -458,7 +468,7 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
     refuse("fn.readers.cifar10", shard_size=shard_size not in (-1, None))
     pipe = _pipeline()
     records = cifar10.Cifar10Records(file_root, filename_prefix)
-    pipe._rocal_reader = records
+    _record(records)
     data = _reading(pipe, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
                                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
                                           name="CIFAR10Reader", read=records.read))
@@ -508,7 +518,7 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
         node.rocal_boxes = pipe._rocal_boxes = pipe._rocal_decoded_boxes = Op(
             "rocal.boxes.decoded", coco.decoded_boxes(pipe._rocal_coco), [data, node], {}).outputs[0]
         pipe._unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
-                            "(rocAL's plugins give no labels for it either)")
+                            "(rocAL's plugins would give the first box labels of the batch as its labels)")
     return node
 
 
@@ -649,6 +659,21 @@ def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width
                      out)
 
 
+def _whole_window(operator: str, image: torch.Tensor, crop_w: int, crop_h: int, pos_x: float, pos_y: float):
+    """fn.crop's window (imageops.fixed_crop), refused when it passes the image's edge: rocAL's crop nodes
+    hand RPP the uncut window (RocalCropParam::fill_crop_dims cuts only x2/y2), which reads the batch
+    buffer beyond the image, something fastload does not reproduce."""
+    height, width = image.shape[:2]
+    x, y, w, h = imageops.fixed_crop(width, height, crop_w, crop_h, pos_x, pos_y)
+    wide = crop_w if 0 < crop_w <= width else width
+    high = crop_h if 0 < crop_h <= height else height
+    if (w, h) != (wide, high):
+        raise ValueError(f"{operator}: the {wide}x{high} window at ({x}, {y}) passes the {width}x{height} image's "
+                         f"edge; rocAL reads the batch buffer beyond the image there, which fastload does not "
+                         f"reproduce")
+    return x, y, w, h
+
+
 def _whole_pixels(operator: str, **values) -> None:
     """Offsets and sizes rocAL stores as unsigned pixels: a negative or non-finite one is refused (its
     conversion is undefined in C++)."""
@@ -676,13 +701,7 @@ def roi_resize(*inputs, resize_width=0, resize_height=0, roi_w=None, roi_h=None,
     _source(inputs)
 
     def run(ctx, op, image, roi, interpolation):
-        x, y, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], *roi)
-        wide = roi[0] if 0 < roi[0] <= image.shape[1] else image.shape[1]  # RocalCropParam::fill_crop_dims
-        high = roi[1] if 0 < roi[1] <= image.shape[0] else image.shape[0]
-        if (w, h) != (wide, high):
-            raise ValueError(f"fn.roi_resize: the {wide}x{high} window at ({x}, {y}) passes the {image.shape[1]}x"
-                             f"{image.shape[0]} image's edge; rocAL resamples the batch buffer past the image there "
-                             f"(CropResizeNode passes the uncut window), which fastload does not reproduce")
+        x, y, w, h = _whole_window("fn.roi_resize", image, *roi)
         return imageops.as_output(imageops.resample(image[y:y + h, x:x + w], int(resize_width), int(resize_height),
                                                     interpolation), out.torch_dtype)
     return _image_op("roi_resize", run, inputs[0],
@@ -767,7 +786,7 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
 
     def run(ctx, op, image, pos, size):
         if height and width:
-            x, y, w, h = imageops.fixed_crop(image.shape[1], image.shape[0], width, height, *pos)
+            x, y, w, h = _whole_window("fn.crop", image, width, height, *pos)
         else:
             rng = ctx.rng(op)
             w, h = int(rng.uniform(0.55, 0.95) * image.shape[1]), int(rng.uniform(0.55, 0.95) * image.shape[0])

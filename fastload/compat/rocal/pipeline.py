@@ -71,10 +71,13 @@ class RocalTensor:
     def copy_data(self, array, memory_type=None) -> None:
         """Copy the whole buffer into a numpy array or a torch tensor of its shape and type, or, as rocAL's
         scripts pass it, to the host memory a ``ctypes.c_void_p`` points at (HOST_MEMORY only: fastload's
-        tensors are on the host)."""
+        tensors are on the host), which must hold ``dimensions()`` values of ``dtype()``, as in rocAL:
+        a pointer carries no size to check."""
         if isinstance(array, torch.Tensor):
             array.copy_(self.batch)
         elif isinstance(array, ctypes.c_void_p):
+            if not array.value:
+                raise ValueError(f"{PREFIX}: copy_data to a null pointer")
             if memory_type not in (None, types.HOST_MEMORY, types.PINNED_MEMORY):
                 raise NotImplementedError(f"{PREFIX}: copy_data to a device pointer is not supported (give a torch "
                                           f"tensor, which may live on the GPU)")
@@ -255,17 +258,19 @@ class Pipeline(dali_pipeline.Pipeline):
         with ltrb=False where no operator moved them), as rocAL gives them."""
         return [table[1:, :4].numpy().astype(np.float32).reshape(-1) for table in self._tables()]
 
-    def get_bounding_box_count(self) -> np.ndarray:
-        return np.array([len(table) - 1 for table in self._tables()], dtype=np.int32)
+    def get_bounding_box_count(self) -> int:
+        """The last batch's number of boxes, all images together (rocalGetBoundingBoxCount)."""
+        return sum(len(table) - 1 for table in self._tables())
 
     def get_image_id(self, array) -> None:
-        """Write the last batch's json image ids into ``array`` (int32, [batch])."""
-        array[:] = np.array([int(table[0, 0]) for table in self._tables()], dtype=np.int32)
+        """Write the last batch's json image ids into ``array``'s first entries (an int32 numpy array, as
+        rocAL's binding fills it)."""
+        _fill("get_image_id", array, [int(table[0, 0]) for table in self._tables()])
 
     def get_img_sizes(self, array) -> None:
-        """Write the last batch's json (width, height) pairs into ``array`` (int32, [batch * 2])."""
-        sizes = [(int(table[0, 1]), int(table[0, 2])) for table in self._tables()]
-        np.asarray(array).reshape(-1)[:] = np.array(sizes, dtype=np.int32).reshape(-1)
+        """Write the last batch's json (width, height) pairs into ``array``'s first entries (int32,
+        [batch * 2] or more)."""
+        _fill("get_img_sizes", array, [v for table in self._tables() for v in (int(table[0, 1]), int(table[0, 2]))])
 
     def get_ascii_datas(self) -> list[list[np.ndarray]]:
         """fn.readers.webdataset: the last batch's non-JPEG members, per extension (sorted) a list of one
@@ -332,6 +337,18 @@ class Pipeline(dali_pipeline.Pipeline):
         samples = list(batch.tensors)
         rois = [(s.shape[0], s.shape[1]) for s in samples]
         return RocalTensor(pad_batch(samples, out.buffer, layout), layout, out.dtype_name, rois)
+
+
+def _fill(method: str, array, values: list[int]) -> None:
+    """Write ``values`` into the first entries of the caller's int32 array, as rocAL's binding writes
+    into its buffer; anything the write would not reach (a list, a copy) is refused."""
+    if not isinstance(array, np.ndarray) or array.dtype != np.int32 or not array.flags.writeable or \
+            not array.flags.c_contiguous:
+        raise TypeError(f"{PREFIX}: {method} writes into a writable, contiguous int32 numpy array "
+                        f"(np.zeros(n, dtype='int32')), not {type(array).__name__}")
+    if array.size < len(values):
+        raise ValueError(f"{PREFIX}: {method}: the array holds {array.size} values, the batch gives {len(values)}")
+    array.reshape(-1)[:len(values)] = values
 
 
 class RocalArray(RocalTensor):
