@@ -4,8 +4,6 @@ files of random records, and rocAL's own test script (tests/python_api/cifar10_r
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -17,6 +15,8 @@ import fastload.compat.rocal.types as types
 from fastload.compat.rocal.pipeline import Pipeline
 from fastload.compat.rocal.plugin.generic import ROCALGenericIterator
 from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
+
+from rocal_scripts import run_rocal_script
 
 RECORD = 3073
 
@@ -176,8 +176,7 @@ def test_rocals_cifar10_reader_script_runs_unmodified_but_for_its_drawing(cifar,
     and loop as written; only draw_patches saves each batch's first image with numpy instead of cv2,
     which this machine does not have."""
     root, records = cifar
-    script = tmp_path / "cifar10_reader.py"
-    script.write_text(textwrap.dedent("""
+    script = textwrap.dedent("""
         from amd.rocal.pipeline import Pipeline
         from amd.rocal.plugin.generic import ROCALGenericIterator
         import amd.rocal.fn as fn
@@ -236,10 +235,8 @@ def test_rocals_cifar10_reader_script_runs_unmodified_but_for_its_drawing(cifar,
 
         if __name__ == '__main__':
             main()
-    """))
-    done = subprocess.run([sys.executable, "-m", "fastload.compat.run", str(script), str(root), "cpu", "4"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    """)
+    run_rocal_script(tmp_path, "cifar10_reader.py", script, str(root), "cpu", "4")
     saved = [np.load(tmp_path / "output_folder" / "cifar10_reader" / f"{n}_train.npy") for n in (1, 2, 3)]
     assert [image.shape for image in saved] == [(32, 32, 3)] * 3
     for saved_image, record in zip(saved, (0, 4, 8)):  # each batch's first image

@@ -7,9 +7,6 @@ written out by hand here, and rocAL's tests/python_api/coco_reader.py run throug
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -19,6 +16,8 @@ import fastload.compat.rocal.types as types
 from fastload.compat.rocal.pipeline import Pipeline
 from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
 from fastload.sample_data import make_image
+
+from rocal_scripts import run_rocal_script
 
 # file name, size, boxes [x, y, w, h, category id]
 IMAGES = [("a.jpg", (200, 150), [(10, 20, 50, 40, 18), (150, 100, 40, 40, 3)]),
@@ -417,42 +416,14 @@ if __name__ == '__main__':
     main()
 '''
 
-PARSE_CONFIG = '''
-import argparse
-
-
-def parse_args():
-    """The arguments tests/python_api/coco_reader.py reads (rocAL's parse_config.py defines more)."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--image-dataset-path", dest="image_dataset_path")
-    parser.add_argument("--json-path", dest="json_path")
-    parser.add_argument("--rocal-gpu", dest="rocal_gpu", action="store_true")
-    parser.add_argument("--batch-size", dest="batch_size", type=int, default=2)
-    parser.add_argument("--display", action="store_true")
-    parser.add_argument("--num-threads", dest="num_threads", type=int, default=1)
-    parser.add_argument("--local-rank", dest="local_rank", type=int, default=0)
-    parser.add_argument("--world-size", dest="world_size", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--NHWC", action="store_true")
-    parser.add_argument("--fp16", action="store_true")
-    parser.add_argument("--num-epochs", dest="num_epochs", type=int, default=2)
-    parser.add_argument("--print-tensor", dest="print_tensor", action="store_true")
-    return parser.parse_args()
-'''
-
-
 def test_rocals_coco_reader_script(coco, tmp_path):
     """tests/python_api/coco_reader.py through ``python -m fastload.compat.run``: its own ROCALCOCOIterator
     (copy_data into torch tensors through ctypes pointers, get_bounding_box_labels / cords,
     get_image_id), its pipeline and loop as written; only draw_patches saves with numpy instead of cv2.
     a.jpg's saved boxes are the unmirrored or the mirrored crop of its resized boxes (its coin flip)."""
     images_root, annotations = coco
-    (tmp_path / "coco_reader.py").write_text(COCO_READER_SCRIPT)
-    (tmp_path / "parse_config.py").write_text(textwrap.dedent(PARSE_CONFIG))
-    done = subprocess.run([sys.executable, "-m", "fastload.compat.run", "coco_reader.py", "--image-dataset-path",
-                           images_root, "--json-path", annotations, "--display", "--NHWC", "--num-epochs", "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    done = run_rocal_script(tmp_path, "coco_reader.py", COCO_READER_SCRIPT, "--image-dataset-path", images_root,
+                            "--json-path", annotations, "--display", "--NHWC", "--batch-size", "2")
     assert "COCO READER  SUCCESS" in done.stdout
     out = tmp_path / "output_folder" / "coco_reader"
     boxes = np.load(out / "100_boxes.npy")  # a.jpg: 200x150 -> 300x300: sx 1.5, sy 2

@@ -4,10 +4,6 @@ numpy_loader.cpp, plugin/generic.py and pytorch.py), and rocAL's tests/python_ap
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 import torch
@@ -17,6 +13,8 @@ import fastload.compat.rocal.types as types
 from fastload.compat.rocal import imageops
 from fastload.compat.rocal.pipeline import Pipeline
 from fastload.compat.rocal.plugin import generic, pytorch
+
+from rocal_scripts import run_rocal_script
 
 
 def numpy_pipeline(batch_size=4, outputs=lambda arrays: arrays, **reader_args) -> Pipeline:
@@ -276,47 +274,20 @@ if __name__ == '__main__':
     main()
 '''
 
-PARSE_CONFIG = '''
-import argparse
-
-
-def parse_args():
-    """The arguments tests/python_api/numpy_reader.py reads (rocAL's parse_config.py defines more)."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--image-dataset-path", dest="image_dataset_path")
-    parser.add_argument("--rocal-gpu", dest="rocal_gpu", action="store_true")
-    parser.add_argument("--batch-size", dest="batch_size", type=int, default=2)
-    parser.add_argument("--num-threads", dest="num_threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--local-rank", dest="local_rank", type=int, default=0)
-    parser.add_argument("--world-size", dest="world_size", type=int, default=1)
-    parser.add_argument("--NHWC", action="store_true")
-    parser.add_argument("--augmentation-name", dest="augmentation_name", default="resize")
-    parser.add_argument("--num-epochs", dest="num_epochs", type=int, default=1)
-    parser.add_argument("--print-tensor", dest="print_tensor", action="store_true")
-    parser.add_argument("--display", action="store_true")
-    return parser.parse_args()
-'''
-
-
 @pytest.mark.parametrize("augmentation", ["resize", "log1p"])
 def test_rocals_numpy_reader_script(tmp_path, augmentation):
-    """tests/python_api/numpy_reader.py through ``python -m fastload.compat.run``, as written but for
-    saving with numpy where it draws with cv2 (this machine has none): resize of NHWC uint8 images to
-    400x400 NCHW, and log1p of the 128x128x128x4 int16 arrays it writes itself."""
+    """tests/python_api/numpy_reader.py through ``python -m fastload.compat.run`` with rocAL's parse_config,
+    as written but for saving with numpy where it draws with cv2 (this machine has none): resize of NHWC
+    uint8 images to 400x400 NCHW, and log1p of the 128x128x128x4 int16 arrays it writes itself."""
     rng = np.random.default_rng(9)
     data = tmp_path / "images"
     data.mkdir()
     images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in [(120, 90, 3), (77, 130, 3), (100, 100, 3)]]
     for n, image in enumerate(images):
         np.save(data / f"img{n}.npy", image)
-    (tmp_path / "numpy_reader.py").write_text(NUMPY_READER_SCRIPT)
-    (tmp_path / "parse_config.py").write_text(textwrap.dedent(PARSE_CONFIG))
     display = ["--display"] if augmentation == "resize" else []  # its drawing transposes a 4-D array by 3 axes
-    done = subprocess.run([sys.executable, "-m", "fastload.compat.run", "numpy_reader.py", "--image-dataset-path",
-                           str(data), "--augmentation-name", augmentation] + display,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    done = run_rocal_script(tmp_path, "numpy_reader.py", NUMPY_READER_SCRIPT, "--image-dataset-path", str(data),
+                            "--augmentation-name", augmentation, "--batch-size", "2", *display)
     assert "NUMPY READER SUCCESS" in done.stdout
     saved = sorted((tmp_path / "output_folder" / "numpy_reader").glob("*.npy"), key=lambda p: int(p.stem))
     if augmentation == "resize":

@@ -1,0 +1,22 @@
+"""Running rocAL's own test scripts (tests/python_api of ROCm/rocAL) through ``python -m fastload.compat.run``,
+beside rocAL's parse_config.py (tests/data/rocal)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PARSE_CONFIG = Path(__file__).parent.parent / "data" / "rocal" / "parse_config.py"
+
+
+def run_rocal_script(folder: Path, name: str, text: str, *args: str) -> subprocess.CompletedProcess:
+    """Write the script ``name`` into ``folder`` with rocAL's parse_config.py and run it there unmodified
+    (its imports mapped to fastload.compat.rocal); fails the test with its stderr if it fails."""
+    (folder / name).write_text(text)
+    shutil.copy(PARSE_CONFIG, folder / "parse_config.py")
+    done = subprocess.run([sys.executable, "-m", "fastload.compat.run", name, *args], cwd=folder,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done
