@@ -177,6 +177,24 @@ def resize_crop_mirror(image: torch.Tensor, crop_w: int, crop_h: int, width: int
     return out.flip(1) if mirror else out
 
 
+def per_channel(values, channels: int) -> list[float]:
+    """rocAL's mean/std lists for ``channels`` channels: one value for all, else the first ``channels``."""
+    values = [float(v) for v in values]
+    return values * channels if len(values) == 1 else values[:channels]
+
+
+def normalize(image: torch.Tensor, mean, std, mirror, dtype: torch.dtype) -> torch.Tensor:
+    """crop_mirror_normalize's arithmetic on an HWC image: mirrored where ``mirror``, then (x - mean) / std
+    on 0-255 pixels, in ``dtype`` (uint8 rounded and saturated)."""
+    channels = image.shape[2]
+    mean, std = torch.tensor(per_channel(mean, channels)), torch.tensor(per_channel(std, channels))
+    if bool((std == 0).any()):
+        raise ValueError("crop_mirror_normalize: a std of 0")
+    if mirror:
+        image = image.flip(1)
+    return as_output((image.float() - mean) / std, dtype)
+
+
 def as_output(image: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """An operator's result in its output_dtype: floats as they are, uint8 rounded and saturated."""
     if image.dtype == dtype:

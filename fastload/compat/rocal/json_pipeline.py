@@ -131,14 +131,9 @@ def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
     return operations
 
 
-def _normalize(image: torch.Tensor, mean, std, mirror: bool, dtype: str = "uint8") -> torch.Tensor:
-    """(x - mean) / std_dev on 0-255 pixels, as the backend passes them, then to uint8 (rounded,
-    saturated: the C API's default output type) or the operation's ``output_dtype``."""
-    channels = image.shape[2]
-    mean = torch.tensor(mean * channels if len(mean) == 1 else mean[:channels], dtype=torch.float32)
-    std = torch.tensor(std * channels if len(std) == 1 else std[:channels], dtype=torch.float32)
-    out = (image.float() - mean) / std
-    return imageops.as_output(out.flip(1) if mirror else out, OUTPUT_DTYPES[dtype])
+def _dtype(p: dict) -> torch.dtype:
+    """An operation's output type: its ``output_dtype``, else uint8 (rounded, saturated: the C API's default)."""
+    return OUTPUT_DTYPES[p.get("output_dtype", "uint8")]
 
 
 def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, int]]:
@@ -148,8 +143,8 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
         return (lambda x: imageops.resample(x, p["dest_width"], p["dest_height"], linear),
                 (p["dest_height"], p["dest_width"]))
     if name == "ResizeMirrorNormalize":
-        return (lambda x: _normalize(imageops.resample(x, p["dest_width"], p["dest_height"], linear), p["mean"],
-                                     p["std_dev"], p.get("mirror", False), p.get("output_dtype", "uint8")),
+        return (lambda x: imageops.normalize(imageops.resample(x, p["dest_width"], p["dest_height"], linear),
+                                             p["mean"], p["std_dev"], p.get("mirror", False), _dtype(p)),
                 (p["dest_height"], p["dest_width"]))
     if name == "CropResizeFixed":
         return (lambda x: imageops.crop_resize(x, p["area"], p["aspect_ratio"], p["x_center_drift"],
@@ -159,8 +154,8 @@ def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tenso
         def crop_mirror_normalize(x):
             left, top, w, h = imageops.anchored_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
                                                      p["start_x"], p["start_y"])
-            return _normalize(x[top:top + h, left:left + w], p["mean"], p["std_dev"], p.get("mirror", False),
-                              p.get("output_dtype", "uint8"))
+            return imageops.normalize(x[top:top + h, left:left + w], p["mean"], p["std_dev"], p.get("mirror", False),
+                                      _dtype(p))
         return crop_mirror_normalize, (p["crop_height"], p["crop_width"])
     if name == "CropFixed":  # whole-pixel offsets (CropNode::init)
         def crop_fixed(x):
@@ -200,8 +195,8 @@ def _whole(width: int, height: int) -> tuple[int, int, int, int]:
     return 0, 0, width, height
 
 
-def _three(values) -> tuple[float, float, float]:
-    return tuple(values * 3 if len(values) == 1 else values)
+def _rgb(values) -> tuple[float, float, float]:
+    return tuple(imageops.per_channel(values, 3))
 
 
 def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
@@ -221,7 +216,7 @@ def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
     elif first in ("ResizeMirrorNormalize", "ResizeCropMirrorFixed") and rest:
         return f"{rest[0][0]} follows {first}"
     elif first == "ResizeMirrorNormalize":
-        return Fused(_whole, size, (0, 0, *size), p.get("mirror", False), _three(p["mean"]), _three(p["std_dev"]),
+        return Fused(_whole, size, (0, 0, *size), p.get("mirror", False), _rgb(p["mean"]), _rgb(p["std_dev"]),
                      p.get("output_dtype", "uint8"))
     elif first == "ResizeCropMirrorFixed":
         return Fused(lambda w, h: imageops.fixed_crop(w, h, p["crop_w"], p["crop_h"], 0, 0), size, (0, 0, *size),
@@ -236,8 +231,8 @@ def lower(operations: list[tuple[str, dict]], color: str) -> Fused | str:
             return "its CropMirrorNormalize window is not inside the resized image"
         left, top, w, h = imageops.anchored_crop(width, height, q["crop_width"], q["crop_height"], q["start_x"],
                                                  q["start_y"])
-        return Fused(fused.box, size, (top, left, h, w), q.get("mirror", False), _three(q["mean"]),
-                     _three(q["std_dev"]), q.get("output_dtype", "uint8"))
+        return Fused(fused.box, size, (top, left, h, w), q.get("mirror", False), _rgb(q["mean"]),
+                     _rgb(q["std_dev"]), q.get("output_dtype", "uint8"))
     if second == "CropFixed":
         left, top, w, h = imageops.fixed_crop(width, height, q["crop_width"], q["crop_height"], q["crop_pos_x"],
                                               q["crop_pos_y"])

@@ -709,17 +709,6 @@ def roi_resize(*inputs, resize_width=0, resize_height=0, roi_w=None, roi_h=None,
                       "interpolation": _interpolation(interpolation_type)}, out)
 
 
-def _normalized(image: torch.Tensor, mean, std, mirror, dtype: torch.dtype) -> torch.Tensor:
-    channels = image.shape[2]
-    mean = torch.tensor((list(mean) * channels)[:channels] if len(mean) == 1 else list(mean)[:channels])
-    std = torch.tensor((list(std) * channels)[:channels] if len(std) == 1 else list(std)[:channels])
-    if bool((std == 0).any()):
-        raise ValueError("crop_mirror_normalize: a std of 0")
-    if mirror:
-        image = image.flip(1)
-    return imageops.as_output((image.float() - mean) / std, dtype)
-
-
 def _crop_size(crop, crop_h, crop_w) -> tuple[int, int]:
     """(height, width) from rocAL's crop argument: two values are (h, w), three (d, h, w); otherwise
     crop_h/crop_w (rocAL_pybind/amd/rocal/fn.py)."""
@@ -745,7 +734,7 @@ def crop_mirror_normalize(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, 
 
     def run(ctx, op, image, mirror, pos, mean, std):
         x, y, w, h = imageops.anchored_crop(image.shape[1], image.shape[0], width, height, *pos)
-        return _normalized(image[y:y + h, x:x + w], mean, std, int(mirror), out.torch_dtype)
+        return imageops.normalize(image[y:y + h, x:x + w], mean, std, int(mirror), out.torch_dtype)
     return _image_op("crop_mirror_normalize", run, inputs[0],
                      {"mirror": mirror if isinstance(mirror, DataNode) else int(bool(mirror)),
                       "pos": (float(crop_pos_x), float(crop_pos_y)), "mean": tuple(float(v) for v in mean),
@@ -766,7 +755,7 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation, mirror, mean, std):
-        return _normalized(_resized(image, sizes, interpolation), mean, std, int(mirror), out.torch_dtype)
+        return imageops.normalize(_resized(image, sizes, interpolation), mean, std, int(mirror), out.torch_dtype)
     return _image_op("resize_mirror_normalize", run, inputs[0],
                      {"sizes": sizes, "interpolation": _interpolation(interpolation_type),
                       "mirror": mirror if isinstance(mirror, DataNode) else int(bool(mirror)),
