@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -27,7 +27,7 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import cifar10, coco, imageops, mxnet, npy
+from . import cifar10, coco, imageops, mxnet, npy, video
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 from .mxnet import MXNetReader
@@ -81,10 +81,27 @@ def _source(inputs) -> Rocal:
     return image.rocal
 
 
+def _per_frame(impl):
+    """An image operator's impl run on each frame of a sequence (fn.readers.video's samples), with the
+    sequence's one set of random draws, as rocAL replicates an operator's parameters over the frames."""
+    def run(ctx, op, frames, **args):
+        return torch.stack([impl(ctx, op, frame, **args) for frame in frames])
+    return run
+
+
 def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataNode:
     _source([image])
-    node = Op("rocal." + name, impl, [image], args, layouts=("HWC",)).outputs[0]
+    sequence = getattr(image, "rocal_frames", None)
+    if sequence is None and out.layout in SEQUENCE_LAYOUTS:
+        raise ValueError(f"{PREFIX}: fn.{name}: output_layout {out.layout.name} is for fn.readers.video's "
+                         f"sequences: give NHWC or NCHW")
+    if sequence is not None and out.layout not in SEQUENCE_LAYOUTS:  # each frame in that layout
+        out = replace(out, layout={v: k for k, v in SEQUENCE_LAYOUTS.items()}[out.layout])
+    node = Op("rocal." + name, impl if sequence is None else _per_frame(impl), [image], args,
+              layouts=("HWC" if sequence is None else "FHWC",)).outputs[0]
     node.rocal = out
+    if sequence is not None:
+        node.rocal_frames = sequence
     boxes = getattr(image, "rocal_boxes", None)
     if boxes is not None:  # fn.readers.coco's boxes, moved as rocAL's meta node for the operator moves them
         node.rocal_boxes = coco.moved(_pipeline(), name, boxes, image, node, args,
@@ -92,10 +109,14 @@ def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataN
     return node
 
 
+SEQUENCE_LAYOUTS = {RocalTensorLayout.NFHWC: RocalTensorLayout.NHWC, RocalTensorLayout.NFCHW: RocalTensorLayout.NCHW}
+
+
 def _kind(layout, dtype) -> tuple[RocalTensorLayout, RocalTensorOutputType]:
     layout, dtype = RocalTensorLayout(layout), RocalTensorOutputType(dtype)
-    if layout not in (RocalTensorLayout.NHWC, RocalTensorLayout.NCHW):
-        raise NotImplementedError(f"{PREFIX}: output_layout {layout.name} not supported (NHWC, NCHW)")
+    if layout not in (RocalTensorLayout.NHWC, RocalTensorLayout.NCHW, *SEQUENCE_LAYOUTS):
+        raise NotImplementedError(f"{PREFIX}: output_layout {layout.name} not supported (NHWC, NCHW; NFHWC, NFCHW "
+                                  f"for fn.readers.video's sequences)")
     return layout, dtype
 
 
@@ -290,6 +311,46 @@ def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid
                               is_box_encoder, is_box_iou_matcher, aspect_ratio_grouping)
     _record(reader)
     return reader, [], []
+
+
+def _video_frames(ctx, op, data, shape):
+    return data.view(*shape)
+
+
+def readers_video(sequence_length, file_list_frame_num=False, file_root="", image_type=RocalImageColor.RGB,
+                  num_shards=1, random_shuffle=False, step=1, stride=1, decoder_mode=0, enable_frame_num=False,
+                  enable_timestamps=False, file_list="", stick_to_shard=False, pad_last_batch=False,
+                  file_list_include_preceding_frame=False, normalized=False, skip_vfr_check=False,
+                  last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch_repeated=False,
+                  shard_size=-1, decoder_type=0):
+    """``fn.readers.video``: sequences of ``sequence_length`` frames of the videos of ``file_root`` (a
+    folder, a video or a .txt list), NFHWC uint8 (``fastload.compat.rocal.video`` for rocAL's rules), with
+    their videos' labels. As in rocAL, file_list, enable_frame_num, enable_timestamps,
+    file_list_include_preceding_frame, normalized, skip_vfr_check and the sharding and last-batch
+    arguments are not read: every batch is full."""
+    color = RocalImageColor(image_type)
+    if color not in (RocalImageColor.RGB, RocalImageColor.BGR):
+        raise NotImplementedError(f"{PREFIX}: readers.video(image_type={color.name}): RGB and BGR frames only")
+    if int(num_shards) != 1:
+        raise NotImplementedError(f"{PREFIX}: readers.video(num_shards={num_shards}): rocAL splits one process's "
+                                  f"reading over internal loaders, batch by batch; not supported")
+    length = int(sequence_length)
+    if length < 1:
+        raise ValueError(f"{PREFIX}: readers.video: sequence_length={sequence_length}")
+    reader = video.VideoReader(str(file_root), length, int(step) or length, int(stride) or 1,
+                               bool(file_list_frame_num), color.name)
+    sequences = video.VideoSequences(reader)
+    pipe = _pipeline()
+    _record(sequences)
+    pipe._rocal_video = sequences
+    data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, bool(random_shuffle), True,
+                                          RocalLastBatchPolicy.LAST_BATCH_FILL, name="VideoReader",
+                                          read=sequences.read))
+    node = Op("rocal.readers.video", _video_frames, [data], {"shape": sequences.shape},
+              layouts=("FHWC",)).outputs[0]
+    node.rocal = Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC, RocalTensorOutputType.UINT8)
+    node.rocal_frames = length
+    return node
 
 
 def readers_mxnet(path, stick_to_shard=False, pad_last_batch=False):
@@ -1034,6 +1095,8 @@ def blend(*inputs, ratio=None, device=None, output_layout=RocalTensorLayout.NHWC
     buffer; None: drawn per sample in [0.1, 0.9]."""
     if len(inputs) != 2 or not all(isinstance(i, DataNode) and hasattr(i, "rocal") for i in inputs):
         raise TypeError(f"{PREFIX}: fn.blend takes two image outputs of decoders or image operators")
+    if any(hasattr(i, "rocal_frames") for i in inputs):
+        raise NotImplementedError(f"{PREFIX}: fn.blend of fn.readers.video's sequences is not supported")
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal(_source(inputs).buffer, layout, dtype)
 
@@ -1256,7 +1319,7 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
 def unsupported(name: str):
     def refuse_operator(*inputs, **args):
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy / mxnet / coco, decoders.image / image_slice / "
+                                  f"/ webdataset / cifar10 / numpy / mxnet / coco / video, decoders.image / image_slice / "
                                   f"image_random_crop, external_source, resize, crop_mirror_normalize, "
                                   f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
                                   f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "

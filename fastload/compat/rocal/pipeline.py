@@ -51,7 +51,8 @@ class RocalTensor:
 
     def max_shape(self) -> list[int]:
         """(width, height) of the buffer, as rocAL gives it."""
-        height, width = (self.batch.shape[1:3] if self._layout == "NHWC" else self.batch.shape[2:4])
+        first = {"NHWC": 1, "NCHW": 2, "NFHWC": 2, "NFCHW": 3}[self._layout]
+        height, width = self.batch.shape[first:first + 2]
         return [int(width), int(height)]
 
     def get_rois(self) -> np.ndarray:
@@ -74,7 +75,7 @@ class RocalTensor:
         tensors are on the host), which must hold ``dimensions()`` values of ``dtype()``, as in rocAL:
         a pointer carries no size to check."""
         if isinstance(array, torch.Tensor):
-            array.copy_(self.batch)
+            array.copy_(self.batch if array.shape == self.batch.shape else self.batch.reshape(array.shape))
         elif isinstance(array, ctypes.c_void_p):
             if not array.value:
                 raise ValueError(f"{PREFIX}: copy_data to a null pointer")
@@ -83,8 +84,8 @@ class RocalTensor:
                                           f"tensor, which may live on the GPU)")
             batch = self.batch.contiguous()
             ctypes.memmove(array.value, batch.data_ptr(), batch.numel() * batch.element_size())
-        else:
-            np.copyto(array, self.batch.numpy())
+        else:  # rocAL copies bytes: an array of another shape with as many values takes them in order
+            np.copyto(array, self.batch.numpy().reshape(array.shape))
 
     def __dlpack__(self, *args, **kwargs):
         return self.batch.__dlpack__(*args, **kwargs)
@@ -126,6 +127,7 @@ class Pipeline(dali_pipeline.Pipeline):
         self._rocal_reader = self._rocal_labels = None
         self._rocal_webdataset = None  # fn.readers.webdataset's samples, whose members replace labels
         self._unlabelled = None  # why get_image_labels refuses, for a reader without labels (fn.readers.numpy)
+        self._rocal_video = None  # fn.readers.video's sequences
         self._rocal_coco = None  # fn.readers.coco's samples and annotations
         self._rocal_boxes = self._rocal_decoded_boxes = None  # their boxes: the last box-moving op's, the decoder's
         self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout)
@@ -330,6 +332,13 @@ class Pipeline(dali_pipeline.Pipeline):
         if out is None:  # an array of fn.readers.numpy
             array = node.rocal_array
             return RocalArray(npy.pad_arrays(list(batch.tensors), array.max_shape), array.layout, array.dtype)
+        if out.layout in (types.NFHWC, types.NFCHW):  # fn.readers.video's sequences: frames padded alike
+            frames = [pad_batch(list(sample), out.buffer, "NHWC") for sample in batch.tensors]
+            dense = torch.stack(frames)
+            layout = out.layout.name
+            rois = [(sample.shape[1], sample.shape[2]) for sample in batch.tensors]
+            return RocalTensor(dense.permute(0, 1, 4, 2, 3).contiguous() if layout == "NFCHW" else dense, layout,
+                               out.dtype_name, rois)
         layout = "NCHW" if out.layout == types.NCHW else "NHWC"
         if self._lowered is not None:  # the fused plan's batch: dense, in the output's layout already
             dense = batch.as_tensor()

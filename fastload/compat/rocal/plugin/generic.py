@@ -36,6 +36,8 @@ class ROCALGenericIterator:
         outputs = [t.batch.numpy().copy() for t in self.loader.get_output_tensors()]
         if self.loader._rocal_webdataset is not None:  # fn.readers.webdataset: its members, not labels
             return outputs, self.loader.get_ascii_datas()
+        if self.loader._rocal_video is not None:  # rocAL's fills labels only for its label reader
+            return outputs, None
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
             return outputs, one_hot(labels, self.loader._num_classes)
