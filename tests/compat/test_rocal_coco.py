@@ -152,6 +152,8 @@ def test_copy_data_through_a_ctypes_pointer(coco):
     target = torch.empty(out.dimensions(), dtype=getattr(torch, out.dtype()))
     out.copy_data(ctypes.c_void_p(target.data_ptr()), types.HOST_MEMORY)
     assert target.dtype == torch.float16 and torch.equal(target, out.batch)
+    with pytest.raises(ValueError, match=r"copy_data into torch.float32 \(4, 3, 32, 48\): the batch is torch.float16"):
+        out.copy_data(np.zeros(target.shape, np.float32))
     with pytest.raises(ValueError, match="null pointer"):
         out.copy_data(ctypes.c_void_p(0), types.HOST_MEMORY)
     with pytest.raises(NotImplementedError, match="device pointer"):

@@ -496,6 +496,8 @@ def test_jitter_takes_each_pixel_from_its_window():
         assert int(dr[inner].min()) == -bound and int(dr[inner].max()) == k - 1 - bound, k
         assert int(dc[inner].min()) == -bound and int(dc[inner].max()) == k - 1 - bound, k
         assert int(out[..., 0].max()) <= min(height - bound, height - 1) and int(out[..., 1].max()) <= width - 1
+    with pytest.raises(ValueError, match="taller than twice the 4-row image"):
+        imageops.jitter(image[:4], 11, torch.Generator().manual_seed(0))
 
 
 def test_snow_stamps_rpps_flake_and_rain_blends_rpps_drops():

@@ -21,11 +21,11 @@ av = pytest.importorskip("av")
 WIDTH, HEIGHT, FPS = 32, 24, 10
 
 
-def write_video(path, count: int, tone: int, size=(WIDTH, HEIGHT)):
-    """``count`` flat frames at 10 fps (MPEG-4 part 2): red 16 * index, green ``tone``, blue 128."""
+def write_video(path, count: int, tone: int, size=(WIDTH, HEIGHT), rate=FPS):
+    """``count`` flat frames at ``rate`` fps (MPEG-4 part 2): red 16 * index, green ``tone``, blue 128."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w") as container:
-        stream = container.add_stream("mpeg4", rate=FPS)
+        stream = container.add_stream("mpeg4", rate=rate)
         stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
         for index in range(count):
             pixels = np.empty((size[1], size[0], 3), np.uint8)
@@ -83,15 +83,45 @@ def test_sub_folders_are_labels_read_as_integers_and_lists_give_ranges(videos, t
     loader = ROCALClassificationIterator(video_pipeline(tmp_path / "classes", batch_size=3, sequence_length=6))
     assert [labels.tolist() for _, labels in loader] == [[3, 7, 0]]
     listing = tmp_path / "list.txt"
-    listing.write_text(f"{videos}/flat/a.mp4 5 2 10\nflat/b.mp4 9 0.5 1.2\n")
-    (tmp_path / "flat").symlink_to(videos / "flat")
+    listing.write_text(f"{videos}/flat/a.mp4 5 2 10\n")
     frames_given = ROCALClassificationIterator(video_pipeline(listing, batch_size=4, sequence_length=3, step=2,
                                                               stride=2, file_list_frame_num=True))
     (frames,), labels = next(iter(frames_given))
-    # frames [2, 10) of a.mp4: sequences at 2 and 4; b.mp4's 0.5 and 1.2 read as frame numbers, [0, 1),
-    # hold none; the batch filled with the last sequence
+    # frames [2, 10) of a.mp4: sequences at 2 and 4, the batch filled with the last
     assert labels.tolist() == [5, 5, 5, 5]
     assert [frame_indices(s.numpy()) for s in frames] == [[2, 4, 6], [4, 6, 8], [4, 6, 8], [4, 6, 8]]
+    listing.write_text(f"{videos}/flat/b.mp4 9 0.5 1.2\n")
+    with pytest.raises(ValueError, match="line 1: frame numbers '0.5' '1.2' are not whole numbers"):
+        video_pipeline(listing, sequence_length=3, file_list_frame_num=True)
+    # seconds are float32, as rocAL reads them: 0.1 s at 10 fps is 1.0000000149 frames, so frame 2
+    listing.write_text(f"{videos}/flat/b.mp4 9 0.1 0.9\n")
+    (first,), = video_pipeline(listing, batch_size=1, sequence_length=2).run()[:1]
+    assert frame_indices(first) == [2, 3]
+
+
+def test_each_video_is_sought_by_its_own_frame_rate_and_coarse_time_bases_land_on_their_frames(tmp_path):
+    """An AVI's time base is one tick per frame, where a truncated seek time lands a frame early; and a
+    10.5 fps video beside a 10 fps one seeks by its own rate (rocAL: each stream's avg_frame_rate)."""
+    write_video(tmp_path / "avi" / "a.avi", 16, 30)
+    pipe = video_pipeline(tmp_path / "avi", batch_size=16, sequence_length=1)
+    (frames,) = pipe.run()
+    assert [frame_indices(frames.at(n))[0] for n in range(16)] == list(range(16))
+    write_video(tmp_path / "rates" / "a.mp4", 8, 30)
+    write_video(tmp_path / "rates" / "b.mp4", 12, 90, rate=__import__("fractions").Fraction(21, 2))
+    pipe = video_pipeline(tmp_path / "rates", batch_size=19, sequence_length=2)
+    (frames,) = pipe.run()
+    starts = [frame_indices(frames.at(n)) for n in range(19)]
+    assert starts == [[s, s + 1] for s in range(7)] + [[s, s + 1] for s in range(11)] + [[10, 11]]
+
+
+def test_noise_on_a_sequence_shares_its_parameters_not_its_pixels(videos):
+    """Salt and pepper on each frame: one p_noise per sequence, a new mask per frame (RPP's frames are
+    separate images)."""
+    pipe = video_pipeline(videos / "flat", batch_size=1, sequence_length=3, build=lambda frames: fn.snp_noise(
+        frames, p_noise=0.5, p_salt=1.0, noise_val=1.0, salt_val=0.0, output_layout=types.NFHWC))
+    (out,) = pipe.run()
+    masks = [(out.at(0)[n] == 255).all(axis=2) for n in range(3)]
+    assert all(0.4 < m.mean() < 0.6 for m in masks) and not np.array_equal(masks[0], masks[1])
 
 
 def test_frame_ranges_in_seconds_and_operators_run_on_each_frame(videos, tmp_path):
@@ -112,7 +142,7 @@ def test_frame_ranges_in_seconds_and_operators_run_on_each_frame(videos, tmp_pat
 def test_what_rocal_reads_wrongly_is_refused(videos, tmp_path):
     write_video(tmp_path / "sizes" / "a.mp4", 4, 10)
     write_video(tmp_path / "sizes" / "b.mp4", 4, 10, size=(48, 24))
-    with pytest.raises(ValueError, match="rocAL reads videos of one size and frame rate"):
+    with pytest.raises(ValueError, match="rocAL reads videos of one size and \\(whole\\) frame rate"):
         video_pipeline(tmp_path / "sizes", sequence_length=2)
     with pytest.raises(NotImplementedError, match="num_shards=2"):
         video_pipeline(videos / "flat", sequence_length=2, num_shards=2)
@@ -134,5 +164,8 @@ def test_rocals_video_pipeline_script(videos, tmp_path):
     parse_config: its own ROCALVideoIterator (copy_data into an (N * F, H, W, C) array), a 512x960
     crop_mirror_normalize (larger than these videos: each frame whole, in the padded buffer), as written."""
     done = run_rocal_script(tmp_path, "video_pipeline.py", VIDEO_PIPELINE_SCRIPT.read_text(), "--video-path",
-                            str(videos / "flat"), "--sequence-length", "3", "--batch-size", "2", "--NHWC")
+                            str(videos / "flat"), "--sequence-length", "3", "--batch-size", "2", "--NHWC",
+                            "--print_tensor")
     assert "VIDEO READER  SUCCESS" in done.stdout
+    assert "REMAINING IMAGES____________: 30" in done.stdout  # 10 + 13 + 7 sequences starting a frame apart
+    assert done.stdout.count("IMAGES :") == 15  # in batches of 2

@@ -54,6 +54,7 @@ class SampleContext:
     readers: dict[int, tuple[bytes, int]] = field(default_factory=dict)  # reader op id -> (bytes, label)
     external: dict[int, Any] = field(default_factory=dict)
     gpu: torch.device = torch.device("cpu")
+    frame: int = 0  # the frame of a sequence an operator runs on (fastload.compat.rocal's video reader)
 
     def rng(self, op: "Op") -> SampleRandom:
         """The sample's stream for ``op``: its own, so operators draw independently of each other."""

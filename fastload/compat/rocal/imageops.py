@@ -612,6 +612,9 @@ def jitter(image: torch.Tensor, kernel_size: int, generator: torch.Generator) ->
     image's or the buffer's pixels); fastload stops at the last row there."""
     height, width = image.shape[:2]
     bound = (kernel_size - 1) // 2
+    if bound >= height:
+        raise ValueError(f"jitter: a kernel of {kernel_size} is taller than twice the {height}-row image; RPP's "
+                         f"row limit (height - bound) is then negative")
     rows = torch.arange(height)[:, None] + (torch.rand(height, width, generator=generator) * kernel_size).floor().long()
     cols = torch.arange(width)[None, :] + (torch.rand(height, width, generator=generator) * kernel_size).floor().long()
     rows = (rows - bound).clamp(0, min(height - bound, height - 1))
@@ -645,7 +648,8 @@ def rain(image: torch.Tensor, percent: float, drop_width: int, drop_length: int,
     drawn from [0, width - slant - 1] (RPP draws y from x's range), slant = sin(slant_angle) * length
     (radians), running down ``drop_length`` rows and ``drop_width`` pixels across (the flat index, so a wide
     drop continues on the next row), the drop layer 200 there and 0 elsewhere; every pixel then becomes
-    round((layer - x) * alpha + x): drops pulled toward 200, the rest darkened by 1 - alpha."""
+    round((layer - x) * alpha + x): drops pulled toward 200, the rest darkened by 1 - alpha. RPP sizes the
+    drop count and ranges by the batch buffer's width and height, fastload by each image's."""
     height, width = image.shape[:2]
     drops = int(np.float32(percent) * np.float32(0.004) * height * width)
     slant = math.sin(slant_angle) * drop_length
@@ -655,7 +659,7 @@ def rain(image: torch.Tensor, percent: float, drop_width: int, drop_length: int,
         x_start = torch.randint(0, high + 1, (drops,), generator=generator)
         y_start = torch.randint(0, high + 1, (drops,), generator=generator)
         steps = torch.arange(drop_length)
-        x = x_start[:, None] + (steps * slant / drop_length).long()
+        x = (x_start[:, None].float() + steps.float() * np.float32(slant / drop_length)).trunc().long()  # float32
         y = y_start[:, None] + steps
         inside = (x >= 0) & (x < width) & (y < height)
         starts = (y * width + x)[inside]

@@ -83,9 +83,10 @@ def _source(inputs) -> Rocal:
 
 def _per_frame(impl):
     """An image operator's impl run on each frame of a sequence (fn.readers.video's samples), with the
-    sequence's one set of random draws, as rocAL replicates an operator's parameters over the frames."""
+    sequence's one set of random parameters, as rocAL replicates an operator's parameters over the
+    frames; ``ctx.frame`` tells per-pixel noise which frame it draws for (RPP's are separate images)."""
     def run(ctx, op, frames, **args):
-        return torch.stack([impl(ctx, op, frame, **args) for frame in frames])
+        return torch.stack([impl(replace(ctx, frame=n), op, frame, **args) for n, frame in enumerate(frames)])
     return run
 
 
@@ -1200,9 +1201,9 @@ def vignette(*inputs, vignette=0.5, device=None, output_layout=RocalTensorLayout
     return _vignette(*inputs, vignette=vignette, output_layout=output_layout, output_dtype=output_dtype)
 
 
-def _generator(rng) -> torch.Generator:
-    """A torch generator for one sample's per-pixel draws, seeded from its stream."""
-    return torch.Generator().manual_seed(int(rng.random() * (1 << 62)))
+def _generator(rng, frame: int = 0) -> torch.Generator:
+    """A torch generator for one sample's (or one frame's) per-pixel draws, seeded from its stream."""
+    return torch.Generator().manual_seed(int(rng.random() * (1 << 62)) + frame)
 
 
 def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_layout, output_dtype) -> DataNode:
@@ -1217,7 +1218,7 @@ def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_la
         u = rng.random()
         drawn = {key: defaults[key][0] + u * (defaults[key][1] - defaults[key][0]) if value is None else value
                  for key, value in given.items()}
-        return imageops.as_output(effect(image, generator=_generator(rng), **drawn), out.torch_dtype)
+        return imageops.as_output(effect(image, generator=_generator(rng, ctx.frame), **drawn), out.torch_dtype)
     return _image_op(name, run, inputs[0], {key: _param(value) for key, value in values.items()}, out)
 
 

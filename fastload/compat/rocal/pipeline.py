@@ -74,8 +74,16 @@ class RocalTensor:
         scripts pass it, to the host memory a ``ctypes.c_void_p`` points at (HOST_MEMORY only: fastload's
         tensors are on the host), which must hold ``dimensions()`` values of ``dtype()``, as in rocAL:
         a pointer carries no size to check."""
-        if isinstance(array, torch.Tensor):
-            array.copy_(self.batch if array.shape == self.batch.shape else self.batch.reshape(array.shape))
+        if isinstance(array, (torch.Tensor, np.ndarray)):
+            # rocAL copies bytes: a destination of another shape with as many values of the same type takes
+            # them in order; another type, size or a strided destination would not get what rocAL writes
+            target = torch.from_numpy(array) if isinstance(array, np.ndarray) else array
+            if target.dtype != self.batch.dtype or target.numel() != self.batch.numel() or \
+                    not target.is_contiguous():
+                raise ValueError(f"{PREFIX}: copy_data into {'a strided ' if not target.is_contiguous() else ''}"
+                                 f"{target.dtype} {tuple(target.shape)}: the batch is {self.batch.dtype} "
+                                 f"{tuple(self.batch.shape)} (rocAL copies its bytes as they are)")
+            target.copy_(self.batch.reshape(target.shape))
         elif isinstance(array, ctypes.c_void_p):
             if not array.value:
                 raise ValueError(f"{PREFIX}: copy_data to a null pointer")
@@ -84,8 +92,9 @@ class RocalTensor:
                                           f"tensor, which may live on the GPU)")
             batch = self.batch.contiguous()
             ctypes.memmove(array.value, batch.data_ptr(), batch.numel() * batch.element_size())
-        else:  # rocAL copies bytes: an array of another shape with as many values takes them in order
-            np.copyto(array, self.batch.numpy().reshape(array.shape))
+        else:
+            raise TypeError(f"{PREFIX}: copy_data takes a numpy array, a torch tensor or a ctypes.c_void_p, not "
+                            f"{type(array).__name__}")
 
     def __dlpack__(self, *args, **kwargs):
         return self.batch.__dlpack__(*args, **kwargs)
