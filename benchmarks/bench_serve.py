@@ -113,6 +113,41 @@ def _measure(port: int, bodies: list[bytes], concurrency: int) -> dict:
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]}
 
 
+def _model_only(model_name: str, sizes: list[int], rounds: int = 2) -> int:
+    """ms an image of the server's model alone at each batch size, as model_input hands it batches
+    (channels_last input), with the model in its own layout and converted to channels_last; the best
+    ratio of batch 1 to a batch is all that batching can gain the server on this machine."""
+    import torch
+
+    from fastload.cli.bench import machine
+    from fastload.serve import load_model
+    models = {"own layout": load_model(model_name), "channels_last": load_model(model_name).to(
+        memory_format=torch.channels_last)}
+    times = {}
+    with torch.inference_mode():
+        for round_ in range(rounds):
+            for layout, model in models.items():
+                for size in sizes:
+                    batch = torch.randn(size, 3, 224, 224).contiguous(memory_format=torch.channels_last)
+                    model(batch)  # warm-up
+                    started, reps = time.perf_counter(), max(1, 8 // size)
+                    for _ in range(reps):
+                        model(batch)
+                    ms = (time.perf_counter() - started) / reps / size * 1000
+                    times.setdefault((layout, size), []).append(ms)
+                    print(f"round {round_ + 1} {layout:<14} batch {size:>3}: {ms:6.1f} ms an image", flush=True)
+    print(f"\nmachine: {machine()}, {torch.get_num_threads()} threads; model {model_name} (random weights), "
+          f"224x224\n")
+    print(f"{'batch':>5} " + " ".join(f"{layout + ' ms/image':>26}" for layout in models))
+    for size in sizes:
+        print(f"{size:>5} " + " ".join(f"{', '.join(f'{t:.1f}' for t in times[(layout, size)]):>26}"
+                                        for layout in models))
+    for layout in models:
+        best = min(min(times[(layout, size)]) for size in sizes)
+        print(f"{layout}: batch 1 / best batch = {min(times[(layout, 1)]) / best:.2f}x" if 1 in sizes else "")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="resnet50")
@@ -121,12 +156,17 @@ def main(argv=None) -> int:
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--model-only", default="", metavar="SIZES",
+                        help="instead: the model alone, ms an image at these batch sizes (comma-separated), as "
+                             "the server runs it, in its own layout and channels_last: the ceiling batching sets")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: run the baseline server
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         _serve_baseline(args.model, args.port)
         return 0
+    if args.model_only:
+        return _model_only(args.model, [int(size) for size in args.model_only.split(",")])
 
     from fastload.cli.bench import machine
     from fastload.sample_data import make_image

@@ -67,6 +67,14 @@ def test_bench_serve_runs(tmp_path):
     assert all(r["requests_per_s"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in results.values())
 
 
+def test_bench_serve_model_only_runs():
+    """bench_serve.py --model-only: the model alone at two batch sizes, both layouts, its table."""
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_serve.py"), "--model", "resnet18",
+                             "--model-only", "1,2"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "batch 1 / best batch" in result.stdout and "channels_last" in result.stdout
+
+
 def test_bench_shards_runs(tmp_path):
     """bench_shards.py: the folder, local tar shards (indexed, streaming), webdataset's own loader, TFRecords
     and tar shards over HTTP (indexed, streaming), one tiny epoch each; every loader sees every image; over
