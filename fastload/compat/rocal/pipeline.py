@@ -165,9 +165,8 @@ class Pipeline(dali_pipeline.Pipeline):
             self._user_outputs = list(self._outputs)
             if self._external is None:
                 if self._rocal_labels is None:
-                    raise NotImplementedError(f"{PREFIX}: a pipeline reads with a reader and a decoder, "
-                                              f"fn.readers.cifar10 or fn.external_source (other readers are not "
-                                              f"supported yet)")
+                    raise NotImplementedError(f"{PREFIX}: the pipeline reads nothing: give it a reader (and the "
+                                              f"decoder after it, where rocAL has one) or fn.external_source")
                 self._outputs = self._user_outputs + [self._rocal_labels]
                 if self._rocal_boxes is not None:
                     self._outputs.append(self._rocal_boxes)
