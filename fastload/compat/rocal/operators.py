@@ -343,7 +343,6 @@ def readers_video(sequence_length, file_list_frame_num=False, file_root="", imag
     sequences = video.VideoSequences(reader)
     pipe = _pipeline()
     _record(sequences)
-    pipe._rocal_video = sequences
     data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, bool(random_shuffle), True,
                                           RocalLastBatchPolicy.LAST_BATCH_FILL, name="VideoReader",
                                           read=sequences.read))
@@ -712,7 +711,7 @@ def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width
     sizes = _resize_args("fn.resize", max_size, resize_longer, resize_shorter, resize_width, resize_height,
                          scaling_mode)
     layout, dtype = _kind(output_layout, output_dtype)
-    width, height = imageops.resize_buffer((_source(inputs).buffer[1], _source(inputs).buffer[0]), **sizes)
+    width, height = imageops.resize_buffer(_source(inputs).buffer[::-1], **sizes)
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation):
@@ -760,7 +759,6 @@ def roi_resize(*inputs, resize_width=0, resize_height=0, roi_w=None, roi_h=None,
     _whole_pixels("fn.roi_resize", roi_pos_x=roi_pos_x, roi_pos_y=roi_pos_y, roi_w=roi_w, roi_h=roi_h)
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal((int(resize_height), int(resize_width)), layout, dtype)
-    _source(inputs)
 
     def run(ctx, op, image, roi, interpolation):
         x, y, w, h = _whole_window("fn.roi_resize", image, *roi)
@@ -813,7 +811,7 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
     sizes = _resize_args("fn.resize_mirror_normalize", max_size, resize_longer, resize_shorter, resize_width,
                          resize_height, scaling_mode)
     layout, dtype = _kind(output_layout, output_dtype)
-    width, height = imageops.resize_buffer((_source(inputs).buffer[1], _source(inputs).buffer[0]), **sizes)
+    width, height = imageops.resize_buffer(_source(inputs).buffer[::-1], **sizes)
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation, mirror, mean, std):

@@ -136,7 +136,6 @@ class Pipeline(dali_pipeline.Pipeline):
         self._rocal_reader = self._rocal_labels = None
         self._rocal_webdataset = None  # fn.readers.webdataset's samples, whose members replace labels
         self._unlabelled = None  # why get_image_labels refuses, for a reader without labels (fn.readers.numpy)
-        self._rocal_video = None  # fn.readers.video's sequences
         self._rocal_coco = None  # fn.readers.coco's samples and annotations
         self._rocal_boxes = self._rocal_decoded_boxes = None  # their boxes: the last box-moving op's, the decoder's
         self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout)
