@@ -63,7 +63,7 @@ def unframe(record: bytes) -> bytes:
     return data
 
 
-def _varint(buffer: bytes, at: int) -> tuple[int, int]:
+def varint(buffer: bytes, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if at >= len(buffer):
@@ -78,17 +78,17 @@ def _varint(buffer: bytes, at: int) -> tuple[int, int]:
             raise ValueError("varint longer than 64 bits")
 
 
-def _fields(message: bytes):
+def proto_fields(message: bytes):
     """(field number, wire type, value) of a protobuf message: varints as ints, length-delimited fields
     as bytes, fixed32/fixed64 as raw bytes."""
     at = 0
     while at < len(message):
-        tag, at = _varint(message, at)
+        tag, at = varint(message, at)
         number, wire = tag >> 3, tag & 7
         if wire == 0:
-            value, at = _varint(message, at)
+            value, at = varint(message, at)
         elif wire == 2:
-            size, at = _varint(message, at)
+            size, at = varint(message, at)
             if at + size > len(message):
                 raise ValueError("a field runs past the end of its message")
             value, at = message[at:at + size], at + size
@@ -100,24 +100,30 @@ def _fields(message: bytes):
         yield number, wire, value
 
 
+def varints(wire: int, value) -> list[int]:
+    """The values of a repeated varint field's occurrence: one (wire type 0) or a packed run (2)."""
+    if wire == 0:
+        return [value]
+    items, at = [], 0
+    while wire == 2 and at < len(value):
+        item, at = varint(value, at)
+        items.append(item)
+    return items
+
+
 def _feature(message: bytes):
     """A tf.train.Feature's list: bytes_list (1) -> [bytes], float_list (2) -> [float], int64_list (3) ->
     [int] (packed or not; int64 as two's complement)."""
-    for kind, _, content in _fields(message):
+    for kind, _, content in proto_fields(message):
         values = []
-        for _, wire, value in _fields(content):
+        for _, wire, value in proto_fields(content):
             if kind == 1:
                 values.append(value)
             elif kind == 2:
                 values.extend(struct.unpack(f"<{len(value) // 4}f", value) if wire == 2 else
                               struct.unpack("<f", value))
             elif kind == 3:
-                items = [value] if wire == 0 else []
-                at = 0
-                while wire == 2 and at < len(value):
-                    item, at = _varint(value, at)
-                    items.append(item)
-                values.extend(v - (1 << 64) if v >= 1 << 63 else v for v in items)
+                values.extend(v - (1 << 64) if v >= 1 << 63 else v for v in varints(wire, value))
         return values
     return []
 
@@ -127,14 +133,14 @@ def parse_example(data: bytes) -> dict[str, list]:
     example.proto and feature.proto: Example.features = 1, Features.feature = 1 (a map: key = 1,
     value = 2))."""
     features: dict[str, list] = {}
-    for number, _, message in _fields(data):
+    for number, _, message in proto_fields(data):
         if number != 1:
             continue
-        for entry_number, _, entry in _fields(message):
+        for entry_number, _, entry in proto_fields(message):
             if entry_number != 1:
                 continue
             key, value = "", b""
-            for field, _, content in _fields(entry):
+            for field, _, content in proto_fields(entry):
                 if field == 1:
                     key = content.decode("utf-8")
                 elif field == 2:

@@ -549,3 +549,44 @@ def test_noise_and_weather_run_in_a_pipeline_and_fog_and_fish_eye_are_refused(on
         _run(one_photo, lambda images: (fn.fog(images),))
     with pytest.raises(NotImplementedError, match="rppt_fisheye"):
         _run(one_photo, lambda images: (fn.fish_eye(images),))
+
+
+ROCAL_NAMES = {  # every function and class rocAL_pybind/amd/rocal's modules define (ROCm/rocAL 0981d5bb)
+    "fn": "blend snow exposure fish_eye fog brightness brightness_fixed lens_correction blur contrast flip "
+          "gamma_correction hue jitter pixelate rain resize resize_crop_mirror resize_crop roi_resize "
+          "resize_mirror_normalize random_crop rotate saturation ssd_random_crop warp_affine vignette "
+          "crop_mirror_normalize center_crop crop color_twist uniform random_bbox_crop one_hot box_encoder color_temp "
+          "nop copy snp_noise box_iou_matcher external_source preemphasis_filter spectrogram to_decibels resample "
+          "tensor_add_tensor_float tensor_mul_scalar_float nonsilent_region slice normalize mel_filter_bank "
+          "transpose log1p",
+    "decoders": "image image_raw image_random_crop image_slice audio",
+    "readers": "coco file tfrecord caffe caffe2 video video_resize sequence_reader mxnet webdataset numpy cifar10",
+    "random": "coin_flip uniform normal",
+    "plugin.pytorch": "ROCALGenericIterator ROCALClassificationIterator ROCALAudioIterator ROCALNumpyIterator "
+                      "draw_patches",
+    "plugin.generic": "ROCALGenericIterator ROCALClassificationIterator ROCALNumpyIterator draw_patches",
+    "plugin.tf": "ROCALGenericImageIterator ROCALGenericIteratorDetection ROCALIterator ROCAL_iterator",
+}
+REFUSED = {"fn.random_crop", "fn.ssd_random_crop", "fn.random_bbox_crop", "fn.box_encoder", "fn.box_iou_matcher",
+           "fn.preemphasis_filter", "fn.spectrogram", "fn.to_decibels", "fn.resample", "fn.tensor_add_tensor_float",
+           "fn.tensor_mul_scalar_float", "fn.nonsilent_region", "fn.slice", "fn.normalize", "fn.mel_filter_bank",
+           "fn.transpose", "decoders.image_raw", "decoders.audio", "readers.video_resize", "readers.sequence_reader",
+           "random.normal", "plugin.pytorch.ROCALAudioIterator", "plugin.pytorch.draw_patches",
+           "plugin.generic.draw_patches", "plugin.tf.ROCALGenericImageIterator",
+           "plugin.tf.ROCALGenericIteratorDetection", "plugin.tf.ROCALIterator", "plugin.tf.ROCAL_iterator"}
+
+
+@pytest.mark.parametrize("module", sorted(ROCAL_NAMES))
+def test_every_name_of_rocals_python_api_exists_and_what_does_not_run_says_so(module):
+    """A script that calls any of rocAL's functions or classes finds it: the ones fastload does not run raise
+    NotImplementedError naming themselves (never an AttributeError, never a silent stand-in)."""
+    import importlib
+    mod = importlib.import_module(f"fastload.compat.rocal.{module}")
+    for name in ROCAL_NAMES[module].split():
+        assert hasattr(mod, name), f"{module}.{name}"
+        qualified = f"{module}.{name}"
+        if qualified not in REFUSED:
+            continue
+        with pytest.raises(NotImplementedError, match=name):
+            with Pipeline(batch_size=1, num_threads=1, device_id=0, rocal_cpu=True):
+                getattr(mod, name)()

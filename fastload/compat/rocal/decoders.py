@@ -1,9 +1,12 @@
-"""``amd.rocal.decoders``: image decoders that read the recorded folder, capped as rocAL caps them."""
+"""``amd.rocal.decoders``: image decoders that read the recorded folder, capped as rocAL caps them; rocAL's
+other decoders raise NotImplementedError naming themselves."""
 
 from .operators import decoders_image as image  # noqa: F401
 from .operators import decoders_image_random_crop as image_random_crop  # noqa: F401
 from .operators import decoders_image_slice as image_slice  # noqa: F401
 from .operators import unsupported
 
-video = unsupported("decoders.video")
+video = unsupported("decoders.video", "rocAL has none (DALI has); rocAL reads and decodes videos with "
+                                     "fn.readers.video, which fastload runs")
 audio = unsupported("decoders.audio")
+image_raw = unsupported("decoders.image_raw")

@@ -27,7 +27,8 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import cifar10, coco, imageops, mxnet, npy, video
+from . import caffe, cifar10, coco, imageops, mxnet, npy, video
+from .caffe import CaffeReader
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 from .mxnet import MXNetReader
@@ -363,6 +364,32 @@ def readers_mxnet(path, stick_to_shard=False, pad_last_batch=False):
     return reader
 
 
+def _readers_caffe(path, bbox, caffe2: bool):
+    reader = CaffeReader(str(path), caffe2)
+    if bbox:
+        detail = ("rocAL reads NormalizedBBox's xmax/ymax as a width and height (r = xmin + xmax) from the first "
+                  "annotation group only (caffe_meta_data_reader_detection.cpp)" if not caffe2 else
+                  "fastload does not yet move Caffe2's boxes through the operators as rocAL's meta nodes do")
+        raise NotImplementedError(f"{PREFIX}: {reader.name}(bbox=True) is not supported: {detail}; "
+                                  f"bbox=False reads the labels")
+    caffe.open_lmdb(reader)  # a folder that is no LMDB is an error here, as in rocAL
+    _record(reader)
+    return reader, []  # rocAL returns (the reader's meta data, an empty labels list)
+
+
+def readers_caffe(path, bbox=False, stick_to_shard=False, pad_last_batch=False):
+    """``fn.readers.caffe``: records the LMDB folder of caffe.Datum records; a decoder with ``path=``
+    reads them (``fastload.compat.rocal.caffe`` for rocAL's rules). As in rocAL, stick_to_shard and
+    pad_last_batch here are not read (the decoder's are)."""
+    return _readers_caffe(path, bbox, caffe2=False)
+
+
+def readers_caffe2(path, bbox=False, stick_to_shard=False, pad_last_batch=False):
+    """``fn.readers.caffe2``: records the LMDB folder of caffe2.TensorProtos records; a decoder with
+    ``path=`` reads them (``fastload.compat.rocal.caffe``)."""
+    return _readers_caffe(path, bbox, caffe2=True)
+
+
 def readers_webdataset(path, index_paths="", ext=None,
                        missing_components_behavior=RocalMissingComponentsBehavior.MISSING_COMPONENT_ERROR):
     """``fn.readers.webdataset``: records the folder of tar files and ``ext[0]``, the members of a sample
@@ -382,11 +409,12 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp)."""
     pipe = _pipeline()
     recorded = getattr(pipe, "_rocal_reader", None)
-    readers = (FileReader, TFRecordReader, WebDatasetReader, MXNetReader, coco.COCOReader)
+    readers = (FileReader, TFRecordReader, WebDatasetReader, MXNetReader, coco.COCOReader, CaffeReader)
     if not inputs or not isinstance(inputs[0], readers) or recorded is None:
         raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord, "
-                                  f"fn.readers.webdataset, fn.readers.mxnet or fn.readers.coco recorded (other "
-                                  f"readers and external sources are not supported yet)")
+                                  f"fn.readers.webdataset, fn.readers.mxnet, fn.readers.coco, fn.readers.caffe or "
+                                  f"fn.readers.caffe2 recorded (other readers and external sources are not "
+                                  f"supported yet)")
     _check_padding(decoder, pad_last_batch, stick_to_shard)
     refuse(decoder, shard_size=shard_size not in (-1, None))
     read = None
@@ -418,10 +446,13 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
             raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.mxnet: rocAL's reads file_root as a "
                                       f"folder of images, not the records; use fn.decoders.image(path=...)")
         refuse(decoder, user_feature_key_map=key_map)
-        if path and os.path.abspath(path) != os.path.abspath(recorded.path):
-            raise ValueError(f"{PREFIX}: {decoder}(path={path!r}) after fn.readers.mxnet(path={recorded.path!r}): "
-                             f"rocAL's decoder reads its path's images and the reader its path's labels")
+        _same_path(decoder, path, recorded.path, "fn.readers.mxnet")
         records = mxnet.MXNetRecords(path or recorded.path)
+        samples, read = records.samples, records.read
+    elif isinstance(recorded, CaffeReader):  # each of rocAL's three decoders has a Caffe and a Caffe2 branch
+        refuse(decoder, user_feature_key_map=key_map)
+        _same_path(decoder, path, recorded.path, "fn." + recorded.name)
+        records = caffe.CaffeRecords(replace(recorded, path=path or recorded.path))
         samples, read = records.samples, records.read
     else:
         refuse(decoder, user_feature_key_map=key_map, path=path)
@@ -434,6 +465,12 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     return _reading(pipe, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), read=read))
+
+
+def _same_path(decoder: str, path: str, reader_path: str, reader: str) -> None:
+    if path and os.path.abspath(path) != os.path.abspath(reader_path):
+        raise ValueError(f"{PREFIX}: {decoder}(path={path!r}) after {reader}(path={reader_path!r}): rocAL's "
+                         f"decoder reads its path's images and the reader its path's labels")
 
 
 def _check_padding(reader: str, pad_last_batch, stick_to_shard) -> None:
@@ -595,11 +632,13 @@ def _crop_decode(ctx, op, data, color, max_width, max_height, area, ratio, attem
     return image[y:y + min(h, max_height), x:x + min(w, max_width)].contiguous()
 
 
-def _random_crop_decoder(name, inputs, file_root, shard_id, num_shards, random_shuffle, output_type, random_area,
-                         random_aspect_ratio, num_attempts, max_decoded_width, max_decoded_height,
+def _random_crop_decoder(name, inputs, file_root, path, shard_id, num_shards, random_shuffle, output_type,
+                         random_area, random_aspect_ratio, num_attempts, max_decoded_width, max_decoded_height,
                          last_batch_policy, pad_last_batch, stick_to_shard, shard_size):
+    if not isinstance(inputs[0] if inputs else None, CaffeReader):  # the only readers whose path they read
+        refuse(name, path=path)
     data = _reader_node(name, inputs, file_root, shard_id, num_shards, random_shuffle, last_batch_policy,
-                        pad_last_batch, stick_to_shard, shard_size)
+                        pad_last_batch, stick_to_shard, shard_size, path)
     node = Op("rocal." + name.removeprefix("fn."), _crop_decode, [data],
               {"color": _color(output_type), "max_width": int(max_decoded_width),
                "max_height": int(max_decoded_height), "area": tuple(float(v) for v in random_area),
@@ -631,8 +670,8 @@ def decoders_image_random_crop(*inputs, user_feature_key_map=None, path="", file
                               max_decoded_height=max_decoded_height, last_batch_policy=last_batch_policy,
                               pad_last_batch=pad_last_batch, stick_to_shard=stick_to_shard,
                               shard_size=shard_size)
-    refuse("fn.decoders.image_random_crop", user_feature_key_map=user_feature_key_map, path=path)
-    return _random_crop_decoder("fn.decoders.image_random_crop", inputs, file_root, shard_id, num_shards,
+    refuse("fn.decoders.image_random_crop", user_feature_key_map=user_feature_key_map)
+    return _random_crop_decoder("fn.decoders.image_random_crop", inputs, file_root, path, shard_id, num_shards,
                                 random_shuffle, output_type, random_area, random_aspect_ratio, num_attempts,
                                 max_decoded_width, max_decoded_height, last_batch_policy, pad_last_batch,
                                 stick_to_shard, shard_size)
@@ -646,13 +685,13 @@ def decoders_image_slice(*inputs, file_root="", path="", annotations_file="", sh
                          stick_to_shard=True, shard_size=-1):
     """``fn.decoders.image_slice``: in rocAL the same random-window decoder as image_random_crop
     (b.fusedDecoderCropShard), with its own defaults (aspect [0.75, 1.33333], 100 attempts)."""
-    refuse("fn.decoders.image_slice", path=path, annotations_file=annotations_file,
+    refuse("fn.decoders.image_slice", annotations_file=annotations_file,
            decode_size_policy=decode_size_policy not in (1, 3))
     if isinstance(getattr(_pipeline(), "_rocal_reader", None), TFRecordReader):
         raise NotImplementedError(f"{PREFIX}: fn.decoders.image_slice after fn.readers.tfrecord: rocAL's has no "
                                   f"TFRecord branch (it reads file_root as a folder of images); use "
                                   f"fn.decoders.image")
-    return _random_crop_decoder("fn.decoders.image_slice", inputs, file_root, shard_id, num_shards,
+    return _random_crop_decoder("fn.decoders.image_slice", inputs, file_root, path, shard_id, num_shards,
                                 random_shuffle, output_type, random_area, random_aspect_ratio, num_attempts,
                                 max_decoded_width, max_decoded_height, last_batch_policy, pad_last_batch,
                                 stick_to_shard, shard_size)
@@ -1315,10 +1354,14 @@ def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalT
                               f"its result depends on memory past the image")
 
 
-def unsupported(name: str):
+def unsupported(name: str, why: str = ""):
+    """A stand-in for rocAL's ``fn.<name>`` that fastload does not run: it raises NotImplementedError naming
+    itself, with ``why`` where there is a reason beyond "not yet"."""
     def refuse_operator(*inputs, **args):
+        if why:
+            raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported: {why}")
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy / mxnet / coco / video, decoders.image / image_slice / "
+                                  f"/ webdataset / cifar10 / numpy / mxnet / coco / video / caffe / caffe2, decoders.image / image_slice / "
                                   f"image_random_crop, external_source, resize, crop_mirror_normalize, "
                                   f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
                                   f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "

@@ -24,6 +24,11 @@ def check_display(display) -> None:
         raise NotImplementedError(f"{PREFIX}: display=True (drawing every batch with OpenCV) is not supported")
 
 
+def draw_patches(*args, **kwargs):
+    """rocAL's plugins' drawing helper (OpenCV writes the image, boxes drawn on it): refused, as display."""
+    raise NotImplementedError(f"{PREFIX}: draw_patches (rocAL's OpenCV drawing helper) is not supported")
+
+
 def the_pipeline(pipelines):
     """rocAL's iterators take one pipeline (a list of one is accepted)."""
     if isinstance(pipelines, (list, tuple)):

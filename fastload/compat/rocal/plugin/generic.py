@@ -16,6 +16,7 @@ import numpy as np
 from .. import types
 from ..video import VideoSequences
 from ._common import NumpyIterator, check_display, classification_args, one_hot, the_pipeline
+from ._common import draw_patches  # noqa: F401 (rocAL's name, refused)
 
 
 class ROCALGenericIterator:

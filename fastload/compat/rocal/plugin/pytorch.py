@@ -20,6 +20,7 @@ import torch
 
 from .. import types
 from ._common import NumpyIterator, check_display, classification_args, kept, one_hot, the_pipeline
+from ._common import draw_patches  # noqa: F401 (rocAL's name, refused)
 
 
 class ROCALGenericIterator:
@@ -81,6 +82,15 @@ class ROCALNumpyIterator(NumpyIterator):
 
     def __next__(self) -> list[torch.Tensor]:
         return [batch.clone().to(self.device) for batch in self._outputs()]
+
+
+class ROCALAudioIterator:
+    """rocAL's audio iterator: refused, as fastload does not run rocAL's audio pipelines yet
+    (fn.decoders.audio)."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("fastload.compat.rocal: plugin.pytorch.ROCALAudioIterator is not supported yet: "
+                                  "rocAL's audio pipelines (fn.decoders.audio) do not run on fastload")
 
 
 _warned_no_gpu = False
