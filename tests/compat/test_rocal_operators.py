@@ -42,6 +42,25 @@ def test_a_root_holding_images_is_read_flat_with_label_0(tmp_path):
                                                                                           ("2.jpg", 0)]
 
 
+def test_a_file_list_is_read_in_its_order_relative_to_the_root(tmp_path):
+    """rocAL's file list (text_file_meta_data_reader.cpp, file_source_reader.cpp): the list's order, paths
+    under file_root at any depth, regular files only (a missing one skipped), lines whose label does not
+    parse as an int skipped, a name listed twice read twice with its first label, any extension; an
+    absolute path refused (rocAL reads the previous line's file in its place)."""
+    for path in ("b/deep/x.jpg", "a/y.JPEG", "c.png", "a/x.jpg", "notes.txt"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(b"...")
+    listing = tmp_path / "list.txt"
+    listing.write_text("b/deep/x.jpg 7\nc.png +2\na/missing.jpg 1\nheader line\na/y.JPEG 3extra\n"
+                       "a/x.jpg 9\nnotes.txt 4\nc.png 5\n\n")
+    found = [(p.split(str(tmp_path) + "/")[1], label) for p, label in list_folder(str(tmp_path), str(listing))]
+    assert found == [("b/deep/x.jpg", 7), ("c.png", 2), ("a/y.JPEG", 3), ("a/x.jpg", 7), ("notes.txt", 4),
+                     ("c.png", 2)]
+    listing.write_text(f"c.png 1\n{tmp_path / 'a' / 'x.jpg'} 2\n")
+    with pytest.raises(NotImplementedError, match="line 2: an absolute path"):
+        list_folder(str(tmp_path), str(listing))
+
+
 @pytest.mark.parametrize("source, args, expected", [
     ((500, 375), dict(resize_shorter=256), (341, 256)),  # NOT_SMALLER to a square; the other side lround
     ((375, 500), dict(resize_shorter=256), (256, 341)),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass, replace
 
@@ -245,8 +246,10 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
     rocAL/source/meta_data/label_reader_folders.cpp): the root's entries sorted; each folder, empty or
     not, is the next label, its files (not sub-folders) sorted; a root holding images is read flat, all
     label 0. Kept: the extensions rocAL keeps (any case) and files without one. Labels are looked up by
-    file name, as rocAL does: a name in two folders gets the first one's label. With ``file_list``
-    ("path label" lines), only listed names are kept, with the list's labels."""
+    file name, as rocAL does: a name in two folders gets the first one's label. With ``file_list`` the
+    list decides (``listed_files``)."""
+    if file_list:
+        return listed_files(root, file_list)
     found, by_name, collisions = [], {}, 0
     entries = sorted(os.scandir(root), key=lambda e: e.name)
     folders = [e for e in entries if e.is_dir()]
@@ -263,14 +266,32 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
         warnings.warn(f"{PREFIX}: {root}: {collisions} files share a name with a file of an earlier folder and get "
                       f"that folder's label, as rocAL looks labels up by file name; give each file a unique name "
                       f"(ImageNet's do) for one label per folder", stacklevel=3)
-    if file_list:
-        listed = {}
-        with open(file_list) as lines:
-            for line in lines:
-                parts = line.split()
-                if len(parts) >= 2 and parts[1].lstrip("-").isdigit():
-                    listed.setdefault(os.path.basename(parts[0]), int(parts[1]))
-        found = [(path, listed[os.path.basename(path)]) for path, _ in found if os.path.basename(path) in listed]
+    return found
+
+
+def listed_files(root: str, file_list: str) -> list[tuple[str, int]]:
+    """rocAL's file list (fn.readers.file(file_list=...): rocAL/source/meta_data/text_file_meta_data_reader.cpp
+    read_all, rocAL/source/readers/file_source_reader.cpp with its label reader): per line a path relative
+    to ``root`` and an int label (``line >> name >> label``: lines that do not parse are skipped), read in
+    the list's order, those that are regular files; a name listed twice is read twice, with the label of
+    its first line (labels are looked up by file name). An absolute path is refused: rocAL reads the
+    previous line's file in its place (it sets the path only for relative ones)."""
+    found, labels = [], {}
+    with open(file_list) as lines:
+        for number, line in enumerate(lines, 1):
+            words = line.split()
+            label = re.match(r"[+-]?[0-9]+", words[1]) if len(words) >= 2 else None
+            if label is None or not -2 ** 31 <= int(label.group()) < 2 ** 31:
+                continue
+            if os.path.isabs(words[0]):
+                raise NotImplementedError(f"{PREFIX}: {file_list} line {number}: an absolute path ({words[0]}); "
+                                          f"rocAL reads the previous line's file in its place: list paths "
+                                          f"relative to file_root")
+            name = os.path.basename(words[0])
+            labels.setdefault(name, int(label.group()))
+            path = os.path.join(root, words[0])
+            if os.path.isfile(path):
+                found.append((path, labels[name]))
     return found
 
 
