@@ -499,10 +499,11 @@ class RocalOrder(IndexOrder):
 
     ``pad=False`` (rocAL's ``pad_last_batch=False``): nothing is padded; the shard is read as an endless
     cycle whose position carries over from epoch to epoch (FileSourceReader::reset leaves
-    ``_curr_file_idx`` where it is; Reader::increment_curr_file_idx wraps inside the shard), so the last
-    batch is filled from the shard's start and the next epoch begins where this one stopped. Every epoch
-    moves the cycle on by ``ceil(max(largest, batch) / batch)`` batches; DROP delivers one batch fewer
-    and skips it (reset: ``increment_curr_file_idx`` batch_size times).
+    ``_curr_file_idx`` where it is; Reader::increment_curr_file_idx wraps inside the shard). An epoch is
+    the whole batches of ``max(largest, batch)`` samples (Reader::count_items; the loaders stop when fewer
+    than a batch are left: image_read_and_decode.cpp), one fewer with DROP where ``largest`` is no
+    multiple of the batch; the next epoch begins where this one stopped, DROP skipping a batch's worth
+    more (reset: ``increment_curr_file_idx`` batch_size times).
     """
 
     def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
@@ -528,12 +529,14 @@ class RocalOrder(IndexOrder):
         return self.batch_size - rest if self.batch_size > 1 and rest else 0
 
     def _cycle(self) -> int:
-        """How far an unpadded epoch moves the shard's cycle: whole batches covering max(largest, batch)."""
-        return -(-max(self.largest, self.batch_size) // self.batch_size) * self.batch_size
+        """How far an unpadded epoch moves the shard's cycle: the samples it delivers, and with DROP the
+        batch its reset skips."""
+        return self.num_samples() + (self.batch_size if self.drop_last else 0)
 
     def num_samples(self) -> int:
         if not self.pad:
-            return self._cycle() - (self.batch_size if self.drop_last and self.padded else 0)
+            counted = max(self.largest, self.batch_size) - (self.batch_size if self.drop_last and self.padded else 0)
+            return counted // self.batch_size * self.batch_size
         if self.drop_last:  # DROP: the padded batch is not made
             return self.largest // self.batch_size * self.batch_size
         return self.largest + self.padded

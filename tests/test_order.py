@@ -164,14 +164,19 @@ def test_rocal_order_pads_and_wraps_shards_as_rocal():
 
 
 def test_rocal_order_without_padding_reads_the_shard_as_a_cycle_across_epochs():
-    """rocAL's pad_last_batch=False: the last batch is filled from the shard's start and the next epoch goes
-    on from there (FileSourceReader::reset keeps the read position); DROP delivers a batch fewer and skips it."""
+    """rocAL's pad_last_batch=False: an epoch is the whole batches of the shard (Reader::count_items; the
+    loader stops when fewer than a batch are left), and the next epoch goes on from there
+    (FileSourceReader::reset keeps the read position); DROP delivers a batch fewer where the shard is no
+    multiple of the batch, and its reset skips a batch more."""
     from fastload.order import RocalOrder
     single = RocalOrder(10, shard_id=0, num_shards=1, batch_size=4, pad=False)
-    assert single.indices(0) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1] and len(single) == 3
-    assert single.indices(1) == [2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3] and single.padded == 2
+    assert single.indices(0) == list(range(8)) and len(single) == 2
+    assert single.indices(1) == [8, 9, 0, 1, 2, 3, 4, 5] and single.padded == 2
+    assert single.indices(2) == [6, 7, 8, 9, 0, 1, 2, 3]
     dropping = RocalOrder(10, shard_id=0, num_shards=1, batch_size=4, pad=False, drop=True)
-    assert dropping.indices(0) == list(range(8)) and dropping.indices(1) == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert dropping.indices(0) == [0, 1, 2, 3] and dropping.indices(1) == [8, 9, 0, 1]
+    even = RocalOrder(9, shard_id=0, num_shards=1, batch_size=3, pad=False, drop=True)  # no padding: all 3
+    assert even.indices(0) == list(range(9)) and even.indices(1) == [3, 4, 5, 6, 7, 8, 0, 1, 2]
     small = RocalOrder(10, shard_id=0, num_shards=3, batch_size=2, pad=False)  # shard of 3, largest 4
     assert small.indices(0) == [0, 1, 2, 0] and small.indices(1) == [1, 2, 0, 1]
     tiny = RocalOrder(3, shard_id=0, num_shards=1, batch_size=5, pad=False)  # a batch larger than the shard

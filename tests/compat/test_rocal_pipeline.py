@@ -447,9 +447,9 @@ def test_the_imagenet_training_graph_is_fused_and_equals_the_operator_run(photos
 
 
 def test_without_padding_the_last_batch_wraps_and_the_next_epoch_goes_on(photos):
-    """decoders.image(pad_last_batch=False): 10 files in batches of 4 give 3 full batches, the last one
-    ending with the first two files; the next epoch starts at the third file (rocAL's reader keeps its
-    position across rocal_reset_loaders)."""
+    """decoders.image(pad_last_batch=False): 10 files in batches of 4 give 2 batches (rocAL's loader stops
+    when fewer than a batch are left); the next epoch starts at the ninth file and wraps (rocAL's reader
+    keeps its position across rocal_reset_loaders)."""
     pipe = Pipeline(batch_size=4, num_threads=1, rocal_cpu=True)
     with pipe:
         jpegs, _ = fn.readers.file(file_root=photos)
@@ -464,8 +464,8 @@ def test_without_padding_the_last_batch_wraps_and_the_next_epoch_goes_on(photos)
             labels += pipe.get_image_labels().tolist()
         epochs.append(labels)
         pipe.rocal_reset_loaders()
-    assert epochs[0] == every + every[:2]
-    assert epochs[1] == every[2:] + every[:4]
+    assert epochs[0] == every[:8]
+    assert epochs[1] == every[8:] + every[:6]
 
 
 def _tfrecord_folder(root, photos):
