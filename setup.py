@@ -36,12 +36,15 @@ setup(
                     # py-lmdb (LMDB bundled in its wheels): fastload.compat.rocal's fn.readers.caffe / caffe2
                     # read Caffe and Caffe2 LMDB databases
                     "lmdb": ["lmdb==3.0.0"],
+                    # soundfile (libsndfile, bundled in its wheels): fastload.compat.rocal's fn.decoders.audio
+                    # reads audio with the library rocAL's decoder calls
+                    "audio": ["soundfile==0.14.0"],
                     # lightning and accelerate: tests/test_frameworks.py runs the loader under both;
                     # torchcodec: tests/test_decode.py calls its decoder (on the CPU) as the GPU path does
                     # nvidia-dali-cuda130: tests/compat compares fastload.compat.dali with real DALI's CPU
                     # operators (they run without a GPU)
                     # av: tests/compat/test_rocal_video.py writes and reads videos; lmdb: test_rocal_caffe.py writes
-                    # LMDBs
+                    # LMDBs; soundfile: test_rocal_audio.py writes WAVs
                     # webdataset: benchmarks/bench_shards.py runs its loader beside fastload's (issue 18), tiny in
                     # tests/test_benchmarks.py
                     # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible
@@ -50,6 +53,6 @@ setup(
                     "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
                              "torchcodec==0.17.0", "nvidia-dali-cuda130==2.4.0", "webdataset==1.0.2",
                              "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av==18.1.0",
-                             "lmdb==3.0.0"]},
+                             "lmdb==3.0.0", "soundfile==0.14.0"]},
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

@@ -587,10 +587,8 @@ ROCAL_NAMES = {  # every function and class rocAL_pybind/amd/rocal's modules def
     "plugin.tf": "ROCALGenericImageIterator ROCALGenericIteratorDetection ROCALIterator ROCAL_iterator",
 }
 REFUSED = {"fn.random_crop", "fn.ssd_random_crop", "fn.random_bbox_crop", "fn.box_encoder", "fn.box_iou_matcher",
-           "fn.preemphasis_filter", "fn.spectrogram", "fn.to_decibels", "fn.resample", "fn.tensor_add_tensor_float",
-           "fn.tensor_mul_scalar_float", "fn.nonsilent_region", "fn.slice", "fn.normalize", "fn.mel_filter_bank",
-           "fn.transpose", "decoders.image_raw", "decoders.audio", "readers.video_resize", "readers.sequence_reader",
-           "random.normal", "plugin.pytorch.ROCALAudioIterator", "plugin.pytorch.draw_patches",
+           "fn.transpose", "decoders.image_raw", "readers.video_resize", "readers.sequence_reader",
+           "random.normal", "plugin.pytorch.draw_patches",
            "plugin.generic.draw_patches", "plugin.tf.ROCALGenericImageIterator",
            "plugin.tf.ROCALGenericIteratorDetection", "plugin.tf.ROCALIterator", "plugin.tf.ROCAL_iterator"}
 

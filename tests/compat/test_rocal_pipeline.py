@@ -192,7 +192,7 @@ def test_unsupported_operators_and_arguments_are_refused(photos):
         with pytest.raises(NotImplementedError, match="fn.fish_eye is not supported"):
             fn.fish_eye(images)
         with pytest.raises(NotImplementedError, match="pad_last_batch=False, stick_to_shard=False"):
-            fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False, stick_to_shard=False)
+            fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False, stick_to_shard=False, num_shards=2)
         with pytest.raises(NotImplementedError, match="interpolation_type LANCZOS"):
             fn.resize(images, resize_width=4, resize_height=4, interpolation_type=types.LANCZOS_INTERPOLATION)
         with pytest.raises(ValueError, match="cannot be combined"):

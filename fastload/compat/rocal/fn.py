@@ -1,7 +1,9 @@
-"""``amd.rocal.fn``: rocAL's operators (``operators``), with ``fn.readers``, ``fn.decoders`` and
-``fn.random`` as in rocAL. rocAL's other operators raise NotImplementedError naming themselves."""
+"""``amd.rocal.fn``: rocAL's operators (``operators``; the audio ones in ``audio``), with ``fn.readers``,
+``fn.decoders`` and ``fn.random`` as in rocAL. rocAL's other operators raise NotImplementedError naming themselves."""
 
 from . import decoders, random, readers  # noqa: F401
+from .audio import (mel_filter_bank, nonsilent_region, normalize, preemphasis_filter, resample,  # noqa: F401
+                    slice, spectrogram, tensor_add_tensor_float, tensor_mul_scalar_float, to_decibels)
 from .operators import (blend, blur, brightness, brightness_fixed, center_crop, color_temp,  # noqa: F401
                         color_twist, contrast, copy, crop, crop_mirror_normalize, exposure, external_source,
                         fish_eye, flip, fog, gamma_correction, hue, jitter, lens_correction, log1p, nop, one_hot,
@@ -19,15 +21,3 @@ random_bbox_crop = unsupported("random_bbox_crop")
 ssd_random_crop = unsupported("ssd_random_crop")
 box_encoder = unsupported("box_encoder")
 box_iou_matcher = unsupported("box_iou_matcher")
-# audio (after fn.decoders.audio, which is not supported either)
-_AUDIO = "rocAL's audio operators follow fn.decoders.audio, which fastload does not run yet"
-preemphasis_filter = unsupported("preemphasis_filter", _AUDIO)
-spectrogram = unsupported("spectrogram", _AUDIO)
-to_decibels = unsupported("to_decibels", _AUDIO)
-resample = unsupported("resample", _AUDIO)
-tensor_add_tensor_float = unsupported("tensor_add_tensor_float", _AUDIO)
-tensor_mul_scalar_float = unsupported("tensor_mul_scalar_float", _AUDIO)
-nonsilent_region = unsupported("nonsilent_region", _AUDIO)
-slice = unsupported("slice", _AUDIO)
-normalize = unsupported("normalize", _AUDIO)
-mel_filter_bank = unsupported("mel_filter_bank", _AUDIO)

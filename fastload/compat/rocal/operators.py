@@ -436,6 +436,7 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
                                   f"fn.readers.webdataset, fn.readers.mxnet, fn.readers.coco, fn.readers.caffe or "
                                   f"fn.readers.caffe2 recorded (other readers and external sources are not "
                                   f"supported yet)")
+    stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1  # one shard: the "next" one is itself
     _check_padding(decoder, pad_last_batch, stick_to_shard)
     refuse(decoder, shard_size=shard_size not in (-1, None))
     read = None

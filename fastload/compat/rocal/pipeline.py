@@ -234,6 +234,10 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def get_output_tensors(self) -> list:
         if self._current is None:
+            shapes = [getattr(node, "rocal_audio", None) for node in self._user_outputs]
+            if shapes and all(shapes):  # rocAL's audio scripts read the buffers' dimensions before running
+                return [AudioTensor([torch.zeros((0,) * len(shape.dims))] * self._batch_size, shape)
+                        for shape in shapes]
             raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
         return [out for out in self._current[0] if isinstance(out, RocalTensor)]
 
@@ -335,6 +339,9 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def _as_rocal(self, node, batch) -> RocalTensor:
         """A graph output's per-sample HWC images as rocAL's padded buffer in the operator's layout."""
+        audio = getattr(node, "rocal_audio", None)
+        if audio is not None:  # an audio tensor: each sample's region at its origin in [batch, *dims]
+            return AudioTensor(batch.tensors, audio)
         out = getattr(node, "rocal", None)
         if out is None:  # an array of fn.readers.numpy
             array = node.rocal_array
@@ -381,6 +388,37 @@ class RocalArray(RocalTensor):
     def get_rois(self) -> np.ndarray:
         raise NotImplementedError(f"{PREFIX}: get_rois() of a {self._layout} array of fn.readers.numpy is not "
                                   f"supported")
+
+
+class AudioTensor(RocalTensor):
+    """An audio tensor as rocAL's binding shows it: [batch, X, Y] (or [batch, 1]) with each sample's region
+    at its origin, zeros around it; ``copy_roi`` gives rocAL's per-sample [begins..., extents...]."""
+
+    def __init__(self, samples, shape):
+        dtype = getattr(torch, shape.dtype)
+        batch = torch.zeros((len(samples), *shape.dims), dtype=dtype)
+        for place, sample in zip(batch, samples):
+            place[tuple(slice(0, n) for n in sample.shape)] = sample
+        super().__init__(batch, shape.layout, shape.dtype, [tuple(sample.shape) for sample in samples])
+
+    def roi_dims_size(self) -> int:
+        return self.batch.dim() - 1
+
+    def rois(self) -> np.ndarray:
+        """Per sample [begin 0 .. begin D-1, extent 0 .. extent D-1] (rocAL's Roi buffer); a [batch, 1]
+        value's is [0, 1]."""
+        if self.roi_dims_size() == 1:
+            return np.array([(0, 1)] * len(self), dtype=np.int32)
+        return np.array([(0, 0, *extent) for extent in self._rois], dtype=np.int32)
+
+    def copy_roi(self, array) -> None:
+        _fill("copy_roi", array, self.rois().reshape(-1).tolist())
+
+    def max_shape(self) -> list[int]:
+        return list(self.batch.shape[1:])
+
+    def get_rois(self) -> np.ndarray:
+        return self.rois()
 
 
 class _TimingInfo:

@@ -123,7 +123,20 @@ class RocalMissingComponentsBehavior(enum.IntEnum):
     MISSING_COMPONENT_EMPTY = 2
 
 
-for _enum in (RocalStatus, RocalProcessMode, RocalTensorOutputType, RocalOutputMemType,
+class RocalAudioBorderType(enum.IntEnum):
+    """fn.preemphasis_filter's border (RPP's RpptAudioBorderType)."""
+
+    ZERO = 0
+    CLAMP = 1
+    REFLECT = 2
+
+
+class RocalMelScaleFormula(enum.IntEnum):
+    MELSCALE_SLANEY = 0
+    MELSCALE_HTK = 1
+
+
+for _enum in (RocalAudioBorderType, RocalMelScaleFormula, RocalStatus, RocalProcessMode, RocalTensorOutputType, RocalOutputMemType,
               RocalImageSizeEvaluationPolicy, RocalImageColor, RocalTensorLayout, RocalDecodeDevice,
               RocalDecoderType, RocalResizeScalingMode, RocalResizeInterpolationType, RocalExternalSourceMode,
               RocalOutOfBoundsPolicy, RocalLastBatchPolicy, RocalMissingComponentsBehavior):

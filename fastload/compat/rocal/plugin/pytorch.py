@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import torch
 
 from .. import types
@@ -85,12 +86,50 @@ class ROCALNumpyIterator(NumpyIterator):
 
 
 class ROCALAudioIterator:
-    """rocAL's audio iterator: refused, as fastload does not run rocAL's audio pipelines yet
-    (fn.decoders.audio)."""
+    """rocAL's audio iterator (rocAL_pybind/amd/rocal/plugin/pytorch.py): each step ``(outputs, labels,
+    roi)``: per output [batch, X, Y] cut to the batch's largest region (a [batch, 1] output whole), the
+    labels int64 [batch], and the last output's regions as int32 [batch, 2] (extents; [0, 1] for a
+    [batch, 1] output). ``len()`` is the samples left when it was made, as rocAL's. ``size`` stops after
+    that many batches; ``auto_reset`` resets the loaders at the end."""
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("fastload.compat.rocal: plugin.pytorch.ROCALAudioIterator is not supported yet: "
-                                  "rocAL's audio pipelines (fn.decoders.audio) do not run on fastload")
+    def __init__(self, pipeline, tensor_dtype=types.FLOAT, size=-1, auto_reset=False, device="cpu", device_id=0):
+        self.loader = the_pipeline(pipeline)
+        self.batch_size, self.size, self.auto_reset = self.loader._batch_size, int(size), bool(auto_reset)
+        self.device = _device(device, device_id)
+        self.iterator_length = self.loader.get_remaining_images()
+        self.batch_count = 0
+
+    def next(self):
+        return self.__next__()
+
+    def __next__(self):
+        if self.loader.rocal_run() != 0 or (self.size > 0 and self.batch_count >= self.size):
+            if self.auto_reset:
+                self.reset()
+            raise StopIteration
+        self.batch_count += 1
+        outputs, rois = [], None
+        for tensor in self.loader.get_output_tensors():
+            rois = tensor.rois()
+            width, height = int(rois[:, -2].max()), int(rois[:, -1].max())
+            batch = tensor.batch if width == 0 or height == 0 else tensor.batch[:, :width, :height]
+            outputs.append(batch.clone().to(self.device))
+        labels = torch.from_numpy(self.loader.get_image_labels().astype(np.int64)).to(self.device)
+        roi = torch.from_numpy(rois[:, -2:].copy())
+        keep = kept(self.loader)
+        if keep < self.batch_size:
+            return [out[:keep] for out in outputs], labels[:keep], roi[:keep]
+        return outputs, labels, roi
+
+    def reset(self):
+        self.batch_count = 0
+        self.loader.rocal_reset_loaders()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return self.iterator_length
 
 
 _warned_no_gpu = False
