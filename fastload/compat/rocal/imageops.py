@@ -129,14 +129,19 @@ def anchored_crop(width: int, height: int, crop_w: int, crop_h: int, pos_x: floa
     return x, y, min(w, width - x), min(h, height - y)
 
 
-def fixed_crop(width: int, height: int, crop_w: int, crop_h: int, pos_x: float, pos_y: float):
-    """(x, y, w, h) of ``fn.crop`` with a size: rocAL stores crop_pos_x/y into whole-pixel offsets
-    (CropNode::init, rocAL/source/augmentations/geometry_augmentations/node_crop.cpp), so the default 0.5
-    is 0, the top-left corner; an offset past the image is 0."""
+def fixed_window(width: int, height: int, crop_w: int, crop_h: int, pos_x: float, pos_y: float):
+    """(x, y, w, h) of ``fn.crop``'s window with a size, before the image's edge cuts it: rocAL stores
+    crop_pos_x/y into whole-pixel offsets (CropNode::init, rocAL/source/augmentations/geometry_augmentations/
+    node_crop.cpp), so the default 0.5 is 0, the top-left corner; an offset past the image is 0; a size of
+    0 or larger than the image is the image's."""
     x, y = int(pos_x), int(pos_y)
     x, y = (0 if x >= width else x), (0 if y >= height else y)
-    w = crop_w if 0 < crop_w <= width else width
-    h = crop_h if 0 < crop_h <= height else height
+    return x, y, (crop_w if 0 < crop_w <= width else width), (crop_h if 0 < crop_h <= height else height)
+
+
+def fixed_crop(width: int, height: int, crop_w: int, crop_h: int, pos_x: float, pos_y: float):
+    """``fixed_window`` cut at the image's edge."""
+    x, y, w, h = fixed_window(width, height, crop_w, crop_h, pos_x, pos_y)
     return x, y, min(w, width - x), min(h, height - y)
 
 

@@ -786,11 +786,9 @@ def _whole_window(operator: str, image: torch.Tensor, crop_w: int, crop_h: int, 
     hand RPP the uncut window (RocalCropParam::fill_crop_dims cuts only x2/y2), which reads the batch
     buffer beyond the image, something fastload does not reproduce."""
     height, width = image.shape[:2]
-    x, y, w, h = imageops.fixed_crop(width, height, crop_w, crop_h, pos_x, pos_y)
-    wide = crop_w if 0 < crop_w <= width else width
-    high = crop_h if 0 < crop_h <= height else height
-    if (w, h) != (wide, high):
-        raise ValueError(f"{operator}: the {wide}x{high} window at ({x}, {y}) passes the {width}x{height} image's "
+    x, y, w, h = imageops.fixed_window(width, height, crop_w, crop_h, pos_x, pos_y)
+    if x + w > width or y + h > height:
+        raise ValueError(f"{operator}: the {w}x{h} window at ({x}, {y}) passes the {width}x{height} image's "
                          f"edge; rocAL reads the batch buffer beyond the image there, which fastload does not "
                          f"reproduce")
     return x, y, w, h
