@@ -39,6 +39,8 @@ setup(
                     # soundfile (libsndfile, bundled in its wheels): fastload.compat.rocal's fn.decoders.audio
                     # reads audio with the library rocAL's decoder calls
                     "audio": ["soundfile==0.14.0"],
+                    # pytest-xdist: the suite runs in 2 processes (-n 2), about 16 minutes instead of 24 on 2 cores
+                    # (most tests use one core; the multi-process ones overlap with the rest)
                     # lightning and accelerate: tests/test_frameworks.py runs the loader under both;
                     # torchcodec: tests/test_decode.py calls its decoder (on the CPU) as the GPU path does
                     # nvidia-dali-cuda130: tests/compat compares fastload.compat.dali with real DALI's CPU
@@ -50,7 +52,7 @@ setup(
                     # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible
                     # endpoint on 127.0.0.1 (moto's server mode, as s3fs's own tests do); s3fs pinned to the
                     # fsspec release it is made with
-                    "test": ["pytest", "pytest-timeout", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
+                    "test": ["pytest", "pytest-timeout", "pytest-xdist==3.8.0", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
                              "torchcodec==0.17.0", "nvidia-dali-cuda130==2.4.0", "webdataset==1.0.2",
                              "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av==18.1.0",
                              "lmdb==3.0.0", "soundfile==0.14.0"]},
