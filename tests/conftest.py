@@ -26,6 +26,9 @@ from fastload.gpu_decode import TorchvisionGpuDecoder  # noqa: E402
 from fastload.pipeline import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
+# tests/data holds other projects' scripts that the tests run (rocAL's audio_unit_test.py, ...): not tests here
+collect_ignore = ["data"]
+
 # ../shared/testdata beside the repository (real odd and broken images; never copied into it), or
 # wherever FASTLOAD_TESTDATA says; tests that need it skip, saying so, where it is absent.
 TESTDATA = Path(os.environ.get("FASTLOAD_TESTDATA", Path(__file__).resolve().parents[2] / "shared" / "testdata"))
