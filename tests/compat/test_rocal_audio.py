@@ -264,6 +264,29 @@ def test_what_rocal_would_get_wrong_is_refused(data):
              build=lambda a: fn.mel_filter_bank(fn.spectrogram(a, layout=types.NTF, **SPECTROGRAM)))
     with pytest.raises(TypeError, match="tensor \\+ tensor"):
         pipe(batch_size=1, rocal_cpu=True, build=lambda a: a - a)
+    with pytest.raises(NotImplementedError, match="i-th float"):
+        pipe(batch_size=1, rocal_cpu=True, build=lambda a: a + a)
+    with pytest.raises(ValueError, match="nfft=0"):
+        pipe(batch_size=1, rocal_cpu=True, build=lambda a: fn.spectrogram(a, nfft=0))
+    with pytest.raises(ValueError, match="rocAL hangs"):
+        pipe(batch_size=1, rocal_cpu=True, build=lambda a: fn.nonsilent_region(a, reset_interval=0))
+    with pytest.raises(NotImplementedError, match="spectrogram"):
+        pipe(batch_size=1, rocal_cpu=True, build=lambda a: fn.nonsilent_region(fn.spectrogram(a, **SPECTROGRAM)))
+    stereo = str(data / "rocal_data" / "multi_channel_wav")
+
+    @pipeline_def(seed=1)
+    def stereo_pipe(build):
+        reader, _ = fn.readers.file(file_root=stereo)
+        return build(fn.decoders.audio(reader, file_root=stereo))
+
+    with pytest.raises(NotImplementedError, match="2-channel audio"):
+        stereo_pipe(batch_size=1, rocal_cpu=True, build=lambda a: fn.nonsilent_region(a))
+    with pytest.raises(ValueError, match="without a file_list"):
+        @pipeline_def(seed=1)
+        def decoder_list_only():
+            reader, _ = fn.readers.file(file_root=audio_root)
+            return fn.decoders.audio(reader, file_root=audio_root, file_list_path=listing)
+        decoder_list_only(batch_size=1, rocal_cpu=True)
 
     mixed = data / "mixed"
     mixed.mkdir()
@@ -278,6 +301,28 @@ def test_what_rocal_would_get_wrong_is_refused(data):
     with pytest.raises(NotImplementedError, match="channels"):
         mixed_pipe(batch_size=1, rocal_cpu=True)
     shutil.rmtree(mixed)
+
+
+def test_an_uncentred_window_longer_than_the_audio_and_the_iterators_size_and_length(data):
+    """RPP counts windows with C's truncating division: audio a little shorter than an uncentred window gets
+    one window (reflect-padded), shorter still none. ROCALAudioIterator's ``size`` counts samples and
+    ``len()`` is samples too (rocAL's plugin)."""
+    from fastload.compat.rocal import audio
+    x = torch.from_numpy(signal(1, 400)[:, :1].astype(np.float32))
+    args = dict(nfft=512, length=512, step=256, center=False, reflect=True, power=2, ntf=True)
+    assert audio._spectrogram(None, None, x, **args).shape == (1, 257)
+    assert audio._spectrogram(None, None, x[:200], **args).shape == (0, 257)
+    audio_root = str(data / "rocal_data" / "audio")
+    listing = str(data / "rocal_data" / "audio" / "wav_file_list.txt")
+
+    @pipeline_def(seed=1)
+    def pipe():
+        reader, _ = fn.readers.file(file_root=audio_root, file_list=listing)
+        return fn.decoders.audio(reader, file_root=audio_root, file_list_path=listing)
+
+    pipeline = pipe(batch_size=2, rocal_cpu=True)
+    loader = ROCALAudioIterator(pipeline, size=2)
+    assert len(list(loader)) == 1  # 2 samples given: done
 
 
 AUDIO_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "data", "rocal", "audio_unit_test.py")

@@ -189,12 +189,21 @@ def test_refusals_name_the_record_and_the_reason(tmp_path, images):
         build("caffe", [("b.png", datum(data, 1)), ("b.JPEG0", datum(data, 2))], "landing")
     with pytest.raises(ValueError, match="raw pixels"):
         build("caffe", [(key, datum(b"\0" * 12, 1, encoded=False, shape=(3, 2, 2)))], "raw")
+    build_path = write_lmdb(tmp_path / "fine", [(key, datum(data, 1))])
     with pytest.raises(ValueError, match="AnnotatedDatum"):
         build("caffe", [(key, field(1, datum(data, 1)) + field(2, 0))], "annotated")
     with pytest.raises(ValueError, match=f"{key}.*no int32_data"):
         build("caffe2", [(key, tensor_protos(data, None))], "nolabel")
+    with pytest.warns(UserWarning, match="1 records of no TensorProto .* skipped, as rocAL skips them"):
+        skipping = build("caffe2", [(key, tensor_protos(data, 4)), ("zz.JPEG", b"")], "skipping")
+    assert [labels.tolist() for _, labels in skipping] == [[4, 4, 4]]
     with pytest.raises(ValueError, match="no second TensorProto"):
         build("caffe2", [(key, field(1, field(5, data)))], "onlyimage")
+    with pytest.raises(ValueError, match="reads its own path"):
+        pipe = Pipeline(batch_size=1, num_threads=1, device_id=0, rocal_cpu=True)
+        with pipe:
+            jpegs, _ = fn.readers.caffe(path=build_path)
+            fn.decoders.image(jpegs)
     with pytest.raises(ValueError, match="not an LMDB folder"):
         run_pipeline("caffe", str(tmp_path))
     for kind in ("caffe", "caffe2"):

@@ -42,23 +42,31 @@ def test_a_root_holding_images_is_read_flat_with_label_0(tmp_path):
                                                                                           ("2.jpg", 0)]
 
 
-def test_a_file_list_is_read_in_its_order_relative_to_the_root(tmp_path):
-    """rocAL's file list (text_file_meta_data_reader.cpp, file_source_reader.cpp): the list's order, paths
-    under file_root at any depth, regular files only (a missing one skipped), lines whose label does not
-    parse as an int skipped, a name listed twice read twice with its first label, any extension; an
-    absolute path refused (rocAL reads the previous line's file in its place)."""
-    for path in ("b/deep/x.jpg", "a/y.JPEG", "c.png", "a/x.jpg", "notes.txt"):
+def test_a_file_list_keeps_the_listed_names_of_the_folder_for_images_and_is_read_in_order_for_audio(tmp_path):
+    """rocAL's file list: its label reader parses ``line >> name >> label`` (lines whose label is no int
+    skipped; a name's first label kept). The image loaders are not given the list: they walk the folder
+    as without one and keep the names it lists. The audio loader reads the list's paths in order, at any
+    depth, regular files only, a name listed twice read twice; an absolute path is refused (rocAL reads
+    the previous line's file in its place)."""
+    from fastload.compat.rocal.operators import listed_files
+    for path in ("b/deep/x.jpg", "a/y.JPEG", "c.png", "a/x.jpg", "a/notes.txt"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(b"...")
     listing = tmp_path / "list.txt"
     listing.write_text("b/deep/x.jpg 7\nc.png +2\na/missing.jpg 1\nheader line\na/y.JPEG 3extra\n"
-                       "a/x.jpg 9\nnotes.txt 4\nc.png 5\n\n")
+                       "a/x.jpg 9\na/notes.txt 4\nc.png 5\n\n")
     found = [(p.split(str(tmp_path) + "/")[1], label) for p, label in list_folder(str(tmp_path), str(listing))]
-    assert found == [("b/deep/x.jpg", 7), ("c.png", 2), ("a/y.JPEG", 3), ("a/x.jpg", 7), ("notes.txt", 4),
+    assert found == [("c.png", 2)]  # the root holds an image: read flat; the folders' files are not seen
+    (tmp_path / "c.png").unlink()
+    found = [(p.split(str(tmp_path) + "/")[1], label) for p, label in list_folder(str(tmp_path), str(listing))]
+    assert found == [("a/x.jpg", 7), ("a/y.JPEG", 3)]  # folders a and b; b's file is a level too deep
+    (tmp_path / "c.png").write_bytes(b"...")
+    found = [(p.split(str(tmp_path) + "/")[1], label) for p, label in listed_files(str(tmp_path), str(listing))]
+    assert found == [("b/deep/x.jpg", 7), ("c.png", 2), ("a/y.JPEG", 3), ("a/x.jpg", 7), ("a/notes.txt", 4),
                      ("c.png", 2)]
     listing.write_text(f"c.png 1\n{tmp_path / 'a' / 'x.jpg'} 2\n")
     with pytest.raises(NotImplementedError, match="line 2: an absolute path"):
-        list_folder(str(tmp_path), str(listing))
+        listed_files(str(tmp_path), str(listing))
 
 
 @pytest.mark.parametrize("source, args, expected", [

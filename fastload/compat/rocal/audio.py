@@ -88,9 +88,16 @@ def _fp32_only(operator: str, dtype) -> None:
         raise NotImplementedError(f"{PREFIX}: fn.{operator}: rocAL's audio operators give FLOAT only")
 
 
-def _new(name: str, impl, inputs, args: dict, shape: AudioShape, num_outputs: int = 1):
+def _new(name: str, impl, inputs, args: dict, shape: AudioShape, num_outputs: int = 1, same_info=False):
+    """The op's outputs as audio nodes; ``same_info``: rocAL copies the input's TensorInfo, whose sample
+    rates (a shared pointer) fn.resample reads, so they go along."""
     op = Op(f"rocal.{name}", impl, inputs, args, num_outputs=num_outputs, fusable=False)
-    return [audio_node(node, shape) for node in op.outputs]
+    nodes = [audio_node(node, shape) for node in op.outputs]
+    if same_info:
+        for node in nodes:
+            node.rocal_rates = getattr(inputs[0], "rocal_rates", None)
+            node.rocal_downmixed = getattr(inputs[0], "rocal_downmixed", False)
+    return nodes
 
 
 # ------------------------------------------------------------------------------------------------- decode
@@ -164,12 +171,15 @@ def preemphasis_filter(*inputs, border=1, preemph_coeff=0.97, output_dtype=0):
     y[t] = x[t] - c * x[t-1], over the interleaved samples (RPP's pre_emphasis_filter.cpp)."""
     node = _audio_input("preemphasis_filter", inputs)
     _fp32_only("preemphasis_filter", output_dtype)
+    if node.rocal_audio.layout != "NHW":
+        raise NotImplementedError(f"{PREFIX}: fn.preemphasis_filter of a {node.rocal_audio.layout} spectrogram: "
+                                  f"MIVisionX runs it over the padded buffer's first values, not the sample's")
     border = int(border)
     if border not in (0, 1, 2):
         raise ValueError(f"{PREFIX}: fn.preemphasis_filter: border {border} (ZERO 0, CLAMP 1, REFLECT 2)")
     coefficient = float(np.float32(preemph_coeff))
     return _new("preemphasis_filter", _preemphasis, [node], {"border": border, "coefficient": coefficient},
-                node.rocal_audio)[0]
+                node.rocal_audio, same_info=True)[0]
 
 
 def _preemphasis(ctx, op, audio, border, coefficient):
@@ -178,8 +188,11 @@ def _preemphasis(ctx, op, audio, border, coefficient):
     out = torch.empty_like(flat)
     if flat.numel() == 0:
         return audio.clone()
-    edge = {0: torch.zeros((), dtype=torch.float32), 1: flat[0],
-            2: flat[1] if flat.numel() > 1 else torch.zeros((), dtype=torch.float32)}[border]
+    if border == 2 and flat.numel() < 2:
+        from ...errors import DecodeError
+        raise DecodeError(ctx.index, ctx.name, "fn.preemphasis_filter(border=REFLECT) of one sample: RPP reads "
+                                               "the value after it, which is not the audio's")
+    edge = {0: torch.zeros((), dtype=torch.float32), 1: flat[0], 2: flat[1] if flat.numel() > 1 else flat[0]}[border]
     out[0] = flat[0] - c * edge
     out[1:] = flat[1:] - c * flat[:-1]
     return out.reshape(audio.shape)
@@ -220,16 +233,16 @@ def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout
     if int(power) not in (1, 2):
         warnings.warn(f"{PREFIX}: fn.spectrogram(power={power}): rocAL takes 1 or 2 and uses 2", stacklevel=2)
         power = 2
-    layout, nfft, length, step = int(layout), int(nfft) or int(window_length), int(window_length), int(window_step)
+    layout, nfft, length, step = int(layout), int(nfft), int(window_length), int(window_step)
+    if nfft <= 0:
+        raise ValueError(f"{PREFIX}: fn.spectrogram(nfft={nfft}): rocAL sizes the output for nfft / 2 + 1 bins "
+                         f"while RPP writes window_length / 2 + 1; give nfft >= window_length")
     if layout not in (5, 6):
         raise ValueError(f"{PREFIX}: fn.spectrogram: layout must be NFT or NTF")
     if nfft < length or length < 1 or step < 1:
         raise ValueError(f"{PREFIX}: fn.spectrogram: nfft {nfft} < window_length {length}, or a zero length/step")
     offset = 0 if center_windows else length
-    if not center_windows and node.rocal_audio.dims[0] < length:
-        raise ValueError(f"{PREFIX}: fn.spectrogram(center_windows=False) of audio shorter than window_length "
-                         f"(rocAL's frame count underflows)")
-    frames, bins = max(0, (node.rocal_audio.dims[0] - offset) // step + 1), nfft // 2 + 1
+    frames, bins = max(0, _windows(node.rocal_audio.dims[0] - offset, step)), nfft // 2 + 1
     dims = (bins, frames) if layout == 5 else (frames, bins)
     return _new("spectrogram", _spectrogram, [node],
                 {"nfft": nfft, "length": length, "step": step, "center": bool(center_windows),
@@ -237,16 +250,25 @@ def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout
                 AudioShape(dims, "NFT" if layout == 5 else "NTF"))[0]
 
 
+def _windows(span: int, step: int) -> int:
+    """RPP's window count: C's int division, which truncates toward zero (spectrogram.cpp get_num_windows;
+    MIVisionX's Spectrogram.cpp ROI), so audio a little shorter than an uncentred window still gets one."""
+    return int(span / step) + 1
+
+
 def _spectrogram(ctx, op, audio, nfft, length, step, center, reflect, power, ntf):
     x = audio.reshape(-1).numpy()
     total = x.shape[0]
-    windows = (total if center else total - length) // step + 1
+    windows = max(0, _windows(total if center else total - length, step))
+    if windows == 0:
+        empty = torch.zeros(0, nfft // 2 + 1, dtype=torch.float32)
+        return empty if ntf else empty.t().contiguous()
     starts = np.arange(windows) * step - (length // 2 if center else 0)
     index = starts[:, None] + np.arange(length)[None, :]
-    inside = (index >= 0) & (index < total)
     if reflect:
         values = x[_reflect101(index, total)]
     else:
+        inside = (index >= 0) & (index < total)
         values = np.where(inside, x[np.clip(index, 0, max(total - 1, 0))], np.float32(0))
     frames = torch.from_numpy(values.astype(np.float32)) * _hann(length)
     buffer = torch.zeros(windows, nfft, dtype=torch.float32)
@@ -274,7 +296,7 @@ def to_decibels(*inputs, bytes_per_sample_hint=(0,), cutoff_db=-200.0, multiplie
     return _new("to_decibels", _to_decibels, [node],
                 {"scale": float(np.float32(multiplier * np.float32(0.30103))), "min_ratio": float(ratio),
                  "reference": float(np.float32(reference))},
-                AudioShape(shape.dims, "NHW" if shape.layout in ("NFT", "NTF") else shape.layout))[0]
+                AudioShape(shape.dims, "NHW" if shape.layout in ("NFT", "NTF") else shape.layout), same_info=True)[0]
 
 
 def _to_decibels(ctx, op, x, scale, min_ratio, reference):
@@ -385,9 +407,15 @@ def normalize(*inputs, axes=(), mean=(), stddev=(), scale=1.0, shift=0.0, output
         raise NotImplementedError(f"{PREFIX}: fn.normalize with only one of mean and stddev: rocAL then leaves the "
                                   f"given one at 0")
     given = (tuple(float(v) for v in mean), tuple(float(v) for v in stddev)) if list(mean) else None
+    if given is not None:
+        count = node.rocal_audio.dims[1 - axes[0]]
+        if len(given[0]) != len(given[1]) or len(given[0]) not in (1, count):
+            raise NotImplementedError(f"{PREFIX}: fn.normalize with {len(given[0])} means and {len(given[1])} "
+                                      f"stddevs: give one of each, or one per {'bin' if axes[0] == 1 else 'frame'} "
+                                      f"({count})")
     return _new("normalize", _normalize, [node],
                 {"axis": axes[0], "given": given, "scale": float(np.float32(scale)),
-                 "shift": float(np.float32(shift))}, node.rocal_audio)[0]
+                 "shift": float(np.float32(shift))}, node.rocal_audio, same_info=True)[0]
 
 
 def _normalize(ctx, op, x, axis, given, scale, shift):
@@ -414,6 +442,13 @@ def nonsilent_region(*inputs, cutoff_db=-60, reference_power=0.0, reset_interval
     window = int(window_length)
     if window < 1:
         raise ValueError(f"{PREFIX}: fn.nonsilent_region: window_length {window_length}")
+    if node.rocal_audio.layout != "NHW" or node.rocal_audio.dims[1] != 1:
+        raise NotImplementedError(f"{PREFIX}: fn.nonsilent_region of {node.rocal_audio.dims[1]}-channel audio or a "
+                                  f"spectrogram: rocAL scans the buffer's first frame-count values (interleaved), "
+                                  f"not the signal; downmix first")
+    if int(reset_interval) == 0 or int(reset_interval) < -1:
+        raise ValueError(f"{PREFIX}: fn.nonsilent_region(reset_interval={reset_interval}): RPP never advances "
+                         f"with it (rocAL hangs); give a positive interval or -1")
     cutoff = float(np.float32(math.pow(10.0, float(np.float32(np.float32(cutoff_db) * np.float32(0.1))))))
     begin, length = _new("nonsilent_region", _nonsilent, [node],
                          {"window": window, "cutoff": cutoff, "reference": float(np.float32(reference_power)),
@@ -495,8 +530,13 @@ def tensor_add_tensor_float(*inputs, output_datatype=0):
     if node.rocal_audio.dims[1:] != (1,):
         raise NotImplementedError(f"{PREFIX}: tensor + tensor of {node.rocal_audio.dims[1]}-channel audio: "
                                   f"MIVisionX reads it as planar")
+    other = getattr(inputs[1], "rocal_audio", None)
+    if other is not None and (other.dims != (1,) or other.dtype != "float32"):
+        raise NotImplementedError(f"{PREFIX}: tensor + tensor adds the second tensor's i-th float to sample i "
+                                  f"(MIVisionX's TensorAddTensor.cpp): give a [batch, 1] float value such as "
+                                  f"fn.random.uniform(...)")
     return _new("tensor_add_tensor_float", lambda ctx, op, x, y: x + y.reshape(-1)[0].float(), list(inputs), {},
-                node.rocal_audio)[0]
+                node.rocal_audio, same_info=True)[0]
 
 
 def tensor_mul_scalar_float(*inputs, scalar=1.0, output_datatype=0):
@@ -504,7 +544,8 @@ def tensor_mul_scalar_float(*inputs, scalar=1.0, output_datatype=0):
     node = _audio_input("tensor_mul_scalar_float", inputs)
     _fp32_only("tensor_mul_scalar_float", output_datatype)
     factor = torch.tensor(float(np.float32(scalar)), dtype=torch.float32)
-    return _new("tensor_mul_scalar_float", lambda ctx, op, x: x * factor, [node], {}, node.rocal_audio)[0]
+    return _new("tensor_mul_scalar_float", lambda ctx, op, x: x * factor, [node], {}, node.rocal_audio,
+                same_info=True)[0]
 
 
 # ------------------------------------------------------------------------------------------------ resample
@@ -532,7 +573,8 @@ class ResamplingWindow:
             sinc = _F(_F(1) - xf * xf * _F(1.0 / 6)) if abs(xf) < _F(1e-5) else _F(_F(np.sin(xf)) / xf)
             hann = 0.5 * (1 + math.cos(float(y) * math.pi))
             self.lookup[i + 1] = _F(float(sinc) * hann)
-        self.center, self.scale, self.size = _F(center + 1), _F(_F(1.0) / scale), coeffs
+        # MIVisionX sizes the table coeffs + 5 (lookupSize), and RPP's scalar lookup clamps at its end
+        self.center, self.scale, self.size = _F(center + 1), _F(_F(1.0) / scale), coeffs + 5
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         r = (x * self.scale + self.center).astype(np.float32)
@@ -638,17 +680,24 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
     stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1  # one shard: the "next" one is itself
     operators._check_padding("fn.decoders.audio", pad_last_batch_repeated, stick_to_shard)
     operators.refuse("fn.decoders.audio", shard_size=shard_size not in (-1, None))
-    root, listing = file_root or reader.file_root, file_list_path or reader.file_list
-    if reader.file_list and listing != reader.file_list:
-        raise ValueError(f"{PREFIX}: fn.decoders.audio(file_list_path={listing!r}) after "
-                         f"fn.readers.file(file_list={reader.file_list!r}): rocAL reads the decoder's list and "
-                         f"labels from the reader's; give both the same list")
-    samples = operators.list_folder(root, listing)
+    # rocAL's audio loader is given the decoder's list, and then reads the paths of the reader's label
+    # reader in their order (file_source_reader.cpp); without a decoder's list it walks the folder
+    root = file_root or reader.file_root
+    if file_list_path and not reader.file_list:
+        raise ValueError(f"{PREFIX}: fn.decoders.audio(file_list_path={file_list_path!r}) after fn.readers.file "
+                         f"without a file_list: rocAL then finds no files to size (\"Cannot find size of the "
+                         f"audio files\"); give fn.readers.file the list")
+    samples = operators.listed_files(root, reader.file_list) if file_list_path else \
+        operators.list_folder(root, reader.file_list)
     if not samples:
         raise ValueError(f"{PREFIX}: fn.decoders.audio: no files found in {root!r}")
     files = AudioFiles(samples)
     policy = int(decode_size_policy)
     if policy in (1, 3):  # USER_GIVEN_SIZE(_ORIG): the buffer rocAL is told
+        if files.channels != int(max_decoded_channels) and not downmix:
+            raise NotImplementedError(f"{PREFIX}: fn.decoders.audio: max_decoded_channels={max_decoded_channels} for "
+                                      f"{files.channels}-channel files: rocAL decodes at the file's stride and "
+                                      f"copies out at the buffer's, interleaving other samples")
         if files.frames > int(max_decoded_samples) or files.channels > int(max_decoded_channels):
             raise ValueError(f"{PREFIX}: fn.decoders.audio: a file holds {files.frames} samples of "
                              f"{files.channels} channels, past max_decoded_samples/channels (rocAL overflows)")

@@ -21,7 +21,8 @@ whose ".JPEG" lookup lands on another record (rocAL decodes that record's image 
 a key holding a NUL byte (rocAL reads keys as C strings); a Caffe record that is an ``AnnotatedDatum``
 (rocAL's label reader parses it as a Datum) or holds raw pixels (rocAL decodes ``data`` as an encoded
 image); a Caffe2 record without the image's byte_data or a label (rocAL fails on it, or indexes past
-``protos``); a record that is no such message. The detection readers (``bbox=True``) are refused:
+``protos``); a record that is no such message. Caffe2 records of no TensorProto are skipped, with a
+warning, as rocAL skips them. The detection readers (``bbox=True``) are refused:
 rocAL's Caffe reader reads NormalizedBBox's xmax/ymax as a width and height (r = xmin + xmax) from the
 first annotation group only, and fastload does not reproduce its boxes through the operators for either.
 """
@@ -32,6 +33,7 @@ import bisect
 import os
 import struct
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -58,8 +60,8 @@ _OPEN_LOCK = threading.Lock()
 
 def open_lmdb(reader: CaffeReader):
     """The LMDB environment at ``reader.path``, read-only (the ``lmdb`` package: ``pip install
-    fastload[lmdb]``). One per folder in a process, shared by the pipelines that read it: LMDB forbids
-    opening an environment twice in one process; it closes when the last reader is gone."""
+    fastload[lmdb]``). One per folder in a process, shared by the pipelines that read it (py-lmdb refuses
+    to open one twice in a process); it closes when the last reader is gone."""
     with _OPEN_LOCK:
         env = _OPEN.get(os.path.realpath(reader.path))
         if env is None:
@@ -103,8 +105,10 @@ def caffe_datum(value: bytes) -> tuple[bytes, int]:
     encoded = [content for number, wire, content in fields if number == 7 and wire == 0]
     if not data:
         raise ValueError("a Datum without data")
-    if not (encoded and encoded[-1]):
-        raise ValueError("a Datum of raw pixels (encoded is false); rocAL decodes data as an encoded image")
+    shape = [content for number, wire, content in fields if number in (1, 2, 3) and wire == 0]
+    if not (encoded and encoded[-1]) and len(shape) == 3 and shape[0] * shape[1] * shape[2] == len(data[-1]):
+        raise ValueError("a Datum of raw pixels (channels x height x width bytes, encoded false); rocAL decodes "
+                         "data as an encoded image")
     return bytes(data[-1]), _int32(labels[-1]) if labels else 0
 
 
@@ -113,9 +117,9 @@ def caffe2_protos(value: bytes) -> tuple[bytes, int]:
     TensorProto.byte_data = 5, int32_data = 4, packed or not)."""
     protos = [content for number, wire, content in _message(value) if number == 1 and wire == 2]
     if not protos:
-        raise ValueError("no TensorProto in the record")
+        raise EmptyRecord()
     image_proto = _message(protos[0])
-    image = [content for number, wire, content in image_proto if number == 5 and wire == 2]
+    image = [content for number, wire, content in image_proto if number == 5 and wire == 2][-1:]
     if not image:
         where = (" (the image is in string_data, where Caffe2 writes encoded images; rocAL reads byte_data only)"
                  if any(number == 6 for number, _, _ in image_proto) else "")
@@ -133,6 +137,10 @@ def caffe2_protos(value: bytes) -> tuple[bytes, int]:
     return bytes(image[0]), _int32(labels[0])
 
 
+class EmptyRecord(ValueError):
+    """A Caffe2 record of no TensorProto, which rocAL's readers skip."""
+
+
 class CaffeRecords:
     """The records of a Caffe or Caffe2 LMDB: ``samples`` [("path:key", label)] and ``read(index)``, a
     record's encoded image."""
@@ -141,18 +149,26 @@ class CaffeRecords:
         self.reader = reader
         self._env = open_lmdb(reader)
         parse = caffe2_protos if reader.caffe2 else caffe_datum
-        self._keys, self.samples = [], []
-        with self._env.begin(buffers=False) as txn:
-            keys = [key for key, _ in txn.cursor()]
-            for key in keys:
+        self._keys, self.samples, skipped = [], [], 0
+        with self._env.begin(buffers=True) as txn:
+            keys = list(txn.cursor().iternext(keys=True, values=False))
+            keys = [bytes(key) for key in keys]
+            for key, value in txn.cursor():
+                key = bytes(key)
                 name = f"{reader.path}:{key.decode('utf-8', 'replace')}"
-                self._check_key(key, keys, name)
                 try:
-                    _, label = parse(txn.get(key))
+                    _, label = parse(bytes(value))
+                except EmptyRecord:
+                    skipped += 1
+                    continue
                 except (ValueError, struct.error) as error:
                     raise ValueError(f"{PREFIX}: {reader.name}: record {name}: {error}") from None
+                self._check_key(key, keys, name)
                 self._keys.append(key)
                 self.samples.append((name, label))
+        if skipped:
+            warnings.warn(f"{PREFIX}: {reader.name}: {skipped} records of no TensorProto in {reader.path} are skipped, "
+                          f"as rocAL skips them", stacklevel=4)
         if not self.samples:
             raise ValueError(f"{PREFIX}: {reader.name}: the LMDB at {reader.path!r} holds no record")
 

@@ -246,10 +246,10 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
     rocAL/source/meta_data/label_reader_folders.cpp): the root's entries sorted; each folder, empty or
     not, is the next label, its files (not sub-folders) sorted; a root holding images is read flat, all
     label 0. Kept: the extensions rocAL keeps (any case) and files without one. Labels are looked up by
-    file name, as rocAL does: a name in two folders gets the first one's label. With ``file_list`` the
-    list decides (``listed_files``)."""
-    if file_list:
-        return listed_files(root, file_list)
+    file name, as rocAL does: a name in two folders gets the first one's label. With ``file_list`` (its
+    label reader's), only the names it lists are kept, with its labels (``list_labels``): rocAL's image
+    loaders are not given the list, so they walk the folder and ask the label reader
+    (rocal_api_data_loaders.cpp passes "" as the loader's file list; file_source_reader.cpp open_folder)."""
     found, by_name, collisions = [], {}, 0
     entries = sorted(os.scandir(root), key=lambda e: e.name)
     folders = [e for e in entries if e.is_dir()]
@@ -266,32 +266,43 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
         warnings.warn(f"{PREFIX}: {root}: {collisions} files share a name with a file of an earlier folder and get "
                       f"that folder's label, as rocAL looks labels up by file name; give each file a unique name "
                       f"(ImageNet's do) for one label per folder", stacklevel=3)
+    if file_list:
+        labels = list_labels(file_list)[1]
+        found = [(path, labels[os.path.basename(path)]) for path, _ in found if os.path.basename(path) in labels]
     return found
 
 
-def listed_files(root: str, file_list: str) -> list[tuple[str, int]]:
-    """rocAL's file list (fn.readers.file(file_list=...): rocAL/source/meta_data/text_file_meta_data_reader.cpp
-    read_all, rocAL/source/readers/file_source_reader.cpp with its label reader): per line a path relative
-    to ``root`` and an int label (``line >> name >> label``: lines that do not parse are skipped), read in
-    the list's order, those that are regular files; a name listed twice is read twice, with the label of
-    its first line (labels are looked up by file name). An absolute path is refused: rocAL reads the
-    previous line's file in its place (it sets the path only for relative ones)."""
-    found, labels = [], {}
+def list_labels(file_list: str) -> tuple[list[tuple[int, str]], dict[str, int]]:
+    """rocAL's label reader of a file list (rocAL/source/meta_data/text_file_meta_data_reader.cpp read_all):
+    per line a path and an int label (``line >> name >> label``: lines that do not parse are skipped);
+    ([(line number, path)] in order, {file name: its first line's label})."""
+    paths, labels = [], {}
     with open(file_list) as lines:
         for number, line in enumerate(lines, 1):
             words = line.split()
             label = re.match(r"[+-]?[0-9]+", words[1]) if len(words) >= 2 else None
             if label is None or not -2 ** 31 <= int(label.group()) < 2 ** 31:
                 continue
-            if os.path.isabs(words[0]):
-                raise NotImplementedError(f"{PREFIX}: {file_list} line {number}: an absolute path ({words[0]}); "
-                                          f"rocAL reads the previous line's file in its place: list paths "
-                                          f"relative to file_root")
-            name = os.path.basename(words[0])
-            labels.setdefault(name, int(label.group()))
-            path = os.path.join(root, words[0])
-            if os.path.isfile(path):
-                found.append((path, labels[name]))
+            paths.append((number, words[0]))
+            labels.setdefault(os.path.basename(words[0]), int(label.group()))
+    return paths, labels
+
+
+def listed_files(root: str, file_list: str) -> list[tuple[str, int]]:
+    """The files of a list in the list's order, as rocAL's audio loader reads them (it is given the list:
+    file_source_reader.cpp iterates the label reader's relative paths): paths relative to ``root`` at any
+    depth, those that are regular files; a name listed twice is read twice, with its first label. An
+    absolute path is refused: rocAL reads the previous line's file in its place (it sets the path only
+    for relative ones)."""
+    paths, labels = list_labels(file_list)
+    found = []
+    for number, path in paths:
+        if os.path.isabs(path):
+            raise NotImplementedError(f"{PREFIX}: {file_list} line {number}: an absolute path ({path}); rocAL "
+                                      f"reads the previous line's file in its place: list paths relative to "
+                                      f"file_root")
+        if os.path.isfile(os.path.join(root, path)):
+            found.append((os.path.join(root, path), labels[os.path.basename(path)]))
     return found
 
 
@@ -473,8 +484,11 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
         samples, read = records.samples, records.read
     elif isinstance(recorded, CaffeReader):  # each of rocAL's three decoders has a Caffe and a Caffe2 branch
         refuse(decoder, user_feature_key_map=key_map)
+        if not path:  # rocAL's decoders read their own path for these readers (decoders.py: source_path=path)
+            raise ValueError(f"{PREFIX}: {decoder} after fn.{recorded.name} reads its own path=...: give it the "
+                             f"LMDB folder (rocAL's opens path='' and fails)")
         _same_path(decoder, path, recorded.path, "fn." + recorded.name)
-        records = caffe.CaffeRecords(replace(recorded, path=path or recorded.path))
+        records = caffe.CaffeRecords(replace(recorded, path=path))
         samples, read = records.samples, records.read
     else:
         refuse(decoder, user_feature_key_map=key_map, path=path)

@@ -89,8 +89,9 @@ class ROCALAudioIterator:
     """rocAL's audio iterator (rocAL_pybind/amd/rocal/plugin/pytorch.py): each step ``(outputs, labels,
     roi)``: per output [batch, X, Y] cut to the batch's largest region (a [batch, 1] output whole), the
     labels int64 [batch], and the last output's regions as int32 [batch, 2] (extents; [0, 1] for a
-    [batch, 1] output). ``len()`` is the samples left when it was made, as rocAL's. ``size`` stops after
-    that many batches; ``auto_reset`` resets the loaders at the end."""
+    [batch, 1] output). ``len()`` is the samples left when it was made, as rocAL's. ``size`` stops once
+    that many samples were given (rocAL counts batch_size a step); ``auto_reset`` resets the loaders at the
+    end."""
 
     def __init__(self, pipeline, tensor_dtype=types.FLOAT, size=-1, auto_reset=False, device="cpu", device_id=0):
         self.loader = the_pipeline(pipeline)
@@ -107,7 +108,7 @@ class ROCALAudioIterator:
             if self.auto_reset:
                 self.reset()
             raise StopIteration
-        self.batch_count += 1
+        self.batch_count += self.batch_size  # rocAL counts samples against size
         outputs, rois = [], None
         for tensor in self.loader.get_output_tensors():
             rois = tensor.rois()
