@@ -533,10 +533,16 @@ class RocalOrder(IndexOrder):
         batch its reset skips."""
         return self.num_samples() + (self.batch_size if self.drop_last else 0)
 
+    def counted(self) -> int:
+        """rocAL's count of an epoch's samples (Reader::count_items at its start: what getRemainingImages
+        reports); without padding not always whole batches, of which the loaders deliver the whole ones."""
+        if not self.pad:
+            return max(self.largest, self.batch_size) - (self.batch_size if self.drop_last and self.padded else 0)
+        return self.num_samples()
+
     def num_samples(self) -> int:
         if not self.pad:
-            counted = max(self.largest, self.batch_size) - (self.batch_size if self.drop_last and self.padded else 0)
-            return counted // self.batch_size * self.batch_size
+            return self.counted() // self.batch_size * self.batch_size
         if self.drop_last:  # DROP: the padded batch is not made
             return self.largest // self.batch_size * self.batch_size
         return self.largest + self.padded

@@ -32,6 +32,7 @@ sample rates there) or past ``resample_hint``.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -78,8 +79,8 @@ def audio_node(node: DataNode, shape: AudioShape) -> AudioNode:
 def _audio_input(operator: str, inputs) -> AudioNode:
     node = inputs[0] if inputs else None
     if not isinstance(node, AudioNode):
-        raise ValueError(f"{PREFIX}: fn.{operator} takes an audio tensor (fn.decoders.audio's or an audio "
-                         f"operator's output)")
+        raise NotImplementedError(f"{PREFIX}: fn.{operator} runs on audio tensors only here (fn.decoders.audio's "
+                                  f"or an audio operator's output)")
     return node
 
 
@@ -198,6 +199,7 @@ def _preemphasis(ctx, op, audio, border, coefficient):
     return out.reshape(audio.shape)
 
 
+@functools.lru_cache(maxsize=8)
 def _hann(length: int) -> torch.Tensor:
     """RPP's spectrogram window: 0.5 * (1 - cos(2 pi / N * (t + 0.5))) in double, stored as float."""
     t = np.arange(length, dtype=np.float64)
@@ -389,8 +391,17 @@ def mel_filter_bank(*inputs, bytes_per_sample_hint=(0,), freq_high=0.0, freq_low
     bins, frames = node.rocal_audio.dims
     weights = mel_weights(bins, int(nfilter), float(sample_rate), float(freq_low), float(freq_high),
                           int(mel_formula) == 1, bool(normalize))
-    return _new("mel_filter_bank", lambda ctx, op, spectrum, weights: weights @ spectrum, [node],
-                {"weights": weights}, AudioShape((int(nfilter), frames), "NFT"))[0]
+    return _new("mel_filter_bank", _mel, [node], {"weights": weights}, AudioShape((int(nfilter), frames), "NFT"))[0]
+
+
+def _mel(ctx, op, spectrum, weights):
+    """RPP's accumulation: bin by bin in ascending order, each filter's row += weight * the bin's row, in
+    float32 (mel_filter_bank.cpp: a product, then the sum)."""
+    out = torch.zeros(weights.shape[0], spectrum.shape[1], dtype=torch.float32)
+    for fft_bin in torch.nonzero(weights.any(dim=0)).flatten().tolist():
+        for row in torch.nonzero(weights[:, fft_bin]).flatten().tolist():
+            out[row] += weights[row, fft_bin] * spectrum[fft_bin]
+    return out
 
 
 def normalize(*inputs, axes=(), mean=(), stddev=(), scale=1.0, shift=0.0, output_datatype=0):

@@ -181,7 +181,8 @@ class Pipeline(dali_pipeline.Pipeline):
     def _epoch_samples(self) -> int:
         if self._external is not None:  # ceil(n / batch_size) batches (rocAL's plugins)
             return -(-int(self._external[1].n) // self._batch_size) * self._batch_size
-        return len(self._loader.make_order()) * self._batch_size
+        order = self._loader.make_order()
+        return order.counted() if hasattr(order, "counted") else len(order) * self._batch_size
 
     # -- running (rocAL's protocol)
     def rocal_run(self) -> int:
@@ -417,8 +418,7 @@ class AudioTensor(RocalTensor):
     def max_shape(self) -> list[int]:
         return list(self.batch.shape[1:])
 
-    def get_rois(self) -> np.ndarray:
-        return self.rois()
+    get_rois = rois
 
 
 class _TimingInfo:
