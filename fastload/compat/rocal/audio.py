@@ -103,12 +103,21 @@ def _new(name: str, impl, inputs, args: dict, shape: AudioShape, num_outputs: in
 
 # ------------------------------------------------------------------------------------------------- decode
 
+def _soundfile():
+    try:
+        import soundfile
+    except ImportError as error:
+        raise ImportError(f"{PREFIX}: fn.decoders.audio reads audio with soundfile (libsndfile, as rocAL): pip "
+                          f"install 'fastload[audio]'") from error
+    return soundfile
+
+
 class AudioFiles:
     """The decoder's files, read from their headers: ``samples`` [(path, label)], ``rate`` per path, the
     channel count and the longest file's frames."""
 
     def __init__(self, samples: list[tuple[str, int]]):
-        import soundfile
+        soundfile = _soundfile()
         self.samples, self.rate = samples, {}
         frames, channels = 0, set()
         for path, _ in samples:
@@ -131,9 +140,8 @@ class AudioFiles:
 def decode(ctx, op, data, downmix: bool, max_samples: int):
     """One file as libsndfile's float samples [frames, channels] (rocAL's generic_audio_decoder.cpp reads
     them with sf_readf_float), downmixed as RPP's down_mixing.cpp when asked."""
-    import soundfile
-
     from ...errors import DecodeError
+    soundfile = _soundfile()
     try:
         samples, _ = soundfile.read(io.BytesIO(bytes(data.numpy())), dtype="float32", always_2d=True)
     except Exception as error:
