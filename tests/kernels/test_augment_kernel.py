@@ -142,7 +142,10 @@ def test_kernel_matches_reference(seed, dtype, atol, channels_last):
         # a one-level flip in the uint8 chain is scaled by the color factors after it (up to 2 each),
         # as in assert_levels_close (seed 930957533: 2 levels, in float32 too)
         assert diff.max() <= 4 * level + atol, f"seed {seed}, poison {poison}: max difference {diff.max()}"
-        assert (diff > atol).float().mean() <= 0.005, f"seed {seed}: {(diff > atol).float().mean():.2%} differ"
+        # flips are rare but come in pixels, all three channels of a grayscale image at once: seed 202256928
+        # flips 3 pixels of a grayscale image by 1-2 levels, 9 of the batch's 1617 values (0.56%); a wrong
+        # kernel differs almost everywhere
+        assert (diff > atol).float().mean() <= 0.01, f"seed {seed}: {(diff > atol).float().mean():.2%} differ"
 
 
 def test_float_chain_matches_reference(seed):
