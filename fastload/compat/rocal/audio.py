@@ -7,8 +7,10 @@ rocal_api_data_loaders.cpp, rocAL/source/augmentations/audio_augmentations/), th
 f1d37473 (src/modules/tensor/cpu/kernel/) and MIVisionX's glue between them (amd_openvx_extensions/
 amd_rpp/source/tensor/):
 
-* The decoder reads the files of its ``file_root`` and ``file_list_path`` as the image decoders do
-  (``listed_files``, ``list_folder``), with libsndfile's float samples (``soundfile``, the same library):
+* The decoder reads ``file_root``'s files: with a ``file_list_path``, the paths of fn.readers.file's
+  list in their order (``listed_files``: rocAL's audio loader is given the list and reads its label
+  reader's paths); without one, the folder as the image decoders walk it (``list_folder``). Samples are
+  libsndfile's floats (``soundfile``, the same library):
   per file [samples, channels] float32, PCM scaled by 1/32768 for 16 bits. The batch buffer holds the
   dataset's longest file (its header's frames), or ``max_decoded_samples`` with USER_GIVEN_SIZE; every
   file has the same channel count (rocAL writes each file at its own stride). ``downmix`` with more than
@@ -16,18 +18,20 @@ amd_rpp/source/tensor/):
 * Every tensor is [batch, X, Y] float32 with each sample's region (ROI) at its origin; fastload zeroes
   the rest of the buffer (rocAL leaves stale data there). nonsilent_region's outputs and
   ``fn.random.uniform`` are [batch, 1].
-* The operators follow RPP's formulas as written (float32, the order of the source, no FMA); RPP is
-  built with -Ofast, so a real rocAL's last bits may differ where it reassociates sums (spectrogram's
-  FFT, mel_filter_bank's and normalize's sums, resample's taps) -- real DALI's CPU operators, which
-  RPP's audio kernels port, are the reference in tests, within stated tolerances.
+* The operators follow RPP's formulas as written (float32, the source's order where it is a loop, no
+  FMA), with torch's FFT and reductions for spectrogram and normalize; RPP is built with -Ofast, so a
+  real rocAL's last bits may differ where it reassociates sums -- real DALI's CPU operators, which RPP's
+  audio kernels port, are the reference in tests, within stated tolerances.
 
 Refused by name, where rocAL fails, reads memory it did not write or gives another result silently: mixed
 channel counts, spectrogram of more than one channel or with ``nfft`` missing (rocAL's binding takes an
 int) or a ``window_fn`` (rocAL's node then has no window), normalize without ``axes``, over both axes
 or with only one of mean and stddev (rocAL drops the given one), mel_filter_bank of a tensor that is not
 an NFT spectrogram, a slice past the end of the audio (rocAL's padding policy is inverted and leaves the
-rest stale), slice or resample of more than one channel, resample after a downmix (rocAL loses the
-sample rates there) or past ``resample_hint``.
+rest stale), slice, resample or nonsilent_region of more than one channel, resample after a downmix
+(rocAL loses the sample rates there) or past ``resample_hint``, preemphasis of a spectrogram, ``nfft``
+<= 0, ``reset_interval`` 0 (rocAL hangs), ``+`` of anything but a [batch, 1] float, normalize's means
+in counts rocAL tiles, a decoder's ``file_list_path`` without the reader's list.
 """
 
 from __future__ import annotations
