@@ -689,9 +689,9 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
                    random_shuffle=False, downmix=False, dtype=0, quality=50.0, sample_rate=0.0, seed=1,
                    stick_to_shard=True, shard_size=-1, last_batch_policy=0, pad_last_batch_repeated=False,
                    decode_size_policy=0, max_decoded_samples=522320, max_decoded_channels=1):
-    """``fn.decoders.audio`` after ``fn.readers.file``: the files of ``file_root`` / ``file_list_path`` as
-    the image decoders read them, each decoded to [samples, channels] float32 (``decode``), downmixed to
-    one channel when asked; labels from the list. As in rocAL, ``dtype``, ``quality``, ``sample_rate``,
+    """``fn.decoders.audio`` after ``fn.readers.file``: ``file_root``'s files (fn.readers.file's list in its
+    order with a ``file_list_path``, else the folder as the image decoders walk it), each decoded to
+    [samples, channels] float32 (``decode``), downmixed to one channel when asked; labels from the list. As in rocAL, ``dtype``, ``quality``, ``sample_rate``,
     ``seed`` and ``bytes_per_sample_hint`` are not read (rocal_api_data_loaders.cpp: no resampling at
     decode)."""
     from . import operators
@@ -700,9 +700,8 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
     reader = inputs[0] if inputs else None
     if not isinstance(reader, operators.FileReader):
         raise NotImplementedError(f"{PREFIX}: fn.decoders.audio reads what fn.readers.file recorded")
-    stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1  # one shard: the "next" one is itself
-    operators._check_padding("fn.decoders.audio", pad_last_batch_repeated, stick_to_shard)
-    operators.refuse("fn.decoders.audio", shard_size=shard_size not in (-1, None))
+    stick_to_shard = operators._sharding("fn.decoders.audio", shard_id, num_shards, pad_last_batch_repeated,
+                                         stick_to_shard, shard_size)
     # rocAL's audio loader is given the decoder's list, and then reads the paths of the reader's label
     # reader in their order (file_source_reader.cpp); without a decoder's list it walks the folder
     root = file_root or reader.file_root
@@ -727,8 +726,6 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
         dims = (int(max_decoded_samples), int(max_decoded_channels))
     else:
         dims = (files.frames, files.channels)
-    if not 0 <= int(shard_id) < int(num_shards):
-        raise ValueError(f"fn.decoders.audio: shard_id {shard_id} is not in [0, num_shards={num_shards})")
     data = operators._reading(pipe, operators.RocalReaderSpec(
         samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
         RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch_repeated), name="AudioReader"))

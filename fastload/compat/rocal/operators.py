@@ -447,9 +447,7 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
                                   f"fn.readers.webdataset, fn.readers.mxnet, fn.readers.coco, fn.readers.caffe or "
                                   f"fn.readers.caffe2 recorded (other readers and external sources are not "
                                   f"supported yet)")
-    stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1  # one shard: the "next" one is itself
-    _check_padding(decoder, pad_last_batch, stick_to_shard)
-    refuse(decoder, shard_size=shard_size not in (-1, None))
+    stick_to_shard = _sharding(decoder, shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size)
     read = None
     recorded = inputs[0]  # the reader this decoder was given (the last one recorded may be another's)
     if isinstance(recorded, TFRecordReader):
@@ -496,8 +494,6 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
         samples = list_folder(root, recorded.file_list)
         if not samples:
             raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
-    if not 0 <= int(shard_id) < int(num_shards):
-        raise ValueError(f"{decoder}: shard_id {shard_id} is not in [0, num_shards={num_shards})")
     return _reading(pipe, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), read=read))
@@ -507,6 +503,17 @@ def _same_path(decoder: str, path: str, reader_path: str, reader: str) -> None:
     if path and os.path.abspath(path) != os.path.abspath(reader_path):
         raise ValueError(f"{PREFIX}: {decoder}(path={path!r}) after {reader}(path={reader_path!r}): rocAL's "
                          f"decoder reads its path's images and the reader its path's labels")
+
+
+def _sharding(decoder: str, shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size) -> bool:
+    """A decoder's sharding arguments (rocAL's RocalShardingInfo) checked before anything is read; the
+    stick_to_shard to read with: with one shard the "next" shard is the same one, so it does not matter."""
+    stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1
+    _check_padding(decoder, pad_last_batch, stick_to_shard)
+    refuse(decoder, shard_size=shard_size not in (-1, None))
+    if not 0 <= int(shard_id) < int(num_shards):
+        raise ValueError(f"{decoder}: shard_id {shard_id} is not in [0, num_shards={num_shards})")
+    return stick_to_shard
 
 
 def _check_padding(reader: str, pad_last_batch, stick_to_shard) -> None:
@@ -1395,8 +1402,9 @@ def unsupported(name: str, why: str = ""):
         if why:
             raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported: {why}")
         raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy / mxnet / coco / video / caffe / caffe2, decoders.image / image_slice / "
-                                  f"image_random_crop, external_source, resize, crop_mirror_normalize, "
+                                  f"/ webdataset / cifar10 / numpy / mxnet / coco / video / caffe / caffe2, "
+                                  f"decoders.image / image_slice / image_random_crop / audio, the audio operators "
+                                  f"(fastload.compat.rocal.audio), external_source, resize, crop_mirror_normalize, "
                                   f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
                                   f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "
                                   f"hue, saturation, gamma_correction, exposure, color_temp, blend, pixelate, "

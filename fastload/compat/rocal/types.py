@@ -136,8 +136,8 @@ class RocalMelScaleFormula(enum.IntEnum):
     MELSCALE_HTK = 1
 
 
-for _enum in (RocalAudioBorderType, RocalMelScaleFormula, RocalStatus, RocalProcessMode, RocalTensorOutputType, RocalOutputMemType,
-              RocalImageSizeEvaluationPolicy, RocalImageColor, RocalTensorLayout, RocalDecodeDevice,
+for _enum in (RocalAudioBorderType, RocalMelScaleFormula, RocalStatus, RocalProcessMode, RocalTensorOutputType,
+              RocalOutputMemType, RocalImageSizeEvaluationPolicy, RocalImageColor, RocalTensorLayout, RocalDecodeDevice,
               RocalDecoderType, RocalResizeScalingMode, RocalResizeInterpolationType, RocalExternalSourceMode,
               RocalOutOfBoundsPolicy, RocalLastBatchPolicy, RocalMissingComponentsBehavior):
     globals().update(_enum.__members__)
