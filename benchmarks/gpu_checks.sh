@@ -1,46 +1,71 @@
 #!/usr/bin/env bash
-# Every GPU check and measurement that issues 3 and 4 ask for, in one run on a GPU machine
-# (the lent 16-core H100/H200: its python3 holds torch, torchvision, triton, pillow and tqdm;
-# no package index is reachable, so fastload runs from the checkout through PYTHONPATH).
+# Every GPU check and measurement of issue 19, in steps that each fit one call of the device tool
+# (the lent 16-core H100/H200: its python3 holds torch, torchvision, triton, pillow and tqdm; no
+# package index is reachable, so fastload runs from the checkout through PYTHONPATH).
 #
-#   bash benchmarks/gpu_checks.sh            # results and logs under $OUT (default: gpu-results/)
+#   bash benchmarks/gpu_checks.sh                      # every step: tests kernels loader train
+#   bash benchmarks/gpu_checks.sh tests kernels        # only these, in this order
 #
-# Order: correctness first (tests/gpu), then the kernel benchmark, the end-to-end loader
-# benchmark, and the training-step ratios at 4 cores. Each step's log is kept; a failing
-# step does not stop the others, and the exit status says whether any failed.
+# Steps: tests (tests/gpu), kernels (bench_kernels.py), loader (bench_gpu.py), train
+# (examples/train_resnet50.py at 4 cores: ResNet-50 and ResNet-18, synthetic / fastload / torch).
+# Each step writes one log, $OUT/<step>.txt (the device tool brings back at most 8 files), and a
+# step that fails or outruns its time limit does not stop the next. The exit status says whether
+# any failed. Knobs: IMAGES (the generated folder's size), BATCHES, STEPS, STEP_LIMIT (seconds).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 IMAGES=${IMAGES:-20000}
 DATA=${DATA:-/tmp/fastload-bench-imagenet-$IMAGES}
+BATCHES=${BATCHES:-60}
+STEPS=${STEPS:-60}
+STEP_LIMIT=${STEP_LIMIT:-300}
+STEPS_TO_RUN=("$@")
+[ ${#STEPS_TO_RUN[@]} -gt 0 ] || STEPS_TO_RUN=(tests kernels loader train)
 failed=0
 
-step() {  # step NAME COMMAND...: run it, log to $OUT/NAME.txt, remember a failure
-    local name=$1; shift
-    echo "== $name: $*" | tee "$OUT/$name.txt"
-    "$@" 2>&1 | tee -a "$OUT/$name.txt"
+run() {  # run LOG COMMAND...: append the command and its output to LOG, remember a failure
+    local log=$1; shift
+    echo "== $*" | tee -a "$log"
+    timeout "$STEP_LIMIT" "$@" 2>&1 | tee -a "$log"
     local status=${PIPESTATUS[0]}
-    [ "$status" = 0 ] || { echo "== $name FAILED ($status)" | tee -a "$OUT/$name.txt"; failed=1; }
+    [ "$status" = 0 ] || { echo "== FAILED ($status): $*" | tee -a "$log"; failed=1; }
 }
 
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc
-  $PY -c "import torch, torchvision, triton; print(torch.__version__, torchvision.__version__, triton.__version__)"
-} > "$OUT/machine.txt" 2>&1
-# The C extensions are optional (Pillow decodes without them); build them for this Python if it can.
-$PY setup.py build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "C extensions not built (see build_ext.txt)"
-$PY -c "from fastload.sample_data import make_sample_folder as m; m('$DATA', num_images=$IMAGES, num_classes=100)"
+data() {  # the ImageNet-like folder, written by all cores once
+    $PY -c "from fastload.sample_data import make_sample_folder as m
+m('$DATA', num_images=$IMAGES, num_classes=100, processes=True)"
+}
 
-step tests_gpu $PY -m pytest -q -p no:cacheprovider tests/gpu
-step bench_kernels $PY benchmarks/bench_kernels.py --batch 256 --size 224
-step bench_gpu $PY benchmarks/bench_gpu.py "$DATA" --workers 16 --json "$OUT/bench_gpu.json"
-for arch in resnet50 resnet18; do
-    for mode in "--synthetic" "--loader fastload" "--loader torch"; do
-        step "train_${arch}_${mode##*[- ]}" $PY examples/train_resnet50.py --data "$DATA" --arch "$arch" \
-            --cpus 4 $mode --steps 60 --warmup 15
-    done
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv; nproc
+  $PY -c "import sys, torch, torchvision, triton; print(sys.version.split()[0], torch.__version__,
+torchvision.__version__, triton.__version__, torch.version.cuda, torch.cuda.get_device_name())"
+  # The C extensions are optional (Pillow decodes without them); build them for this Python if it can.
+  $PY setup.py build_ext --inplace > /tmp/build_ext.log 2>&1 && echo "C extensions built" \
+      || { echo "C extensions not built:"; tail -3 /tmp/build_ext.log; }
+} >> "$OUT/machine.txt" 2>&1
+
+for step in "${STEPS_TO_RUN[@]}"; do
+    log="$OUT/$step.txt"
+    case $step in
+    tests) run "$log" $PY -m pytest -q -p no:cacheprovider -rs --durations=10 -o faulthandler_timeout=90 tests/gpu ;;
+    kernels) run "$log" $PY benchmarks/bench_kernels.py --batch 256 --size 224 ;;
+    loader)
+        ( time data ) >> "$log" 2>&1
+        run "$log" $PY benchmarks/bench_gpu.py "$DATA" --workers 16 --batches "$BATCHES" --json "$OUT/bench_gpu.json" ;;
+    train)
+        data >> "$log" 2>&1
+        for arch in resnet50 resnet18; do
+            for mode in "--synthetic" "--loader fastload" "--loader torch"; do
+                # shellcheck disable=SC2086
+                run "$log" $PY examples/train_resnet50.py --data "$DATA" --arch "$arch" --cpus 4 $mode \
+                    --steps "$STEPS" --warmup 10
+            done
+        done ;;
+    *) echo "unknown step: $step (tests, kernels, loader, train)"; failed=1 ;;
+    esac
 done
-grep -h "images/s\|reaches\|ms/step" "$OUT"/*.txt | tail -40
+grep -h "images/s\|reaches\|ms/step\|passed\|failed" "$OUT"/*.txt | tail -40
 exit $failed
