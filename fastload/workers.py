@@ -111,11 +111,13 @@ class ThreadWorkers:
             return
         seed = self.base_seed + index
         numpy_seed = torch_worker._generate_state(self.base_seed, index)
-        rng = torch_worker._RNG(random_generator=random.Random(seed),
-                                torch_generator=torch.Generator().manual_seed(seed),
-                                numpy_generator=np.random.default_rng(numpy_seed))
+        extra = {}
+        if hasattr(torch_worker, "_RNG"):  # torch >= 2.14's per-worker generators (older torch has none)
+            extra["rng"] = torch_worker._RNG(random_generator=random.Random(seed),
+                                             torch_generator=torch.Generator().manual_seed(seed),
+                                             numpy_generator=np.random.default_rng(numpy_seed))
         _local.info = torch_worker.WorkerInfo(id=index, num_workers=self.num_workers, seed=seed,
-                                              dataset=self._dataset_copy(), rng=rng, worker_method="thread")
+                                              dataset=self._dataset_copy(), worker_method="thread", **extra)
         if self.worker_init_fn is not None:
             self._run_worker_init_fn(index, seed, numpy_seed)
         self._infos[index] = _local.info

@@ -86,6 +86,18 @@ def test_get_worker_info_in_getitem_and_none_without_workers():
     assert {i.rng.torch_generator.initial_seed() for i in info} == {i.seed for i in info}
 
 
+def test_worker_info_without_torchs_per_worker_generators(monkeypatch):
+    """torch before 2.14 has no ``_RNG`` (the H200's torch 2.11 failed here): the threads' WorkerInfo is
+    made without ``rng``, as that torch's worker processes make it."""
+    from torch.utils.data._utils import worker as torch_worker
+    monkeypatch.delattr(torch_worker, "_RNG", raising=False)
+    info = []
+    loader = fastload.DataLoader(Squares(), batch_size=3, num_workers=2,
+                                 worker_init_fn=lambda i: info.append(get_worker_info()))
+    assert len(list(loader)) == 4
+    assert sorted(i.id for i in info) == [0, 1] and all(getattr(i, "rng", None) is None for i in info)
+
+
 class Handles(Dataset):
     """Opens one 'handle' per worker in worker_init_fn, as HDF5 / LMDB datasets do."""
 
