@@ -150,7 +150,8 @@ def decode_only(root: str, args, device) -> dict:
     batches = [encoded[i:i + args.batch_size] for i in range(0, len(encoded), args.batch_size)]
     decode = decoder.decode_many if device.type == "cuda" else (
         lambda batch: [torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB) for data in batch])
-    return _timed("decode-only", (decode(b) for b in batches), args, device, per_batch=args.batch_size)
+    cycled = (batch for _ in iter(int, 1) for batch in batches)  # a folder smaller than the run is read again
+    return _timed("decode-only", (decode(b) for b in cycled), args, device, per_batch=args.batch_size)
 
 
 def _timed(name: str, batches, args, device, per_batch: int | None = None) -> dict:
@@ -220,6 +221,11 @@ def main(argv=None) -> int:
         print(f"folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
         make_sample_folder(root, num_images=args.images, num_classes=100)
     results = []
+
+    def save() -> None:  # after every loader: a run cut short by a time limit keeps what it measured
+        if args.json:
+            with open(args.json, "w") as out:
+                json.dump({"machine": machine(), "args": vars(args), "results": results}, out, indent=2)
     for name in args.loaders.split(","):
         command = [sys.executable, os.path.abspath(__file__), root, "--one", name]
         for option in ("batch_size", "size", "workers", "warmup", "batches", "device"):
@@ -228,6 +234,7 @@ def main(argv=None) -> int:
             results.append(run_in_child(name, command))
         except SystemExit as failure:
             print(f"{name}: skipped ({failure})", flush=True)
+        save()
     print(f"\nmachine: {machine()}")
     print(f"data: {root}; batch {args.batch_size}, RandomResizedCrop({args.size}) + flip + normalize, "
           f"float16 channels_last on {args.device}; {args.batches} timed batches\n")
@@ -237,9 +244,6 @@ def main(argv=None) -> int:
     if ceiling and fastest:
         print(f"\nfastload GPU decode reaches {fastest / ceiling:.0%} of the decode-only ceiling")
     print("GPU mem: peak torch.cuda allocation of the loader's process")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"machine": machine(), "args": vars(args), "results": results}, out, indent=2)
     return 0
 
 
