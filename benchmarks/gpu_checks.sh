@@ -10,18 +10,26 @@
 # (examples/train_resnet50.py at 4 cores: ResNet-50 and ResNet-18, synthetic / fastload / torch).
 # Each step writes one log, $OUT/<step>.txt (the device tool brings back at most 8 files), and a
 # step that fails or outruns its time limit does not stop the next. The exit status says whether
-# any failed. Knobs: IMAGES (the generated folder's size), BATCHES, STEPS, STEP_LIMIT (seconds).
+# any failed. Knobs: IMAGES (the generated folder's size), BATCHES, STEPS, ARCHS, STEP_LIMIT (seconds).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# setup.py installs kernels/ as fastload.kernels; from the checkout a link stands in (ignored by git).
+[ -e fastload/kernels ] || ln -s ../kernels fastload/kernels
+# Packages the machine lacks (google-crc32c) travel as wheels in .whl/ (the device tool's README).
+if ls .whl/*.whl > /dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
 IMAGES=${IMAGES:-20000}
 DATA=${DATA:-/tmp/fastload-bench-imagenet-$IMAGES}
 BATCHES=${BATCHES:-60}
 STEPS=${STEPS:-60}
 STEP_LIMIT=${STEP_LIMIT:-300}
+ARCHS=${ARCHS:-resnet50 resnet18}
 STEPS_TO_RUN=("$@")
 [ ${#STEPS_TO_RUN[@]} -gt 0 ] || STEPS_TO_RUN=(tests kernels loader train)
 failed=0
@@ -57,7 +65,7 @@ for step in "${STEPS_TO_RUN[@]}"; do
         run "$log" $PY benchmarks/bench_gpu.py "$DATA" --workers 16 --batches "$BATCHES" --json "$OUT/bench_gpu.json" ;;
     train)
         data >> "$log" 2>&1
-        for arch in resnet50 resnet18; do
+        for arch in $ARCHS; do
             for mode in "--synthetic" "--loader fastload" "--loader torch"; do
                 # shellcheck disable=SC2086
                 run "$log" $PY examples/train_resnet50.py --data "$DATA" --arch "$arch" --cpus 4 $mode \
