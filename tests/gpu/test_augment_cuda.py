@@ -40,22 +40,36 @@ def imagenet_like_batch(n, seed):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.uint8])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_kernel_on_gpu_matches_reference(dtype, channels_last):
+    """The compiled kernel against its reference on the same GPU, first the geometry alone, then with the
+    color operations. On the GPU multiply-adds fuse (FMA), so a value on a rounding boundary may land one
+    level apart; each later color operation requantizes and scales that flip by its factor (up to 1.8 here),
+    so through a chain of four a few values move further. On the H200 (2026-11-26): the geometry within one
+    level; with the colors 0.03-0.04% of values more than one level off, at most 11 levels -- and torch's own
+    reference, run on the CPU and on the GPU, differed from itself as much (0.02-0.03% of values, 8 levels).
+    A wrong operation moves most values, which the fraction bound catches."""
     images, params = imagenet_like_batch(64, seed=random.randrange(2 ** 31))
     scale, shift = (None, None) if dtype == torch.uint8 else (SCALE, SHIFT)
-    expected = augment_reference(images, params, (224, 224), dtype, scale, shift)
-    out = torch.full((64, 3, 224, 224), 7, dtype=dtype, device="cuda")
-    if dtype.is_floating_point:
-        out.fill_(float("nan"))
-    if channels_last:
-        out = out.contiguous(memory_format=torch.channels_last)
-    result = augment_batch(images, params, (224, 224), dtype, scale, shift, out=out)
-    # On the GPU multiply-adds fuse (FMA): a value on a truncation boundary may land one level apart.
     atol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2, torch.uint8: 0}[dtype]
     level = 1.0 if dtype == torch.uint8 else max(SCALE)
-    diff = (result.float() - expected.float()).abs()
-    assert not diff.isnan().any()
-    assert diff.max() <= level + atol
-    assert (diff > atol).float().mean() <= 0.005
+
+    def difference(params):
+        expected = augment_reference(images, params, (224, 224), dtype, scale, shift)
+        out = torch.full((64, 3, 224, 224), 7, dtype=dtype, device="cuda")
+        if dtype.is_floating_point:
+            out.fill_(float("nan"))
+        if channels_last:
+            out = out.contiguous(memory_format=torch.channels_last)
+        result = augment_batch(images, params, (224, 224), dtype, scale, shift, out=out)
+        diff = (result.float() - expected.float()).abs()
+        assert not diff.isnan().any()
+        return diff
+
+    geometry = difference(AugmentParams.make(params.boxes, params.flips, device="cuda"))
+    assert geometry.max() <= level + atol
+    assert (geometry > atol).float().mean() <= 0.005
+    colors = difference(params)
+    assert (colors > level + atol).float().mean() <= 0.001
+    assert colors.max() <= 32 * level + atol
 
 
 @pytest.mark.parametrize("nearest", [False, True])

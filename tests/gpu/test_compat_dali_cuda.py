@@ -12,6 +12,10 @@ from fastload.sample_data import make_sample_folder
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA (or ROCm) GPU")
 
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
+# nvJPEG and libjpeg-turbo decode the same file to different pixels (IDCT and chroma upsampling differ: up to
+# 8 levels at an edge on the H200, 2026-11-26). torchvision's test_decode_jpegs_cuda bounds an image's mean
+# difference by 2 levels; the pipeline's operators after the decode are checked exactly by the CPU-decode tests.
+NVJPEG_MEAN_LEVELS = 2
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +63,10 @@ def test_the_mixed_branch_runs_on_the_gpu_and_equals_the_cpu_branch(photos, is_t
         assert g_images.as_tensor().is_cuda and g_labels.as_tensor().is_cuda
         assert torch.equal(g_labels.as_tensor().cpu(), c_labels.as_tensor())
         levels = (g_images.as_tensor().cpu() - c_images.as_tensor()).abs() * STD
-        assert levels.max() <= (1.001 if is_training else 0), levels.max()
+        if is_training:  # nvJPEG's pixels, as DALI's own mixed decoder gives them, against libjpeg-turbo's
+            assert levels.mean(dim=(1, 2, 3)).max() < NVJPEG_MEAN_LEVELS, levels.mean(dim=(1, 2, 3))
+        else:
+            assert levels.max() == 0, levels.max()
 
 
 def test_the_classification_iterator_hands_cuda_tensors(photos):

@@ -29,7 +29,12 @@ def test_cuda_batches_match_the_cpu_path(image_folder, decode_device, recipe):
         assert cuda.stats.decoder == "cpu"
     for (images, labels), (cpu_images, cpu_labels) in zip(batches, loader(image_folder, recipe, dct_scaling=False)):
         assert labels.is_cuda and torch.equal(labels.cpu(), cpu_labels)
-        assert ((images - cpu_images) * STD * 255).abs().max() <= 1.001
+        levels = ((images - cpu_images) * STD * 255).abs()
+        if cuda.stats.decoder == "cpu":  # the same decoded pixels: only the kernel's rounding may differ
+            assert levels.max() <= 1.001
+        else:  # nvJPEG's pixels against libjpeg-turbo's: up to 32 levels at an edge on the H200 (2026-11-26),
+            # bounded on average per image as torchvision's test_decode_jpegs_cuda bounds them (2 levels)
+            assert levels.mean(dim=(1, 2, 3)).max() < 2, levels.mean(dim=(1, 2, 3))
 
 
 def test_a_slot_is_not_overwritten_while_the_loops_stream_still_reads_it(image_folder):
@@ -51,16 +56,17 @@ def test_a_slot_is_not_overwritten_while_the_loops_stream_still_reads_it(image_f
 
 
 def test_device_memory_is_steady_across_epochs(image_folder):
+    """After the first epoch, device memory grows only by output slots the pool had not needed yet (it makes
+    them when first needed, up to its count; on the H200 one more appeared in a later epoch): everything else
+    the loader holds on the device stays as it was, and the pool never overflows."""
     cuda = loader(image_folder, device="cuda")
-    for _ in cuda:
-        pass
-    torch.cuda.synchronize()
-    gc.collect()
-    after_first = torch.cuda.memory_allocated()
-    for _ in range(3):
+    slots = cuda.path.delivery.slots
+    others = []
+    for _ in range(4):
         for _ in cuda:
             pass
-    torch.cuda.synchronize()
-    gc.collect()
-    assert torch.cuda.memory_allocated() <= after_first
+        torch.cuda.synchronize()
+        gc.collect()
+        others.append(torch.cuda.memory_allocated() - slots.nbytes)
+    assert max(others[1:]) <= others[0], others
     assert cuda.stats.overflow == 0  # a loop that drops its batches never needs more than the slots
