@@ -5,6 +5,7 @@ placement, crop_mirror_normalize's defaults (NHWC uint8, mirror=1)."""
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -154,6 +155,86 @@ def test_flip_crop_and_center_crop(one_photo):
     # a window larger than the image: the whole image, at the top left of the 80x200 buffer
     assert larger.dimensions() == [1, 80, 200, 3] and larger.get_rois().tolist() == [[0, 0, 97, 61]]
     assert torch.equal(torch.from_numpy(larger.at(0)[:61, :97]), image)
+
+
+def test_random_crop_window_is_rocals_five_draws_then_the_central_crop():
+    """RocalRandomCropParam::fill_crop_dims: area and aspect ratio drawn until the window is strictly inside,
+    then the drifts; after five misses, the central crop with the aspect ratio clamped to [0.75, 1.333]."""
+    draws = iter([0.25, 1.0, 0.5, 0.2])
+    assert imageops.random_crop_window(100, 100, lambda low, high: next(draws)) == (25, 10, 50, 50)
+    misses = iter([0.99, 1.333] * 5)  # 36 x 27 never fits 10 rows
+    assert imageops.random_crop_window(100, 10, lambda low, high: next(misses)) == (43, 0, 13, 10)
+    ranges = []
+    imageops.random_crop_window(100, 100, lambda low, high: ranges.append((low, high)) or (low + high) / 2)
+    assert ranges == [(0.08, 0.99), (0.75, 1.333), (0.01, 0.99), (0.01, 0.99)]
+
+
+def test_random_crop_with_rocals_draws_and_its_python_defaults_refused(one_photo, tmp_path):
+    """fn.random_crop with None for its four parameters (the only values rocAL's binding takes): each image a
+    window of the decoded one, at a size rocAL's draws or its central fallback give, in the input's buffer.
+    rocAL's own defaults (lists and numbers) fail in its binding: a TypeError here too."""
+    free = dict(crop_area_factor=None, crop_aspect_ratio=None, crop_pox_x=None, crop_pox_y=None)
+    root = tmp_path / "copies"
+    (root / "c").mkdir(parents=True)
+    for name in "abcdef":  # six files of one photo: six samples, six draws
+        shutil.copy(f"{one_photo}/c/p.jpg", root / "c" / f"{name}.jpg")
+    pipe = Pipeline(batch_size=6, num_threads=1, rocal_cpu=True, seed=4)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(root))
+        images = fn.decoders.image(jpegs, file_root=str(root))
+        pipe.set_outputs(images, fn.random_crop(images, **free))
+    decoded, cropped = pipe.run()
+    image = torch.from_numpy(decoded.at(0)[:61, :97])
+    assert cropped.dimensions() == decoded.dimensions()
+    sizes = set()
+    for index, (_, _, w, h) in enumerate(cropped.get_rois().tolist()):
+        window = torch.from_numpy(cropped.at(index)[:h, :w])
+        assert any(torch.equal(image[y:y + h, x:x + w], window) for y in range(61 - h + 1) for x in range(97 - w + 1))
+        central = (w, h) == (81, 61)  # 97 x 61 is wider than 1.333: 81 columns, centred
+        assert central or (0.08 * 0.99 <= w * h / (97 * 61) <= 0.99 and 0.75 * 0.9 <= w / h <= 1.333 * 1.1)
+        sizes.add((w, h))
+    assert len(sizes) > 1  # drawn per image
+    with pytest.raises(TypeError, match="RocalFloatParam"):
+        with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
+            fn.random_crop(fn.decoders.image(fn.readers.file(file_root=one_photo)[0], file_root=one_photo))
+
+
+def test_transpose_swaps_rows_and_columns_and_moves_channels_as_perm_says(one_photo):
+    """perm orders an image's dimensions as its layout names them (HWC, or CHW after an NCHW operator);
+    output_layout must name the result; the buffer's sides swap with the image's."""
+    decoded, swapped, planar, planar_swapped, chw, back, whc = _run(one_photo, lambda images: (
+        fn.transpose(images, perm=[1, 0, 2]),
+        fn.transpose(images, perm=[2, 0, 1], output_layout=types.NCHW),
+        fn.transpose(images, perm=[2, 1, 0], output_layout=types.NCHW),
+        chw := fn.crop_mirror_normalize(images, crop=(40, 50), mirror=0, output_layout=types.NCHW),
+        fn.transpose(chw, perm=[1, 2, 0]),
+        fn.transpose(chw, perm=[2, 1, 0])))
+    image = torch.from_numpy(decoded.at(0)[:61, :97])
+    height, width = decoded.dimensions()[1:3]
+    assert swapped.dimensions() == [1, width, height, 3] and swapped.get_rois().tolist() == [[0, 0, 61, 97]]
+    assert torch.equal(torch.from_numpy(swapped.at(0)[:97, :61]), image.transpose(0, 1))
+    assert planar.layout() == "NCHW" and torch.equal(torch.from_numpy(planar.at(0)[:, :61, :97]),
+                                                     image.permute(2, 0, 1))
+    assert planar_swapped.dimensions() == [1, 3, width, height]
+    assert torch.equal(torch.from_numpy(planar_swapped.at(0)[:, :97, :61]), image.permute(2, 1, 0))
+    window = torch.from_numpy(chw.at(0))  # (3, 40, 50)
+    assert back.layout() == "NHWC" and torch.equal(torch.from_numpy(back.at(0)), window.permute(1, 2, 0))
+    assert whc.dimensions() == [1, 50, 40, 3] and torch.equal(torch.from_numpy(whc.at(0)), window.permute(2, 1, 0))
+
+
+@pytest.mark.parametrize("perm, layout, error, match", [
+    ([2, 0, 1], "NHWC", ValueError, "give output_layout=types.NCHW"),
+    ([0, 2, 1], "NHWC", NotImplementedError, "between its rows and columns"),
+    ([0, 1], "NHWC", ValueError, "three dimensions"),
+    ("nchw", "NCHW", NotImplementedError, "not the region"),
+])
+def test_transpose_refuses_what_rocal_mislabels_or_cannot_name(one_photo, perm, layout, error, match):
+    with pytest.raises(error, match=match):
+        with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
+            images = fn.decoders.image(fn.readers.file(file_root=one_photo)[0], file_root=one_photo)
+            if perm == "nchw":  # height and width swapped in CHW, the channels left first
+                images, perm = fn.crop_mirror_normalize(images, crop=(4, 5), output_layout=types.NCHW), [0, 2, 1]
+            fn.transpose(images, perm=perm, output_layout=getattr(types, layout))
 
 
 def test_random_crop_decoders_keep_rocals_defaults_and_cut_to_the_cap(one_photo):
@@ -594,8 +675,8 @@ ROCAL_NAMES = {  # every function and class rocAL_pybind/amd/rocal's modules def
     "plugin.generic": "ROCALGenericIterator ROCALClassificationIterator ROCALNumpyIterator draw_patches",
     "plugin.tf": "ROCALGenericImageIterator ROCALGenericIteratorDetection ROCALIterator ROCAL_iterator",
 }
-REFUSED = {"fn.random_crop", "fn.ssd_random_crop", "fn.random_bbox_crop", "fn.box_encoder", "fn.box_iou_matcher",
-           "fn.transpose", "decoders.image_raw", "readers.video_resize", "readers.sequence_reader",
+REFUSED = {"fn.ssd_random_crop", "fn.random_bbox_crop", "fn.box_encoder", "fn.box_iou_matcher",
+           "decoders.image_raw", "readers.video_resize", "readers.sequence_reader",
            "random.normal", "plugin.pytorch.draw_patches",
            "plugin.generic.draw_patches", "plugin.tf.ROCALGenericImageIterator",
            "plugin.tf.ROCALGenericIteratorDetection", "plugin.tf.ROCALIterator", "plugin.tf.ROCAL_iterator"}

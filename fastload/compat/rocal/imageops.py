@@ -154,6 +154,26 @@ def crop_resize_window(width: int, height: int, area: float, ratio: float, x_dri
     w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
     if h < height and w < width:
         return int(x_drift * (width - w)), int(y_drift * (height - h)), w, h
+    return central_window(width, height)
+
+
+def random_crop_window(width: int, height: int, uniform) -> tuple[int, int, int, int]:
+    """RocalRandomCropParam::fill_crop_dims with its own parameters (fn.random_crop's, rocAL/source/
+    parameters/parameter_random_crop.cpp): up to 5 draws (num_attempts is not read) of an area factor in
+    [0.08, 0.99] and an aspect ratio in [0.75, 1.333] until the window is strictly inside the image, placed
+    by drifts in [0.01, 0.99]; else central_window. ``uniform(low, high)`` draws one value."""
+    for _ in range(5):
+        area, ratio = uniform(0.08, 0.99), uniform(0.75, 1.333)
+        target = area * height * width
+        w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
+        if h < height and w < width:
+            return crop_resize_window(width, height, area, ratio, uniform(0.01, 0.99), uniform(0.01, 0.99))
+    return central_window(width, height)
+
+
+def central_window(width: int, height: int) -> tuple[int, int, int, int]:
+    """RocalRandomCropParam's fallback: the central crop with the image's aspect ratio clamped to
+    [0.75, 1.333], as (left, top, width, height)."""
     in_ratio = width / height
     if in_ratio < 0.75:
         w, h = width, int(width / 0.75)

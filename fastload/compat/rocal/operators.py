@@ -926,6 +926,73 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
                      out)
 
 
+def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.333333], crop_pox_x=0,
+                crop_pox_y=0, num_attempts=20, device=None, all_boxes_above_threshold=True, allow_no_crop=True,
+                ltrb=True, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.random_crop``: rocAL's RandomCropNode, a window of the image at its own size (imageops.
+    random_crop_window: 5 draws of rocAL's area, aspect-ratio and drift ranges, else the central crop).
+
+    rocAL's wrapper hands the four parameters to rocalRandomCrop unconverted, where they are RocalFloatParam
+    handles (void*): a list or a number -- the wrapper's own defaults included -- fails there with a
+    TypeError, and only None (rocAL's built-in draws) passes. So fastload takes None and refuses the rest
+    with a TypeError saying so; num_attempts and the box arguments are not read by rocAL either."""
+    given = {"crop_area_factor": crop_area_factor, "crop_aspect_ratio": crop_aspect_ratio,
+             "crop_pox_x": crop_pox_x, "crop_pox_y": crop_pox_y}
+    passed = [name for name, value in given.items() if value is not None]
+    if passed:
+        raise TypeError(f"{PREFIX}: fn.random_crop: rocAL passes {', '.join(passed)} to rocalRandomCrop as "
+                        f"RocalFloatParam handles, unconverted, so lists and numbers (its own defaults too) fail "
+                        f"there; give None for each: rocAL then draws area factors in [0.08, 0.99], aspect "
+                        f"ratios in [0.75, 1.333] and positions in [0.01, 0.99] of the free space")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(_source(inputs).buffer, layout, dtype)  # rocAL keeps the input's buffer; the ROI is the crop
+
+    def run(ctx, op, image):
+        rng = ctx.rng(op)
+        x, y, w, h = imageops.random_crop_window(image.shape[1], image.shape[0],
+                                                 lambda low, high: float(rng.uniform(low, high)))
+        return imageops.as_output(image[y:y + h, x:x + w].contiguous(), out.torch_dtype)
+    return _image_op("random_crop", run, inputs[0], {}, out)
+
+
+def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
+    """``fn.transpose`` of an image: ``perm`` orders its three dimensions as its layout names them (HWC for
+    NHWC, CHW for NCHW; rocalTranspose: the batch dimension stays first), so it can swap height and width,
+    move the channels to the other end, or both. ``output_layout`` must name the layout that gives (rocAL
+    takes it as written, and a wrong one describes the buffer wrongly); the type stays the input's (rocAL
+    does not read output_dtype). Refused: the channels in the middle (no image layout names it), sequences,
+    and height and width swapped in CHW without moving the channels ([0, 2, 1]): rocAL's TransposeNode
+    swaps the region it hands the next operator only for perms [2, 1, 0] and [1, 0, 2], so there it keeps
+    the unswapped one."""
+    source = _source(inputs)
+    if getattr(inputs[0], "rocal_frames", None) is not None:
+        raise NotImplementedError(f"{PREFIX}: fn.transpose of fn.readers.video's sequences is not supported")
+    perm = [int(p) for p in perm]
+    if sorted(perm) != [0, 1, 2]:
+        raise ValueError(f"{PREFIX}: fn.transpose: perm {perm} must order an image's three dimensions (rocAL: "
+                         f"\"Transpose permutation must match with the input dims\")")
+    names = "CHW" if source.layout == RocalTensorLayout.NCHW else "HWC"
+    order = "".join(names[p] for p in perm)
+    if order[1] == "C":
+        raise NotImplementedError(f"{PREFIX}: fn.transpose: perm {perm} puts a {source.layout.name} image's "
+                                  f"channels between its rows and columns ({order}), which no layout names")
+    swap = order.index("W") < order.index("H")
+    if names == "CHW" and swap and order[0] == "C":
+        raise NotImplementedError(f"{PREFIX}: fn.transpose: perm {perm} of an NCHW image: rocAL swaps its "
+                                  f"width and height but not the region it hands on (TransposeNode::update_node)")
+    layout = RocalTensorLayout.NHWC if order[2] == "C" else RocalTensorLayout.NCHW
+    if RocalTensorLayout(output_layout) != layout:
+        raise ValueError(f"{PREFIX}: fn.transpose: perm {perm} of a {source.layout.name} image gives {order}: "
+                         f"give output_layout=types.{layout.name} (rocAL would label the buffer "
+                         f"{RocalTensorLayout(output_layout).name})")
+    height, width = source.buffer
+    out = Rocal((width, height) if swap else (height, width), layout, source.dtype)
+
+    def run(ctx, op, image):
+        return image.transpose(0, 1).contiguous() if swap else image
+    return _image_op("transpose", run, inputs[0], {}, out)
+
+
 def center_crop(*inputs, crop=(0, 0), crop_h=0, crop_w=0, crop_d=1, device=None,
                 output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.center_crop``: the centred window (anchors 0.5, imageops.anchored_crop)."""
@@ -1405,11 +1472,11 @@ def unsupported(name: str, why: str = ""):
                                   f"/ webdataset / cifar10 / numpy / mxnet / coco / video / caffe / caffe2, "
                                   f"decoders.image / image_slice / image_random_crop / audio, the audio operators "
                                   f"(fastload.compat.rocal.audio), external_source, resize, crop_mirror_normalize, "
-                                  f"resize_mirror_normalize, crop, center_crop, flip, rotate, warp_affine, "
-                                  f"resize_crop_mirror, resize_crop, roi_resize, brightness, contrast, color_twist, "
-                                  f"hue, saturation, gamma_correction, exposure, color_temp, blend, pixelate, "
-                                  f"vignette, lens_correction, snp_noise, jitter, snow, rain, log1p, nop, copy, "
-                                  f"random.coin_flip, uniform, one_hot)")
+                                  f"resize_mirror_normalize, crop, center_crop, random_crop, flip, transpose, "
+                                  f"rotate, warp_affine, resize_crop_mirror, resize_crop, roi_resize, brightness, "
+                                  f"contrast, color_twist, hue, saturation, gamma_correction, exposure, color_temp, "
+                                  f"blend, pixelate, vignette, lens_correction, snp_noise, jitter, snow, rain, log1p, "
+                                  f"nop, copy, random.coin_flip, uniform, one_hot)")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator
