@@ -35,7 +35,8 @@ thing that keeps user code meaningful:
 What cannot be copied: draws that a dataset makes from the process-wide
 generators *while loading* (``torch.rand``, ``np.random``, ``random``)
 share them with the training loop and with the other threads, as threads
-must; use ``get_worker_info().rng`` for per-worker streams.
+must; use ``get_worker_info().rng`` for per-worker streams (torch 2.14 and later;
+older torch has no such generators, and a thread's WorkerInfo has none there either).
 """
 
 from __future__ import annotations
