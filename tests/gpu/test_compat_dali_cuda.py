@@ -13,9 +13,10 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
 # nvJPEG and libjpeg-turbo decode the same file to different pixels (IDCT and chroma upsampling differ: up to
-# 8 levels at an edge on the H200, 2026-11-26). torchvision's test_decode_jpegs_cuda bounds an image's mean
-# difference by 2 levels; the pipeline's operators after the decode are checked exactly by the CPU-decode tests.
-NVJPEG_MEAN_LEVELS = 2
+# 8 levels at an edge in this test on the H200, 2026-11-26; 32 in test_device_cuda's). torchvision's
+# test_decode_jpegs_cuda bounds an image's mean difference by 2 levels; 64 bounds any one value. The device
+# path's operators after the decode are checked within one level with CPU decode in test_device_cuda.
+NVJPEG_MEAN_LEVELS, NVJPEG_MAX_LEVELS = 2, 64
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,7 @@ def test_the_mixed_branch_runs_on_the_gpu_and_equals_the_cpu_branch(photos, is_t
         levels = (g_images.as_tensor().cpu() - c_images.as_tensor()).abs() * STD
         if is_training:  # nvJPEG's pixels, as DALI's own mixed decoder gives them, against libjpeg-turbo's
             assert levels.mean(dim=(1, 2, 3)).max() < NVJPEG_MEAN_LEVELS, levels.mean(dim=(1, 2, 3))
+            assert levels.max() <= NVJPEG_MAX_LEVELS, levels.max()
         else:
             assert levels.max() == 0, levels.max()
 
