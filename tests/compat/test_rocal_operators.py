@@ -197,43 +197,56 @@ def test_random_crop_with_rocals_draws_and_its_python_defaults_refused(one_photo
     with pytest.raises(TypeError, match="RocalFloatParam"):
         with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
             fn.random_crop(fn.decoders.image(fn.readers.file(file_root=one_photo)[0], file_root=one_photo))
+    with pytest.raises(NotImplementedError, match="parameter handle for crop_area_factor"):
+        with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
+            fn.random_crop(fn.decoders.image(fn.readers.file(file_root=one_photo)[0], file_root=one_photo),
+                           **dict(free, crop_area_factor=fn.uniform(range=[0.3, 0.6])))
 
 
 def test_transpose_swaps_rows_and_columns_and_moves_channels_as_perm_says(one_photo):
     """perm orders an image's dimensions as its layout names them (HWC, or CHW after an NCHW operator);
-    output_layout must name the result; the buffer's sides swap with the image's."""
-    decoded, swapped, planar, planar_swapped, chw, back, whc = _run(one_photo, lambda images: (
+    output_layout must name the result; the buffer's sides swap with the image's. [1, 0, 2] and [2, 1, 0]
+    keep each image's region (a decoded image in its larger buffer); the other perms hand on the whole
+    buffer, as rocAL does, so they take images of the buffer's size (here cropped)."""
+    decoded, swapped, planar_swapped, window, planar, chw, back, whc, chw_swapped = _run(one_photo, lambda images: (
         fn.transpose(images, perm=[1, 0, 2]),
-        fn.transpose(images, perm=[2, 0, 1], output_layout=types.NCHW),
         fn.transpose(images, perm=[2, 1, 0], output_layout=types.NCHW),
+        hwc := fn.crop_mirror_normalize(images, crop=(40, 50), mirror=0),
+        fn.transpose(hwc, perm=[2, 0, 1], output_layout=types.NCHW),
         chw := fn.crop_mirror_normalize(images, crop=(40, 50), mirror=0, output_layout=types.NCHW),
         fn.transpose(chw, perm=[1, 2, 0]),
-        fn.transpose(chw, perm=[2, 1, 0])))
+        fn.transpose(chw, perm=[2, 1, 0]),
+        fn.transpose(chw, perm=[0, 2, 1], output_layout=types.NCHW)))
     image = torch.from_numpy(decoded.at(0)[:61, :97])
     height, width = decoded.dimensions()[1:3]
     assert swapped.dimensions() == [1, width, height, 3] and swapped.get_rois().tolist() == [[0, 0, 61, 97]]
     assert torch.equal(torch.from_numpy(swapped.at(0)[:97, :61]), image.transpose(0, 1))
-    assert planar.layout() == "NCHW" and torch.equal(torch.from_numpy(planar.at(0)[:, :61, :97]),
-                                                     image.permute(2, 0, 1))
     assert planar_swapped.dimensions() == [1, 3, width, height]
     assert torch.equal(torch.from_numpy(planar_swapped.at(0)[:, :97, :61]), image.permute(2, 1, 0))
-    window = torch.from_numpy(chw.at(0))  # (3, 40, 50)
-    assert back.layout() == "NHWC" and torch.equal(torch.from_numpy(back.at(0)), window.permute(1, 2, 0))
-    assert whc.dimensions() == [1, 50, 40, 3] and torch.equal(torch.from_numpy(whc.at(0)), window.permute(2, 1, 0))
+    crop = torch.from_numpy(window.at(0))  # (40, 50, 3)
+    assert planar.layout() == "NCHW" and torch.equal(torch.from_numpy(planar.at(0)), crop.permute(2, 0, 1))
+    assert planar.get_rois().tolist() == [[0, 0, 50, 40]]
+    assert torch.equal(torch.from_numpy(chw.at(0)), crop.permute(2, 0, 1))
+    assert back.layout() == "NHWC" and torch.equal(torch.from_numpy(back.at(0)), crop)
+    assert whc.dimensions() == [1, 50, 40, 3] and torch.equal(torch.from_numpy(whc.at(0)), crop.transpose(0, 1))
+    assert chw_swapped.dimensions() == [1, 3, 50, 40]
+    assert torch.equal(torch.from_numpy(chw_swapped.at(0)), crop.permute(2, 1, 0))
+
+
+def test_transpose_refuses_an_image_smaller_than_the_buffer_rocal_would_hand_on_whole(one_photo):
+    with pytest.raises(NotImplementedError, match="hands on the whole buffer"):
+        _run(one_photo, lambda images: (fn.transpose(images, perm=[2, 0, 1], output_layout=types.NCHW),))
 
 
 @pytest.mark.parametrize("perm, layout, error, match", [
     ([2, 0, 1], "NHWC", ValueError, "give output_layout=types.NCHW"),
     ([0, 2, 1], "NHWC", NotImplementedError, "between its rows and columns"),
     ([0, 1], "NHWC", ValueError, "three dimensions"),
-    ("nchw", "NCHW", NotImplementedError, "not the region"),
 ])
 def test_transpose_refuses_what_rocal_mislabels_or_cannot_name(one_photo, perm, layout, error, match):
     with pytest.raises(error, match=match):
         with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
             images = fn.decoders.image(fn.readers.file(file_root=one_photo)[0], file_root=one_photo)
-            if perm == "nchw":  # height and width swapped in CHW, the channels left first
-                images, perm = fn.crop_mirror_normalize(images, crop=(4, 5), output_layout=types.NCHW), [0, 2, 1]
             fn.transpose(images, perm=perm, output_layout=getattr(types, layout))
 
 

@@ -173,12 +173,13 @@ def random_crop_window(width: int, height: int, uniform) -> tuple[int, int, int,
 
 def central_window(width: int, height: int) -> tuple[int, int, int, int]:
     """RocalRandomCropParam's fallback: the central crop with the image's aspect ratio clamped to
-    [0.75, 1.333], as (left, top, width, height)."""
-    in_ratio = width / height
-    if in_ratio < 0.75:
-        w, h = width, int(width / 0.75)
-    elif in_ratio > 1.333:
-        w, h = int(height * 1.333), height
+    [0.75, 1.333], as (left, top, width, height), in rocAL's float32 (1.333 * 3000 is 3998 there)."""
+    low, high = np.float32(0.75), np.float32(1.333)
+    in_ratio = np.float32(width) / np.float32(height)
+    if in_ratio < low:
+        w, h = width, int(np.float32(width) / low)
+    elif in_ratio > high:
+        w, h = int(np.float32(height) * high), height
     else:
         w, h = width, height
     return (width - w) // 2, (height - h) // 2, w, h

@@ -933,11 +933,16 @@ def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.
     random_crop_window: 5 draws of rocAL's area, aspect-ratio and drift ranges, else the central crop).
 
     rocAL's wrapper hands the four parameters to rocalRandomCrop unconverted, where they are RocalFloatParam
-    handles (void*): a list or a number -- the wrapper's own defaults included -- fails there with a
-    TypeError, and only None (rocAL's built-in draws) passes. So fastload takes None and refuses the rest
-    with a TypeError saying so; num_attempts and the box arguments are not read by rocAL either."""
+    handles (void*, which pybind11 takes as None or a capsule): a list or a number -- the wrapper's own
+    defaults included -- fails there with a TypeError, as it does here. None gives rocAL's built-in draws;
+    a parameter handle (fn.uniform's, renewed at each attempt) is not supported yet (NotImplementedError).
+    num_attempts and the box arguments are not read by rocAL either."""
     given = {"crop_area_factor": crop_area_factor, "crop_aspect_ratio": crop_aspect_ratio,
              "crop_pox_x": crop_pox_x, "crop_pox_y": crop_pox_y}
+    handles = [name for name, value in given.items() if isinstance(value, DataNode)]
+    if handles:
+        raise NotImplementedError(f"{PREFIX}: fn.random_crop: a parameter handle for {', '.join(handles)} (rocAL "
+                                  f"renews it at each of its five attempts) is not supported yet; give None")
     passed = [name for name, value in given.items() if value is not None]
     if passed:
         raise TypeError(f"{PREFIX}: fn.random_crop: rocAL passes {', '.join(passed)} to rocalRandomCrop as "
@@ -960,10 +965,13 @@ def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dty
     NHWC, CHW for NCHW; rocalTranspose: the batch dimension stays first), so it can swap height and width,
     move the channels to the other end, or both. ``output_layout`` must name the layout that gives (rocAL
     takes it as written, and a wrong one describes the buffer wrongly); the type stays the input's (rocAL
-    does not read output_dtype). Refused: the channels in the middle (no image layout names it), sequences,
-    and height and width swapped in CHW without moving the channels ([0, 2, 1]): rocAL's TransposeNode
-    swaps the region it hands the next operator only for perms [2, 1, 0] and [1, 0, 2], so there it keeps
-    the unswapped one."""
+    does not read output_dtype). Refused: the channels in the middle (no image layout names it), sequences.
+
+    The region rocAL hands on: rocalTranspose sets the output's dims, which resets its regions to the
+    whole buffer (TensorInfo::set_max_shape), and TransposeNode::update_node sets them to the image's again
+    only for perms [2, 1, 0] and [1, 0, 2]. So with any other perm rocAL hands on the whole buffer -- memory
+    its transpose did not write where an image is smaller -- and fastload refuses such an image when it
+    meets one (images of the buffer's size, after a resize or crop, are what rocAL hands on too)."""
     source = _source(inputs)
     if getattr(inputs[0], "rocal_frames", None) is not None:
         raise NotImplementedError(f"{PREFIX}: fn.transpose of fn.readers.video's sequences is not supported")
@@ -977,9 +985,6 @@ def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dty
         raise NotImplementedError(f"{PREFIX}: fn.transpose: perm {perm} puts a {source.layout.name} image's "
                                   f"channels between its rows and columns ({order}), which no layout names")
     swap = order.index("W") < order.index("H")
-    if names == "CHW" and swap and order[0] == "C":
-        raise NotImplementedError(f"{PREFIX}: fn.transpose: perm {perm} of an NCHW image: rocAL swaps its "
-                                  f"width and height but not the region it hands on (TransposeNode::update_node)")
     layout = RocalTensorLayout.NHWC if order[2] == "C" else RocalTensorLayout.NCHW
     if RocalTensorLayout(output_layout) != layout:
         raise ValueError(f"{PREFIX}: fn.transpose: perm {perm} of a {source.layout.name} image gives {order}: "
@@ -987,8 +992,15 @@ def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dty
                          f"{RocalTensorLayout(output_layout).name})")
     height, width = source.buffer
     out = Rocal((width, height) if swap else (height, width), layout, source.dtype)
+    whole_buffer = perm not in ([2, 1, 0], [1, 0, 2])
 
     def run(ctx, op, image):
+        if whole_buffer and tuple(image.shape[:2]) != (height, width):
+            raise NotImplementedError(
+                f"{PREFIX}: fn.transpose: perm {perm} of a {image.shape[0]}x{image.shape[1]} image in a "
+                f"{height}x{width} buffer: rocAL hands on the whole buffer as the image (only perms [2, 1, 0] "
+                f"and [1, 0, 2] keep the image's region), memory its transpose did not write; resize or crop "
+                f"to the buffer's size first")
         return image.transpose(0, 1).contiguous() if swap else image
     return _image_op("transpose", run, inputs[0], {}, out)
 
