@@ -151,10 +151,12 @@ def decode_only(root: str, args, device) -> dict:
     decode = decoder.decode_many if device.type == "cuda" else (
         lambda batch: [torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB) for data in batch])
     cycled = (batch for _ in iter(int, 1) for batch in batches)  # a folder smaller than the run is read again
-    return _timed("decode-only", (decode(b) for b in cycled), args, device, per_batch=args.batch_size)
+    if not batches:
+        raise SystemExit(f"decode-only: no images under {root}")
+    return _timed("decode-only", (decode(b) for b in cycled), args, device, count=len)
 
 
-def _timed(name: str, batches, args, device, per_batch: int | None = None) -> dict:
+def _timed(name: str, batches, args, device, count=lambda batch: batch[0].shape[0]) -> dict:
     import torch
     from tqdm import tqdm
     on_gpu = device.type == "cuda"
@@ -166,7 +168,7 @@ def _timed(name: str, batches, args, device, per_batch: int | None = None) -> di
     started, cpu_started, images = time.perf_counter(), _tree_cpu_seconds(os.getpid()), 0
     for _ in tqdm(range(args.batches), desc=f"{name:22s}", unit="batch", file=sys.stderr, leave=False):
         batch = next(batches)
-        images += per_batch or batch[0].shape[0]
+        images += count(batch)  # the decode-only ceiling: a list of images, the last one of a pass short
     if on_gpu:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
@@ -198,7 +200,7 @@ def run_one(name: str, root: str, args) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", nargs="?", help="ImageFolder root (default: a generated ImageNet-like folder)")
-    parser.add_argument("--images", type=int, default=20000, help="size of the generated folder")
+    parser.add_argument("--images", type=int, default=20000, help="size of the generated folder (recorded)")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
@@ -224,8 +226,9 @@ def main(argv=None) -> int:
 
     def save() -> None:  # after every loader: a run cut short by a time limit keeps what it measured
         if args.json:
-            with open(args.json, "w") as out:
+            with open(args.json + ".tmp", "w") as out:
                 json.dump({"machine": machine(), "args": vars(args), "results": results}, out, indent=2)
+            os.replace(args.json + ".tmp", args.json)
     for name in args.loaders.split(","):
         command = [sys.executable, os.path.abspath(__file__), root, "--one", name]
         for option in ("batch_size", "size", "workers", "warmup", "batches", "device"):

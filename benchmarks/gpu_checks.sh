@@ -18,11 +18,11 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 # setup.py installs kernels/ as fastload.kernels; from the checkout a link stands in (ignored by git).
-[ -e fastload/kernels ] || ln -s ../kernels fastload/kernels
+[ -d fastload/kernels ] || ln -sfn ../kernels fastload/kernels
 # Packages the machine lacks (google-crc32c) travel as wheels in .whl/ (the device tool's README).
 if ls .whl/*.whl > /dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+        && export PYTHONPATH="$PYTHONPATH:/tmp/site" || echo "the wheels in .whl/ did not install" | tee -a "$OUT/machine.txt"
 fi
 IMAGES=${IMAGES:-20000}
 DATA=${DATA:-/tmp/fastload-bench-imagenet-$IMAGES}
@@ -43,8 +43,8 @@ run() {  # run LOG COMMAND...: append the command and its output to LOG, remembe
 }
 
 data() {  # the ImageNet-like folder, written by all cores once
-    $PY -c "from fastload.sample_data import make_sample_folder as m
-m('$DATA', num_images=$IMAGES, num_classes=100, processes=True)"
+    timeout "$STEP_LIMIT" $PY -c "from fastload.sample_data import make_sample_folder as m
+m('$DATA', num_images=$IMAGES, num_classes=100, processes=True)" || { echo "== FAILED: the sample folder"; failed=1; }
 }
 
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv; nproc
@@ -59,10 +59,13 @@ for step in "${STEPS_TO_RUN[@]}"; do
     log="$OUT/$step.txt"
     case $step in
     tests) run "$log" $PY -m pytest -q -p no:cacheprovider -rs --durations=10 -o faulthandler_timeout=90 tests/gpu ;;
-    kernels) run "$log" $PY benchmarks/bench_kernels.py --batch 256 --size 224 ;;
+    kernels)
+        run "$log" $PY benchmarks/bench_kernels.py --batch 256 --size 224
+        run "$log" $PY benchmarks/gpu_kernel_diff.py ;;
     loader)
-        ( time data ) >> "$log" 2>&1
-        run "$log" $PY benchmarks/bench_gpu.py "$DATA" --workers 16 --batches "$BATCHES" --json "$OUT/bench_gpu.json" ;;
+        { time data; } >> "$log" 2>&1
+        run "$log" $PY benchmarks/bench_gpu.py "$DATA" --images "$IMAGES" --workers 16 --batches "$BATCHES" \
+            --json "$OUT/bench_gpu.json" ;;
     train)
         data >> "$log" 2>&1
         for arch in $ARCHS; do

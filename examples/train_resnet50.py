@@ -125,6 +125,9 @@ def main(argv=None) -> dict:
     sync()
     seconds = (time.perf_counter() - started) / args.steps
     stream.close()  # stops the loader's threads or worker processes now
+    stats = None if args.synthetic else getattr(loader, "stats", None)
+    if stats is not None and stats.decoder:  # fastload's device path: which decoder it chose
+        source = f"{source}, decoder {stats.decoder}"
     result = {"data": source, "arch": args.arch, "cpus": len(cores), "workers": workers,
               "device": str(device), "batch_size": args.batch_size, "step_ms": seconds * 1e3,
               "images_per_s": args.batch_size / seconds}
