@@ -150,9 +150,9 @@ def decode_only(root: str, args, device) -> dict:
     batches = [encoded[i:i + args.batch_size] for i in range(0, len(encoded), args.batch_size)]
     decode = decoder.decode_many if device.type == "cuda" else (
         lambda batch: [torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB) for data in batch])
-    cycled = (batch for _ in iter(int, 1) for batch in batches)  # a folder smaller than the run is read again
     if not batches:
         raise SystemExit(f"decode-only: no images under {root}")
+    cycled = (batch for _ in iter(int, 1) for batch in batches)  # a folder smaller than the run is read again
     return _timed("decode-only", (decode(b) for b in cycled), args, device, count=len)
 
 

@@ -691,9 +691,9 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
                    decode_size_policy=0, max_decoded_samples=522320, max_decoded_channels=1):
     """``fn.decoders.audio`` after ``fn.readers.file``: ``file_root``'s files (fn.readers.file's list in its
     order with a ``file_list_path``, else the folder as the image decoders walk it), each decoded to
-    [samples, channels] float32 (``decode``), downmixed to one channel when asked; labels from the list. As in rocAL, ``dtype``, ``quality``, ``sample_rate``,
-    ``seed`` and ``bytes_per_sample_hint`` are not read (rocal_api_data_loaders.cpp: no resampling at
-    decode)."""
+    [samples, channels] float32 (``decode``), downmixed to one channel when asked; labels from the list.
+    As in rocAL, ``dtype``, ``quality``, ``sample_rate``, ``seed`` and ``bytes_per_sample_hint`` are not
+    read (rocal_api_data_loaders.cpp: no resampling at decode)."""
     from . import operators
     from .types import RocalLastBatchPolicy
     pipe = operators._pipeline()

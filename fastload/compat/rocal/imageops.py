@@ -150,11 +150,11 @@ def crop_resize_window(width: int, height: int, area: float, ratio: float, x_dri
     parameter_random_crop.cpp): w = trunc(sqrt(A * r)), h = trunc(sqrt(A / r)) for A = area * W * H, kept
     when strictly inside the image, at trunc(drift * (side - crop)); else the central crop of the image
     with its aspect ratio clamped to [0.75, 1.333]."""
-    target = area * height * width
-    w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
-    if h < height and w < width:
-        return int(x_drift * (width - w)), int(y_drift * (height - h)), w, h
-    return central_window(width, height)
+    size = _window_size(width, height, area, ratio)
+    if size is None:
+        return central_window(width, height)
+    w, h = size
+    return int(x_drift * (width - w)), int(y_drift * (height - h)), w, h
 
 
 def random_crop_window(width: int, height: int, uniform) -> tuple[int, int, int, int]:
@@ -163,12 +163,19 @@ def random_crop_window(width: int, height: int, uniform) -> tuple[int, int, int,
     [0.08, 0.99] and an aspect ratio in [0.75, 1.333] until the window is strictly inside the image, placed
     by drifts in [0.01, 0.99]; else central_window. ``uniform(low, high)`` draws one value."""
     for _ in range(5):
-        area, ratio = uniform(0.08, 0.99), uniform(0.75, 1.333)
-        target = area * height * width
-        w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
-        if h < height and w < width:
-            return crop_resize_window(width, height, area, ratio, uniform(0.01, 0.99), uniform(0.01, 0.99))
+        size = _window_size(width, height, uniform(0.08, 0.99), uniform(0.75, 1.333))
+        if size is not None:
+            w, h = size
+            return int(uniform(0.01, 0.99) * (width - w)), int(uniform(0.01, 0.99) * (height - h)), w, h
     return central_window(width, height)
+
+
+def _window_size(width: int, height: int, area: float, ratio: float) -> tuple[int, int] | None:
+    """RocalRandomCropParam's window (w, h) for an area factor and aspect ratio, or None where it is not
+    strictly inside the image."""
+    target = area * height * width
+    w, h = int(math.sqrt(target * ratio)), int(math.sqrt(target * (1 / ratio)))
+    return (w, h) if h < height and w < width else None
 
 
 def central_window(width: int, height: int) -> tuple[int, int, int, int]:
