@@ -18,6 +18,7 @@ import fastload.compat.rocal.types as types
 from fastload.compat.rocal.pipeline import Pipeline, pipeline_def
 from fastload.compat.rocal.plugin import generic
 from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
+from fastload.errors import DecodeError
 from fastload.sample_data import make_image, make_sample_folder
 
 
@@ -675,3 +676,46 @@ def test_the_web_dataset_reader_shards_cuts_and_handles_missing_members(photos, 
     with pytest.raises(ValueError, match="names no JPEG extension"):
         with Pipeline(batch_size=2, rocal_cpu=True):
             fn.readers.webdataset(path=image_path, ext=[{'png', 'cls'}])
+
+
+def test_image_raw_takes_each_records_bytes_as_the_pixels(tmp_path):
+    """fn.decoders.image_raw after fn.readers.tfrecord: each record's image/encoded bytes are the image's
+    max_decoded_height x max_decoded_width x 3 pixels as stored (rocalRawTFRecordSource, SKIP_DECODE), the
+    labels the records'; a record of another byte count is refused naming it (rocAL would leave stale
+    bytes or overrun its buffer); after another reader it is refused."""
+    from fastload import tfrecords
+    rng = np.random.default_rng(5)
+    pixels = [rng.integers(0, 256, (6, 10, 3), dtype=np.uint8) for _ in range(3)]
+    root = tmp_path / "raw"
+    root.mkdir()
+    (root / "a.tfrecord").write_bytes(b"".join(tfrecords.frame(tfrecords.example(
+        {"image/encoded": [p.tobytes()], "image/class/label": [n], "image/filename": [f"{n}.raw".encode()]}))
+        for n, p in enumerate(pixels)))
+    keys = {"image/encoded": "image/encoded", "image/class/label": "image/class/label",
+            "image/filename": "image/filename"}
+
+    def raw_pipeline(folder, width=10, height=6, output_type=types.BGR):
+        pipe = Pipeline(batch_size=2, num_threads=1, device_id=0, seed=1, rocal_cpu=True)
+        with pipe:
+            jpegs = fn.readers.tfrecord(path=str(folder), reader_type=0, user_feature_key_map=keys,
+                                        features={})["image/encoded"]
+            pipe.set_outputs(fn.decoders.image_raw(jpegs, user_feature_key_map=keys, path=str(folder),
+                                                   output_type=output_type, max_decoded_width=width,
+                                                   max_decoded_height=height))
+        pipe.build()
+        return pipe
+
+    batches = [(images.clone(), labels.tolist()) for (images,), labels in
+               ROCALClassificationIterator(raw_pipeline(root))]
+    assert [labels for _, labels in batches] == [[0, 1], [2, 2]]  # the last batch filled with the last record
+    images = torch.cat([images for images, _ in batches])
+    assert images.shape == (4, 6, 10, 3)  # NHWC uint8, the bytes as stored (BGR names them, swaps nothing)
+    for image, expected in zip(images, pixels + pixels[-1:]):
+        assert np.array_equal(image.numpy(), expected)
+    with pytest.raises(DecodeError, match=r"0.raw.*180 bytes, not the 12x6x3 = 216"):
+        raw_pipeline(root, width=12).run()
+    with pytest.raises(DecodeError, match=r"180 bytes, not the 10x6x1 = 60"):
+        raw_pipeline(root, output_type=types.GRAY).run()
+    with pytest.raises(ValueError, match="image_raw reads what fn.readers.tfrecord recorded"):
+        with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
+            fn.decoders.image_raw(fn.readers.file(file_root=str(root))[0])

@@ -156,6 +156,39 @@ def test_what_rocal_reads_wrongly_is_refused(videos, tmp_path):
         video_pipeline(videos / "flat", sequence_length=20)
 
 
+def test_video_resize_is_the_video_reader_then_fn_resize(videos):
+    """fn.readers.video_resize (rocalVideoFileResize): the video reader's sequences through rocAL's
+    ResizeNode, so exactly fn.readers.video + fn.resize with the same arguments; its own defaults step 3 and
+    stride 3; (videos, meta data) returned; resizing to the video's width or height is refused (rocAL then
+    returns no tensor)."""
+    def resized_by_reader(**resize):
+        pipe = Pipeline(batch_size=2, num_threads=1, device_id=0, seed=3, rocal_cpu=True)
+        with pipe:
+            frames, meta = fn.readers.video_resize(sequence_length=2, file_root=str(videos / "flat"),
+                                                   random_shuffle=False, **resize)
+            assert meta == []
+            pipe.set_outputs(frames)
+        pipe.build()
+        return pipe
+
+    for resize in ({"resize_width": 20, "resize_height": 10},
+                   {"resize_width": 0, "resize_height": 0, "resize_shorter": 12,
+                    "interpolation_type": types.NEAREST_NEIGHBOR_INTERPOLATION}):
+        by_reader = resized_by_reader(**resize)
+        by_operator = video_pipeline(videos / "flat", batch_size=2, sequence_length=2, step=3, stride=3,
+                                     build=lambda frames: fn.resize(frames, output_layout=types.NFHWC, **resize))
+        assert by_reader.get_remaining_images() == by_operator.get_remaining_images() == 10  # 3 + 4 + 2, padded
+        for _ in range(5):
+            (ours,), (theirs,) = by_reader.run(), by_operator.run()
+            assert ours.layout() == "NFHWC" and ours.dimensions() == theirs.dimensions()
+            assert np.array_equal(ours.batch.numpy(), theirs.batch.numpy())
+    assert ours.get_rois().tolist() == [[0, 0, 16, 12]] * 2  # shorter side 12 of 32x24, in rocAL's buffer
+    with pytest.raises(ValueError, match="rocAL resizes only when both sides differ"):
+        resized_by_reader(resize_width=WIDTH, resize_height=10)
+    with pytest.raises(ValueError, match="video_resize: resize_width/resize_height cannot be combined"):
+        resized_by_reader(resize_width=20, resize_height=10, resize_longer=30)
+
+
 VIDEO_PIPELINE_SCRIPT = Path(__file__).parent.parent / "data" / "rocal" / "video_pipeline.py"
 
 

@@ -5,9 +5,9 @@ themselves."""
 from .audio import decoders_audio as audio  # noqa: F401
 from .operators import decoders_image as image  # noqa: F401
 from .operators import decoders_image_random_crop as image_random_crop  # noqa: F401
+from .operators import decoders_image_raw as image_raw  # noqa: F401
 from .operators import decoders_image_slice as image_slice  # noqa: F401
 from .operators import unsupported
 
 video = unsupported("decoders.video", "rocAL has none (DALI has); rocAL reads and decodes videos with "
                                      "fn.readers.video, which fastload runs")
-image_raw = unsupported("decoders.image_raw")

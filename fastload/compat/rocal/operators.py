@@ -28,7 +28,7 @@ from ...order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
-from . import caffe, cifar10, coco, imageops, mxnet, npy, video
+from . import caffe, cifar10, coco, imageops, mxnet, npy, sequence, video
 from .caffe import CaffeReader
 from .types import (DTYPE_NAMES, TORCH_DTYPES, RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior,
                     RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
@@ -347,10 +347,6 @@ def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid
     return reader, [], []
 
 
-def _video_frames(ctx, op, data, shape):
-    return data.view(*shape)
-
-
 def readers_video(sequence_length, file_list_frame_num=False, file_root="", image_type=RocalImageColor.RGB,
                   num_shards=1, random_shuffle=False, step=1, stride=1, decoder_mode=0, enable_frame_num=False,
                   enable_timestamps=False, file_list="", stick_to_shard=False, pad_last_batch=False,
@@ -374,15 +370,77 @@ def readers_video(sequence_length, file_list_frame_num=False, file_root="", imag
     reader = video.VideoReader(str(file_root), length, int(step) or length, int(stride) or 1,
                                bool(file_list_frame_num), color.name)
     sequences = video.VideoSequences(reader)
+    return _sequence_node("readers.video", sequences, sequences.read, bool(random_shuffle),
+                          lambda ctx, op, data: data.view(*sequences.shape), length)
+
+
+def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, length: int) -> DataNode:
+    """A sequence reader's node: ``sequences`` recorded as the pipeline's reader, read in rocAL's order
+    (every batch full, the last filled with the last sequence), each sample's bytes made its NFHWC uint8
+    frames by ``frames``, in a buffer of the reader's largest frame."""
     pipe = _pipeline()
     _record(sequences)
-    data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, bool(random_shuffle), True,
-                                          RocalLastBatchPolicy.LAST_BATCH_FILL, name="VideoReader",
-                                          read=sequences.read))
-    node = Op("rocal.readers.video", _video_frames, [data], {"shape": sequences.shape},
-              layouts=("FHWC",)).outputs[0]
+    data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, random_shuffle, True,
+                                          RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read))
+    node = Op("rocal." + name, frames, [data], {}, layouts=("FHWC",)).outputs[0]
     node.rocal = Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC, RocalTensorOutputType.UINT8)
     node.rocal_frames = length
+    return node
+
+
+def readers_video_resize(sequence_length, resize_width, resize_height, file_list_frame_num=False, file_root="",
+                         image_type=RocalImageColor.RGB, num_shards=1, random_shuffle=False, step=3, stride=3,
+                         decoder_mode=0, scaling_mode=RocalResizeScalingMode.SCALING_MODE_DEFAULT,
+                         interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, resize_longer=0,
+                         resize_shorter=0, max_size=(), enable_frame_num=False, enable_timestamps=False,
+                         file_list="", stick_to_shard=True, pad_last_batch=False,
+                         file_list_include_preceding_frame=False, normalized=False, skip_vfr_check=False,
+                         last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch_repeated=False,
+                         shard_size=-1, decoder_type=0):
+    """``fn.readers.video_resize``: fn.readers.video's sequences resized as fn.resize resizes them, and
+    rocAL's meta data handle (here ``[]``); rocAL's defaults differ from readers.video's (step 3, stride 3).
+
+    rocalVideoFileResize (rocAL/source/api/rocal_api_data_loaders.cpp) adds its ResizeNode only when
+    resize_width differs from the video's width and resize_height from its height, and otherwise returns
+    no tensor; fastload refuses that case. Its size rules are fn.resize's (rocalResize's)."""
+    node = readers_video(sequence_length, file_list_frame_num, file_root, image_type, num_shards, random_shuffle,
+                         step, stride, decoder_mode)
+    width, height = node.rocal.buffer[1], node.rocal.buffer[0]
+    if int(resize_width) == width or int(resize_height) == height:
+        raise ValueError(f"{PREFIX}: readers.video_resize(resize_width={resize_width}, resize_height={resize_height})"
+                         f" of {width}x{height} videos: rocAL resizes only when both sides differ from the video's "
+                         f"and otherwise returns no tensor; use fn.readers.video (and fn.resize)")
+    _resize_args("fn.readers.video_resize", max_size, resize_longer, resize_shorter, resize_width, resize_height,
+                 scaling_mode)
+    resized = resize(node, max_size=max_size, resize_longer=resize_longer, resize_shorter=resize_shorter,
+                     resize_width=resize_width, resize_height=resize_height, scaling_mode=scaling_mode,
+                     interpolation_type=interpolation_type, output_layout=RocalTensorLayout.NFHWC)
+    return resized, []
+
+
+def readers_sequence_reader(file_root, sequence_length, image_type=RocalImageColor.RGB, num_shards=1,
+                            random_shuffle=False, step=3, stride=1, stick_to_shard=False,
+                            last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch_repeated=False,
+                            shard_size=-1):
+    """``fn.readers.sequence_reader``: sequences of ``sequence_length`` JPEG frames from each folder of
+    ``file_root``, NFHWC uint8, without labels (``fastload.compat.rocal.sequence`` for rocAL's rules). As in
+    rocAL, stick_to_shard and the last-batch arguments are not read: every batch is full."""
+    color = RocalImageColor(image_type)
+    if color not in (RocalImageColor.RGB, RocalImageColor.BGR):
+        raise NotImplementedError(f"{PREFIX}: readers.sequence_reader(image_type={color.name}): RGB and BGR "
+                                  f"frames only")
+    if int(num_shards) != 1:
+        raise NotImplementedError(f"{PREFIX}: readers.sequence_reader(num_shards={num_shards}): rocAL splits one "
+                                  f"process's reading over internal loaders, batch by batch; not supported")
+    length = int(sequence_length)
+    if length < 1:
+        raise ValueError(f"{PREFIX}: readers.sequence_reader: sequence_length={sequence_length} (rocAL: \"Sequence "
+                         f"length passed should be bigger than 0\")")
+    sequences = sequence.FrameSequences(str(file_root), length, int(step), int(stride), color.name)
+    node = _sequence_node("readers.sequence_reader", sequences, sequences.read, bool(random_shuffle),
+                          sequences.frames, length)
+    _pipeline()._unlabelled = ("fn.readers.sequence_reader gives no labels (rocAL makes no meta data reader for "
+                               "it): use run()'s outputs, or plugin.generic's iterator, whose labels are None")
     return node
 
 
@@ -660,6 +718,44 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
             "rocal.boxes.decoded", coco.decoded_boxes(pipe._rocal_coco), [data, node], {}).outputs[0]
         pipe._unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
                             "(rocAL's plugins would give the first box labels of the batch as its labels)")
+    return node
+
+
+def _raw_image(ctx, op, data, width, height, planes):
+    from ...errors import DecodeError
+    if data.numel() != width * height * planes:
+        raise DecodeError(ctx.index, ctx.name, f"{data.numel()} bytes, not the {width}x{height}x{planes} "
+                          f"= {width * height * planes} of max_decoded_width x max_decoded_height pixels "
+                          f"(rocAL copies the bytes as they are: fewer leave the buffer's old bytes, more "
+                          f"overrun it)")
+    return data.view(height, width, planes)
+
+
+def decoders_image_raw(*inputs, user_feature_key_map=None, path="", random_shuffle=False,
+                       output_type=RocalImageColor.RGB, max_decoded_width=1000, max_decoded_height=1000,
+                       last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True,
+                       stick_to_shard=True, shard_size=-1):
+    """``fn.decoders.image_raw``: after fn.readers.tfrecord, each record's ``image/encoded`` bytes taken as
+    max_decoded_height x max_decoded_width HWC uint8 pixels (3 planes, 1 for GRAY), undecoded: rocAL's
+    rocalRawTFRecordSource (rocAL/source/api/rocal_api_data_loaders.cpp) reads with SKIP_DECODE, which
+    copies the bytes into the image's buffer and gives every image the whole buffer as its region
+    (image_read_and_decode.cpp); the colour format only names the buffer (no channel swap). fastload
+    refuses a record of another byte count. rocAL's own Python wrapper at 0981d5bb passes
+    tfImageDecoderRaw one argument fewer than the C function takes (no record_name_prefix), so this
+    runs what the C function does, which rocAL's Python cannot reach."""
+    if not inputs or not isinstance(inputs[0], TFRecordReader):
+        raise ValueError(f"{PREFIX}: fn.decoders.image_raw reads what fn.readers.tfrecord recorded (rocAL's returns "
+                         f"nothing after any other reader)")
+    width, height = int(max_decoded_width), int(max_decoded_height)
+    if width <= 0 or height <= 0:
+        raise ValueError(f"{PREFIX}: fn.decoders.image_raw: max_decoded_width x max_decoded_height {width}x{height} "
+                         f"(rocAL: \"Invalid output width and height\")")
+    color = _color(output_type)
+    data = _reader_node("fn.decoders.image_raw", inputs, "", 0, 1, random_shuffle, last_batch_policy,
+                        pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
+    node = Op("rocal.decoders.image_raw", _raw_image, [data],
+              {"width": width, "height": height, "planes": 1 if color == "GRAY" else 3}, layouts=("HWC",)).outputs[0]
+    node.rocal = Rocal((height, width))
     return node
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types
+from ..sequence import FrameSequences
 from ..video import VideoSequences
 from ._common import NumpyIterator, check_display, classification_args, one_hot, the_pipeline
 from ._common import draw_patches  # noqa: F401 (rocAL's name, refused)
@@ -38,7 +39,8 @@ class ROCALGenericIterator:
         outputs = [t.batch.numpy().copy() for t in self.loader.get_output_tensors()]
         if self.loader._rocal_webdataset is not None:  # fn.readers.webdataset: its members, not labels
             return outputs, self.loader.get_ascii_datas()
-        if isinstance(self.loader._rocal_reader, VideoSequences):  # rocAL's fills labels only for its label reader
+        if isinstance(self.loader._rocal_reader, (VideoSequences, FrameSequences)):  # rocAL's fills labels only
+            # for its label reader
             return outputs, None
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
