@@ -688,7 +688,7 @@ ROCAL_NAMES = {  # every function and class rocAL_pybind/amd/rocal's modules def
     "plugin.generic": "ROCALGenericIterator ROCALClassificationIterator ROCALNumpyIterator draw_patches",
     "plugin.tf": "ROCALGenericImageIterator ROCALGenericIteratorDetection ROCALIterator ROCAL_iterator",
 }
-REFUSED = {"fn.ssd_random_crop", "fn.random_bbox_crop", "fn.box_encoder", "fn.box_iou_matcher",
+REFUSED = {"fn.ssd_random_crop", "fn.random_bbox_crop",
            "random.normal", "plugin.pytorch.draw_patches",
            "plugin.generic.draw_patches", "plugin.tf.ROCALGenericImageIterator",
            "plugin.tf.ROCALGenericIteratorDetection", "plugin.tf.ROCALIterator", "plugin.tf.ROCAL_iterator"}

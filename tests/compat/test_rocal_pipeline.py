@@ -254,6 +254,38 @@ def test_one_hot_labels_follow_rocals_rule(photos):
     assert one_hot.shape == (1, 10, 3) and one_hot.dtype == torch.int32
     places = [(label - 1) % 3 for label in labels_of(photos)]
     assert one_hot[0].argmax(1).tolist() == places and one_hot.sum().item() == 10
+    # the pipeline's own getter, as rocAL's plugins call it: into a tensor, or through its address
+    into, through = torch.zeros(10, 3, dtype=torch.int32), torch.zeros(30, dtype=torch.int32)
+    pipe.rocal_run()
+    pipe.get_one_hot_encoded_labels(into, types.HOST_MEMORY)
+    pipe.get_one_hot_encoded_labels(through.data_ptr(), types.HOST_MEMORY)
+    assert torch.equal(into.reshape(-1), through) and into.sum().item() == 10
+    with pytest.raises(ValueError, match="writes 30 contiguous int32 values"):
+        pipe.get_one_hot_encoded_labels(torch.zeros(10, 3, dtype=torch.int64))
+
+
+ROCAL_PIPELINE_METHODS = (  # every method of rocAL_pybind/amd/rocal/pipeline.py's Pipeline (ROCm/rocAL 0981d5bb)
+    "build rocal_run define_graph get_handle copyToExternalTensor get_one_hot_encoded_labels set_outputs "
+    "__enter__ __exit__ set_seed create_int_param create_float_param update_int_param update_float_param "
+    "get_int_value get_float_value get_image_name get_image_id get_bounding_box_count get_bounding_box_labels "
+    "get_bounding_box_cords get_ascii_datas get_mask_count get_mask_coordinates get_image_labels "
+    "copy_encoded_boxes_and_lables get_encoded_boxes_and_lables get_img_sizes get_roi_img_sizes "
+    "get_image_name_length get_remaining_images rocal_release rocal_reset_loaders is_empty timing_info "
+    "get_matched_indices get_output_tensors get_last_batch_padded_size run")
+
+
+def test_every_method_of_rocals_pipeline_exists():
+    """A script finds each of rocAL's Pipeline methods: those fastload does not run raise
+    NotImplementedError naming themselves, never AttributeError."""
+    refused = {"copyToExternalTensor", "create_int_param", "create_float_param", "update_int_param",
+               "update_float_param", "get_int_value", "get_float_value", "get_image_name", "get_image_name_length",
+               "get_roi_img_sizes", "get_mask_count", "get_mask_coordinates"}
+    pipe = Pipeline(batch_size=1, num_threads=1, rocal_cpu=True)
+    for name in ROCAL_PIPELINE_METHODS.split():
+        assert callable(getattr(Pipeline, name)), name
+        if name in refused:
+            with pytest.raises(NotImplementedError, match=f"Pipeline.{name} is not supported"):
+                getattr(pipe, name)(1)
 
 
 def test_decoders_cap_large_jpegs_by_dct_scaling(tmp_path):

@@ -24,13 +24,13 @@ rocAL/source/readers/image/coco_file_source_reader.cpp, the meta nodes rocAL/sou
   ``ltrb=False`` and no operator moving the boxes they come as [x, y, w, h] (rocAL loses the format
   after a meta node: master_graph.cpp clones a fresh LTRB batch).
 
-Refused by name: masks, pixelwise masks, the box encoder and IoU matcher, aspect-ratio grouping; the
-operators whose meta node fastload does not reproduce (rotate, resize_crop_mirror, resize_crop,
-roi_resize, resize_mirror_normalize, center_crop, a random fn.crop), warp_affine and lens_correction
-(rocAL has no meta node for them and leaves the boxes where they were, off the moved image), and
-box-moving operators on two branches (rocAL would move one set of boxes through both). Where rocAL
-errs, fastload does not copy it: it always scales boxes to the decoded size (rocAL forgets to when no
-operator moves them) and reads ``ltrb=False`` as above.
+The box encoder and IoU matcher run on the batch's boxes (``anchors.py``). Refused by name: masks,
+pixelwise masks, aspect-ratio grouping; the operators whose meta node fastload does not reproduce (rotate,
+resize_crop_mirror, resize_crop, roi_resize, resize_mirror_normalize, center_crop, a random fn.crop),
+warp_affine and lens_correction (rocAL has no meta node for them and leaves the boxes where they were,
+off the moved image), and box-moving operators on two branches (rocAL would move one set of boxes
+through both). Where rocAL errs, fastload does not copy it: it always scales boxes to the decoded size
+(rocAL forgets to when no operator moves them) and reads ``ltrb=False`` as above.
 """
 
 from __future__ import annotations
@@ -61,12 +61,15 @@ class COCOReader:
     annotations_file: str
     ltrb: bool
     avoid_class_remapping: bool
+    is_box_iou_matcher: bool = False  # fn.box_iou_matcher needs it (MasterGraph::box_iou_matcher)
 
 
 def coco_reader(annotations_file, ltrb, masks, ratio, avoid_class_remapping, pixelwise_masks, is_box_encoder,
                 is_box_iou_matcher, aspect_ratio_grouping) -> COCOReader:
-    for name, given in (("masks", masks), ("pixelwise_masks", pixelwise_masks), ("is_box_encoder", is_box_encoder),
-                        ("is_box_iou_matcher", is_box_iou_matcher), ("aspect_ratio_grouping", aspect_ratio_grouping)):
+    """is_box_encoder only sizes rocAL's box buffers for the anchors (create_coco_meta_data_reader), so it is
+    accepted and not read."""
+    for name, given in (("masks", masks), ("pixelwise_masks", pixelwise_masks),
+                        ("aspect_ratio_grouping", aspect_ratio_grouping)):
         if given:
             raise NotImplementedError(f"{PREFIX}: readers.coco({name}=True) is not supported")
     if ratio:
@@ -74,7 +77,7 @@ def coco_reader(annotations_file, ltrb, masks, ratio, avoid_class_remapping, pix
                       f"and so do fastload's", stacklevel=3)
     if not annotations_file or not os.path.isfile(annotations_file):
         raise ValueError(f"{PREFIX}: readers.coco: annotations_file {annotations_file!r} is not a file")
-    return COCOReader(str(annotations_file), bool(ltrb), bool(avoid_class_remapping))
+    return COCOReader(str(annotations_file), bool(ltrb), bool(avoid_class_remapping), bool(is_box_iou_matcher))
 
 
 class COCOSamples:

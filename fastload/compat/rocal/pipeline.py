@@ -106,6 +106,15 @@ class RocalTensor:
         return f"RocalTensor(dims={self.dimensions()}, layout={self._layout}, dtype={self._dtype})"
 
 
+def _refused(name: str, why: str):
+    """A method of rocAL's Pipeline that fastload does not run: it raises NotImplementedError naming itself."""
+    def method(*args, **kwargs):
+        raise NotImplementedError(f"{PREFIX}: Pipeline.{name} is not supported: {why}")
+    method.__name__ = name
+    method.__doc__ = f"rocAL's ``{name}``: not supported ({why})."
+    return method
+
+
 class Pipeline(dali_pipeline.Pipeline):
     """rocAL's pipeline: its arguments as in rocAL (``rocal_cpu=True`` for the CPU). ``tensor_layout``,
     ``tensor_dtype``, ``mean``, ``std`` and ``reverse_channels`` are kept for the iterators, which in rocAL
@@ -139,6 +148,7 @@ class Pipeline(dali_pipeline.Pipeline):
         self._rocal_coco = None  # fn.readers.coco's samples and annotations
         self._rocal_boxes = self._rocal_decoded_boxes = None  # their boxes: the last box-moving op's, the decoder's
         self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout)
+        self._box_encoder = self._box_iou_matcher = None  # fn.box_encoder's and fn.box_iou_matcher's rules
         self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
         self._user_outputs: list = []
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
@@ -242,6 +252,45 @@ class Pipeline(dali_pipeline.Pipeline):
             raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
         return [out for out in self._current[0] if isinstance(out, RocalTensor)]
 
+    def get_one_hot_encoded_labels(self, array_ptr, dest_device_type=None) -> None:
+        """The last batch's labels one-hot over fn.one_hot's num_classes (rocAL's rule: label L at L - 1, 0 at
+        the last place), int32 [batch, classes], written into a numpy array or torch tensor of that many
+        int32 values, or into the host memory an address (``tensor.data_ptr()``, as rocAL's plugins pass
+        it) or ``ctypes.c_void_p`` points at (getOneHotEncodedLabels)."""
+        from .plugin._common import one_hot
+        if not self._one_hot_encoding:
+            raise RuntimeError(f"{PREFIX}: get_one_hot_encoded_labels: the pipeline has no fn.one_hot")
+        encoded = torch.from_numpy(one_hot(self.get_image_labels(), self._num_classes).reshape(-1))
+        if isinstance(array_ptr, (np.ndarray, torch.Tensor)):
+            target = torch.from_numpy(array_ptr) if isinstance(array_ptr, np.ndarray) else array_ptr
+            if target.dtype != torch.int32 or target.numel() != encoded.numel() or not target.is_contiguous():
+                raise ValueError(f"{PREFIX}: get_one_hot_encoded_labels writes {encoded.numel()} contiguous int32 "
+                                 f"values, not into a {target.dtype} {tuple(target.shape)}")
+            target.copy_(encoded.reshape(target.shape))
+            return
+        address = array_ptr.value if isinstance(array_ptr, ctypes.c_void_p) else array_ptr
+        if not isinstance(address, int) or not address:
+            raise TypeError(f"{PREFIX}: get_one_hot_encoded_labels takes a numpy array, a torch tensor, an address or "
+                            f"a ctypes.c_void_p, not {array_ptr!r}")
+        if dest_device_type not in (None, types.HOST_MEMORY, types.PINNED_MEMORY):
+            raise NotImplementedError(f"{PREFIX}: get_one_hot_encoded_labels to device memory is not supported "
+                                      f"(give a torch tensor, which may live on the GPU)")
+        ctypes.memmove(address, encoded.data_ptr(), encoded.numel() * encoded.element_size())
+
+    get_image_name = _refused("get_image_name", "fastload does not keep the batch's file names")
+    get_image_name_length = _refused("get_image_name_length", "fastload does not keep the batch's file names")
+    get_roi_img_sizes = _refused("get_roi_img_sizes", "fastload does not keep the decoded sizes as meta data "
+                                                      "(an output's get_rois() gives its images' regions)")
+    get_mask_count = _refused("get_mask_count", "fn.readers.coco(masks=True) is not supported")
+    get_mask_coordinates = _refused("get_mask_coordinates", "fn.readers.coco(masks=True) is not supported")
+    copyToExternalTensor = _refused("copyToExternalTensor", "use an output's copy_data(), or the iterators")
+    create_int_param = _refused("create_int_param", "rocAL's parameter handles are not supported: give numbers")
+    create_float_param = _refused("create_float_param", "rocAL's parameter handles are not supported: give numbers")
+    update_int_param = _refused("update_int_param", "rocAL's parameter handles are not supported: give numbers")
+    update_float_param = _refused("update_float_param", "rocAL's parameter handles are not supported: give numbers")
+    get_int_value = _refused("get_int_value", "rocAL's parameter handles are not supported: give numbers")
+    get_float_value = _refused("get_float_value", "rocAL's parameter handles are not supported: give numbers")
+
     def get_image_labels(self) -> np.ndarray:
         """The last batch's labels: int32, [batch_size]."""
         if self._current is None:
@@ -273,8 +322,50 @@ class Pipeline(dali_pipeline.Pipeline):
         return [table[1:, :4].numpy().astype(np.float32).reshape(-1) for table in self._tables()]
 
     def get_bounding_box_count(self) -> int:
-        """The last batch's number of boxes, all images together (rocalGetBoundingBoxCount)."""
+        """The last batch's number of boxes, all images together, or with fn.box_encoder batch x anchors
+        (rocalGetBoundingBoxCount; MasterGraph::bounding_box_batch_count)."""
+        if self._box_encoder is not None:
+            return len(self._tables()) * len(self._box_encoder.anchors)
         return sum(len(table) - 1 for table in self._tables())
+
+    def get_encoded_boxes_and_lables(self, batch_size, num_anchors) -> tuple[np.ndarray, np.ndarray]:
+        """fn.box_encoder's output for the last batch: (int32 labels [batch, anchors], float32 boxes
+        [batch * anchors * 4]), as rocal_pybind's rocalGetEncodedBoxesAndLables gives them (anchors.py)."""
+        if self._box_encoder is None:
+            raise RuntimeError(f"{PREFIX}: get_encoded_boxes_and_lables: the pipeline has no fn.box_encoder")
+        tables, count = self._tables(), len(self._box_encoder.anchors)
+        if int(batch_size) * int(num_anchors) != len(tables) * count:
+            raise ValueError(f"{PREFIX}: get_encoded_boxes_and_lables({batch_size}, {num_anchors}): the batch has "
+                             f"{len(tables)} images of {count} anchors (rocAL: \"num_encoded_boxes is not correct\")")
+        encoded = [self._box_encoder.encode(table[1:, :4].numpy(), table[1:, 4].numpy().astype(np.int32))
+                   for table in tables]
+        return (np.stack([labels for _, labels in encoded]).reshape(int(batch_size), int(num_anchors)),
+                np.concatenate([boxes.reshape(-1) for boxes, _ in encoded]))
+
+    def copy_encoded_boxes_and_lables(self, bbox_array, label_array) -> None:
+        """rocalCopyEncodedBoxesAndLables: despite its name it copies the batch's boxes as the operators left
+        them (not fn.box_encoder's), [l, t, r, b] float32 and int32 labels, image after image, into the
+        first entries of the caller's arrays."""
+        tables = self._tables()
+        if not isinstance(bbox_array, np.ndarray) or bbox_array.dtype != np.float32 or not bbox_array.flags.writeable \
+                or not bbox_array.flags.c_contiguous:
+            raise TypeError(f"{PREFIX}: copy_encoded_boxes_and_lables writes boxes into a writable, contiguous "
+                            f"float32 numpy array, not {type(bbox_array).__name__}")
+        boxes = np.concatenate([table[1:, :4].numpy().astype(np.float32).reshape(-1) for table in tables])
+        if bbox_array.size < boxes.size:
+            raise ValueError(f"{PREFIX}: copy_encoded_boxes_and_lables: the boxes array holds {bbox_array.size} "
+                             f"values, the batch gives {boxes.size}")
+        _fill("copy_encoded_boxes_and_lables", label_array,
+              [int(label) for table in tables for label in table[1:, 4]])
+        bbox_array.reshape(-1)[:boxes.size] = boxes
+
+    def get_matched_indices(self) -> np.ndarray:
+        """fn.box_iou_matcher's output for the last batch: int32 [batch * anchors], each anchor's box, -1
+        (below low_threshold) or -2 (below high_threshold) (anchors.py; rocal_pybind's getMatchedIndices)."""
+        if self._box_iou_matcher is None:
+            raise RuntimeError(f"{PREFIX}: get_matched_indices: the pipeline has no fn.box_iou_matcher (rocAL: \"Box "
+                               f"IOU matcher variable not set cannot return matched idx\")")
+        return np.concatenate([self._box_iou_matcher.match(table[1:, :4].numpy()) for table in self._tables()])
 
     def get_image_id(self, array) -> None:
         """Write the last batch's json image ids into ``array``'s first entries (an int32 numpy array, as
