@@ -216,6 +216,11 @@ def test_what_fastload_does_not_move_as_rocal_is_refused_by_name(coco):
         coco_pipeline(coco, build=lambda images: fn.rotate(images, angle=10.0))
     with pytest.raises(NotImplementedError, match="a random fn.crop on images of fn.readers.coco"):
         coco_pipeline(coco, build=lambda images: fn.crop(images))
+    for build in (lambda images: fn.random_crop(images, crop_area_factor=None, crop_aspect_ratio=None,
+                                                crop_pox_x=None, crop_pox_y=None),
+                  lambda images: fn.transpose(images, perm=[1, 0, 2], output_layout=types.NHWC)):
+        with pytest.raises(NotImplementedError, match="rocAL has no meta node for it and hands on the boxes"):
+            coco_pipeline(coco, build=build)
     with pytest.raises(NotImplementedError, match="second branch"):
         coco_pipeline(coco, build=lambda images: (fn.resize(images, resize_width=8, resize_height=8),
                                                   fn.flip(images, horizontal=1)))

@@ -24,12 +24,12 @@ rocAL/source/readers/image/coco_file_source_reader.cpp, the meta nodes rocAL/sou
   ``ltrb=False`` and no operator moving the boxes they come as [x, y, w, h] (rocAL loses the format
   after a meta node: master_graph.cpp clones a fresh LTRB batch).
 
-The box encoder and IoU matcher run on the batch's boxes (``anchors.py``). Refused by name: masks,
-pixelwise masks, aspect-ratio grouping; the operators whose meta node fastload does not reproduce (rotate,
+The box encoder and IoU matcher run on the batch's boxes (``anchors.py``). Refused by name: masks, pixelwise
+masks, aspect-ratio grouping; the operators whose meta node fastload does not reproduce (rotate,
 resize_crop_mirror, resize_crop, roi_resize, resize_mirror_normalize, center_crop, a random fn.crop),
-warp_affine and lens_correction (rocAL has no meta node for them and leaves the boxes where they were,
-off the moved image), and box-moving operators on two branches (rocAL would move one set of boxes
-through both). Where rocAL errs, fastload does not copy it: it always scales boxes to the decoded size
+random_crop, transpose, warp_affine and lens_correction (rocAL has no meta node for them and leaves the boxes
+where they were, off the moved image), and box-moving operators on two branches (rocAL would move one set of
+boxes through both). Where rocAL errs, fastload does not copy it: it always scales boxes to the decoded size
 (rocAL forgets to when no operator moves them) and reads ``ltrb=False`` as above.
 """
 
@@ -52,6 +52,9 @@ KEEP = 0.25  # meta_node.h: a box is kept when this share of it lies in the crop
 COLOUR = {"brightness", "brightness_fixed", "contrast", "color_twist", "hue", "saturation", "gamma_correction",
           "exposure", "color_temp", "blend", "vignette", "pixelate", "nop", "copy", "snp_noise", "jitter", "snow",
           "rain"}  # rocAL has no meta node for these: the boxes stay
+# operators that move pixels but have no meta node in rocAL (rocal_api_augmentation.cpp adds none; random_crop's
+# is commented out): rocAL leaves the boxes where they were
+UNMOVED = {"random_crop", "transpose", "warp_affine", "lens_correction"}
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,10 @@ def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, in
              "crop": (_crop_fixed, [boxes, before], {"size": size, "pos": args.get("pos")}),
              "flip": (_flipped, [boxes, before], {"horizontal": args.get("horizontal"),
                                                   "vertical": args.get("vertical")})}
+    if name in UNMOVED:
+        raise NotImplementedError(f"{PREFIX}: fn.{name} on images of fn.readers.coco: rocAL has no meta node for it and "
+                                  f"hands on the boxes where they were, off the moved image; fastload refuses rather "
+                                  f"than give boxes that do not follow their image")
     if name not in rules or (name == "crop" and not all(size)):
         what = "a random fn.crop" if name == "crop" else f"fn.{name}"
         raise NotImplementedError(f"{PREFIX}: {what} on images of fn.readers.coco: moving their boxes as rocAL "
