@@ -138,6 +138,10 @@ def test_last_batch_drop_and_partial(cifar):
     partial = ROCALClassificationIterator(cifar_pipeline(root, last_batch_policy=types.LAST_BATCH_PARTIAL))
     for _ in range(2):
         assert [len(labels) for _, labels in partial] == [4, 4, 1]
+    # its one shard is its own "next" shard: stick_to_shard=False reads as True
+    sticking, moving = ([labels.tolist() for _, labels in ROCALGenericIterator(cifar_pipeline(
+        root, pad_last_batch=False, stick_to_shard=stick))] for stick in (True, False))
+    assert sticking == moving and len(sticking) == 2
 
 
 def test_what_rocal_would_get_wrong_is_refused_by_name(cifar, tmp_path):

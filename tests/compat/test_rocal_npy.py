@@ -67,6 +67,20 @@ def test_arrays_are_batched_at_the_datasets_largest_shape_with_the_last_batch_fi
         loader.reset()
 
 
+def test_one_shard_reads_alike_whether_it_sticks_to_itself_or_not(volumes):
+    """With one shard the "next" shard is the same one, so pad_last_batch=False reads the same with
+    stick_to_shard False as True (as the image decoders do); with two shards it stays refused."""
+    root, _ = volumes
+
+    def epoch(**args):
+        loader = generic.ROCALNumpyIterator(numpy_pipeline(file_root=str(root), pad_last_batch=False, **args))
+        return [batch[0].copy() for batch in loader]
+    sticking, moving = epoch(stick_to_shard=True), epoch(stick_to_shard=False)
+    assert len(sticking) == len(moving) > 0 and all(np.array_equal(a, b) for a, b in zip(sticking, moving))
+    with pytest.raises(NotImplementedError, match="pad_last_batch=False, stick_to_shard=False"):
+        numpy_pipeline(file_root=str(root), pad_last_batch=False, stick_to_shard=False, num_shards=2)
+
+
 def test_files_shards_partial_batches_and_the_pytorch_iterator(volumes):
     """files= in the order given (relative to file_root, non-.npy names left out), shard_id/num_shards as
     contiguous blocks, LAST_BATCH_PARTIAL cut to the real arrays; the PyTorch iterator's tensors."""

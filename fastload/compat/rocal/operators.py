@@ -604,6 +604,7 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     ``output_layout`` NHWC or NCHW and uint8 arrays of three dimensions (1 or 3 channels) the output is an
     image the image operators take; rocAL's numpy reader gives no labels (use ``ROCALNumpyIterator``)."""
     layout = RocalTensorLayout(output_layout)
+    stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1  # one shard's "next" shard is itself
     _check_padding("readers.numpy", pad_last_batch, stick_to_shard)
     refuse("fn.readers.numpy", shard_size=shard_size not in (-1, None))
     pipe = _pipeline()
@@ -662,7 +663,7 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
         raise NotImplementedError(f"{PREFIX}: readers.cifar10(num_shards={num_shards}): rocAL's sharded CIFAR-10 "
                                   f"loader ignores shard_id and gives every process every shard's batches in turn; "
                                   f"not supported")
-    _check_padding("readers.cifar10", pad_last_batch, stick_to_shard)
+    stick_to_shard = True  # with its one shard, the "next" shard is the same one
     if int(shard_id) != 0:
         raise ValueError(f"{PREFIX}: readers.cifar10(shard_id={shard_id}) with num_shards=1: give shard_id 0")
     refuse("fn.readers.cifar10", shard_size=shard_size not in (-1, None))
