@@ -26,6 +26,12 @@ from fastload.gpu_decode import TorchvisionGpuDecoder  # noqa: E402
 from fastload.pipeline import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
+def resident_mib() -> float:
+    """This process's resident memory in MiB (Linux's /proc/self/statm): what a host-memory leak grows."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
 # tests/data holds other projects' scripts that the tests run (rocAL's audio_unit_test.py, ...): not tests here
 collect_ignore = ["data"]
 
