@@ -68,6 +68,13 @@ def test_a_file_list_keeps_the_listed_names_of_the_folder_for_images_and_is_read
     listing.write_text(f"c.png 1\n{tmp_path / 'a' / 'x.jpg'} 2\n")
     with pytest.raises(NotImplementedError, match="line 2: an absolute path"):
         listed_files(str(tmp_path), str(listing))
+    # as getline and >> read: a bare carriage return ends no line (the rest of that line is not read), a
+    # no-break space is part of a name, \r\n ends a line, and a name's bytes need not be UTF-8
+    (tmp_path / "a\xa0b.png").write_bytes(b"...")
+    (tmp_path / b"\xff.png".decode("utf-8", "surrogateescape")).write_bytes(b"...")
+    listing.write_bytes(b"c.png 1\ra/x.jpg 2\r\na\xc2\xa0b.png 3\r\n\xff.png\t4\n")
+    found = [(p.split(str(tmp_path) + "/")[1], label) for p, label in listed_files(str(tmp_path), str(listing))]
+    assert found == [("c.png", 1), ("a\xa0b.png", 3), (b"\xff.png".decode("utf-8", "surrogateescape"), 4)]
 
 
 @pytest.mark.parametrize("source, args, expected", [

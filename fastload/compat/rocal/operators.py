@@ -273,14 +273,19 @@ def list_folder(root: str, file_list: str = "") -> list[tuple[str, int]]:
     return found
 
 
+C_BLANKS = re.compile("[ \t\n\v\f\r]+")  # what C's isspace and so ``>>`` skip between words
+
+
 def list_labels(file_list: str) -> tuple[list[tuple[int, str]], dict[str, int]]:
     """rocAL's label reader of a file list (rocAL/source/meta_data/text_file_meta_data_reader.cpp read_all):
     per line a path and an int label (``line >> name >> label``: lines that do not parse are skipped);
-    ([(line number, path)] in order, {file name: its first line's label})."""
+    ([(line number, path)] in order, {file name: its first line's label}). As std::getline and ``>>`` read
+    them: lines end at "\\n" only, words at C's six blanks (a no-break space is part of a name), bytes as
+    they are."""
     paths, labels = [], {}
-    with open(file_list) as lines:
+    with open(file_list, encoding="utf-8", errors="surrogateescape", newline="\n") as lines:
         for number, line in enumerate(lines, 1):
-            words = line.split()
+            words = C_BLANKS.split(line.strip(" \t\n\v\f\r"))
             label = re.match(r"[+-]?[0-9]+", words[1]) if len(words) >= 2 else None
             if label is None or not -2 ** 31 <= int(label.group()) < 2 ** 31:
                 continue
