@@ -36,8 +36,9 @@ class _PilPipeline:
 
     output_shape = (224, 224, 3)
 
-    def __init__(self):
+    def __init__(self, device: str = "cpu"):
         from torchvision import transforms
+        self.device = device
         self.transform = transforms.Compose([transforms.Resize((256, 256)), transforms.CenterCrop(224),
                                              transforms.ToTensor(),
                                              transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
@@ -50,7 +51,7 @@ class _PilPipeline:
             image = Image.open(io.BytesIO(data)).convert("RGB")
         except Exception as error:
             raise DecodeError(index, f"request {index}", str(error)) from error
-        return self.transform(image).permute(1, 2, 0)  # HWC, as the server's model_input takes it
+        return self.transform(image).permute(1, 2, 0).to(self.device)  # HWC, as the server's model_input takes it
 
     def __call__(self, images: list, on_error: str = "raise", names=None) -> list:
         """The server's batch call (one image at a time here: the baseline runs batches of 1)."""
@@ -66,12 +67,13 @@ class _PilPipeline:
         return outputs
 
 
-def _serve_baseline(model_name: str, port: int) -> None:
+def _serve_baseline(model_name: str, port: int, device: str = "cpu") -> None:
     import signal
     import threading
 
     from fastload.serve import InferenceServer, load_model
-    server = InferenceServer(_PilPipeline(), load_model(model_name), port=port, max_batch=1, max_wait_ms=0)
+    server = InferenceServer(_PilPipeline(device), load_model(model_name).to(device), port=port, max_batch=1,
+                             max_wait_ms=0)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.start()
@@ -156,6 +158,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--device", default="cpu",
+                        help="where both servers run the model (and fastload's pipeline): cpu, or cuda; the "
+                             "baseline's PIL preprocessing stays on the CPU and hands its tensor over")
     parser.add_argument("--model-only", default="", metavar="SIZES",
                         help="instead: the model alone, ms an image at these batch sizes (comma-separated), as "
                              "the server runs it, in its own layout and channels_last: the ceiling batching sets")
@@ -163,7 +168,7 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        _serve_baseline(args.model, args.port)
+        _serve_baseline(args.model, args.port, args.device)
         return 0
     if args.model_only:
         return _model_only(args.model, [int(size) for size in args.model_only.split(",")])
@@ -181,8 +186,10 @@ def main(argv=None) -> int:
             json.dump(PIPELINE, file)
         servers = {
             "fastload": [sys.executable, "-m", "fastload", "serve", "--pipeline", pipeline, "--model", args.model,
-                         "--port", "0", "--max-batch", str(args.max_batch), "--max-wait-ms", str(args.max_wait_ms)],
-            "baseline": [sys.executable, os.path.abspath(__file__), "--serve", "baseline", "--model", args.model],
+                         "--port", "0", "--max-batch", str(args.max_batch), "--max-wait-ms", str(args.max_wait_ms),
+                         "--device", args.device],
+            "baseline": [sys.executable, os.path.abspath(__file__), "--serve", "baseline", "--model", args.model,
+                         "--device", args.device],
         }
         results = {}
         for name, command in servers.items():  # one server at a time: two would share the cores
@@ -195,8 +202,9 @@ def main(argv=None) -> int:
                 process.terminate()
                 process.wait(timeout=120)
     print(f"\nmachine: {machine()}")
-    print(f"model {args.model} (random weights), {args.requests} JPEG requests (500x375, 375x500, 640x480), "
-          f"224x224 input; fastload: max batch {args.max_batch}, max wait {args.max_wait_ms} ms\n")
+    print(f"model {args.model} (random weights) on {args.device}, {args.requests} JPEG requests (500x375, 375x500, "
+          f"640x480), 224x224 input; fastload: max batch {args.max_batch}, max wait {args.max_wait_ms} ms; "
+          f"{len(os.sched_getaffinity(0))} cores\n")
     print(f"{'concurrency':>11} {'fastload req/s':>15} {'p50 ms':>8} {'p99 ms':>8} {'baseline req/s':>15} "
           f"{'p50 ms':>8} {'p99 ms':>8} {'ratio':>6}")
     for concurrency in (int(c) for c in args.concurrency.split(",")):
@@ -206,8 +214,8 @@ def main(argv=None) -> int:
               f"{ours['requests_per_s'] / theirs['requests_per_s']:>5.2f}x")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"machine": machine(), "results": {f"{k[0]}@{k[1]}": v for k, v in results.items()}}, out,
-                      indent=2)
+            json.dump({"machine": machine(), "device": args.device, "cores": len(os.sched_getaffinity(0)),
+                       "results": {f"{k[0]}@{k[1]}": v for k, v in results.items()}}, out, indent=2)
     return 0
 
 

@@ -7,7 +7,9 @@
 #   bash benchmarks/gpu_checks.sh tests kernels        # only these, in this order
 #
 # Steps: tests (tests/gpu), kernels (bench_kernels.py), loader (bench_gpu.py), train
-# (examples/train_resnet50.py at 4 cores: ResNet-50 and ResNet-18, synthetic / fastload / torch).
+# (examples/train_resnet50.py at 4 cores: ResNet-50 and ResNet-18, synthetic / fastload / torch), and,
+# only when named, serve (bench_serve.py with the model on the GPU and the process pinned to 2 cores, as
+# issue 17's serving target is stated: fastload serve against per-request PIL + the same model).
 # Each step writes one log, $OUT/<step>.txt (the device tool brings back at most 8 files), and a
 # step that fails or outruns its time limit does not stop the next. The exit status says whether
 # any failed. Knobs: IMAGES (the generated folder's size), BATCHES, STEPS, ARCHS, STEP_LIMIT (seconds).
@@ -75,7 +77,10 @@ for step in "${STEPS_TO_RUN[@]}"; do
                     --steps "$STEPS" --warmup 10
             done
         done ;;
-    *) echo "unknown step: $step (tests, kernels, loader, train)"; failed=1 ;;
+    serve)
+        run "$log" env OMP_NUM_THREADS=2 taskset -c 0,1 $PY benchmarks/bench_serve.py --device cuda --model resnet50 \
+            --requests 512 --concurrency 1,8,32 --max-batch 32 --json "$OUT/bench_serve.json" ;;
+    *) echo "unknown step: $step (tests, kernels, loader, train, serve)"; failed=1 ;;
     esac
 done
 grep -h "images/s\|reaches\|ms/step\|passed\|failed" "$OUT"/*.txt | tail -40

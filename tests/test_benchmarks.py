@@ -63,7 +63,9 @@ def test_bench_serve_runs(tmp_path):
                              "--requests", "6", "--concurrency", "1,3", "--json", str(tmp_path / "out.json")],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    written = json.loads((tmp_path / "out.json").read_text())
+    results = written["results"]
+    assert written["device"] == "cpu" and written["cores"] >= 1
     assert set(results) == {"fastload@1", "fastload@3", "baseline@1", "baseline@3"}
     assert all(r["requests_per_s"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in results.values())
 
