@@ -277,9 +277,8 @@ ROCAL_PIPELINE_METHODS = (  # every method of rocAL_pybind/amd/rocal/pipeline.py
 def test_every_method_of_rocals_pipeline_exists():
     """A script finds each of rocAL's Pipeline methods: those fastload does not run raise
     NotImplementedError naming themselves, never AttributeError."""
-    refused = {"copyToExternalTensor", "create_int_param", "create_float_param", "update_int_param",
-               "update_float_param", "get_int_value", "get_float_value", "get_image_name", "get_image_name_length",
-               "get_roi_img_sizes", "get_mask_count", "get_mask_coordinates"}
+    refused = {"copyToExternalTensor", "get_image_name", "get_image_name_length", "get_roi_img_sizes",
+               "get_mask_count", "get_mask_coordinates"}
     pipe = Pipeline(batch_size=1, num_threads=1, rocal_cpu=True)
     for name in ROCAL_PIPELINE_METHODS.split():
         assert callable(getattr(Pipeline, name)), name
@@ -751,3 +750,33 @@ def test_image_raw_takes_each_records_bytes_as_the_pixels(tmp_path):
     with pytest.raises(ValueError, match="image_raw reads what fn.readers.tfrecord recorded"):
         with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
             fn.decoders.image_raw(fn.readers.file(file_root=str(root))[0])
+
+
+def test_parameter_handles_are_read_as_the_operators_run(photos):
+    """Pipeline.create_float_param / create_int_param give handles operators read when they run:
+    brightness 1.0, then 0.5 after update_float_param (from the next epoch: batches made ahead keep the
+    value they were made with, as rocAL's prefetch queue does); a mirror handle 0, then 1."""
+    level = Pipeline.create_float_param(1.0)
+    flip = Pipeline.create_int_param(0)
+    assert Pipeline.get_float_value(level) == 1.0 and Pipeline.get_int_value(flip) == 0
+    pipe = Pipeline(batch_size=4, num_threads=1, seed=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        images = fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=16, resize_height=12)
+        pipe.set_outputs(images, fn.brightness(images, brightness=level, brightness_shift=0.0),
+                         fn.crop_mirror_normalize(images, crop=(12, 16), mirror=flip))
+    pipe.build()
+    plain, bright, mirrored = (t.batch.clone() for t in pipe.run())
+    assert torch.equal(bright, plain) and torch.equal(mirrored, plain)
+    pipe.update_float_param(0.5, level)
+    pipe.update_int_param(1, flip)
+    assert pipe.get_float_value(level) == 0.5 and pipe.get_int_value(flip) == 1
+    pipe.rocal_reset_loaders()
+    plain, bright, mirrored = (t.batch.clone() for t in pipe.run())
+    assert torch.equal(bright, torch.round(plain.float() * 0.5).to(torch.uint8))
+    assert torch.equal(mirrored, plain.flip(2))
+    with pytest.raises(TypeError, match="takes a handle from create_int_param"):
+        pipe.update_int_param(1, 0.5)
+    with pytest.raises(NotImplementedError, match="random_crop: a parameter handle for crop_area_factor"):
+        with Pipeline(batch_size=1, rocal_cpu=True):
+            fn.random_crop(images, crop_area_factor=level, crop_aspect_ratio=None, crop_pox_x=None, crop_pox_y=None)

@@ -124,11 +124,35 @@ def _kind(layout, dtype) -> tuple[RocalTensorLayout, RocalTensorOutputType]:
     return layout, dtype
 
 
+class RocalParam:
+    """rocAL's parameter handle (RocalIntParam / RocalFloatParam, from ``Pipeline.create_int_param`` /
+    ``create_float_param``): a value the operators it is given read when they run, which the script may
+    change between runs (``update_int_param`` / ``update_float_param``). As in rocAL, whose prefetch queue
+    holds batches made ahead, the batches the loader has already made keep the value they were made with."""
+
+    def __init__(self, value, kind: type):
+        self.kind, self.value = kind, kind(value)
+
+    def __repr__(self) -> str:
+        return f"RocalParam({self.value!r})"
+
+
 def _param(value):
-    """An argument rocAL takes as a fixed value or a per-sample parameter (a coin flip, fn.uniform)."""
+    """An argument rocAL takes as a fixed value or a per-sample parameter (a coin flip, fn.uniform, a
+    parameter handle read as each sample runs)."""
+    if isinstance(value, RocalParam):
+        handle = value
+        return Op("rocal.parameter", lambda ctx, op: torch.tensor(float(handle.value), dtype=torch.float64), [],
+                  {}).outputs[0]
     if isinstance(value, DataNode) or value is None:
         return value
     return float(value)
+
+
+def _mirror(mirror):
+    """A mirror argument: a per-sample node (a coin flip, a parameter handle) or a constant 0/1."""
+    mirror = _param(mirror) if isinstance(mirror, RocalParam) else mirror
+    return mirror if isinstance(mirror, DataNode) else int(bool(mirror))
 
 
 # ------------------------------------------------------------------------------------------------ readers
@@ -979,7 +1003,7 @@ def crop_mirror_normalize(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, 
         x, y, w, h = imageops.anchored_crop(image.shape[1], image.shape[0], width, height, *pos)
         return imageops.normalize(image[y:y + h, x:x + w], mean, std, int(mirror), out.torch_dtype)
     return _image_op("crop_mirror_normalize", run, inputs[0],
-                     {"mirror": mirror if isinstance(mirror, DataNode) else int(bool(mirror)),
+                     {"mirror": _mirror(mirror),
                       "pos": (float(crop_pos_x), float(crop_pos_y)), "mean": tuple(float(v) for v in mean),
                       "std": tuple(float(v) for v in std)}, out)
 
@@ -1001,7 +1025,7 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
         return imageops.normalize(_resized(image, sizes, interpolation), mean, std, int(mirror), out.torch_dtype)
     return _image_op("resize_mirror_normalize", run, inputs[0],
                      {"sizes": sizes, "interpolation": _interpolation(interpolation_type),
-                      "mirror": mirror if isinstance(mirror, DataNode) else int(bool(mirror)),
+                      "mirror": _mirror(mirror),
                       "mean": tuple(float(v) for v in mean), "std": tuple(float(v) for v in std)}, out)
 
 
@@ -1042,7 +1066,7 @@ def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.
     num_attempts and the box arguments are not read by rocAL either."""
     given = {"crop_area_factor": crop_area_factor, "crop_aspect_ratio": crop_aspect_ratio,
              "crop_pox_x": crop_pox_x, "crop_pox_y": crop_pox_y}
-    handles = [name for name, value in given.items() if isinstance(value, DataNode)]
+    handles = [name for name, value in given.items() if isinstance(value, (DataNode, RocalParam))]
     if handles:
         raise NotImplementedError(f"{PREFIX}: fn.random_crop: a parameter handle for {', '.join(handles)} (rocAL "
                                   f"renews it at each of its five attempts) is not supported yet; give None")
@@ -1536,7 +1560,7 @@ def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_la
 
 def _unit(operator: str, **values) -> None:
     for name, value in values.items():
-        if value is not None and not isinstance(value, DataNode) and not 0.0 <= float(value) <= 1.0:
+        if value is not None and not isinstance(value, (DataNode, RocalParam)) and not 0.0 <= float(value) <= 1.0:
             raise ValueError(f"{PREFIX}: {operator}: {name}={value} is not in [0, 1] (RPP refuses it)")
 
 
@@ -1564,7 +1588,7 @@ def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, outpu
     """``fn.jitter``: RPP's jitter (imageops.jitter), each pixel taken from a random one in its
     kernel_size window. None: drawn per sample as int(uniform(2, 5)), so 2, 3 or 4 (node_jitter.h);
     ``fill_value`` is not read, as in rocAL; ``seed`` as in fn.snp_noise."""
-    if kernel_size is not None and not isinstance(kernel_size, DataNode) and int(kernel_size) < 1:
+    if kernel_size is not None and not isinstance(kernel_size, (DataNode, RocalParam)) and int(kernel_size) < 1:
         raise ValueError(f"{PREFIX}: fn.jitter: kernel_size={kernel_size} is not a window")
 
     def effect(image, generator, kernel_size):

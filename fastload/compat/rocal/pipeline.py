@@ -28,7 +28,7 @@ import torch
 from ..dali import pipeline as dali_pipeline
 from . import coco, npy, types
 from .imageops import pad_batch
-from .operators import PREFIX
+from .operators import PREFIX, RocalParam
 
 
 class RocalTensor:
@@ -104,6 +104,13 @@ class RocalTensor:
 
     def __repr__(self) -> str:
         return f"RocalTensor(dims={self.dimensions()}, layout={self._layout}, dtype={self._dtype})"
+
+
+def _handle(method: str, param) -> RocalParam:
+    if not isinstance(param, RocalParam):
+        raise TypeError(f"{PREFIX}: {method} takes a handle from create_int_param or create_float_param, not "
+                        f"{param!r}")
+    return param
 
 
 def _refused(name: str, why: str):
@@ -284,12 +291,32 @@ class Pipeline(dali_pipeline.Pipeline):
     get_mask_count = _refused("get_mask_count", "fn.readers.coco(masks=True) is not supported")
     get_mask_coordinates = _refused("get_mask_coordinates", "fn.readers.coco(masks=True) is not supported")
     copyToExternalTensor = _refused("copyToExternalTensor", "use an output's copy_data(), or the iterators")
-    create_int_param = _refused("create_int_param", "rocAL's parameter handles are not supported: give numbers")
-    create_float_param = _refused("create_float_param", "rocAL's parameter handles are not supported: give numbers")
-    update_int_param = _refused("update_int_param", "rocAL's parameter handles are not supported: give numbers")
-    update_float_param = _refused("update_float_param", "rocAL's parameter handles are not supported: give numbers")
-    get_int_value = _refused("get_int_value", "rocAL's parameter handles are not supported: give numbers")
-    get_float_value = _refused("get_float_value", "rocAL's parameter handles are not supported: give numbers")
+    # -- rocAL's parameter handles (rocal_api_parameters: rocalCreateIntParameter, rocalUpdateIntParameter, ...)
+    @classmethod
+    def create_int_param(cls, value=1) -> RocalParam:
+        """A handle holding an int an operator reads as it runs (``operators.RocalParam``)."""
+        return RocalParam(value, int)
+
+    @classmethod
+    def create_float_param(cls, value=1) -> RocalParam:
+        """A handle holding a float an operator reads as it runs (``operators.RocalParam``)."""
+        return RocalParam(value, float)
+
+    @classmethod
+    def update_int_param(cls, value=1, param=1) -> None:
+        _handle("update_int_param", param).value = int(value)
+
+    @classmethod
+    def update_float_param(cls, value=1, param=1) -> None:
+        _handle("update_float_param", param).value = float(value)
+
+    @classmethod
+    def get_int_value(cls, param) -> int:
+        return int(_handle("get_int_value", param).value)
+
+    @classmethod
+    def get_float_value(cls, param) -> float:
+        return float(_handle("get_float_value", param).value)
 
     def get_image_labels(self) -> np.ndarray:
         """The last batch's labels: int32, [batch_size]."""
