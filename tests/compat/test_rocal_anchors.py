@@ -86,6 +86,20 @@ def test_ties_follow_rocals_loops():
     assert encoded[3].tolist() == [8, 8, 0, 0]  # unmatched: the anchor itself as (xc, yc, w, h)
     assert anchors.box_iou_matcher(anchor_list, 0.5, 0.4, False).match(boxes).tolist() == [0, 0, 2, -1]
     assert anchors.box_iou_matcher(anchor_list, 0.5, 0.4, True).match(boxes[:0]).tolist() == [-1] * 4
+
+
+def test_a_box_and_an_anchor_of_no_area_follow_rocals_nan_comparisons():
+    """A zero-area box against a zero-area anchor has IoU 0/0 = NaN: rocAL's comparisons are false for
+    NaN, so as anchor 0 it stays the box's best anchor (nothing beats it) and, as box 0, the anchor's box
+    (nothing is >= it); it never passes the criteria. The matcher never counts a NaN IoU."""
+    anchor_list = np.array([[4, 4, 4, 4], [0, 0, 2, 2], [0, 0, 2, 1]], np.float32)
+    boxes = np.array([[4, 4, 4, 4], [0, 0, 2, 2]], np.float32)
+    encoded, labels = anchors.box_encoder(anchor_list, 0.4, None, False, 1.0, None).encode(boxes, np.array([7, 8]))
+    # box 0's IoUs are NaN, 0, 0: nothing beats the NaN, so anchor 0 is its best anchor (IoU 2) and takes it
+    assert labels.tolist() == [7, 8, 8]
+    assert encoded[0].tolist() == [4, 4, 0, 0]
+    matches = anchors.box_iou_matcher(anchor_list, 0.5, 0.4, False).match(boxes)
+    assert matches.tolist() == [-1, 1, 1]  # anchor 0: box 0's NaN never counts, box 1's IoU 0 is below 0.4
     with pytest.raises(ValueError, match="four floats an anchor, not 5"):
         anchors.box_encoder([0, 0, 1, 1, 2], 0.5, None, False, 1.0, None)
     with pytest.raises(ValueError, match="low_threshold=0.6 is above"):
@@ -129,11 +143,44 @@ def test_a_coco_pipeline_encodes_and_matches_the_boxes_its_operators_moved(coco)
         pipe.get_encoded_boxes_and_lables(4, 49)
 
 
+def test_boxes_read_as_xywh_are_encoded_and_matched_as_ltrb(coco):  # noqa: F811
+    """readers.coco(ltrb=False) with no box-moving operator: the getters give x, y, w, h, but rocAL encodes
+    and matches before it turns its boxes to xywh (and skips that with an encoder), so the encoder, the
+    matcher and copy_encoded_boxes_and_lables see l, t, r, b."""
+    anchor_list = [0, 0, 100, 100, 100, 100, 200, 150]
+    encoded = coco_pipeline(coco, lambda images: (fn.box_encoder(anchors=anchor_list), images)[1], ltrb=False,
+                            is_box_iou_matcher=True)
+    matched = coco_pipeline(coco, lambda images: (fn.box_iou_matcher(anchors=anchor_list), images)[1], ltrb=False,
+                            is_box_iou_matcher=True)
+    reference = coco_pipeline(coco)  # ltrb=True, nothing else
+    for pipe in (encoded, matched, reference):
+        pipe.run()
+    xywh, ltrb = encoded.get_bounding_box_cords(), reference.get_bounding_box_cords()
+    assert xywh[0].tolist() == [10, 20, 50, 40, 150, 100, 40, 40] and ltrb[0].tolist()[:4] == [10, 20, 60, 60]
+    rules = anchors.box_encoder(anchor_list, 0.5, None, False, 1.0, None)
+    labels, boxes = encoded.get_encoded_boxes_and_lables(4, 2)
+    for n in range(4):
+        expected, expected_labels = rules.encode(ltrb[n].reshape(-1, 4), reference.get_bounding_box_labels()[n])
+        assert np.array_equal(boxes[n * 8:(n + 1) * 8], expected.reshape(-1)) and np.array_equal(labels[n],
+                                                                                              expected_labels)
+    matcher = anchors.box_iou_matcher(anchor_list, 0.5, 0.4, True)
+    assert matched.get_matched_indices().tolist() == np.concatenate([matcher.match(t.reshape(-1, 4))
+                                                                     for t in ltrb]).tolist()
+    flat, flat_labels = np.zeros(32, np.float32), np.zeros(8, np.int32)
+    encoded.copy_encoded_boxes_and_lables(flat, flat_labels)
+    every = np.concatenate(ltrb)
+    assert np.array_equal(flat[:every.size], every)
+
+
 def test_what_rocal_cannot_run_is_refused(coco):  # noqa: F811
     """The matcher without readers.coco(is_box_iou_matcher=True) (rocAL throws), either rule without COCO
     boxes, the getters without their operator, and rocAL's broken random crops for boxes."""
     with pytest.raises(ValueError, match="is_box_iou_matcher=True"):
         coco_pipeline(coco, lambda images: (fn.box_iou_matcher(anchors=[0, 0, 1, 1]), images)[1])
+    with pytest.raises(ValueError, match="different anchors: rocAL keeps one anchor list"):
+        coco_pipeline(coco, lambda images: (fn.box_encoder(anchors=[0, 0, 1, 1]),
+                                            fn.box_iou_matcher(anchors=[0, 0, 2, 2]), images)[2],
+                      is_box_iou_matcher=True)
     from fastload.compat.rocal.pipeline import Pipeline
     with pytest.raises(ValueError, match="box_encoder encodes fn.readers.coco's boxes"):
         with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):

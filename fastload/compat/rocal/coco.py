@@ -223,9 +223,9 @@ def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, in
              "flip": (_flipped, [boxes, before], {"horizontal": args.get("horizontal"),
                                                   "vertical": args.get("vertical")})}
     if name in UNMOVED:
-        raise NotImplementedError(f"{PREFIX}: fn.{name} on images of fn.readers.coco: rocAL has no meta node for it and "
-                                  f"hands on the boxes where they were, off the moved image; fastload refuses rather "
-                                  f"than give boxes that do not follow their image")
+        raise NotImplementedError(f"{PREFIX}: fn.{name} on images of fn.readers.coco: rocAL has no meta node for it "
+                                  f"and hands on the boxes where they were, off the moved image; fastload refuses "
+                                  f"rather than give boxes that do not follow their image")
     if name not in rules or (name == "crop" and not all(size)):
         what = "a random fn.crop" if name == "crop" else f"fn.{name}"
         raise NotImplementedError(f"{PREFIX}: {what} on images of fn.readers.coco: moving their boxes as rocAL "

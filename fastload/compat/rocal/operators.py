@@ -22,6 +22,7 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 
 from ...order import RocalOrder
@@ -1442,8 +1443,19 @@ def box_encoder(*inputs, anchors, criteria=0.5, means=None, offset=False, scale=
     """``fn.box_encoder``: each run encodes the batch's boxes, as the operators left them, against
     ``anchors`` (``fastload.compat.rocal.anchors``); ``pipe.get_encoded_boxes_and_lables(batch, anchors)``
     gives them. Returns (None, []) as rocAL's does (its binding returns nothing)."""
-    _coco_boxes("box_encoder")._box_encoder = anchor_rules.box_encoder(anchors, criteria, means, offset, scale, stds)
+    pipe = _coco_boxes("box_encoder")
+    pipe._box_encoder = anchor_rules.box_encoder(anchors, criteria, means, offset, scale, stds)
+    _one_anchor_list(pipe)
     return None, []
+
+
+def _one_anchor_list(pipe) -> None:
+    """rocAL keeps one anchor list for both (MasterGraph::box_iou_matcher overwrites the encoder's _anchors,
+    which the matcher then points at): the last given would serve both, so two different lists are refused."""
+    if pipe._box_encoder is not None and pipe._box_iou_matcher is not None and \
+            not np.array_equal(pipe._box_encoder.anchors, pipe._box_iou_matcher.anchors):
+        raise ValueError(f"{PREFIX}: fn.box_encoder and fn.box_iou_matcher with different anchors: rocAL keeps one "
+                         f"anchor list, the last given, for both; give them the same anchors")
 
 
 def box_iou_matcher(*inputs, anchors, high_threshold=0.5, low_threshold=0.4, allow_low_quality_matches=True,
@@ -1457,6 +1469,7 @@ def box_iou_matcher(*inputs, anchors, high_threshold=0.5, low_threshold=0.4, all
                          f"\"Box IOU matcher variable not set cannot return matched idx\")")
     pipe._box_iou_matcher = anchor_rules.box_iou_matcher(anchors, high_threshold, low_threshold,
                                                          allow_low_quality_matches)
+    _one_anchor_list(pipe)
     return None, []
 
 
@@ -1479,7 +1492,8 @@ def ssd_random_crop(*inputs, p_threshold=None, crop_area_factor=None, crop_aspec
     """``fn.ssd_random_crop``: refused. rocAL's wrapper passes ``_num_attempts``, a name it never defines
     (rocAL_pybind/amd/rocal/fn.py at 0981d5bb), so the call raises NameError in rocAL."""
     raise NotImplementedError(f"{PREFIX}: fn.ssd_random_crop is not supported: rocAL's own wrapper fails with a "
-                              f"NameError (_num_attempts), and its node draws from an unseeded random_device")
+                              f"NameError (_num_attempts), and its node seeds its draws from std::random_device, not "
+                              f"the pipeline's seed")
 
 
 def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTensorLayout.NHWC,

@@ -154,7 +154,8 @@ class Pipeline(dali_pipeline.Pipeline):
         self._unlabelled = None  # why get_image_labels refuses, for a reader without labels (fn.readers.numpy)
         self._rocal_coco = None  # fn.readers.coco's samples and annotations
         self._rocal_boxes = self._rocal_decoded_boxes = None  # their boxes: the last box-moving op's, the decoder's
-        self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout)
+        self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout), as the getters give them
+        self._ltrb_boxes = None  # the same in l, t, r, b: rocAL's encoder and matcher run before its xywh copy
         self._box_encoder = self._box_iou_matcher = None  # fn.box_encoder's and fn.box_iou_matcher's rules
         self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
         self._user_outputs: list = []
@@ -213,6 +214,7 @@ class Pipeline(dali_pipeline.Pipeline):
         elif self._rocal_boxes is not None:
             *images, labels, boxes = dali_pipeline.Pipeline.run(self)
             keep_xywh = not self._rocal_coco_ltrb() and self._rocal_boxes is self._rocal_decoded_boxes
+            self._ltrb_boxes = list(boxes.tensors)
             self._boxes = [coco.as_xywh(table) if keep_xywh else table for table in boxes.tensors]
         else:
             *images, labels = dali_pipeline.Pipeline.run(self)
@@ -360,7 +362,7 @@ class Pipeline(dali_pipeline.Pipeline):
         [batch * anchors * 4]), as rocal_pybind's rocalGetEncodedBoxesAndLables gives them (anchors.py)."""
         if self._box_encoder is None:
             raise RuntimeError(f"{PREFIX}: get_encoded_boxes_and_lables: the pipeline has no fn.box_encoder")
-        tables, count = self._tables(), len(self._box_encoder.anchors)
+        tables, count = self._ltrb(), len(self._box_encoder.anchors)
         if int(batch_size) * int(num_anchors) != len(tables) * count:
             raise ValueError(f"{PREFIX}: get_encoded_boxes_and_lables({batch_size}, {num_anchors}): the batch has "
                              f"{len(tables)} images of {count} anchors (rocAL: \"num_encoded_boxes is not correct\")")
@@ -371,9 +373,11 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def copy_encoded_boxes_and_lables(self, bbox_array, label_array) -> None:
         """rocalCopyEncodedBoxesAndLables: despite its name it copies the batch's boxes as the operators left
-        them (not fn.box_encoder's), [l, t, r, b] float32 and int32 labels, image after image, into the
-        first entries of the caller's arrays."""
-        tables = self._tables()
+        them (not fn.box_encoder's), float32, and their int32 labels, image after image, into the first
+        entries of the caller's arrays; [l, t, r, b], or [x, y, w, h] where get_bounding_box_cords gives
+        those and there is no fn.box_encoder (rocAL turns its boxes to xywh in place as it stores a batch,
+        and skips that with a box encoder: ring_buffer.cpp, meta_data.h)."""
+        tables = self._ltrb() if self._box_encoder is not None else self._tables()
         if not isinstance(bbox_array, np.ndarray) or bbox_array.dtype != np.float32 or not bbox_array.flags.writeable \
                 or not bbox_array.flags.c_contiguous:
             raise TypeError(f"{PREFIX}: copy_encoded_boxes_and_lables writes boxes into a writable, contiguous "
@@ -388,11 +392,17 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def get_matched_indices(self) -> np.ndarray:
         """fn.box_iou_matcher's output for the last batch: int32 [batch * anchors], each anchor's box, -1
-        (below low_threshold) or -2 (below high_threshold) (anchors.py; rocal_pybind's getMatchedIndices)."""
+        (below low_threshold) or -2 (below high_threshold) (anchors.py; rocal_pybind's getMatchedIndices).
+        rocAL's array runs on to batch x 120087 (MAX_RETINANET_ANCHORS, its buffer's size) past what it
+        writes; fastload gives the written part."""
         if self._box_iou_matcher is None:
             raise RuntimeError(f"{PREFIX}: get_matched_indices: the pipeline has no fn.box_iou_matcher (rocAL: \"Box "
                                f"IOU matcher variable not set cannot return matched idx\")")
-        return np.concatenate([self._box_iou_matcher.match(table[1:, :4].numpy()) for table in self._tables()])
+        return np.concatenate([self._box_iou_matcher.match(table[1:, :4].numpy()) for table in self._ltrb()])
+
+    def _ltrb(self) -> list:
+        self._tables()
+        return self._ltrb_boxes
 
     def get_image_id(self, array) -> None:
         """Write the last batch's json image ids into ``array``'s first entries (an int32 numpy array, as
