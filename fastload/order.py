@@ -508,8 +508,9 @@ class RocalOrder(IndexOrder):
 
     def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
                  stick_to_shard: bool = True, random_shuffle: bool = False, drop: bool = False, seed: int = 0,
-                 pad: bool = True):
+                 pad: bool = True, reshuffle: bool = True):
         super().__init__(batch_size, drop_last=drop)
+        self.reshuffle = reshuffle  # False: epoch 0's permutation every epoch (rocAL's sequence reader)
         if not pad and not stick_to_shard:
             raise NotImplementedError("rocAL's pad_last_batch=False with stick_to_shard=False (one cycle over "
                                       "the whole dataset, read by every shard in turn) is not supported")
@@ -552,7 +553,8 @@ class RocalOrder(IndexOrder):
         low, high = self.size * shard // self.num_shards, self.size * (shard + 1) // self.num_shards
         files = list(range(low, high))
         if self.shuffle:
-            generator = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) % (1 << 63))
+            generator = torch.Generator().manual_seed((self.seed * 1_000_003 + (epoch if self.reshuffle else 0))
+                                                      % (1 << 63))
             files = [files[i] for i in torch.randperm(len(files), generator=generator).tolist()]
         if not self.pad:
             start = epoch * self._cycle()

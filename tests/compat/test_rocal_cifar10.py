@@ -139,9 +139,14 @@ def test_last_batch_drop_and_partial(cifar):
     for _ in range(2):
         assert [len(labels) for _, labels in partial] == [4, 4, 1]
     # its one shard is its own "next" shard: stick_to_shard=False reads as True
-    sticking, moving = ([labels.tolist() for _, labels in ROCALGenericIterator(cifar_pipeline(
-        root, pad_last_batch=False, stick_to_shard=stick))] for stick in (True, False))
-    assert sticking == moving and len(sticking) == 2
+    def epochs(stick):  # three epochs: without padding, each begins where the last stopped
+        loader, batches = ROCALGenericIterator(cifar_pipeline(root, pad_last_batch=False, stick_to_shard=stick)), []
+        for _ in range(3):
+            batches += [labels.tolist() for _, labels in loader]
+            loader.reset()
+        return batches
+    sticking, moving = epochs(True), epochs(False)
+    assert sticking == moving and len(sticking) == 6 and sticking[0] != sticking[2]
 
 
 def test_what_rocal_would_get_wrong_is_refused_by_name(cifar, tmp_path):

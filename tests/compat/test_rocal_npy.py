@@ -72,10 +72,14 @@ def test_one_shard_reads_alike_whether_it_sticks_to_itself_or_not(volumes):
     stick_to_shard False as True (as the image decoders do); with two shards it stays refused."""
     root, _ = volumes
 
-    def epoch(**args):
+    def epochs(**args):  # three epochs: without padding, each begins where the last stopped
         loader = generic.ROCALNumpyIterator(numpy_pipeline(file_root=str(root), pad_last_batch=False, **args))
-        return [batch[0].copy() for batch in loader]
-    sticking, moving = epoch(stick_to_shard=True), epoch(stick_to_shard=False)
+        batches = []
+        for _ in range(3):
+            batches += [batch[0].copy() for batch in loader]
+            loader.reset()
+        return batches
+    sticking, moving = epochs(stick_to_shard=True), epochs(stick_to_shard=False)
     assert len(sticking) == len(moving) > 0 and all(np.array_equal(a, b) for a, b in zip(sticking, moving))
     with pytest.raises(NotImplementedError, match="pad_last_batch=False, stick_to_shard=False"):
         numpy_pipeline(file_root=str(root), pad_last_batch=False, stick_to_shard=False, num_shards=2)

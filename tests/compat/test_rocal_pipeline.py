@@ -747,6 +747,8 @@ def test_image_raw_takes_each_records_bytes_as_the_pixels(tmp_path):
         raw_pipeline(root, width=12).run()
     with pytest.raises(DecodeError, match=r"180 bytes, not the 10x6x1 = 60"):
         raw_pipeline(root, output_type=types.GRAY).run()
+    (gray,) = raw_pipeline(root, width=10, height=18, output_type=types.GRAY).run()  # 180 bytes as 10x18x1
+    assert gray.dimensions() == [2, 18, 10, 1] and np.array_equal(gray.at(0).reshape(-1), pixels[0].reshape(-1))
     with pytest.raises(ValueError, match="image_raw reads what fn.readers.tfrecord recorded"):
         with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
             fn.decoders.image_raw(fn.readers.file(file_root=str(root))[0])

@@ -111,11 +111,34 @@ def test_what_rocal_reads_otherwise_is_refused(tmp_path):
         sequence_pipeline(tmp_path, sequence_length=2, image_type=types.GRAY)
     with pytest.raises(ValueError, match="is no folder"):
         sequence_pipeline(tmp_path / "gone", sequence_length=2)
+    with pytest.raises(ValueError, match="step=-1, stride=1: rocAL's are unsigned"):
+        sequence_pipeline(tmp_path, sequence_length=2, step=-1)
     mixed = tmp_path / "mixed"
     write_frames(mixed / "s", 2, 40)
     write_frames(mixed / "s", 1, 40, size=(8, 8), prefix="g")  # after f000, f001 (20x12)
-    with pytest.raises(DecodeError, match=r"g000.jpg\): a 8x8 frame in a sequence of 20x12 ones from .*f001.jpg"):
-        sequence_pipeline(mixed, sequence_length=2, step=1).run()
-    (mixed / "s" / "h.jpg").write_bytes(b"no image")
-    with pytest.raises(ValueError, match="h.jpg: cannot read it as an image"):
+    with pytest.raises(ValueError, match=r"g000.jpg is 8x8, in a sequence of 20x12 frames from .*f001.jpg"):
         sequence_pipeline(mixed, sequence_length=2, step=1)
+    (mixed / "s" / "g000.jpg").unlink()
+    Image.new("RGB", (20, 12)).save(mixed / "s" / "h.png")
+    with pytest.raises(ValueError, match="h.png is a PNG, not a JPEG: rocAL decodes frames with TurboJPEG"):
+        sequence_pipeline(mixed, sequence_length=2)
+    (mixed / "s" / "h.png").write_bytes(b"no image")
+    with pytest.raises(ValueError, match="h.png: cannot read it as an image"):
+        sequence_pipeline(mixed, sequence_length=2)
+
+
+def test_shuffled_once_with_the_padding_and_every_frame_sizes_the_buffer(tmp_path):
+    """random_shuffle: rocAL pads the sequences to whole batches, shuffles them once and reads that order
+    every epoch; the buffer is the largest frame of the streams, used in a sequence or not."""
+    write_frames(tmp_path / "a", 6, 40)  # sequences start at 0, 2, 4 (length 2, step 2): 3 + 1 padding
+    write_frames(tmp_path / "a", 1, 40, size=(30, 16), start=9, prefix="z")  # z000.jpg, in no sequence
+    pipe = sequence_pipeline(tmp_path, batch_size=2, sequence_length=2, step=2, stride=1, random_shuffle=True)
+    epochs = []
+    for _ in range(3):
+        epochs.append([indices(s[:, :12, :20]) for s in run_all(pipe)])
+        pipe.rocal_reset_loaders()
+    assert epochs[0] == epochs[1] == epochs[2]  # one order for every epoch
+    assert sorted(epochs[0]) == [[0, 1], [2, 3], [4, 5], [4, 5]]  # the padding copy shuffled in with the rest
+    assert epochs[0] != [[0, 1], [2, 3], [4, 5], [4, 5]], epochs[0]
+    (out,) = pipe.run()
+    assert out.dimensions() == [2, 2, 16, 30, 3]  # z000.jpg's 30x16 sizes the buffer

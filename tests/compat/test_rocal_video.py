@@ -183,8 +183,9 @@ def test_video_resize_is_the_video_reader_then_fn_resize(videos):
             assert ours.layout() == "NFHWC" and ours.dimensions() == theirs.dimensions()
             assert np.array_equal(ours.batch.numpy(), theirs.batch.numpy())
     assert ours.get_rois().tolist() == [[0, 0, 16, 12]] * 2  # shorter side 12 of 32x24, in rocAL's buffer
-    with pytest.raises(ValueError, match="rocAL resizes only when both sides differ"):
-        resized_by_reader(resize_width=WIDTH, resize_height=10)
+    for width, height in ((WIDTH, 10), (20, HEIGHT)):
+        with pytest.raises(ValueError, match="rocAL resizes only when both sides differ"):
+            resized_by_reader(resize_width=width, resize_height=height)
     with pytest.raises(ValueError, match="video_resize: resize_width/resize_height cannot be combined"):
         resized_by_reader(resize_width=20, resize_height=10, resize_longer=30)
 

@@ -356,13 +356,14 @@ class RocalReaderSpec:
     seed: int = -1
     name: str | None = "Reader"
     read: object = None  # for a reader of records (TFRecord): read(index) -> the sample's encoded bytes
+    reshuffle: bool = True  # False: one permutation for every epoch (rocAL's sequence reader)
 
     def order(self, batch_size: int, seed: int) -> RocalOrder:
         return RocalOrder(len(self.samples), shard_id=self.shard_id, num_shards=self.num_shards,
                           batch_size=batch_size, stick_to_shard=self.stick_to_shard,
                           random_shuffle=self.random_shuffle,
                           drop=self.last_batch_policy == RocalLastBatchPolicy.LAST_BATCH_DROP, seed=seed,
-                          pad=self.pad)
+                          pad=self.pad, reshuffle=self.reshuffle)
 
 
 def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid_class_remapping=False,
@@ -405,14 +406,16 @@ def readers_video(sequence_length, file_list_frame_num=False, file_root="", imag
                           lambda ctx, op, data: data.view(*sequences.shape), length)
 
 
-def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, length: int) -> DataNode:
+def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, length: int,
+                   reshuffle: bool = True) -> DataNode:
     """A sequence reader's node: ``sequences`` recorded as the pipeline's reader, read in rocAL's order
     (every batch full, the last filled with the last sequence), each sample's bytes made its NFHWC uint8
     frames by ``frames``, in a buffer of the reader's largest frame."""
     pipe = _pipeline()
     _record(sequences)
     data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, random_shuffle, True,
-                                          RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read))
+                                          RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read,
+                                          reshuffle=reshuffle))
     node = Op("rocal." + name, frames, [data], {}, layouts=("FHWC",)).outputs[0]
     node.rocal = Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC, RocalTensorOutputType.UINT8)
     node.rocal_frames = length
@@ -467,9 +470,13 @@ def readers_sequence_reader(file_root, sequence_length, image_type=RocalImageCol
     if length < 1:
         raise ValueError(f"{PREFIX}: readers.sequence_reader: sequence_length={sequence_length} (rocAL: \"Sequence "
                          f"length passed should be bigger than 0\")")
-    sequences = sequence.FrameSequences(str(file_root), length, int(step), int(stride), color.name)
+    if int(step) < 0 or int(stride) < 0:
+        raise ValueError(f"{PREFIX}: readers.sequence_reader: step={step}, stride={stride}: rocAL's are unsigned")
+    sequences = sequence.FrameSequences(str(file_root), length, int(step), int(stride), color.name,
+                                        _pipeline()._batch_size)
+    # rocAL shuffles its padded sequences once, at the start, and reads that order every epoch
     node = _sequence_node("readers.sequence_reader", sequences, sequences.read, bool(random_shuffle),
-                          sequences.frames, length)
+                          sequences.frames, length, reshuffle=False)
     _pipeline()._unlabelled = ("fn.readers.sequence_reader gives no labels (rocAL makes no meta data reader for "
                                "it): use run()'s outputs, or plugin.generic's iterator, whose labels are None")
     return node

@@ -12,15 +12,22 @@ node rocalSequenceReader in rocAL/source/api/rocal_api_data_loaders.cpp):
   ``stride`` apart (0 reads as 1), while the last one lies inside the stream. A stream shorter than
   ``sequence_length`` stops rocAL ("Sequence length is not valid"); an empty one is skipped with a warning.
 * Frames are decoded with TurboJPEG at their own size (decoder_keep_original) into a buffer of the
-  largest frame found (MAXIMUM_FOUND_SIZE); the output is NFHWC uint8, RGB or BGR.
-* Every batch is full, the last filled with the last sequence (replicate_last_sequence_to_fill_last_shard);
-  the sharding and last-batch arguments are not read. ``random_shuffle`` permutes the sequences each epoch
-  (fastload from the pipeline's seed; rocAL's std::random_shuffle is unseeded).
+  largest frame found (MAXIMUM_FOUND_SIZE); the output is NFHWC uint8, RGB or BGR. rocAL measures the
+  frames with its file reader's listing (each folder's files of image extensions; with image files in
+  ``file_root``, only the folders sorted before the first of them and the root): fastload measures every
+  frame of every stream, which gives a larger buffer than rocAL's only in that last case.
+* Every batch is full: the last is filled with the last sequence (replicate_last_sequence_to_fill_last_shard)
+  before anything is shuffled; the sharding and last-batch arguments are not read. ``random_shuffle``
+  permutes the padded sequences once, at the start, and every epoch reads that order (rocAL's reset
+  shuffles a list its reads no longer use); fastload permutes from the pipeline's seed, rocAL with
+  std::random_shuffle, unseeded.
 * The reader has no labels: rocAL makes no meta data reader for it, and its label getters then fail.
 
 Refused by name: ``num_shards`` > 1 (rocAL splits one process's reading over internal loaders, batch by
-batch), GRAY and RGB_PLANAR frames, and a sequence whose frames differ in size (rocAL gives each frame its
-own region in the sequence; fastload's sequences are one array).
+batch), GRAY and RGB_PLANAR frames, a negative step or stride (rocAL's are unsigned), a frame that is not
+a JPEG or not an image at all (rocAL puts another frame of the batch in its place), and a sequence whose
+frames differ in size (rocAL gives each frame its own region in the sequence; fastload's sequences are
+one array), all when the pipeline is defined.
 """
 
 from __future__ import annotations
@@ -58,15 +65,16 @@ def streams(root: str) -> list[list[str]]:
 
 
 class FrameSequences:
-    """A sequence reader's sequences: ``samples`` [("first frame's path", 0)] and ``read(index)``, the
-    sequence's frames as bytes of a (sequence_length, height, width, 3) uint8 array; ``width`` and
-    ``height`` are the largest frame's (rocAL's buffer)."""
+    """A sequence reader's sequences, padded as rocAL pads them: ``samples`` [("first frame's path", 0)] and
+    ``read(index)``, the sequence's frames as bytes of a (sequence_length, height, width, 3) uint8 array;
+    ``width`` and ``height`` are the largest frame's (rocAL's buffer)."""
 
-    def __init__(self, root: str, sequence_length: int, step: int, stride: int, color: str):
+    def __init__(self, root: str, sequence_length: int, step: int, stride: int, color: str, batch_size: int):
         self.root, self.length, self.color = root, sequence_length, color
         step, stride = step or 1, stride or 1  # rocalSequenceReader: "default step and stride values if 0"
         self.sequences: list[list[str]] = []
-        for frames in streams(root):
+        frames_of_streams = streams(root)
+        for frames in frames_of_streams:
             if not frames:
                 warnings.warn(f"{PREFIX}: readers.sequence_reader: a folder of {root!r} has no files (skipped, "
                               f"as rocAL does)", stacklevel=4)
@@ -80,23 +88,20 @@ class FrameSequences:
                                for first in range(0, len(frames) - last, step)]
         if not self.sequences:
             raise ValueError(f"{PREFIX}: readers.sequence_reader: no frames in {root!r}")
+        # get_sequences: the last batch filled with the last sequence, before any shuffle
+        self.sequences += [self.sequences[-1]] * (-len(self.sequences) % batch_size)
         self.samples = [(frames[0], 0) for frames in self.sequences]
-        sizes = self._sizes()
-        self.heights_widths = [sizes[frames[0]] for frames in self.sequences]  # each sequence's first frame's
+        sizes = _sizes([path for frames in frames_of_streams for path in frames])
+        for frames in self.sequences:
+            odd = next((path for path in frames if sizes[path] != sizes[frames[0]]), None)
+            if odd is not None:
+                raise ValueError(f"{PREFIX}: readers.sequence_reader: {odd} is {sizes[odd][1]}x{sizes[odd][0]}, in "
+                                 f"a sequence of {sizes[frames[0]][1]}x{sizes[frames[0]][0]} frames from {frames[0]}: "
+                                 f"fastload reads sequences of one frame size (rocAL gives each frame its own "
+                                 f"region)")
+        self.heights_widths = [sizes[frames[0]] for frames in self.sequences]
         self.height = max(h for h, w in sizes.values())
         self.width = max(w for h, w in sizes.values())
-
-    def _sizes(self) -> dict[str, tuple[int, int]]:
-        """Every frame's (height, width), from its header (rocAL's evaluator reads every header too)."""
-        sizes = {}
-        for path in sorted({path for frames in self.sequences for path in frames}):
-            try:
-                with Image.open(path) as image:
-                    sizes[path] = image.size[1], image.size[0]
-            except (OSError, ValueError) as error:
-                raise ValueError(f"{PREFIX}: readers.sequence_reader: {path}: cannot read it as an image "
-                                 f"({error})") from None
-        return sizes
 
     def read(self, index: int) -> bytes:
         frames = []
@@ -106,14 +111,29 @@ class FrameSequences:
                     frames.append(imageops.decode(file.read(), self.color, 1 << 30, 1 << 30).numpy())
             except Exception as error:
                 raise DecodeError(index, path, f"cannot decode: {error}") from error
-        paths = self.sequences[index]
-        for path, frame in zip(paths, frames):
-            if frame.shape[:2] != frames[0].shape[:2]:
-                raise DecodeError(index, path, f"a {frame.shape[1]}x{frame.shape[0]} frame in a sequence of "
-                                  f"{frames[0].shape[1]}x{frames[0].shape[0]} ones from {paths[0]}: fastload reads "
-                                  f"sequences of one frame size (rocAL gives each frame its own region)")
+            height, width = self.heights_widths[index]
+            if frames[-1].shape[:2] != (height, width):  # changed since the build
+                raise DecodeError(index, path, f"now {frames[-1].shape[1]}x{frames[-1].shape[0]}, not the "
+                                  f"{width}x{height} it was at the build")
         return np.stack(frames).tobytes()
 
     def frames(self, ctx, op, data):
         """The reader op's bytes of sample ``ctx.index`` as its (frames, height, width, 3) array."""
         return data.view(self.length, *self.heights_widths[ctx.index], 3)
+
+
+def _sizes(paths: list[str]) -> dict[str, tuple[int, int]]:
+    """Every frame's (height, width), from its header; a file that is no JPEG is refused, naming it (rocAL's
+    TurboJPEG decoder cannot read it and puts another frame of the batch in its place)."""
+    sizes = {}
+    for path in paths:
+        try:
+            with Image.open(path) as image:
+                kind, sizes[path] = image.format, (image.size[1], image.size[0])
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{PREFIX}: readers.sequence_reader: {path}: cannot read it as an image ({error})") \
+                from None
+        if kind != "JPEG":
+            raise ValueError(f"{PREFIX}: readers.sequence_reader: {path} is a {kind}, not a JPEG: rocAL decodes frames "
+                             f"with TurboJPEG, which cannot read it (it puts another frame in its place)")
+    return sizes
