@@ -9,6 +9,22 @@ import sys
 from pathlib import Path
 
 PARSE_CONFIG = Path(__file__).parent.parent / "data" / "rocal" / "parse_config.py"
+SCRIPTS = PARSE_CONFIG.parent
+
+CV2_STAND_IN = """
+\"\"\"Stands in for OpenCV in rocAL's reader scripts, which only draw with it: the image is saved as .npy.\"\"\"
+import numpy as np
+COLOR_RGB2BGR = 4
+
+
+def cvtColor(image, code):
+    return np.ascontiguousarray(image[..., ::-1])
+
+
+def imwrite(name, image):
+    np.save(name + ".npy", image)
+    return True
+"""
 
 
 def run_rocal_script(folder: Path, name: str, text: str, *args: str) -> subprocess.CompletedProcess:

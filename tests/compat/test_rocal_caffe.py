@@ -19,9 +19,7 @@ from fastload.compat.rocal.pipeline import Pipeline
 from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
 from fastload.sample_data import make_image
 
-from rocal_scripts import PARSE_CONFIG, run_rocal_script
-
-SCRIPTS = PARSE_CONFIG.parent
+from rocal_scripts import CV2_STAND_IN, SCRIPTS, run_rocal_script
 
 lmdb = pytest.importorskip("lmdb")
 
@@ -212,20 +210,6 @@ def test_refusals_name_the_record_and_the_reason(tmp_path, images):
                 getattr(fn.readers, kind)(path=str(tmp_path), bbox=True)
 
 
-CV2_STAND_IN = """
-\"\"\"Stands in for OpenCV in rocAL's reader scripts, which only draw with it: the image is saved as .npy.\"\"\"
-import numpy as np
-COLOR_RGB2BGR = 4
-
-
-def cvtColor(image, code):
-    return np.ascontiguousarray(image[..., ::-1])
-
-
-def imwrite(name, image):
-    np.save(name + ".npy", image)
-    return True
-"""
 
 
 @pytest.mark.parametrize("kind", ["caffe", "caffe2"])

@@ -782,3 +782,25 @@ def test_parameter_handles_are_read_as_the_operators_run(photos):
     with pytest.raises(NotImplementedError, match="random_crop: a parameter handle for crop_area_factor"):
         with Pipeline(batch_size=1, rocal_cpu=True):
             fn.random_crop(images, crop_area_factor=level, crop_aspect_ratio=None, crop_pox_x=None, crop_pox_y=None)
+
+
+@pytest.mark.parametrize("script, size, out", [("pytorch_classification_reader", (500, 375), 224),
+                                               ("pytorch_diffusion_loader", (178, 218), 64)])
+def test_rocals_pytorch_reader_scripts(script, size, out, tmp_path):
+    """tests/python_api/pytorch_classification_reader.py (image_slice, resize to NCHW, crop_mirror_normalize
+    to NHWC float16 with a coin flip) and pytorch_diffusion_loader.py (CelebA's 178x218 images capped by
+    the decoder, a TRIANGULAR roi_resize, crop_mirror_normalize to NCHW float), unchanged, through
+    ``python -m fastload.compat.run`` with a cv2 module beside them that saves what they draw: three
+    epochs of 10 images in batches of 4 (the last filled), each drawn image the output's size."""
+    from rocal_scripts import CV2_STAND_IN, SCRIPTS, run_rocal_script
+    for n in range(10):
+        folder = tmp_path / "data" / f"class_{n % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        make_image(n, *size).save(folder / f"{n}.jpg", quality=90)
+    (tmp_path / "cv2.py").write_text(CV2_STAND_IN)
+    done = run_rocal_script(tmp_path, f"{script}.py", (SCRIPTS / f"{script}.py").read_text(),
+                            str(tmp_path / "data"), "cpu", "4")
+    assert done.stdout.count("EPOCH") == 3
+    saved = list((tmp_path / "output_folder").rglob("*.npy"))
+    drawn = 3 * 12 if script == "pytorch_diffusion_loader" else 3 * 3  # every image, or each batch's first
+    assert len(saved) == drawn and all(np.load(f).shape == (out, out, 3) for f in saved)
