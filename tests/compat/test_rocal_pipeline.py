@@ -804,3 +804,28 @@ def test_rocals_pytorch_reader_scripts(script, size, out, tmp_path):
     saved = list((tmp_path / "output_folder").rglob("*.npy"))
     drawn = 3 * 12 if script == "pytorch_diffusion_loader" else 3 * 3  # every image, or each batch's first
     assert len(saved) == drawn and all(np.load(f).shape == (out, out, 3) for f in saved)
+
+
+def test_rocals_decoder_script(tmp_path):
+    """tests/python_api/decoder.py, unchanged, through ``python -m fastload.compat.run`` with a matplotlib
+    beside it that keeps what show_images shows: @pipeline_def with its own device and path arguments and
+    the pipeline's (tensor_layout, reverse_channels, mean, std), plugin.generic's iterator, the first
+    batch's four 300x300 NHWC uint8 images, each the file reader's image resized."""
+    from rocal_scripts import MATPLOTLIB_STAND_IN, SCRIPTS, run_rocal_script
+    for n in range(5):
+        folder = tmp_path / "data" / f"class_{n % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        make_image(n, 90 + 10 * n, 70).save(folder / f"{n}.jpg", quality=90)
+    (tmp_path / "matplotlib").mkdir()
+    for name, text in MATPLOTLIB_STAND_IN.items():
+        (tmp_path / "matplotlib" / name).write_text(text)
+    run_rocal_script(tmp_path, "decoder.py", (SCRIPTS / "decoder.py").read_text(), "cpu", str(tmp_path / "data"))
+    shown = np.load(tmp_path / "shown.npy")
+    assert shown.shape == (4, 300, 300, 3) and shown.dtype == np.uint8
+    pipe = Pipeline(batch_size=4, num_threads=1, rocal_cpu=True)  # the same pipeline, written out
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path / "data"))
+        pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=str(tmp_path / "data")), resize_width=300,
+                                   resize_height=300))
+    (images,) = pipe.run()
+    assert np.array_equal(shown, images.batch.numpy())
