@@ -665,7 +665,7 @@ def test_snow_stamps_rpps_flake_and_rain_blends_rpps_drops():
     assert np.array_equal(dry.numpy(), np.round(src * np.float32(0.75)).astype(np.uint8))
 
 
-def test_noise_and_weather_run_in_a_pipeline_and_fog_and_fish_eye_are_refused(one_photo):
+def test_noise_and_weather_run_in_a_pipeline_and_fog_is_refused(one_photo):
     decoded, jittered, snowy, wet = _run(one_photo, lambda images: (
         fn.jitter(images), fn.snow(images), fn.rain(images, rain=0.5, rain_width=2, rain_height=16)))
     for out in (jittered, snowy, wet):
@@ -675,8 +675,74 @@ def test_noise_and_weather_run_in_a_pipeline_and_fog_and_fish_eye_are_refused(on
         _run(one_photo, lambda images: (fn.rain(images),))
     with pytest.raises(NotImplementedError, match="fog_mask.hpp"):
         _run(one_photo, lambda images: (fn.fog(images),))
-    with pytest.raises(NotImplementedError, match="rppt_fisheye"):
+
+
+def test_rpps_sse_sin_cos_and_atan2():
+    """RPP's SSE sincos_ps and atan2_ps (Cephes single precision), as imageops emulates them op for op: within
+    1e-7 and 3e-7 of the exact values over their ranges, and atan2's special cases as its masks make them
+    (0 / 0 gives NaN, its ORed bits)."""
+    x = np.linspace(-np.pi, np.pi, 20001).astype(np.float32)
+    sin, cos = imageops._sincos_ps(x)
+    assert sin.dtype == np.float32 and np.abs(sin - np.sin(x.astype(np.float64))).max() < 1e-7
+    assert np.abs(cos - np.cos(x.astype(np.float64))).max() < 1e-7
+    rng = np.random.default_rng(4)
+    y, x = rng.uniform(-1, 1, (2, 20001)).astype(np.float32)
+    assert np.abs(imageops._atan2_ps(y, x) - np.arctan2(y.astype(np.float64), x.astype(np.float64))).max() < 3e-7
+    special = imageops._atan2_ps(np.float32([0, 0, 1, -1, 0]), np.float32([0, -1, 0, 0, 1]))
+    assert np.isnan(special[0]) and special[1:].tolist() == [np.float32(np.pi), np.float32(np.pi / 2),
+                                                            -np.float32(np.pi / 2), 0.0]
+
+
+@pytest.mark.parametrize("height, width", [(38, 52), (64, 98), (300, 300)])
+def test_fish_eye_is_rpps_fisheye(height, width):
+    """Against the fisheye formula in double precision (radius r -> (r + 1 - sqrt(1 - r^2)) / 2 along the same
+    angle, the source pixel truncated): outside the inscribed ellipse 0; inside, off the centre row and column
+    at least 99.5% of pixels the same source pixel, and every other one a source pixel one step off, where
+    RPP's float arithmetic lands below a whole pixel the exact value reaches (along the centre row and
+    column, always: sin and cos of pi/2 and 0 are 1e-8 off in float)."""
+    rng = np.random.default_rng(height)
+    image = torch.from_numpy(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+    out, src = imageops.fish_eye(image).numpy(), image.numpy()
+    exact = np.zeros_like(out)
+    near = np.ones((height, width), bool)
+    for i in range(height):
+        for j in range(width):
+            ni, nj = 2 * i / height - 1, 2 * j / width - 1
+            r = math.hypot(ni, nj)
+            if r > 1:
+                continue
+            shrunk, theta = (r + 1 - math.sqrt(1 - r * r)) / 2, math.atan2(ni, nj)
+            si, sj = int((shrunk * math.sin(theta) + 1) * height / 2), int((shrunk * math.cos(theta) + 1) * width / 2)
+            if si * width + sj < height * width:
+                exact[i, j] = src[si, sj]
+            near[i, j] = any((out[i, j] == src[a, b]).all() for a in range(max(si - 1, 0), min(si + 2, height))
+                             for b in range(max(sj - 1, 0), min(sj + 2, width)))
+    same = (out == exact).all(axis=2)
+    off_axis = np.ones_like(same)
+    off_axis[height // 2, :] = off_axis[:, width // 2] = False
+    # at the exact centre RPP's SSE atan2 gives NaN (0 / 0), whose two _mm_cvtps_epi32 INT_MINs add up to
+    # position 0: the top-left pixel, where the centre column's x is exactly 0 in float
+    centre = (height // 2, width // 2)
+    x_zero = np.float32(width // 2) * np.float32(2.0 / width) - np.float32(1) == 0
+    assert (out[centre] == src[0, 0]).all() == x_zero
+    near[centre] |= (out[centre] == src[0, 0]).all()
+    assert same[off_axis].mean() >= 0.995 and near.all()
+    assert not out[[0, 0, -1, -1], [0, -1, 0, -1]].any()  # the corners lie outside the ellipse
+
+
+def test_fish_eye_in_a_pipeline_and_what_rpp_reads_wrongly_is_refused(one_photo):
+    """As rocAL's augmentation notebook uses it (after a resize to 300x300): NHWC uint8 of the buffer's size.
+    Refused: an image smaller than its buffer (RPP's scalar path strides rows by the image's width through the
+    buffer) and an NCHW input (the node hands the planar buffer to RPP as packed)."""
+    resized, eye = _run(one_photo, lambda images: (
+        lambda small: (small, fn.fish_eye(small)))(fn.resize(images, resize_width=300, resize_height=300)))[1:]
+    assert eye.dimensions() == [1, 300, 300, 3]
+    assert np.array_equal(eye.at(0), imageops.fish_eye(torch.from_numpy(resized.at(0).copy())).numpy())
+    with pytest.raises(Exception, match="a 97x61 image in a 1000x1000 buffer"):
         _run(one_photo, lambda images: (fn.fish_eye(images),))
+    with pytest.raises(NotImplementedError, match="fish_eye of an NCHW input"):
+        _run(one_photo, lambda images: (fn.fish_eye(fn.resize(images, resize_width=8, resize_height=8,
+                                                              output_layout=types.NCHW)),))
 
 
 ROCAL_NAMES = {  # every function and class rocAL_pybind/amd/rocal's modules define (ROCm/rocAL 0981d5bb)

@@ -701,3 +701,147 @@ def rain(image: torch.Tensor, percent: float, drop_width: int, drop_length: int,
     layer = layer.reshape(height, width, 1)
     mixed = (layer - image.float()) * np.float32(alpha) + image.float()
     return mixed.round().clamp(0, 255).to(torch.uint8)
+
+
+# -- fish_eye: RPP's legacy batchPD fisheye (ROCm/rpp f1d37473, src/modules/legacy_dep/cpu/kernel/fisheye.cpp,
+# fisheye_host_batch, packed 3 channels), which MIVisionX's FishEye node calls (rppi_fisheye_u8_pkd3_batchPD_host),
+# with the SSE atan2_ps and sincos_ps it vectorizes with (src/include/common/cpu/rpp_cpu_simd_math.hpp).
+
+_F = np.float32
+_SIGN = np.uint32(0x80000000)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return x.view(np.uint32)
+
+
+def _cvtps(x: np.ndarray) -> np.ndarray:
+    """_mm_cvtps_epi32: round half to even; NaN or out of range gives INT_MIN."""
+    out = np.full(x.shape, np.iinfo(np.int32).min, np.int32)
+    ok = np.isfinite(x) & (np.abs(x) < 2.0 ** 31)
+    out[ok] = np.rint(x[ok]).astype(np.int32)
+    return out
+
+
+def _cvttps(x: np.ndarray) -> np.ndarray:
+    """_mm_cvttps_epi32: truncate; NaN or out of range gives INT_MIN."""
+    out = np.full(x.shape, np.iinfo(np.int32).min, np.int32)
+    ok = np.isfinite(x) & (np.abs(x) < 2.0 ** 31)
+    out[ok] = np.trunc(x[ok]).astype(np.int32)
+    return out
+
+
+def _sincos_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """RPP's SSE sincos_ps (the Cephes single-precision one), op for op in float32."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        sign_sin = _bits(x) & _SIGN
+        x = (_bits(x) ^ sign_sin).view(_F)
+        y = x * _F(1.27323954473516)
+        emm2 = (_cvttps(y) + np.int32(1)) & np.int32(~1)
+        y = emm2.astype(_F)
+        swap_sign_sin = ((emm2 & np.int32(4)).astype(np.uint32) << np.uint32(29))
+        poly_mask = (emm2 & np.int32(2)) == 0
+        x = (x + y * _F(-0.78515625)) + (y * _F(-2.4187564849853515625e-4) + y * _F(-3.77489497744594108e-8))
+        sign_cos = ((~(emm2 - np.int32(2)) & np.int32(4)).astype(np.uint32) << np.uint32(29))
+        sign_sin = sign_sin ^ swap_sign_sin
+        z = x * x
+        y = _F(2.443315711809948e-05) * z + _F(-1.388731625493765e-03)
+        y = y * z + _F(4.166664568298827e-02)
+        y = y * (z * z) - z * _F(0.5) + _F(1.0)
+        y2 = _F(-1.9515295891e-4) * z + _F(8.3321608736e-3)
+        y2 = (y2 * z + _F(-1.6666654611e-1)) * (z * x) + x
+        ysin2 = np.where(poly_mask, y2, _F(0))
+        ysin1 = np.where(poly_mask, _F(0), y)
+        y2, y = y2 - ysin2, y - ysin1
+        sin = (_bits((ysin1 + ysin2).astype(_F)) ^ sign_sin).view(_F)
+        cos = (_bits((y + y2).astype(_F)) ^ sign_cos).view(_F)
+    return sin, cos
+
+
+def _atan_ps(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sign = _bits(x) & _SIGN
+        x = (_bits(x) & ~_SIGN).view(_F)
+        above = x > _F(2.414213562373095)
+        middle = ~above & (x > _F(0.4142135623730950))
+        y = np.where(above, _F(1.5707963267948966192), np.where(middle, _F(0.7853981633974483096), _F(0)))
+        x = np.where(above, -(_F(1) / x), np.where(middle, (x - _F(1)) / (x + _F(1)), x)).astype(_F)
+        zz = x * x
+        acc = ((_F(8.05374449538e-2) * zz - _F(1.38776856032e-1)) * zz + _F(1.99777106478e-1)) * zz
+        acc = ((acc - _F(3.33329491539e-1)) * zz) * x + x
+        return (_bits((y + acc).astype(_F)) ^ sign).view(_F)
+
+
+def _atan2_ps(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """RPP's SSE atan2_ps. Its masks OR the special results into the arctangent's bits: x = 0 with y != 0
+    gives +-pi/2; y = 0 gives 0 (x > 0) or pi (x < 0), and NaN for x = y = 0 (0 / 0 reaches the OR)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pi = _F(3.141592653589793238)
+        offset = np.where(x < 0, np.where(y < 0, -pi, pi), _F(0)).astype(_F)
+        atan = (_atan_ps((y / x).astype(_F)) + offset).astype(_F)
+        pio2 = (y != 0) & (x == 0)
+        result = np.where(pio2, np.where(y < 0, -_F(1.5707963267948966192), _F(1.5707963267948966192)), atan)
+        return np.where((y == 0) & (x <= 0) & ~pio2, np.where(np.isnan(atan), np.nan, pi), result).astype(_F)
+
+
+def fish_eye(image: torch.Tensor) -> torch.Tensor:
+    """RPP's fisheye of an HWC uint8 image with 3 channels that fills its buffer: each pixel inside the
+    inscribed ellipse takes the source pixel at radius (r + 1 - sqrt(1 - r^2)) / 2 along its angle, the rest
+    are 0. As RPP: columns in groups of 4 whose pixels are all inside take the SSE path (its atan2_ps and
+    sincos_ps, the half sides rounded down to whole pixels, NaN positions wrapping as _mm_cvtps_epi32 makes
+    them), the others and the last width % 4 columns the scalar one (libm in double, rounded to float)."""
+    src = image.contiguous().numpy()
+    height, width = src.shape[:2]
+    flat = src.reshape(-1)
+    rows = np.arange(height, dtype=np.float64)
+    new_i = (((rows * 2.0).astype(_F) / _F(height)) - _F(1)).astype(_F)[:, None]  # Rpp32f newI per row
+    new_i2 = (new_i * new_i).astype(_F)
+    cols = np.arange(width)
+    elements = 3 * height * width
+
+    # the scalar path, fisheye_base_host (srcSize.width is the buffer's: refused otherwise)
+    new_j = (((cols * 2.0).astype(_F) / _F(width)) - _F(1)).astype(_F)[None, :]
+    distance = np.sqrt((new_i2 + (new_j * new_j).astype(_F)).astype(_F)).astype(_F)
+    inside = (distance >= 0) & (distance <= 1)
+    with np.errstate(invalid="ignore"):
+        shrunk = np.sqrt(1.0 - (distance * distance).astype(_F).astype(np.float64)).astype(_F)
+        shrunk = ((distance.astype(np.float64) + (1.0 - shrunk.astype(np.float64))) / 2.0).astype(_F)
+        theta = np.arctan2(new_i.astype(np.float64), new_j.astype(np.float64)).astype(_F)
+        row_src = (shrunk * np.sin(theta.astype(np.float64)).astype(_F)).astype(_F)
+        col_src = (shrunk * np.cos(theta.astype(np.float64)).astype(_F)).astype(_F)
+        i_src = np.trunc((row_src.astype(np.float64) + 1.0) * height / 2.0)
+        j_src = np.trunc((col_src.astype(np.float64) + 1.0) * width / 2.0)
+    scalar_ok = inside & (shrunk <= 1)
+    scalar_pos = np.where(scalar_ok, 3 * (np.nan_to_num(i_src) * width + np.nan_to_num(j_src)), -1).astype(np.int64)
+    scalar_ok &= (scalar_pos >= 0) & (scalar_pos < elements)
+
+    # the SSE path, four columns at a time
+    p0 = (cols.astype(_F) * _F(2.0 / float(_F(width))) - _F(1)).astype(_F)[None, :] * np.ones((height, 1), _F)
+    p1 = np.sqrt((new_i2 + p0 * p0).astype(_F)).astype(_F)
+    in_range = (p1 >= 0) & (p1 <= 1)
+    with np.errstate(invalid="ignore"):
+        p2 = ((p1 + (_F(1) - np.sqrt((_F(1) - p1 * p1).astype(_F)))) * _F(0.5)).astype(_F)
+        sin, cos = _sincos_ps(_atan2_ps(np.broadcast_to(new_i, p0.shape).astype(_F), p0))
+        rs = ((p2 * sin + _F(1)) * _F(height // 2)).astype(_F)
+        cs = ((p2 * cos + _F(1)) * _F(width // 2)).astype(_F)
+        vector_pos = (_cvtps((np.floor(rs) * _F(3 * width)).astype(_F))
+                      + _cvtps((np.floor(cs) * _F(3)).astype(_F)))  # int32, wrapping as the SSE add does
+    vector_ok = (vector_pos >= 0) & (vector_pos < elements)
+
+    aligned = width // 4 * 4
+    groups_inside = in_range[:, :aligned].reshape(height, -1, 4).all(axis=2)
+    groups_near = (p2[:, :aligned] <= 1).reshape(height, -1, 4).all(axis=2) & groups_inside
+    vector = np.zeros((height, width), bool)
+    vector[:, :aligned] = np.repeat(groups_near, 4, axis=1)
+    # the rest: a group all inside but some p2 > 1 (per pixel: scalar where p2 <= 1), a group not all inside
+    # (per pixel: scalar where inside), the tail columns (scalar)
+    scalar = np.zeros((height, width), bool)
+    group_all = np.repeat(groups_inside, 4, axis=1)
+    scalar[:, :aligned] = ~vector[:, :aligned] & np.where(group_all, p2[:, :aligned] <= 1, in_range[:, :aligned])
+    scalar[:, aligned:] = True
+    take = np.where(vector & vector_ok, vector_pos.astype(np.int64), np.where(scalar & scalar_ok, scalar_pos, -1))
+    out = np.zeros_like(src)
+    found = take >= 0
+    for channel in range(3):
+        out[..., channel][found] = flat[take[found] + channel]
+    return torch.from_numpy(out)

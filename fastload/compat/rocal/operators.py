@@ -1656,10 +1656,28 @@ def fog(*inputs, intensity_factor=0.5, gray_factor=0.5, device=None, output_layo
 
 def fish_eye(*inputs, device=None, fill_value=0.0, output_layout=RocalTensorLayout.NHWC,
              output_dtype=RocalTensorOutputType.UINT8):
-    """``fn.fish_eye``: refused. MIVisionX's node calls rppt_fisheye, which the RPP sources fastload
-    follows (ROCm/rpp f1d37473) do not have."""
-    raise NotImplementedError(f"{PREFIX}: fn.fish_eye is not supported: rocAL runs RPP's rppt_fisheye, which "
-                              f"the RPP sources fastload follows do not have")
+    """``fn.fish_eye``: RPP's fisheye (imageops.fish_eye), which MIVisionX's FishEye node runs as
+    rppi_fisheye_u8_pkd3_batchPD_host on 3-channel images (ROCm/MIVisionX amd_rpp/source/tensor/FishEye.cpp).
+    ``fill_value`` is not read, as in rocAL. Refused: 1-channel images (RPP's planar path), an NCHW input
+    (the node hands RPP a planar buffer as packed), and at run an image smaller than its buffer (RPP's scalar
+    path then strides rows by the image's width through a buffer of another width, into its unwritten part)."""
+    source = _source(inputs)
+    if source.layout in (RocalTensorLayout.NCHW, RocalTensorLayout.NFCHW):
+        raise NotImplementedError(f"{PREFIX}: fn.fish_eye of an {source.layout.name} input: MIVisionX's FishEye node "
+                                  f"hands RPP the planar buffer as packed pixels; give it NHWC images")
+    layout, dtype = _kind(output_layout, output_dtype)
+    out = Rocal(source.buffer, layout, dtype)
+
+    def run(ctx, op, image):
+        if image.shape[2] != 3:
+            raise NotImplementedError(f"{PREFIX}: fn.fish_eye of {image.shape[2]}-channel images is not supported "
+                                      f"(RPP's planar fisheye path)")
+        if tuple(image.shape[:2]) != tuple(source.buffer):
+            raise ValueError(f"{PREFIX}: fn.fish_eye: a {image.shape[1]}x{image.shape[0]} image in a "
+                             f"{source.buffer[1]}x{source.buffer[0]} buffer: RPP's fisheye then reads rows at the "
+                             f"image's width through the buffer, into its unwritten part; resize to a fixed size first")
+        return imageops.as_output(imageops.fish_eye(image), out.torch_dtype)
+    return _image_op("fish_eye", run, inputs[0], {}, out)
 
 
 def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
