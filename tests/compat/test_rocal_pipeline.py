@@ -190,8 +190,8 @@ def test_unsupported_operators_and_arguments_are_refused(photos):
     with pipe:
         jpegs, _ = fn.readers.file(file_root=photos)
         images = fn.decoders.image(jpegs, file_root=photos)
-        with pytest.raises(NotImplementedError, match="fn.fish_eye is not supported"):
-            fn.fish_eye(images)
+        with pytest.raises(NotImplementedError, match="fn.fog is not supported"):
+            fn.fog(images)
         with pytest.raises(NotImplementedError, match="pad_last_batch=False, stick_to_shard=False"):
             fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False, stick_to_shard=False, num_shards=2)
         with pytest.raises(NotImplementedError, match="interpolation_type LANCZOS"):
