@@ -106,7 +106,8 @@ def _post(port: int, body: bytes) -> float:
 
 
 def _measure(port: int, bodies: list[bytes], concurrency: int) -> dict:
-    _post(port, bodies[0])  # warm-up: first batch, allocators
+    with ThreadPoolExecutor(concurrency) as pool:  # warm-up: the batch sizes this level makes, allocators
+        list(pool.map(lambda body: _post(port, body), bodies[:concurrency]))
     started = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         latencies = sorted(pool.map(lambda body: _post(port, body), bodies))

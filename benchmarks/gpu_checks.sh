@@ -78,8 +78,9 @@ for step in "${STEPS_TO_RUN[@]}"; do
             done
         done ;;
     serve)
-        run "$log" env OMP_NUM_THREADS=2 taskset -c 0,1 $PY benchmarks/bench_serve.py --device cuda --model resnet50 \
-            --requests 512 --concurrency 1,8,32 --max-batch 32 --json "$OUT/bench_serve.json" ;;
+        cores=$($PY -c "import os; print(','.join(map(str, sorted(os.sched_getaffinity(0))[:2])))")
+        run "$log" env OMP_NUM_THREADS=2 taskset -c "$cores" $PY benchmarks/bench_serve.py --device cuda \
+            --model resnet50 --requests 512 --concurrency 1,8,32 --max-batch 32 --json "$OUT/bench_serve.json" ;;
     *) echo "unknown step: $step (tests, kernels, loader, train, serve)"; failed=1 ;;
     esac
 done

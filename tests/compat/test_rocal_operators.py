@@ -699,7 +699,7 @@ def test_fish_eye_is_rpps_fisheye(height, width):
     angle, the source pixel truncated): outside the inscribed ellipse 0; inside, off the centre row and column
     at least 99.5% of pixels the same source pixel, and every other one a source pixel one step off, where
     RPP's float arithmetic lands below a whole pixel the exact value reaches (along the centre row and
-    column, always: sin and cos of pi/2 and 0 are 1e-8 off in float)."""
+    column it does so everywhere: sin and cos of pi/2 and 0 are 1e-8 off in float)."""
     rng = np.random.default_rng(height)
     image = torch.from_numpy(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
     out, src = imageops.fish_eye(image).numpy(), image.numpy()
@@ -720,13 +720,10 @@ def test_fish_eye_is_rpps_fisheye(height, width):
     same = (out == exact).all(axis=2)
     off_axis = np.ones_like(same)
     off_axis[height // 2, :] = off_axis[:, width // 2] = False
-    # at the exact centre RPP's SSE atan2 gives NaN (0 / 0), whose two _mm_cvtps_epi32 INT_MINs add up to
-    # position 0: the top-left pixel, where the centre column's x is exactly 0 in float
-    centre = (height // 2, width // 2)
-    x_zero = np.float32(width // 2) * np.float32(2.0 / width) - np.float32(1) == 0
-    assert (out[centre] == src[0, 0]).all() == x_zero
-    near[centre] |= (out[centre] == src[0, 0]).all()
-    assert same[off_axis].mean() >= 0.995 and near.all()
+    # the centre row and column are not asserted beyond this: there RPP's release build (-Ofast -mfma)
+    # rounds otherwise than its source read op for op, which fastload follows (at the exact centre the
+    # source's 0 / 0 in atan2_ps reads the top-left pixel; a fused build keeps the centre's own)
+    assert same[off_axis].mean() >= 0.995 and near[off_axis].all()
     assert not out[[0, 0, -1, -1], [0, -1, 0, -1]].any()  # the corners lie outside the ellipse
 
 
@@ -740,7 +737,10 @@ def test_fish_eye_in_a_pipeline_and_what_rpp_reads_wrongly_is_refused(one_photo)
     assert np.array_equal(eye.at(0), imageops.fish_eye(torch.from_numpy(resized.at(0).copy())).numpy())
     with pytest.raises(Exception, match="a 97x61 image in a 1000x1000 buffer"):
         _run(one_photo, lambda images: (fn.fish_eye(images),))
-    with pytest.raises(NotImplementedError, match="fish_eye of an NCHW input"):
+    with pytest.raises(NotImplementedError, match=r"fish_eye\(output_layout=NHWC, output_dtype=FLOAT\)"):
+        _run(one_photo, lambda images: (fn.fish_eye(fn.resize(images, resize_width=8, resize_height=8),
+                                                    output_dtype=types.FLOAT),))
+    with pytest.raises(NotImplementedError, match="fish_eye of an NCHW UINT8 input"):
         _run(one_photo, lambda images: (fn.fish_eye(fn.resize(images, resize_width=8, resize_height=8,
                                                               output_layout=types.NCHW)),))
 

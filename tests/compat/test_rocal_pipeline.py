@@ -779,6 +779,25 @@ def test_parameter_handles_are_read_as_the_operators_run(photos):
     assert torch.equal(mirrored, plain.flip(2))
     with pytest.raises(TypeError, match="takes a handle from create_int_param"):
         pipe.update_int_param(1, 0.5)
+    with pytest.raises(TypeError, match="takes a handle from create_int_param"):
+        pipe.update_int_param(1, level)  # a float handle (rocAL's dynamic_cast fails and changes nothing)
+    with pytest.raises(TypeError, match="an int parameter takes an int"):
+        Pipeline.create_int_param(1.7)
+    # a flip's flags and jitter's window take handles too; a window the handle makes 0 fails as it is read
+    flipped, window = Pipeline.create_int_param(1), Pipeline.create_int_param(0)
+    pipe = Pipeline(batch_size=2, num_threads=1, seed=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        images = fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=16, resize_height=12)
+        pipe.set_outputs(images, fn.flip(images, horizontal=flipped))
+    plain, mirrored = (t.batch for t in pipe.run())
+    assert torch.equal(mirrored, plain.flip(2))
+    pipe = Pipeline(batch_size=2, num_threads=1, seed=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        pipe.set_outputs(fn.jitter(fn.decoders.image(jpegs, file_root=photos), kernel_size=window))
+    with pytest.raises(Exception, match="kernel_size=0.0 is not a window"):
+        pipe.run()
     with pytest.raises(NotImplementedError, match="random_crop: a parameter handle for crop_area_factor"):
         with Pipeline(batch_size=1, rocal_cpu=True):
             fn.random_crop(images, crop_area_factor=level, crop_aspect_ratio=None, crop_pox_x=None, crop_pox_y=None)

@@ -121,10 +121,12 @@ def test_what_rocal_reads_otherwise_is_refused(tmp_path):
     (mixed / "s" / "g000.jpg").unlink()
     Image.new("RGB", (20, 12)).save(mixed / "s" / "h.png")
     with pytest.raises(ValueError, match="h.png is a PNG, not a JPEG: rocAL decodes frames with TurboJPEG"):
-        sequence_pipeline(mixed, sequence_length=2)
+        sequence_pipeline(mixed, sequence_length=2, step=1)
     (mixed / "s" / "h.png").write_bytes(b"no image")
     with pytest.raises(ValueError, match="h.png: cannot read it as an image"):
-        sequence_pipeline(mixed, sequence_length=2)
+        sequence_pipeline(mixed, sequence_length=2, step=1)
+    # with step 3 no sequence reaches h.png (f000, f001, h.png: one sequence), which rocAL never decodes
+    assert sequence_pipeline(mixed, sequence_length=2).get_remaining_images() == 3
 
 
 def test_shuffled_once_with_the_padding_and_every_frame_sizes_the_buffer(tmp_path):

@@ -62,13 +62,13 @@ def test_a_slot_is_not_overwritten_while_the_loops_stream_still_reads_it(image_f
 def test_device_and_host_memory_are_steady_across_epochs(image_folder):
     """After the first epoch, device memory grows only by output slots the pool had not needed yet (it makes
     them when first needed, up to its count; on the H200 one more appeared in a later epoch): everything else
-    the loader holds on the device stays as it was, and the pool never overflows. The process's resident
-    host memory (pinned staging included) stays within 16 MiB of the first epoch's, as on the CPU path
-    (tests/test_loader.py; this bound has not run on a GPU yet)."""
+    the loader holds on the device stays as it was, and the pool never overflows. After two warm-up epochs
+    (pinned staging, the decoder's buffers, CUDA's lazy modules) the process's resident host memory stays
+    within 16 MiB, as on the CPU path (tests/test_loader.py; this bound has not run on a GPU yet)."""
     cuda = loader(image_folder, device="cuda")
     slots = cuda.path.delivery.slots
     others, host = [], []
-    for _ in range(4):
+    for _ in range(6):
         for _ in cuda:
             pass
         torch.cuda.synchronize()
@@ -77,4 +77,4 @@ def test_device_and_host_memory_are_steady_across_epochs(image_folder):
         host.append(resident_mib())
     assert max(others[1:]) <= others[0], others
     assert cuda.stats.overflow == 0  # a loop that drops its batches never needs more than the slots
-    assert max(host[1:]) - host[0] < 16, host
+    assert max(host[2:]) - host[1] < 16, host

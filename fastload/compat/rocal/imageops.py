@@ -787,9 +787,13 @@ def _atan2_ps(y: np.ndarray, x: np.ndarray) -> np.ndarray:
 def fish_eye(image: torch.Tensor) -> torch.Tensor:
     """RPP's fisheye of an HWC uint8 image with 3 channels that fills its buffer: each pixel inside the
     inscribed ellipse takes the source pixel at radius (r + 1 - sqrt(1 - r^2)) / 2 along its angle, the rest
-    are 0. As RPP: columns in groups of 4 whose pixels are all inside take the SSE path (its atan2_ps and
-    sincos_ps, the half sides rounded down to whole pixels, NaN positions wrapping as _mm_cvtps_epi32 makes
-    them), the others and the last width % 4 columns the scalar one (libm in double, rounded to float)."""
+    are 0. As RPP's source reads without FMA contraction: columns in groups of 4 whose pixels are all inside
+    take the SSE path (its atan2_ps and sincos_ps, the half sides rounded down to whole pixels, NaN positions
+    wrapping as _mm_cvtps_epi32 makes them), the others and the last width % 4 columns the scalar one (here
+    libm in double rounded to float, where RPP calls glibc's atan2f, sinf and cosf, which are not always
+    correctly rounded). RPP's release builds (-Ofast -mfma) fuse some of these steps, which moves a few
+    pixels on the centre row and column by a step (and can keep the centre pixel, which this reads from the
+    top-left one through the NaN)."""
     src = image.contiguous().numpy()
     height, width = src.shape[:2]
     flat = src.reshape(-1)

@@ -129,9 +129,14 @@ class RocalParam:
     """rocAL's parameter handle (RocalIntParam / RocalFloatParam, from ``Pipeline.create_int_param`` /
     ``create_float_param``): a value the operators it is given read when they run, which the script may
     change between runs (``update_int_param`` / ``update_float_param``). As in rocAL, whose prefetch queue
-    holds batches made ahead, the batches the loader has already made keep the value they were made with."""
+    holds batches made ahead, the batches the loader has already made keep the value they were made with.
+    Operators read it per sample as they run, where rocAL reads it once per batch: an update while a batch
+    is being made may reach only part of it (update between epochs, or between runs of a pipeline that
+    made nothing ahead, for whole batches)."""
 
     def __init__(self, value, kind: type):
+        if kind is int and not isinstance(value, (int, np.integer)):  # pybind11 takes no float for an int
+            raise TypeError(f"{PREFIX}: create_int_param({value!r}): an int parameter takes an int")
         self.kind, self.value = kind, kind(value)
 
     def __repr__(self) -> str:
@@ -148,6 +153,11 @@ def _param(value):
     if isinstance(value, DataNode) or value is None:
         return value
     return float(value)
+
+
+def _flag(value):
+    """A 0/1 argument: a per-sample node (a coin flip, a parameter handle) or the int given."""
+    return _param(value) if isinstance(value, RocalParam) else value
 
 
 def _mirror(mirror):
@@ -1164,7 +1174,7 @@ def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTens
     def run(ctx, op, image, horizontal, vertical):
         dims = [d for d, on in ((1, horizontal), (0, vertical)) if int(on)]
         return imageops.as_output(image.flip(dims) if dims else image, out.torch_dtype)
-    return _image_op("flip", run, inputs[0], {"horizontal": horizontal, "vertical": vertical}, out)
+    return _image_op("flip", run, inputs[0], {"horizontal": _flag(horizontal), "vertical": _flag(vertical)}, out)
 
 
 def _numbers(operator: str, value, count: int, what: str) -> list[float]:
@@ -1596,7 +1606,8 @@ def snp_noise(*inputs, p_noise=0.0, p_salt=0.0, noise_val=0.0, salt_val=0.0, see
     noise here comes from the pipeline's seed, new for every sample and epoch."""
     _unit("fn.snp_noise", p_noise=p_noise, p_salt=p_salt, noise_val=noise_val, salt_val=salt_val)
 
-    def effect(image, generator, p_noise, p_salt, salt, pepper):
+    def effect(image, generator, p_noise, p_salt, salt, pepper):  # a parameter handle's value checked as read
+        _unit("fn.snp_noise", p_noise=p_noise, p_salt=p_salt, noise_val=salt, salt_val=pepper)
         return imageops.snp_noise(image, p_noise, p_salt, salt, pepper, generator)
     return _noise_op("snp_noise", {"p_noise": (0.1, 1.0), "p_salt": (0.1, 1.0), "salt": (0.1, 1.0),
                                    "pepper": (0.0, 0.5)}, effect, inputs,
@@ -1612,7 +1623,9 @@ def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, outpu
     if kernel_size is not None and not isinstance(kernel_size, (DataNode, RocalParam)) and int(kernel_size) < 1:
         raise ValueError(f"{PREFIX}: fn.jitter: kernel_size={kernel_size} is not a window")
 
-    def effect(image, generator, kernel_size):
+    def effect(image, generator, kernel_size):  # a parameter handle's value checked as read
+        if int(kernel_size) < 1:
+            raise ValueError(f"{PREFIX}: fn.jitter: kernel_size={kernel_size} is not a window")
         return imageops.jitter(image, int(kernel_size), generator)
     return _noise_op("jitter", {"kernel_size": (2.0, 5.0)}, effect, inputs, {"kernel_size": kernel_size},
                      output_layout, output_dtype)
@@ -1640,6 +1653,7 @@ def rain(*inputs, rain=None, rain_width=0, rain_height=0, rain_transparency=None
     _unit("fn.rain", rain_transparency=rain_transparency)
 
     def effect(image, generator, rain, alpha):
+        _unit("fn.rain", rain_transparency=alpha)
         return imageops.rain(image, rain, int(rain_width), int(rain_height), alpha, float(rain_slant_angle),
                              generator)
     return _noise_op("rain", {"rain": (0.0, 0.0), "alpha": (0.2, 0.3)}, effect, inputs,
@@ -1658,14 +1672,21 @@ def fish_eye(*inputs, device=None, fill_value=0.0, output_layout=RocalTensorLayo
              output_dtype=RocalTensorOutputType.UINT8):
     """``fn.fish_eye``: RPP's fisheye (imageops.fish_eye), which MIVisionX's FishEye node runs as
     rppi_fisheye_u8_pkd3_batchPD_host on 3-channel images (ROCm/MIVisionX amd_rpp/source/tensor/FishEye.cpp).
-    ``fill_value`` is not read, as in rocAL. Refused: 1-channel images (RPP's planar path), an NCHW input
-    (the node hands RPP a planar buffer as packed), and at run an image smaller than its buffer (RPP's scalar
-    path then strides rows by the image's width through a buffer of another width, into its unwritten part)."""
+    ``fill_value`` is not read, as in rocAL. Refused: 1-channel images (RPP's planar path), an NCHW or a
+    non-uint8 input (the node hands RPP the buffer as packed uint8), an output other than NHWC uint8 (the node
+    writes packed uint8 whatever the output says), and at run an image smaller than its buffer (RPP's scalar
+    path then strides rows by the image's width through a buffer of another width: other rows, and padding)."""
     source = _source(inputs)
-    if source.layout in (RocalTensorLayout.NCHW, RocalTensorLayout.NFCHW):
-        raise NotImplementedError(f"{PREFIX}: fn.fish_eye of an {source.layout.name} input: MIVisionX's FishEye node "
-                                  f"hands RPP the planar buffer as packed pixels; give it NHWC images")
+    if source.layout in (RocalTensorLayout.NCHW, RocalTensorLayout.NFCHW) or \
+            source.dtype != RocalTensorOutputType.UINT8:
+        raise NotImplementedError(f"{PREFIX}: fn.fish_eye of an {source.layout.name} {source.dtype.name} input: "
+                                  f"MIVisionX's FishEye node hands RPP the buffer as packed uint8 pixels; give it "
+                                  f"NHWC uint8 images")
     layout, dtype = _kind(output_layout, output_dtype)
+    if layout not in (RocalTensorLayout.NHWC, RocalTensorLayout.NFHWC) or dtype != RocalTensorOutputType.UINT8:
+        raise NotImplementedError(f"{PREFIX}: fn.fish_eye(output_layout={layout.name}, output_dtype={dtype.name}): "
+                                  f"MIVisionX's FishEye node writes packed uint8 whatever the output says; only "
+                                  f"NHWC uint8 is supported")
     out = Rocal(source.buffer, layout, dtype)
 
     def run(ctx, op, image):
@@ -1674,8 +1695,9 @@ def fish_eye(*inputs, device=None, fill_value=0.0, output_layout=RocalTensorLayo
                                       f"(RPP's planar fisheye path)")
         if tuple(image.shape[:2]) != tuple(source.buffer):
             raise ValueError(f"{PREFIX}: fn.fish_eye: a {image.shape[1]}x{image.shape[0]} image in a "
-                             f"{source.buffer[1]}x{source.buffer[0]} buffer: RPP's fisheye then reads rows at the "
-                             f"image's width through the buffer, into its unwritten part; resize to a fixed size first")
+                             f"{source.buffer[1]}x{source.buffer[0]} buffer: RPP's fisheye then strides rows by the "
+                             f"image's width through the buffer (other rows, and padding); resize to a fixed size "
+                             f"first")
         return imageops.as_output(imageops.fish_eye(image), out.torch_dtype)
     return _image_op("fish_eye", run, inputs[0], {}, out)
 

@@ -106,10 +106,11 @@ class RocalTensor:
         return f"RocalTensor(dims={self.dimensions()}, layout={self._layout}, dtype={self._dtype})"
 
 
-def _handle(method: str, param) -> RocalParam:
-    if not isinstance(param, RocalParam):
-        raise TypeError(f"{PREFIX}: {method} takes a handle from create_int_param or create_float_param, not "
-                        f"{param!r}")
+def _handle(method: str, param, kind: type) -> RocalParam:
+    """The handle ``method`` works on: one of ``kind`` (rocAL's dynamic_cast to the other kind fails and it
+    changes nothing; fastload says so)."""
+    if not isinstance(param, RocalParam) or param.kind is not kind:
+        raise TypeError(f"{PREFIX}: {method} takes a handle from create_{kind.__name__}_param, not {param!r}")
     return param
 
 
@@ -306,19 +307,19 @@ class Pipeline(dali_pipeline.Pipeline):
 
     @classmethod
     def update_int_param(cls, value=1, param=1) -> None:
-        _handle("update_int_param", param).value = int(value)
+        _handle("update_int_param", param, int).value = int(value)
 
     @classmethod
     def update_float_param(cls, value=1, param=1) -> None:
-        _handle("update_float_param", param).value = float(value)
+        _handle("update_float_param", param, float).value = float(value)
 
     @classmethod
     def get_int_value(cls, param) -> int:
-        return int(_handle("get_int_value", param).value)
+        return int(_handle("get_int_value", param, int).value)
 
     @classmethod
     def get_float_value(cls, param) -> float:
-        return float(_handle("get_float_value", param).value)
+        return float(_handle("get_float_value", param, float).value)
 
     def get_image_labels(self) -> np.ndarray:
         """The last batch's labels: int32, [batch_size]."""

@@ -91,7 +91,8 @@ class FrameSequences:
         # get_sequences: the last batch filled with the last sequence, before any shuffle
         self.sequences += [self.sequences[-1]] * (-len(self.sequences) % batch_size)
         self.samples = [(frames[0], 0) for frames in self.sequences]
-        sizes = _sizes([path for frames in frames_of_streams for path in frames])
+        used = {path for frames in self.sequences for path in frames}
+        sizes = _sizes([path for frames in frames_of_streams for path in frames], used)
         for frames in self.sequences:
             odd = next((path for path in frames if sizes[path] != sizes[frames[0]]), None)
             if odd is not None:
@@ -122,18 +123,22 @@ class FrameSequences:
         return data.view(self.length, *self.heights_widths[ctx.index], 3)
 
 
-def _sizes(paths: list[str]) -> dict[str, tuple[int, int]]:
-    """Every frame's (height, width), from its header; a file that is no JPEG is refused, naming it (rocAL's
-    TurboJPEG decoder cannot read it and puts another frame of the batch in its place)."""
+def _sizes(paths: list[str], used: set[str]) -> dict[str, tuple[int, int]]:
+    """Each image's (height, width), from its header. A frame of a sequence (``used``) that is no JPEG is
+    refused, naming it (rocAL's TurboJPEG decoder cannot read it and puts another frame of the batch in its
+    place); a file no sequence reaches counts only if it is an image (rocAL never decodes it)."""
     sizes = {}
     for path in paths:
         try:
             with Image.open(path) as image:
-                kind, sizes[path] = image.format, (image.size[1], image.size[0])
+                kind, size = image.format, (image.size[1], image.size[0])
         except (OSError, ValueError) as error:
+            if path not in used:
+                continue
             raise ValueError(f"{PREFIX}: readers.sequence_reader: {path}: cannot read it as an image ({error})") \
                 from None
-        if kind != "JPEG":
+        sizes[path] = size
+        if path in used and kind != "JPEG":
             raise ValueError(f"{PREFIX}: readers.sequence_reader: {path} is a {kind}, not a JPEG: rocAL decodes frames "
                              f"with TurboJPEG, which cannot read it (it puts another frame in its place)")
     return sizes
