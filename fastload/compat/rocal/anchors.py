@@ -27,6 +27,7 @@ the tests check them against real DALI's ``fn.box_encoder`` and torchvision's ``
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +79,7 @@ class BoxEncoder:
         """One image's (float32 [anchors, 4] encoded boxes, int32 [anchors] labels)."""
         anchors = self.anchors
         if not len(boxes):  # rocAL reads past its IoU table then; fastload matches nothing
-            return self._unmatched(), np.zeros(len(anchors), np.int32)
+            return self._unmatched().copy(), np.zeros(len(anchors), np.int32)
         overlap = ious(boxes.astype(np.float32), anchors)
         # each box's best anchor (the first of equals: calculate_ious_for_box's >) matches it, IoU 2
         counted = np.where(np.isnan(overlap), np.float32(-1), overlap)
@@ -92,8 +93,7 @@ class BoxEncoder:
         matched = overlap[best, np.arange(len(anchors))] > np.float32(self.criteria)
         out_labels = np.where(matched, labels[best], 0).astype(np.int32)
         if self.offset:
-            scale = np.float32(self.scale)
-            box, anchor = _centre(boxes[best].astype(np.float32), scale), _centre(anchors, scale)
+            box, anchor = _centre(boxes[best].astype(np.float32), np.float32(self.scale)), self._anchor_centres
             means = np.float32(self.means)  # rocAL's float vectors; inv_stds as (float)(1. / stds[i])
             inv_stds = (1.0 / np.float32(self.stds).astype(np.float64)).astype(np.float32)
             encoded = np.empty_like(box)
@@ -106,11 +106,14 @@ class BoxEncoder:
                                self._unmatched())
         return encoded.astype(np.float32), out_labels
 
+    @functools.cached_property
+    def _anchor_centres(self) -> np.ndarray:
+        """The anchors as (xc, yc, w, h), times ``scale`` with offset: the same for every image, made once."""
+        return _centre(self.anchors, np.float32(self.scale if self.offset else 1))
+
     def _unmatched(self) -> np.ndarray:
         """What an unmatched anchor gets: zeros with offset, else the anchor as (xc, yc, w, h)."""
-        if self.offset:
-            return np.zeros_like(self.anchors)
-        return _centre(self.anchors, np.float32(1))
+        return np.zeros_like(self.anchors) if self.offset else self._anchor_centres
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def _flag(value):
 
 def _mirror(mirror):
     """A mirror argument: a per-sample node (a coin flip, a parameter handle) or a constant 0/1."""
-    mirror = _param(mirror) if isinstance(mirror, RocalParam) else mirror
+    mirror = _flag(mirror)
     return mirror if isinstance(mirror, DataNode) else int(bool(mirror))
 
 
@@ -651,13 +651,9 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     ``output_layout`` NHWC or NCHW and uint8 arrays of three dimensions (1 or 3 channels) the output is an
     image the image operators take; rocAL's numpy reader gives no labels (use ``ROCALNumpyIterator``)."""
     layout = RocalTensorLayout(output_layout)
-    stick_to_shard = bool(stick_to_shard) or int(num_shards) == 1  # one shard's "next" shard is itself
-    _check_padding("readers.numpy", pad_last_batch, stick_to_shard)
-    refuse("fn.readers.numpy", shard_size=shard_size not in (-1, None))
+    stick_to_shard = _sharding("fn.readers.numpy", shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size)
     pipe = _pipeline()
     arrays = npy.NpyFiles(file_root, list(files or ()), layout.name)
-    if not 0 <= int(shard_id) < int(num_shards):
-        raise ValueError(f"fn.readers.numpy: shard_id {shard_id} is not in [0, num_shards={num_shards})")
     _record(arrays)
     pipe._unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or plugin.pytorch) "
                         "returns its arrays, as rocAL's")
