@@ -73,8 +73,9 @@ class SampleReader:
                              epoch_samples=len(order) * loader.batch_size)
         return EpochContext(epoch, loader.schedule.augment_seed, order, errors)
 
-    def read(self, index: int, ctx: EpochContext, report) -> tuple[str, Any, bytes, Any, Any]:
-        """(path, label, file bytes, header, geometry) of sample ``index`` in the context's epoch."""
+    def read(self, index: int, ctx: EpochContext, report, position: int) -> tuple[str, Any, bytes, Any, Any]:
+        """(path, label, file bytes, header, geometry) of sample ``index`` at ``position`` of the context's
+        epoch (a repeated sample draws anew: ``Order.repeat``)."""
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
@@ -82,7 +83,8 @@ class SampleReader:
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
-        geometry = self.plan.sample(header.width, header.height, SampleRandom(ctx.seed, ctx.epoch, index))
+        random = SampleRandom(ctx.seed, ctx.epoch, index, ctx.order.repeat(position, index))
+        geometry = self.plan.sample(header.width, header.height, random)
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
         return path, label, data, header, geometry
@@ -173,13 +175,14 @@ class FastPath(SampleReader):
             return torch.empty((rows,) + self.outputs.shape[1:], dtype=self.outputs.dtype, pin_memory=True), None
         return self.outputs.take(rows)
 
-    def load(self, index: int, ctx: EpochContext, out: torch.Tensor, report, color_row=None) -> Any:
-        """Decode and augment sample ``index`` into ``out`` (its output or staging row); return its label.
+    def load(self, position: int, index: int, ctx: EpochContext, out: torch.Tensor, report, color_row=None) -> Any:
+        """Decode and augment sample ``index`` (at ``position``) into ``out`` (its output or staging row);
+        return its label.
 
         ``color_row`` receives the sample's color operations and factors,
         which the batch's finish applies.
         """
-        path, label, data, header, geometry = self.read(index, ctx, report)
+        path, label, data, header, geometry = self.read(index, ctx, report, position)
         t1 = time.perf_counter()
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
@@ -238,7 +241,7 @@ class _LoadInto:
                                          self.ctx)
 
     def _load(self, report, index: int) -> Any:
-        return self.path.load(index, self.ctx, self.rows.get()[self.row], report, self.color_row)
+        return self.path.load(self.position, index, self.ctx, self.rows.get()[self.row], report, self.color_row)
 
 
 class _Finish:

@@ -121,6 +121,35 @@ class Order:
         """How many samples a failed one may be replaced by, itself included: each of the epoch's once."""
         raise NotImplementedError
 
+    _repeats: dict[int, tuple[int, int]] = {}  # position -> (index, earlier places); set by ``count_repeats``
+
+    def count_repeats(self, batches: Iterator[list[tuple[int, int]]]) -> Iterator[list[tuple[int, int]]]:
+        """``batches`` (this epoch's, from the start, resumed ones skipped later) as they come, noting the
+        samples that came earlier in them, for ``repeat``. Only repeats are kept: a byte per dataset index
+        counts the places seen."""
+        seen, more = bytearray(), {}  # more: the counts past 254 (one index drawn that often)
+        self._repeats = repeats = {}
+        for batch in batches:
+            for position, index in batch:
+                if index >= len(seen):
+                    seen.extend(bytes(max(index + 1 - len(seen), len(seen))))
+                earlier = seen[index]
+                if earlier == 255:
+                    earlier = more.get(index, 255)
+                    more[index] = earlier + 1
+                else:
+                    seen[index] = earlier + 1
+                if earlier:
+                    repeats[position] = (index, earlier)
+            yield batch
+
+    def repeat(self, position: int, index: int) -> int:
+        """How often sample ``index`` at ``position`` came earlier in this epoch's batches (0: the first
+        time, or a replacement for a failed sample): the ``repeat`` its augmentation draws with
+        (``fastload.rng.SampleRandom``), so that each copy is augmented anew, as under torch."""
+        found = self._repeats.get(position)
+        return found[1] if found is not None and found[0] == index else 0
+
 
 class IndexOrder(Order):
     """An order given by a list of dataset indices per epoch, cut into batches; a failed sample is replaced

@@ -1,10 +1,15 @@
-"""Counter-based random numbers: a sample's augmentation is a pure function of (seed, epoch, index).
+"""Counter-based random numbers: a sample's augmentation is a pure function of (seed, epoch, index, repeat).
 
 Torch's transforms draw from a global generator, so what a sample gets
 depends on which worker ran it and in what order. Here every sample owns a
 tiny stream keyed by (seed, epoch, sample index): the same sample gets the same
 crop and flip whatever the thread count, batch size or world size, and a
-resumed run sees exactly what an uninterrupted one would have. SplitMix64 is
+resumed run sees exactly what an uninterrupted one would have. ``repeat`` counts
+the sample's earlier places in its rank's epoch (0 the first time; a sampler
+drawing with replacement, or the padding that fills a last batch, repeats
+samples): each copy gets its own augmentation, as each call of torch's
+transforms draws anew, and the first copy keeps the stream it would have had
+alone (``fastload.order.Order.repeat``). SplitMix64 is
 small, fast in pure Python and passes BigCrush as a stream generator.
 """
 
@@ -25,10 +30,11 @@ class SampleRandom:
 
     __slots__ = ("_state",)
 
-    def __init__(self, seed: int, epoch: int, index: int):
+    def __init__(self, seed: int, epoch: int, index: int, repeat: int = 0):
         state = _mix((seed & _MASK) + _GOLDEN)
         state = _mix(state ^ (((epoch & _MASK) + 2 * _GOLDEN) & _MASK))
-        self._state = _mix(state ^ (((index & _MASK) + 3 * _GOLDEN) & _MASK))
+        state = _mix(state ^ (((index & _MASK) + 3 * _GOLDEN) & _MASK))
+        self._state = _mix(state ^ (((repeat & _MASK) + 5 * _GOLDEN) & _MASK)) if repeat else state
 
     def fork(self, salt: int) -> "SampleRandom":
         """An independent stream keyed by this one's current state and ``salt``: a sample's stream per

@@ -102,7 +102,7 @@ class Schedule:
             order, skip, segments = resume_at_world_size(order, epoch, skip, saved_world_size, segments)
         rng = resumed_rng if resumed_rng is not None else self._rng_state()
         with self._rng_restored(resumed_rng):
-            batches = order.batches(epoch) if order is not None else None
+            batches = order.count_repeats(order.batches(epoch)) if order is not None else None
             if not (self.persistent and self.base_seed is not None):
                 self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
             if resumed_rng is not None and batches is not None:  # make the sampler draw from the saved state now

@@ -54,6 +54,50 @@ def test_train_transform_matches_torchvision_functional(image_folder):
         assert labels[index] == label
 
 
+def test_a_sample_drawn_again_is_augmented_anew_as_under_torch(image_folder):
+    """WeightedRandomSampler with replacement: each copy of a sample in the epoch gets its own crop and flip
+    (torch's transforms draw anew per call), from its stream keyed by how often it came before; the first
+    copy keeps the stream it has alone. A resumed epoch gives every copy the same again."""
+    from PIL import Image
+    import torchvision.transforms.functional as F
+    from fastload.rng import SampleRandom
+    from fastload.transforms import compile_plan
+    dataset = torchvision.datasets.ImageFolder(image_folder, TRAIN)
+
+    def loader():
+        sampler = torch.utils.data.WeightedRandomSampler([1.0] * 3 + [0.0] * 20, 12, replacement=True,
+                                                         generator=torch.Generator().manual_seed(1))
+        return fastload.DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=2, dct_scaling=False,
+                                   seed=4)
+
+    first = loader()
+    assert first.fast_path
+    batches = [images for images, _ in first]
+    images = torch.cat(batches)
+    drawn = list(torch.utils.data.WeightedRandomSampler([1.0] * 3 + [0.0] * 20, 12, replacement=True,
+                                                        generator=torch.Generator().manual_seed(1)))
+    assert len(set(drawn)) < len(drawn)
+    assert len({tuple(image.flatten().tolist()) for image in images}) == len(drawn)  # every copy its own
+    plan, before = compile_plan(TRAIN), collections.Counter()
+    for position, index in enumerate(drawn):
+        with Image.open(dataset.samples[index][0]) as image:
+            image = image.convert("RGB")
+        geometry = plan.sample(image.width, image.height, SampleRandom(4, 0, index, before[index]))
+        before[index] += 1
+        left, top, right, bottom = geometry.crop
+        expected = F.resized_crop(image, top, left, bottom - top, right - left, [32, 32])
+        expected = F.normalize(F.to_tensor(F.hflip(expected) if geometry.hflip else expected), MEAN, STD)
+        torch.testing.assert_close(images[position], expected, atol=1e-5, rtol=0)
+    interrupted = loader()
+    iterator = iter(interrupted)
+    next(iterator), next(iterator)
+    state = interrupted.state_dict()
+    interrupted.close()
+    resumed = loader()
+    resumed.load_state_dict(state)
+    assert torch.equal(torch.cat([images for images, _ in resumed]), torch.cat(batches[2:]))
+
+
 @pytest.mark.parametrize("quantized", [True, False])
 def test_color_transforms_match_torchvision_functional(image_folder, quantized):
     """ColorJitter, grayscale and flips on the fast path equal torchvision v2 functional with the plan's draws."""

@@ -271,3 +271,44 @@ def test_stream_order_prefetches_the_shards_ahead_of_each_batch():
 def test_the_shuffle_buffer_draws_from_the_next_items_only():
     draws = iter([0, 1, 0, 2, 0, 0, 1, 0])
     assert buffer_shuffled(list(range(6)), 3, lambda n: next(draws) % n) == [0, 1, 3, 2, 5, 4]
+
+
+class _Listed(IndexOrder):
+    def __init__(self, indices: list[int], batch_size: int):
+        super().__init__(batch_size, drop_last=False)
+        self.listed = indices
+
+    def indices(self, epoch: int) -> list[int]:
+        return self.listed
+
+    def num_samples(self) -> int:
+        return len(self.listed)
+
+
+def test_counted_batches_say_how_often_each_sample_came_before():
+    """``repeat``: a sample's earlier places in the epoch, counted from its batches as they come (a sampler
+    drawing with replacement, padding); 0 for a first place, and for another index put at that place (a
+    replacement for a failed sample)."""
+    indices = [5, 1, 5, 300, 5, 1, 0] + [7] * 300
+    order = _Listed(indices, 4)
+    batches = list(order.count_repeats(order.batches(0)))
+    assert [pair for batch in batches for pair in batch] == list(enumerate(indices))
+    expected = [collections.Counter(indices[:position])[index] for position, index in enumerate(indices)]
+    assert [order.repeat(position, index) for position, index in enumerate(indices)] == expected
+    assert expected[:7] == [0, 0, 1, 0, 2, 1, 0] and expected[-1] == 299  # past a byte's count too
+    assert order.repeat(2, 1) == 0  # another sample in that place
+    order.count_repeats(order.batches(1))  # a new epoch's generator counts nothing before it runs...
+    assert order.repeat(2, 5) == 1
+    next(order.count_repeats(order.batches(1)))  # ...and starts afresh when it does
+    assert order.repeat(2, 5) == 1 and order.repeat(4, 5) == 0
+
+
+def test_counting_follows_a_sampler_with_replacement():
+    sampler = torch.utils.data.WeightedRandomSampler([1.0] * 3, 40, replacement=True,
+                                                     generator=torch.Generator().manual_seed(0))
+    order = SamplerOrder(torch.utils.data.BatchSampler(sampler, 8, False), 3, True)
+    drawn = [pair for batch in order.count_repeats(order.batches(0)) for pair in batch]
+    seen = collections.Counter()
+    for position, index in drawn:
+        assert order.repeat(position, index) == seen[index]
+        seen[index] += 1

@@ -454,6 +454,23 @@ def imagenet_train_pipeline(data_path, batch_size=4, crop=64, fp16=False):
     return pipe.build()
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_the_copies_that_fill_the_last_batch_are_augmented_anew(photos, monkeypatch, fused):
+    """LAST_BATCH_FILL pads 10 photos to 12 with two copies of the shard's last file; in rocAL each copy is
+    a sample of its own that its random operators draw for (here the random-crop decoder's window and the
+    mirror coin), and so in fastload, on the fused path and operator by operator alike."""
+    if not fused:
+        monkeypatch.setattr(Pipeline, "_lower", lambda self, graph: "forced for the test")
+    pipe = imagenet_train_pipeline(photos)
+    assert pipe.loader.fast_path == fused
+    pipe.run(), pipe.run()
+    (images,) = pipe.run()
+    images = torch.as_tensor(np.asarray(images))
+    labels = pipe.get_image_labels()
+    assert labels[2] == labels[3] == labels_of(photos)[-1]  # positions 10 and 11: the last photo, twice
+    assert not torch.equal(images[2], images[3])
+
+
 def test_the_imagenet_training_graph_is_fused_and_equals_the_operator_run(photos, monkeypatch):
     """rocAL's ImageNet training graph lowers to a fused plan (the fast path): the same samples, windows
     and flips as the operator-by-operator run; pixels differ by resampling arithmetic (Pillow's triangle

@@ -55,10 +55,11 @@ class SampleContext:
     external: dict[int, Any] = field(default_factory=dict)
     gpu: torch.device = torch.device("cpu")
     frame: int = 0  # the frame of a sequence an operator runs on (fastload.compat.rocal's video reader)
+    repeat: int = 0  # the sample's earlier places in the epoch (fastload.order.Order.repeat): copies draw anew
 
     def rng(self, op: "Op") -> SampleRandom:
         """The sample's stream for ``op``: its own, so operators draw independently of each other."""
-        return SampleRandom(self.seed, self.epoch, self.index).fork(op.ordinal)
+        return SampleRandom(self.seed, self.epoch, self.index, self.repeat).fork(op.ordinal)
 
 
 class Op:
