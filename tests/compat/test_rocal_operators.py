@@ -781,3 +781,74 @@ def test_every_name_of_rocals_python_api_exists_and_what_does_not_run_says_so(mo
         with pytest.raises(NotImplementedError, match=name):
             with Pipeline(batch_size=1, num_threads=1, device_id=0, rocal_cpu=True):
                 getattr(mod, name)()
+
+
+def _separable_reference(image: np.ndarray, width: int, height: int, kind: str) -> np.ndarray:
+    """RPP's separable resize (resize.cpp: GenericFilter, compute_resize_src_loc, compute_*_coefficient,
+    normalized taps clamped to the image), written per output pixel in float64, before rounding."""
+    def value(x):
+        a = abs(x)
+        if kind == "cubic":
+            return 0.0 if a >= 2 else (a * a * (-0.5 * a + 2.5) - 4 * a + 2 if a > 1 else a * a * (1.5 * a - 2.5) + 1)
+        if kind == "lanczos":
+            return 0.0 if a >= 3 else float(np.sinc(x) * np.sinc(x / 3))
+        if kind == "gaussian":
+            return math.exp(-4 * x * x)
+        return max(0.0, 1 - a)
+
+    def axis(size, out):
+        ratio = size / out
+        radius = {"cubic": 2.0, "lanczos": 3.0}.get(kind, 1.0)
+        scale = 1.0
+        if kind != "cubic" and size > out:
+            radius, scale = radius * ratio, 1 / ratio
+        taps = math.ceil(2 * radius)
+        matrix = np.zeros((out, size))
+        for d in range(out):
+            first = math.ceil(d * ratio + (ratio - 1) / 2 - radius)
+            weights = [value((first + k - ((d + 0.5) * ratio - 0.5)) * scale) for k in range(taps)]
+            for k, w in enumerate(weights):
+                matrix[d, min(max(first + k, 0), size - 1)] += w / sum(weights)
+        return matrix
+
+    rows, cols = axis(image.shape[0], height), axis(image.shape[1], width)
+    return np.einsum("ys,xt,stc->yxc", rows, cols, image.astype(np.float64))
+
+
+@pytest.mark.parametrize("kind", ["cubic", "lanczos", "gaussian", "triangular"])
+def test_rpps_separable_resize_on_awkward_sizes(kind):
+    """Shrinking (the filter widened by the ratio, but cubic's) and enlarging, fresh random images of
+    awkward sizes: within a level of RPP's formulas in float64 (float32 rounding), the last width % 16
+    columns truncated as RPP's scalar tail truncates, the rest rounded (and equal but for under 3 %)."""
+    generator = np.random.default_rng(7)
+    for (h, w), (out_h, out_w) in [((37, 53), (16, 23)), ((29, 31), (61, 47)), ((97, 18), (13, 40)), ((5, 3), (5, 3))]:
+        image = generator.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        out = imageops.resample(torch.from_numpy(image), out_w, out_h, kind).numpy().astype(int)
+        assert out.shape == (out_h, out_w, 3)
+        exact = _separable_reference(image, out_w, out_h, kind)
+        tail = out_w & ~15
+        expected = np.concatenate([np.rint(exact[:, :tail]), np.trunc(exact[:, tail:])], axis=1)
+        expected = np.clip(expected, 0, 255)
+        assert np.abs(out - expected).max() <= 1, (kind, h, w, out_h, out_w)
+        # rounded columns: RPP's float32 positions (d * ratio + offset, ratio inexact) and coefficients move a
+        # rounding a level now and then; truncated ones: where the exact value is a whole number (scale 1)
+        # RPP's float32 sum may land just below it, as in its golden outputs
+        assert not tail or (out[:, :tail] != expected[:, :tail]).mean() < 0.03, (kind, h, w, out_h, out_w)
+
+
+def test_rpps_lanczos_and_cubic_are_pillows_away_from_the_borders():
+    """Pillow's LANCZOS (a = 3, widened when shrinking) and BICUBIC (a = -0.5, here enlarging, where neither
+    widens) are the filters RPP's are: the same pixels where no tap reaches a border (Pillow drops the
+    taps outside the image, RPP repeats the edge), within a level (rounding; the first 16 columns, rounded
+    in RPP too). Cubic enlarges a smooth image: Pillow rounds and clips between its passes, which cubic's
+    overshoot on noise would turn into several levels."""
+    from PIL import Image
+    noise = np.random.default_rng(3).integers(0, 256, (83, 77, 3), dtype=np.uint8)
+    y, x = np.mgrid[:9, :11]
+    smooth = np.stack([128 + 60 * np.sin(x / 3 + c) * np.cos(y / 4) for c in range(3)], -1).round().astype(np.uint8)
+    for kind, pil, small, (out_w, out_h), margin in [("lanczos", Image.LANCZOS, noise, (15, 26), 4),
+                                                     ("cubic", Image.BICUBIC, smooth, (16, 21), 3)]:
+        ours = imageops.resample(torch.from_numpy(small), out_w, out_h, kind).numpy().astype(int)
+        theirs = np.asarray(Image.fromarray(small).resize((out_w, out_h), pil)).astype(int)
+        inner = (slice(margin, out_h - margin), slice(margin, min(out_w, 16) - margin))
+        assert np.abs(ours[inner] - theirs[inner]).max() <= 1, kind

@@ -194,8 +194,8 @@ def test_unsupported_operators_and_arguments_are_refused(photos):
             fn.fog(images)
         with pytest.raises(NotImplementedError, match="pad_last_batch=False, stick_to_shard=False"):
             fn.decoders.image(jpegs, file_root=photos, pad_last_batch=False, stick_to_shard=False, num_shards=2)
-        with pytest.raises(NotImplementedError, match="interpolation_type LANCZOS"):
-            fn.resize(images, resize_width=4, resize_height=4, interpolation_type=types.LANCZOS_INTERPOLATION)
+        with pytest.raises(NotImplementedError, match="fn.rotate: interpolation_type LANCZOS_INTERPOLATION"):
+            fn.rotate(images, angle=10.0, interpolation_type=types.LANCZOS_INTERPOLATION)
         with pytest.raises(ValueError, match="cannot be combined"):
             fn.resize(images, resize_width=4, resize_shorter=4)
     with pytest.raises(NotImplementedError, match="display=True"):

@@ -194,3 +194,24 @@ def test_lens_correction_on_odd_sizes_and_gray():
     assert out.shape == rgb.shape and bool(torch.isfinite(out).all())
     gray = imageops.lens_correction(rgb[..., :1].squeeze(-1), camera, distortion)
     assert gray.shape == (29, 37) and torch.equal(gray, out[..., 0])
+
+
+INTERPOLATIONS = {"nn": types.NEAREST_NEIGHBOR_INTERPOLATION, "linear": types.LINEAR_INTERPOLATION,
+                  "cubic": types.CUBIC_INTERPOLATION, "lanczos": types.LANCZOS_INTERPOLATION,
+                  "gaussian": types.GAUSSIAN_INTERPOLATION, "triangular": types.TRIANGULAR_INTERPOLATION}
+
+
+@pytest.mark.parametrize("gray", [False, True])
+@pytest.mark.parametrize("kind", INTERPOLATIONS)
+def test_resize_is_bit_for_bit_rpps_in_every_interpolation(folder, kind, gray):
+    """RPP's QA resize (Tensor_image_host.cpp, RESIZE): each image's top-left half-size region resampled to
+    half size, i.e. at scale 1, where Gaussian blurs (its taps at -1 and 0 weigh e^-4 and 1) and the scalar
+    tail of each row truncates: as fn.roi_resize runs it, one pipeline per image (the region is one for
+    the batch in rocAL). RPP's golden files for all six interpolation types, RGB and gray."""
+    golden = json.loads((DATA / "golden_sha256.json").read_text())[f"resize_{kind}" + ("_gray" if gray else "")]
+    for k, (image, size) in enumerate(IMAGES.items()):
+        half = size // 2
+        out = outputs(folder, lambda x: fn.roi_resize(
+            x, resize_width=half, resize_height=half, roi_w=half, roi_h=half, roi_pos_x=0, roi_pos_y=0,
+            interpolation_type=INTERPOLATIONS[kind]), types.GRAY if gray else types.RGB)[k][:half, :half]
+        assert hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest() == golden[image], f"{kind}: {image}"

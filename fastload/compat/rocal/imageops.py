@@ -253,14 +253,12 @@ def pad_batch(samples: list[torch.Tensor], buffer_hw: tuple[int, int], layout: s
 def resample(image: torch.Tensor, width: int, height: int, interpolation: str) -> torch.Tensor:
     """The image resampled to ``width`` x ``height`` as RPP's host kernels do (ROCm/rpp at f1d37473,
     src/modules/tensor/cpu/kernel/resize.cpp): "nn" takes the source pixel floor((x + 0.5) * ratio)
-    (compute_resize_nn_src_loc); "triangular" is the separable triangle filter widened by the ratio when
-    shrinking (resize_separable_host_tensor), which is DALI's; "linear" is ``_rpp_bilinear``."""
+    (compute_resize_nn_src_loc); "linear" is ``_rpp_bilinear``; "cubic", "lanczos", "gaussian" and
+    "triangular" are RPP's separable filters (``_rpp_separable``)."""
     if image.shape[0] < 1 or image.shape[1] < 1:
         raise ValueError(f"an empty {image.shape[1]}x{image.shape[0]} window to resize")
-    if interpolation == "triangular":
-        from ..dali import imageops as dali_imageops
-        return dali_imageops.resize(image, resize_x=width, resize_y=height, interp_type="triangular",
-                                    antialias=True)
+    if interpolation in _SEPARABLE:
+        return _rpp_separable(image, width, height, interpolation)
     src_h, src_w = image.shape[0], image.shape[1]
     if interpolation == "nn":
         rows = _nn_sources(src_h, height)
@@ -318,6 +316,90 @@ def _rpp_bilinear(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
     out.round_()
     out[:, tail:] = truncated
     return out.clamp_(0, 255).to(torch.uint8)
+
+
+# RPP's separable filters (ROCm/rpp f1d37473, api/rppdefs.h GenericFilter; src/modules/tensor/cpu/kernel/
+# resize.cpp): (radius, widened when shrinking) -- a shrinking axis scales the filter by 1 / ratio and its
+# radius by ratio; cubic never widens.
+_SEPARABLE = {"cubic": (2.0, False), "lanczos": (3.0, True), "gaussian": (1.0, True), "triangular": (1.0, True)}
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """float32 a * b + c rounded once, as _mm_fmadd_ps (RPP's resampling loops): the product of two
+    float32 values is exact in float64, so one float64 add then the float32 rounding gives it (a double
+    rounding could differ only at an exact float32 tie of the float64 sum, which these sums do not meet)."""
+    return (a.astype(np.float64) * b + c).astype(np.float32)
+
+
+def _filter_value(kind: str, x: np.ndarray) -> np.ndarray:
+    """RPP's coefficient functions (resize.cpp: compute_bicubic/lanczos3/gaussian/triangular_coefficient),
+    in float32."""
+    f32 = np.float32
+    if kind == "cubic":
+        a = np.abs(x)
+        far = a * a * (f32(-0.5) * a + f32(2.5)) - f32(4.0) * a + f32(2.0)
+        near = a * a * (f32(1.5) * a - f32(2.5)) + f32(1.0)
+        return np.where(a >= 2, f32(0), np.where(a > 1, far, near)).astype(f32)
+    if kind == "lanczos":
+        def sinc(v):
+            v = (v * f32(np.pi)).astype(f32)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(np.abs(v) < f32(1e-5), f32(1) - v * v * f32(1 / 6), np.sin(v) / v).astype(f32)
+        return np.where(np.abs(x) >= 3, f32(0), sinc(x) * sinc(x * f32(0.333333))).astype(f32)
+    if kind == "gaussian":
+        return np.exp(x * x * f32(-4.0)).astype(f32)
+    return np.maximum(f32(1) - np.abs(x), f32(0)).astype(f32)
+
+
+def _separable_taps(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """One axis of RPP's separable resize (resize_separable_host_tensor): per output index the source taps
+    (first = ceil(d * ratio + offset), then the next ``filter size`` - 1, clamped to the image) and their
+    normalized float32 coefficients."""
+    f32 = np.float32
+    ratio = f32(size) / f32(out)
+    base, widens = _SEPARABLE[kind]
+    radius, scale = f32(base), f32(1)
+    if widens and size > out:
+        radius, scale = f32(base) * ratio, f32(1) / ratio
+    taps = int(np.ceil(f32(2) * radius))
+    offset = (ratio - f32(1)) * f32(0.5) - radius
+    where = _fma(np.arange(out, dtype=f32), ratio, offset)  # compute_resize_src_loc, contracted by the build
+    first = np.ceil(where)
+    weight = (first - where).astype(f32) - radius
+    coefficients = np.stack([_filter_value(kind, ((weight + f32(k)) * scale).astype(f32)) for k in range(taps)], 1)
+    total = np.zeros(out, f32)
+    for k in range(taps):  # compute_row_coefficients: summed in order, then scaled by the reciprocal
+        total = (total + coefficients[:, k]).astype(f32)
+    inverse = np.where(total != 0, f32(1) / np.where(total != 0, total, f32(1)), f32(1)).astype(f32)
+    coefficients = (coefficients * inverse[:, None]).astype(f32)
+    sources = np.clip(first.astype(np.int64)[:, None] + np.arange(taps), 0, size - 1)
+    return sources, coefficients
+
+
+def _rpp_separable(image: torch.Tensor, width: int, height: int, kind: str) -> torch.Tensor:
+    """RPP's separable resize (cubic, Lanczos-3, Gaussian, triangular): a vertical pass into float32, then
+    a horizontal one, each summing its taps in order with fused multiply-adds (compute_separable_vertical/
+    horizontal_resample: ``_fma``, here on float64 tensors holding float32 values); uint8 outputs rounded
+    half to even and saturated (saturate_pixel), but for the truncated scalar tail."""
+    squeeze = image.dim() == 2
+    source = (image[:, :, None] if squeeze else image).double()
+    rows, row_coefficients = (torch.from_numpy(a) for a in _separable_taps(source.shape[0], height, kind))
+    cols, col_coefficients = (torch.from_numpy(a) for a in _separable_taps(source.shape[1], width, kind))
+    temp = torch.zeros((height, source.shape[1], source.shape[2]), dtype=torch.float64)
+    for k in range(rows.shape[1]):
+        temp = source.index_select(0, rows[:, k]).mul_(row_coefficients[:, k, None, None].double()).add_(temp)
+        temp = temp.float().double()  # each fused multiply-add rounds once to float32
+    out = torch.zeros((height, width, source.shape[2]), dtype=torch.float64)
+    for k in range(cols.shape[1]):
+        out = temp.index_select(1, cols[:, k]).mul_(col_coefficients[None, :, k, None].double()).add_(out)
+        out = out.float().double()
+    out = out.float()
+    if image.dtype == torch.uint8:  # the last width % 16 columns come from a scalar tail, truncated
+        tail = width & ~15
+        out[:, :tail] = out[:, :tail].round()
+        out = out.trunc_().clamp_(0, 255).to(torch.uint8)
+    out = out[:, :, 0] if squeeze else out
+    return out.contiguous() if image.dtype == torch.uint8 else out.to(image.dtype)
 
 
 def pixelate_size(side: int, percent: float) -> int:

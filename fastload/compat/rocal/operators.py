@@ -885,15 +885,16 @@ def decoders_image_slice(*inputs, file_root="", path="", annotations_file="", sh
 
 _INTERPOLATIONS = {RocalResizeInterpolationType.NEAREST_NEIGHBOR_INTERPOLATION: "nn",
                    RocalResizeInterpolationType.LINEAR_INTERPOLATION: "linear",
+                   RocalResizeInterpolationType.CUBIC_INTERPOLATION: "cubic",
+                   RocalResizeInterpolationType.LANCZOS_INTERPOLATION: "lanczos",
+                   RocalResizeInterpolationType.GAUSSIAN_INTERPOLATION: "gaussian",
                    RocalResizeInterpolationType.TRIANGULAR_INTERPOLATION: "triangular"}
 
 
 def _interpolation(value) -> str:
-    kind = RocalResizeInterpolationType(value)
-    if kind not in _INTERPOLATIONS:
-        raise NotImplementedError(f"{PREFIX}: interpolation_type {kind.name} is not supported (NEAREST_NEIGHBOR, "
-                                  f"LINEAR, TRIANGULAR)")
-    return _INTERPOLATIONS[kind]
+    """rocAL's interpolation_type as imageops.resample names it (RPP's RpptInterpolationType: the same
+    numbers, which MIVisionX's Resize node casts)."""
+    return _INTERPOLATIONS[RocalResizeInterpolationType(value)]
 
 
 def _resize_args(operator, max_size, resize_longer, resize_shorter, resize_width, resize_height, scaling_mode):
@@ -1028,9 +1029,12 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
                             std=(1.0,), mirror=1, device=None, output_layout=RocalTensorLayout.NHWC,
                             output_dtype=RocalTensorOutputType.UINT8):
     """``fn.resize_mirror_normalize``: fn.resize's sizes, then a flip where ``mirror`` (1 by default) and
-    ``(x - mean) / std`` (rocalResizeMirrorNormalize)."""
+    ``(x - mean) / std`` (rocalResizeMirrorNormalize). Always bilinear, whatever ``interpolation_type``
+    says: MIVisionX's ResizeMirrorNormalize node passes RPP BILINEAR (ResizeMirrorNormalize.cpp), the only
+    one RPP's resize_mirror_normalize implements."""
     sizes = _resize_args("fn.resize_mirror_normalize", max_size, resize_longer, resize_shorter, resize_width,
                          resize_height, scaling_mode)
+    _interpolation(interpolation_type)  # one of rocAL's, which the node then does not read
     layout, dtype = _kind(output_layout, output_dtype)
     width, height = imageops.resize_buffer(_source(inputs).buffer[::-1], **sizes)
     out = Rocal((height, width), layout, dtype)
@@ -1038,7 +1042,7 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
     def run(ctx, op, image, sizes, interpolation, mirror, mean, std):
         return imageops.normalize(_resized(image, sizes, interpolation), mean, std, int(mirror), out.torch_dtype)
     return _image_op("resize_mirror_normalize", run, inputs[0],
-                     {"sizes": sizes, "interpolation": _interpolation(interpolation_type),
+                     {"sizes": sizes, "interpolation": "linear",
                       "mirror": _mirror(mirror),
                       "mean": tuple(float(v) for v in mean), "std": tuple(float(v) for v in std)}, out)
 
@@ -1187,8 +1191,9 @@ def _warp_op(name: str, warp, inputs, interpolation_type, dest_width, dest_heigh
     """An RPP warp of each image at its own size (``warp(image, kind, **values)``), at the top left of a
     dest_width x dest_height buffer (0: the input's), cut to it; LINEAR or NEAREST_NEIGHBOR, as RPP's."""
     kind = _interpolation(interpolation_type)
-    if kind == "triangular":
-        raise NotImplementedError(f"{PREFIX}: fn.{name}: interpolation_type TRIANGULAR is not supported "
+    if kind not in ("linear", "nn"):
+        raise NotImplementedError(f"{PREFIX}: fn.{name}: interpolation_type "
+                                  f"{RocalResizeInterpolationType(interpolation_type).name} is not supported "
                                   f"(LINEAR, NEAREST_NEIGHBOR, as RPP's {name})")
     layout, dtype = _kind(output_layout, output_dtype)
     buffer = (int(dest_height), int(dest_width)) if dest_width and dest_height else _source(inputs).buffer
