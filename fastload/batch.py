@@ -73,9 +73,9 @@ class SampleReader:
                              epoch_samples=len(order) * loader.batch_size)
         return EpochContext(epoch, loader.schedule.augment_seed, order, errors)
 
-    def read(self, index: int, ctx: EpochContext, report, position: int) -> tuple[str, Any, bytes, Any, Any]:
-        """(path, label, file bytes, header, geometry) of sample ``index`` at ``position`` of the context's
-        epoch (a repeated sample draws anew: ``Order.repeat``)."""
+    def read(self, index: int, repeat: int, ctx: EpochContext, report) -> tuple[str, Any, bytes, Any, Any]:
+        """(path, label, file bytes, header, geometry) of sample ``index`` in the context's epoch, its
+        augmentation drawn with ``repeat`` (``load_or_replace`` says which)."""
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
@@ -83,7 +83,7 @@ class SampleReader:
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
-        random = SampleRandom(ctx.seed, ctx.epoch, index, ctx.order.repeat(position, index))
+        random = SampleRandom(ctx.seed, ctx.epoch, index, repeat)
         geometry = self.plan.sample(header.width, header.height, random)
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
@@ -92,14 +92,19 @@ class SampleReader:
     def label(self, label: Any) -> Any:
         return self.target_transform(label) if self.target_transform is not None else label
 
-    def load_or_replace(self, load: Callable[[int], Any], position: int, index: int, ctx: EpochContext,
+    def load_or_replace(self, load: Callable[[int, int], Any], position: int, index: int, ctx: EpochContext,
                         start: int = 0) -> Any:
-        """``load(index)``, or under on_error="skip" ``load`` of the order's replacements for it
-        (``start=1``: this one having failed already), each sample of the epoch tried at most once."""
+        """``load(index, repeat)``, or under on_error="skip" ``load`` of the order's replacements for it
+        (``start=1``: this one having failed already), each sample of the epoch tried at most once.
+        ``repeat`` keys the sample's augmentation (fastload.rng): how often it came before in the epoch
+        (``Order.repeat``); a replacement draws as its own first copy does, so that a file that failed
+        with that draw and was reported is not delivered in another's place with a luckier one (a crop
+        away from a truncated JPEG's damage decodes)."""
         for attempt in range(start, ctx.order.attempts()):
             candidate = index if attempt == 0 else ctx.order.replacement(position, index, attempt)
+            repeat = ctx.order.repeat(position, index) if attempt == 0 else 0
             try:
-                return load(candidate)
+                return load(candidate, repeat)
             except DecodeError as error:
                 ctx.errors.skip(error, ctx.epoch)
         raise DecodeError(index, self.samples[index][0], "on_error='skip': no loadable sample left "
@@ -175,14 +180,14 @@ class FastPath(SampleReader):
             return torch.empty((rows,) + self.outputs.shape[1:], dtype=self.outputs.dtype, pin_memory=True), None
         return self.outputs.take(rows)
 
-    def load(self, position: int, index: int, ctx: EpochContext, out: torch.Tensor, report, color_row=None) -> Any:
-        """Decode and augment sample ``index`` (at ``position``) into ``out`` (its output or staging row);
-        return its label.
+    def load(self, index: int, repeat: int, ctx: EpochContext, out: torch.Tensor, report, color_row=None) -> Any:
+        """Decode and augment sample ``index`` (drawn with ``repeat``) into ``out`` (its output or staging
+        row); return its label.
 
         ``color_row`` receives the sample's color operations and factors,
         which the batch's finish applies.
         """
-        path, label, data, header, geometry = self.read(index, ctx, report, position)
+        path, label, data, header, geometry = self.read(index, repeat, ctx, report)
         t1 = time.perf_counter()
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
@@ -240,8 +245,8 @@ class _LoadInto:
         return self.path.load_or_replace(functools.partial(self._load, report), self.position, self.index,
                                          self.ctx)
 
-    def _load(self, report, index: int) -> Any:
-        return self.path.load(self.position, index, self.ctx, self.rows.get()[self.row], report, self.color_row)
+    def _load(self, report, index: int, repeat: int) -> Any:
+        return self.path.load(index, repeat, self.ctx, self.rows.get()[self.row], report, self.color_row)
 
 
 class _Finish:

@@ -214,10 +214,11 @@ class DevicePath(SampleReader):
                       functools.partial(self._finish, ctx=ctx),
                       what=[self.samples[index][0] for _, index in batch])
 
-    def _prepare(self, position: int, index: int, ctx: EpochContext, report, on_cpu: bool = False) -> _Sample:
+    def _prepare(self, position: int, index: int, repeat: int, ctx: EpochContext, report,
+                 on_cpu: bool = False) -> _Sample:
         """Read and draw a sample; decode it here unless the GPU decoder takes it (every candidate, while
         they are still to be measured), in which case its bytes are made ready for the batched call."""
-        path, label, data, header, geometry = self.read(index, ctx, report, position)
+        path, label, data, header, geometry = self.read(index, repeat, ctx, report)
         sample = _Sample(position, index, path, data, header, geometry, label)
         gpus = [self.decoder] if self.decoder is not None else self.candidates
         if on_cpu or not gpus or not all(gpu.accepts(data) for gpu in gpus):

@@ -125,8 +125,8 @@ class Order:
 
     def count_repeats(self, batches: Iterator[list[tuple[int, int]]]) -> Iterator[list[tuple[int, int]]]:
         """``batches`` (this epoch's, from the start, resumed ones skipped later) as they come, noting the
-        samples that came earlier in them, for ``repeat``. Only repeats are kept: a byte per dataset index
-        counts the places seen."""
+        samples that came earlier in them, for ``repeat``. Only repeats are kept; a byte per dataset index
+        (up to the largest seen) counts the places seen, small beside the source's own lists per sample."""
         seen, more = bytearray(), {}  # more: the counts past 254 (one index drawn that often)
         self._repeats = repeats = {}
         for batch in batches:
@@ -144,9 +144,9 @@ class Order:
             yield batch
 
     def repeat(self, position: int, index: int) -> int:
-        """How often sample ``index`` at ``position`` came earlier in this epoch's batches (0: the first
-        time, or a replacement for a failed sample): the ``repeat`` its augmentation draws with
-        (``fastload.rng.SampleRandom``), so that each copy is augmented anew, as under torch."""
+        """How often sample ``index`` at ``position`` came earlier in this rank's epoch (0: the first time):
+        the ``repeat`` its augmentation draws with (``fastload.rng.SampleRandom``), so that each copy is
+        augmented anew, as under torch."""
         found = self._repeats.get(position)
         return found[1] if found is not None and found[0] == index else 0
 

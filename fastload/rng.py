@@ -9,7 +9,10 @@ the sample's earlier places in its rank's epoch (0 the first time; a sampler
 drawing with replacement, or the padding that fills a last batch, repeats
 samples): each copy gets its own augmentation, as each call of torch's
 transforms draws anew, and the first copy keeps the stream it would have had
-alone (``fastload.order.Order.repeat``). SplitMix64 is
+alone (``fastload.order.Order.repeat``); a sample standing in for a failed one
+(``on_error="skip"``) draws as its first copy. Copies on different ranks
+(DistributedSampler's padding repeats the head of the epoch on the last
+ranks) are counted there alone and so draw alike. SplitMix64 is
 small, fast in pure Python and passes BigCrush as a stream generator.
 """
 

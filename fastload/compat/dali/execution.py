@@ -167,7 +167,7 @@ class GraphPath(SampleReader):
                      for i, (position, index) in enumerate(batch)]
             yield Job(tasks, self._finish, what=[self.samples[index][0] for _, index in batch])
 
-    def run(self, position: int, index: int, ctx, report, others=()) -> tuple:
+    def run(self, index: int, repeat: int, ctx, report, others=()) -> tuple:
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
@@ -178,7 +178,7 @@ class GraphPath(SampleReader):
         read = time.perf_counter()
         report("graph", path)
         sample = SampleContext(ctx.seed, ctx.epoch, index, name=path, readers=readers, gpu=self.gpu,
-                               repeat=ctx.order.repeat(position, index))
+                               repeat=repeat)
         outputs = self.graph.run_sample(sample)
         self.stats.add("read", read - started)
         self.stats.add("augment", time.perf_counter() - read)
@@ -200,6 +200,6 @@ class _RunSample:
         self.path, self.position, self.index, self.ctx, self.others = path, position, index, ctx, others
 
     def __call__(self, report) -> tuple:
-        def run(index: int) -> tuple:
-            return self.path.run(self.position, index, self.ctx, report, self.others)
+        def run(index: int, repeat: int) -> tuple:
+            return self.path.run(index, repeat, self.ctx, report, self.others)
         return self.path.load_or_replace(run, self.position, self.index, self.ctx)

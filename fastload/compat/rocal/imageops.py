@@ -322,39 +322,51 @@ def _rpp_bilinear(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
 # resize.cpp): (radius, widened when shrinking) -- a shrinking axis scales the filter by 1 / ratio and its
 # radius by ratio; cubic never widens.
 _SEPARABLE = {"cubic": (2.0, False), "lanczos": (3.0, True), "gaussian": (1.0, True), "triangular": (1.0, True)}
+# How the uint8 outputs round: every column half to even (saturate_pixel's nearbyintf, since ROCm/rpp
+# d1b136a7), or, as RPP's golden resize files were made before that (7fca0252), the scalar tail -- the last
+# width % 16 columns -- truncated ("truncate_tail", for the tests against those files).
+SEPARABLE_ROUNDING = "nearest"
 
 
-def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """float32 a * b + c rounded once, as _mm_fmadd_ps (RPP's resampling loops): the product of two
-    float32 values is exact in float64, so one float64 add then the float32 rounding gives it (a double
-    rounding could differ only at an exact float32 tie of the float64 sum, which these sums do not meet)."""
-    return (a.astype(np.float64) * b + c).astype(np.float32)
+def _fma(a, b, c) -> np.ndarray:
+    """float32 a * b + c rounded once, as _mm_fmadd_ps and the multiply-adds the build contracts (clang's
+    -ffp-contract=on with -mfma): the product of two float32 values is exact in float64, so one float64
+    add then the float32 rounding gives it (a double rounding could differ only at an exact float32 tie
+    of the float64 sum)."""
+    return (np.asarray(a, np.float32).astype(np.float64) * np.float32(b) + np.float32(c)).astype(np.float32)
 
 
 def _filter_value(kind: str, x: np.ndarray) -> np.ndarray:
-    """RPP's coefficient functions (resize.cpp: compute_bicubic/lanczos3/gaussian/triangular_coefficient),
-    in float32."""
+    """RPP's coefficient functions (resize.cpp: compute_bicubic/lanczos3/gaussian/triangular_coefficient)
+    in float32 as its build computes them: clang fuses a multiply feeding an add within an expression
+    (cubic's polynomials, Horner by Horner), ``x *= M_PI`` multiplies in double, and sinf/expf are
+    glibc's, correctly rounded (here: double, then rounded)."""
     f32 = np.float32
+    x = np.asarray(x, f32)
     if kind == "cubic":
         a = np.abs(x)
-        far = a * a * (f32(-0.5) * a + f32(2.5)) - f32(4.0) * a + f32(2.0)
-        near = a * a * (f32(1.5) * a - f32(2.5)) + f32(1.0)
+        square = (a * a).astype(f32)
+        # x*x*(-0.5f*x + 2.5f) - 4.0f*x + 2.0f: fma(x*x, fma(-0.5, x, 2.5), -(4x)) + 2
+        far = (_fma(square, _fma(f32(-0.5) * np.ones_like(a), a, f32(2.5)), -(f32(4) * a)) + f32(2)).astype(f32)
+        near = _fma(square, _fma(f32(1.5) * np.ones_like(a), a, f32(-2.5)), f32(1))  # x*x*(1.5f*x - 2.5f) + 1
         return np.where(a >= 2, f32(0), np.where(a > 1, far, near)).astype(f32)
     if kind == "lanczos":
         def sinc(v):
-            v = (v * f32(np.pi)).astype(f32)
+            v = (v.astype(np.float64) * np.pi).astype(f32)
             with np.errstate(invalid="ignore", divide="ignore"):
-                return np.where(np.abs(v) < f32(1e-5), f32(1) - v * v * f32(1 / 6), np.sin(v) / v).astype(f32)
-        return np.where(np.abs(x) >= 3, f32(0), sinc(x) * sinc(x * f32(0.333333))).astype(f32)
+                small = _fma(-(v * v).astype(f32), f32(1.0) / f32(6), f32(1))  # 1.0f - x*x*ONE_OVER_6
+                return np.where(np.abs(v) < f32(1e-5), small, (np.sin(v.astype(np.float64)).astype(f32) / v))
+        third = (x * f32(0.333333)).astype(f32)
+        return np.where(np.abs(x) >= 3, f32(0), (sinc(x) * sinc(third)).astype(f32)).astype(f32)
     if kind == "gaussian":
-        return np.exp(x * x * f32(-4.0)).astype(f32)
+        return np.exp(((x * x).astype(f32) * f32(-4.0)).astype(np.float64)).astype(f32)
     return np.maximum(f32(1) - np.abs(x), f32(0)).astype(f32)
 
 
-def _separable_taps(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """One axis of RPP's separable resize (resize_separable_host_tensor): per output index the source taps
-    (first = ceil(d * ratio + offset), then the next ``filter size`` - 1, clamped to the image) and their
-    normalized float32 coefficients."""
+def _separable_axis(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """One axis of RPP's separable resize (resize_separable_host_tensor): per output index its first source
+    tap, ceil(d * ratio + offset) (unclamped), and the filter's normalized float32 coefficients (one per
+    tap); and the filter's radius."""
     f32 = np.float32
     ratio = f32(size) / f32(out)
     base, widens = _SEPARABLE[kind]
@@ -363,7 +375,7 @@ def _separable_taps(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndar
         radius, scale = f32(base) * ratio, f32(1) / ratio
     taps = int(np.ceil(f32(2) * radius))
     offset = (ratio - f32(1)) * f32(0.5) - radius
-    where = _fma(np.arange(out, dtype=f32), ratio, offset)  # compute_resize_src_loc, contracted by the build
+    where = _fma(np.arange(out, dtype=f32), ratio, offset)  # compute_resize_src_loc
     first = np.ceil(where)
     weight = (first - where).astype(f32) - radius
     coefficients = np.stack([_filter_value(kind, ((weight + f32(k)) * scale).astype(f32)) for k in range(taps)], 1)
@@ -371,34 +383,64 @@ def _separable_taps(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndar
     for k in range(taps):  # compute_row_coefficients: summed in order, then scaled by the reciprocal
         total = (total + coefficients[:, k]).astype(f32)
     inverse = np.where(total != 0, f32(1) / np.where(total != 0, total, f32(1)), f32(1)).astype(f32)
-    coefficients = (coefficients * inverse[:, None]).astype(f32)
-    sources = np.clip(first.astype(np.int64)[:, None] + np.arange(taps), 0, size - 1)
-    return sources, coefficients
+    return first.astype(np.int64), (coefficients * inverse[:, None]).astype(f32), float(radius)
+
+
+def _gray_reads_past(first: np.ndarray, coefficients: np.ndarray, radius: float, size: int) -> bool:
+    """Whether RPP's one-channel horizontal pass (compute_separable_horizontal_resample's last branch)
+    weighs a value past the end of the row. Its SIMD loop makes 16 outputs at a time, 4 by 4, loading 4
+    consecutive taps from a start clamped once (not at all in a group whose first tap is negative), until
+    a group's fourth first tap reaches the row's last index less int(radius): that block and the rest go
+    to the scalar tail, which clamps each tap. A filter wider than that margin reads past the row, and
+    where that tap's coefficient is not 0 the output depends on it."""
+    limit, out, taps = size - 1, len(first), coefficients.shape[1]
+    for column in range(0, (out & ~15) - 15, 16):
+        groups = range(column, column + 16, 4)
+        if any(first[x] >= 0 and first[x + 3] >= limit - int(radius) for x in groups):
+            return False  # this block is redone by the scalar tail, and so is the rest of the row
+        for x in groups:
+            for k in range(0, taps, 4):
+                for output in range(x, x + 4):
+                    start = first[output] + k
+                    start = start if first[x] < 0 else min(max(start, 0), limit)
+                    for j in range(min(4, taps - k)):  # kernelAdd: the loaded taps the sums use
+                        if start + j > limit and coefficients[output, k + j] != 0:
+                            return True
+    return False
 
 
 def _rpp_separable(image: torch.Tensor, width: int, height: int, kind: str) -> torch.Tensor:
     """RPP's separable resize (cubic, Lanczos-3, Gaussian, triangular): a vertical pass into float32, then
-    a horizontal one, each summing its taps in order with fused multiply-adds (compute_separable_vertical/
-    horizontal_resample: ``_fma``, here on float64 tensors holding float32 values); uint8 outputs rounded
-    half to even and saturated (saturate_pixel), but for the truncated scalar tail."""
-    squeeze = image.dim() == 2
-    source = (image[:, :, None] if squeeze else image).double()
-    rows, row_coefficients = (torch.from_numpy(a) for a in _separable_taps(source.shape[0], height, kind))
-    cols, col_coefficients = (torch.from_numpy(a) for a in _separable_taps(source.shape[1], width, kind))
+    a horizontal one, each summing its taps in order with fused multiply-adds, taps clamped to the image
+    (compute_separable_vertical/horizontal_resample: ``_fma``, here on float64 tensors holding float32
+    values); uint8 outputs rounded half to even and saturated (``SEPARABLE_ROUNDING``). A one-channel
+    image whose filter would read past its rows (``_gray_reads_past``) is a ValueError."""
+    squeeze = image.dim() == 2 or image.shape[2] == 1
+    source = image.reshape(image.shape[0], image.shape[1], -1).double()
+    (rows, row_coefficients, _), (cols, col_coefficients, radius) = (
+        _separable_axis(source.shape[0], height, kind), _separable_axis(source.shape[1], width, kind))
+    if squeeze and _gray_reads_past(cols, col_coefficients, radius, source.shape[1]):
+        raise ValueError(f"{kind} resampling of a one-channel {source.shape[1]}-pixel row to {width}: RPP's "
+                         f"one-channel resize then reads past the end of the row (its SIMD loads four taps "
+                         f"from a start clamped once) with a weight not 0, so its output depends on memory "
+                         f"past the image; RGB images, and CUBIC, LINEAR or NEAREST_NEIGHBOR resampling, "
+                         f"do not")
     temp = torch.zeros((height, source.shape[1], source.shape[2]), dtype=torch.float64)
-    for k in range(rows.shape[1]):
-        temp = source.index_select(0, rows[:, k]).mul_(row_coefficients[:, k, None, None].double()).add_(temp)
-        temp = temp.float().double()  # each fused multiply-add rounds once to float32
+    for k in range(row_coefficients.shape[1]):
+        taps = torch.from_numpy(np.clip(rows + k, 0, source.shape[0] - 1))
+        weights = torch.from_numpy(row_coefficients[:, k]).double()[:, None, None]
+        temp = source.index_select(0, taps).mul_(weights).add_(temp).float().double()  # one rounding each
     out = torch.zeros((height, width, source.shape[2]), dtype=torch.float64)
-    for k in range(cols.shape[1]):
-        out = temp.index_select(1, cols[:, k]).mul_(col_coefficients[None, :, k, None].double()).add_(out)
-        out = out.float().double()
+    for k in range(col_coefficients.shape[1]):
+        taps = torch.from_numpy(np.clip(cols + k, 0, source.shape[1] - 1))
+        weights = torch.from_numpy(col_coefficients[:, k]).double()[None, :, None]
+        out = temp.index_select(1, taps).mul_(weights).add_(out).float().double()
     out = out.float()
-    if image.dtype == torch.uint8:  # the last width % 16 columns come from a scalar tail, truncated
-        tail = width & ~15
+    if image.dtype == torch.uint8:
+        tail = width & ~15 if SEPARABLE_ROUNDING == "truncate_tail" else width
         out[:, :tail] = out[:, :tail].round()
         out = out.trunc_().clamp_(0, 255).to(torch.uint8)
-    out = out[:, :, 0] if squeeze else out
+    out = out.reshape((height, width) if image.dim() == 2 else (height, width, image.shape[2]))
     return out.contiguous() if image.dtype == torch.uint8 else out.to(image.dtype)
 
 
