@@ -820,6 +820,31 @@ def test_parameter_handles_are_read_as_the_operators_run(photos):
             fn.random_crop(images, crop_area_factor=level, crop_aspect_ratio=None, crop_pox_x=None, crop_pox_y=None)
 
 
+def test_a_parameter_handle_is_read_once_for_each_batch(photos, monkeypatch):
+    """rocAL reads a handle once per batch: an update made while a batch is being made (here as its first
+    sample is done) reaches none of that batch's samples, and all of the next one's."""
+    from fastload.compat.rocal import operators
+    level = Pipeline.create_float_param(1.0)
+    pipe = Pipeline(batch_size=4, num_threads=1, seed=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=photos)
+        images = fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=16, resize_height=12)
+        pipe.set_outputs(images, fn.brightness(images, brightness=level, brightness_shift=0.0))
+    pipe.build()
+    calls, as_output = [], operators.imageops.as_output
+
+    def update_after_the_first_sample(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the first sample's resize and brightness are done
+            pipe.update_float_param(0.5, level)
+        return as_output(*args, **kwargs)
+    monkeypatch.setattr(operators.imageops, "as_output", update_after_the_first_sample)
+    plain, bright = (t.batch.clone() for t in pipe.run())
+    assert len(calls) >= 8 and torch.equal(bright, plain)
+    plain, bright = (t.batch.clone() for t in pipe.run())
+    assert torch.equal(bright, torch.round(plain.float() * 0.5).to(torch.uint8))
+
+
 @pytest.mark.parametrize("script, size, out", [("pytorch_classification_reader", (500, 375), 224),
                                                ("pytorch_diffusion_loader", (178, 218), 64)])
 def test_rocals_pytorch_reader_scripts(script, size, out, tmp_path):

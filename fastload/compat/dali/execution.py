@@ -163,11 +163,12 @@ class GraphPath(SampleReader):
         for batch in batches:
             start = ctx.epoch * ctx.order.num_samples() + batch[0][0]  # the batch's place in the stream
             others = [(op, order.stream(start, len(batch))) for op, order in self.others]  # in stream order
-            tasks = [_RunSample(self, position, index, ctx, [(op, indices[i]) for op, indices in others])
+            shared: dict = {}  # what the batch reads once (SampleContext.batch)
+            tasks = [_RunSample(self, position, index, ctx, [(op, indices[i]) for op, indices in others], shared)
                      for i, (position, index) in enumerate(batch)]
             yield Job(tasks, self._finish, what=[self.samples[index][0] for _, index in batch])
 
-    def run(self, index: int, repeat: int, ctx, report, others=()) -> tuple:
+    def run(self, index: int, repeat: int, ctx, report, others=(), shared: dict | None = None) -> tuple:
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
@@ -178,7 +179,7 @@ class GraphPath(SampleReader):
         read = time.perf_counter()
         report("graph", path)
         sample = SampleContext(ctx.seed, ctx.epoch, index, name=path, readers=readers, gpu=self.gpu,
-                               repeat=repeat)
+                               repeat=repeat, batch=shared if shared is not None else {})
         outputs = self.graph.run_sample(sample)
         self.stats.add("read", read - started)
         self.stats.add("augment", time.perf_counter() - read)
@@ -196,10 +197,11 @@ def batch_outputs(graph: Graph, results: list[tuple]) -> tuple:
 
 
 class _RunSample:
-    def __init__(self, path: GraphPath, position: int, index: int, ctx, others):
+    def __init__(self, path: GraphPath, position: int, index: int, ctx, others, shared: dict):
         self.path, self.position, self.index, self.ctx, self.others = path, position, index, ctx, others
+        self.shared = shared
 
     def __call__(self, report) -> tuple:
         def run(index: int, repeat: int) -> tuple:
-            return self.path.run(index, repeat, self.ctx, report, self.others)
+            return self.path.run(index, repeat, self.ctx, report, self.others, self.shared)
         return self.path.load_or_replace(run, self.position, self.index, self.ctx)

@@ -44,8 +44,8 @@ def pop_pipeline() -> None:
 @dataclass
 class SampleContext:
     """What one sample's run needs: its random streams' key (seed, epoch, index), its reader samples
-    ((bytes, label) per reader op), the external sources' values for it, and the torch device of the
-    pipeline's "gpu" operators."""
+    ((bytes, label) per reader op), the external sources' values for it, the torch device of the
+    pipeline's "gpu" operators, and what its batch reads once (rocAL's parameter handles)."""
 
     seed: int
     epoch: int
@@ -56,6 +56,7 @@ class SampleContext:
     gpu: torch.device = torch.device("cpu")
     frame: int = 0  # the frame of a sequence an operator runs on (fastload.compat.rocal's video reader)
     repeat: int = 0  # the sample's earlier places in the epoch (fastload.order.Order.repeat): copies draw anew
+    batch: dict = field(default_factory=dict)  # values read once for its batch, shared by the batch's samples
 
     def rng(self, op: "Op") -> SampleRandom:
         """The sample's stream for ``op``: its own, so operators draw independently of each other."""

@@ -244,10 +244,10 @@ class Pipeline:
         size = sizes.pop()
         if size > self._batch_size:
             raise RuntimeError(f"an external source gave {size} samples, more than batch_size={self._batch_size}")
-        results = []
+        results, shared = [], {}
         for i in range(size):
             ctx = SampleContext(self._seed, self._iteration, i, name=f"sample {i}", gpu=self._gpu,
-                                external={key: value[i] for key, value in values.items()})
+                                external={key: value[i] for key, value in values.items()}, batch=shared)
             results.append(self._graph.run_sample(ctx))
         return batch_outputs(self._graph, results)
 

@@ -129,10 +129,9 @@ class RocalParam:
     """rocAL's parameter handle (RocalIntParam / RocalFloatParam, from ``Pipeline.create_int_param`` /
     ``create_float_param``): a value the operators it is given read when they run, which the script may
     change between runs (``update_int_param`` / ``update_float_param``). As in rocAL, whose prefetch queue
-    holds batches made ahead, the batches the loader has already made keep the value they were made with.
-    Operators read it per sample as they run, where rocAL reads it once per batch: an update while a batch
-    is being made may reach only part of it (update between epochs, or between runs of a pipeline that
-    made nothing ahead, for whole batches)."""
+    holds batches made ahead, the batches the loader has already made keep the value they were made with,
+    and a batch reads it once: the value its first sample finds holds for all its samples
+    (``SampleContext.batch``)."""
 
     def __init__(self, value, kind: type):
         if kind is int and not isinstance(value, (int, np.integer)):  # pybind11 takes no float for an int
@@ -145,11 +144,13 @@ class RocalParam:
 
 def _param(value):
     """An argument rocAL takes as a fixed value or a per-sample parameter (a coin flip, fn.uniform, a
-    parameter handle read as each sample runs)."""
+    parameter handle, read once for each batch)."""
     if isinstance(value, RocalParam):
         handle = value
-        return Op("rocal.parameter", lambda ctx, op: torch.tensor(float(handle.value), dtype=torch.float64), [],
-                  {}).outputs[0]
+
+        def read(ctx, op) -> torch.Tensor:
+            return torch.tensor(float(ctx.batch.setdefault(handle, handle.value)), dtype=torch.float64)
+        return Op("rocal.parameter", read, [], {}).outputs[0]
     if isinstance(value, DataNode) or value is None:
         return value
     return float(value)
