@@ -863,3 +863,32 @@ def test_rpps_lanczos_and_cubic_are_pillows_away_from_the_borders():
         theirs = np.asarray(Image.fromarray(small).resize((out_w, out_h), pil)).astype(int)
         inner = (slice(margin, out_h - margin), slice(margin, min(out_w, 16) - margin))
         assert np.abs(ours[inner] - theirs[inner]).max() <= 1, kind
+
+
+def test_decoding_within_the_cap_is_pillows_whichever_decoder_runs():
+    """Three-component JPEGs within max_decoded_width x height decode through fastload's libjpeg-turbo
+    binding, the others (grayscale, CMYK, PNG, data libjpeg warns about) through Pillow: the pixels are
+    Pillow's either way, and what Pillow cannot read is an error either way. Real odd files from other
+    projects' test suites (../shared/testdata)."""
+    import io
+    import glob
+    from PIL import Image
+    from conftest import TESTDATA
+    from fastload.decode import _jpeg
+    files = sorted(glob.glob(str(TESTDATA / "**" / "*.jp*g"), recursive=True))
+    if not files:
+        pytest.skip(f"no shared test data at {TESTDATA}")
+    through_turbo = 0
+    for path in files:
+        data = open(path, "rb").read()
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                expected = torch.from_numpy(np.array(image.convert("RGB")))
+        except Exception:
+            with pytest.raises(Exception):
+                imageops.decode(data, "RGB", 1 << 20, 1 << 20)
+            continue
+        assert torch.equal(imageops.decode(data, "RGB", 1 << 20, 1 << 20), expected), path
+        with Image.open(io.BytesIO(data)) as image:
+            through_turbo += imageops._turbo_rgb(_jpeg, data, image) is not None
+    assert _jpeg is None or through_turbo >= 20
