@@ -2,7 +2,8 @@
 PIL + torchvision preprocessing and no batching, in one run, at several concurrency levels.
 
 Both servers run in their own process (python -m fastload serve for fastload; this script in --serve
-baseline mode for the baseline), the clients in this one: ``--concurrency`` threads each sending its
+baseline mode for the baseline), side by side, and are measured in turn at each level, ``--rounds``
+times (medians reported); the clients run in this one: ``--concurrency`` threads each sending its
 share of ``--requests`` JPEG bodies (ImageNet-like sizes) and waiting for each answer. The fastload
 server preprocesses with a JSON pipeline (Resize 256x256, CropMirrorNormalize 224, float32) and batches
 concurrent requests (--max-batch, --max-wait-ms); the baseline resizes with PIL (Resize 256, CenterCrop
@@ -116,6 +117,12 @@ def _measure(port: int, bodies: list[bytes], concurrency: int) -> dict:
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]}
 
 
+def _median(runs: list[dict]) -> dict:
+    """One level's rounds: the median of each figure, and every round's requests/s."""
+    median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    return {**median, "rounds_requests_per_s": [run["requests_per_s"] for run in runs]}
+
+
 def _model_only(model_name: str, sizes: list[int], rounds: int = 2) -> int:
     """ms an image of the server's model alone at each batch size, as model_input hands it batches
     (channels_last input), with the model in its own layout and converted to channels_last; the best
@@ -156,6 +163,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default="resnet50")
     parser.add_argument("--requests", type=int, default=256, help="requests per measurement")
     parser.add_argument("--concurrency", default="1,8,32", help="client threads, comma-separated")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every level this many times, the two servers in turn; report medians")
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--json", help="also write the results here")
@@ -192,20 +201,31 @@ def main(argv=None) -> int:
             "baseline": [sys.executable, os.path.abspath(__file__), "--serve", "baseline", "--model", args.model,
                          "--device", args.device],
         }
-        results = {}
-        for name, command in servers.items():  # one server at a time: two would share the cores
-            process, port = _start(command)
-            try:
+        # Both servers wait side by side (idle, they take no CPU) and are measured in turn at each level,
+        # ``--rounds`` times: this machine's speed drifts by a third between minutes, which measuring one
+        # server's levels and then the other's puts into the ratio.
+        runs: dict = {}
+        processes = {}
+        try:
+            ports = {}
+            for name, command in servers.items():
+                processes[name], ports[name] = _start(command)
+            for round_ in range(args.rounds):
                 for concurrency in (int(c) for c in args.concurrency.split(",")):
-                    results[(name, concurrency)] = _measure(port, bodies, concurrency)
-                    print(f"{name:<9} concurrency {concurrency:>3}: {results[(name, concurrency)]}", flush=True)
-            finally:
+                    for name in servers:
+                        result = _measure(ports[name], bodies, concurrency)
+                        runs.setdefault((name, concurrency), []).append(result)
+                        print(f"round {round_ + 1} {name:<9} concurrency {concurrency:>3}: {result}", flush=True)
+        finally:
+            for process in processes.values():
                 process.terminate()
                 process.wait(timeout=120)
+        results = {key: _median(values) for key, values in runs.items()}
     print(f"\nmachine: {machine()}")
     print(f"model {args.model} (random weights) on {args.device}, {args.requests} JPEG requests (500x375, 375x500, "
           f"640x480), 224x224 input; fastload: max batch {args.max_batch}, max wait {args.max_wait_ms} ms; "
-          f"{len(os.sched_getaffinity(0))} cores\n")
+          f"{len(os.sched_getaffinity(0))} cores; medians of {args.rounds} round(s), the servers measured in "
+          f"turn at each level\n")
     print(f"{'concurrency':>11} {'fastload req/s':>15} {'p50 ms':>8} {'p99 ms':>8} {'baseline req/s':>15} "
           f"{'p50 ms':>8} {'p99 ms':>8} {'ratio':>6}")
     for concurrency in (int(c) for c in args.concurrency.split(",")):

@@ -58,9 +58,11 @@ def test_bench_compat_runs(tmp_path):
 
 
 def test_bench_serve_runs(tmp_path):
-    """bench_serve.py: both servers started, measured at two concurrency levels on a few requests."""
+    """bench_serve.py: both servers started, measured in turn at two concurrency levels, twice, on a few
+    requests; the medians and each round's requests/s written."""
     result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_serve.py"), "--model", "resnet18",
-                             "--requests", "6", "--concurrency", "1,3", "--json", str(tmp_path / "out.json")],
+                             "--requests", "6", "--concurrency", "1,3", "--rounds", "2",
+                             "--json", str(tmp_path / "out.json")],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     written = json.loads((tmp_path / "out.json").read_text())
@@ -68,6 +70,7 @@ def test_bench_serve_runs(tmp_path):
     assert written["device"] == "cpu" and written["cores"] >= 1
     assert set(results) == {"fastload@1", "fastload@3", "baseline@1", "baseline@3"}
     assert all(r["requests_per_s"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in results.values())
+    assert all(len(r["rounds_requests_per_s"]) == 2 for r in results.values())
 
 
 def test_bench_serve_model_only_runs():
