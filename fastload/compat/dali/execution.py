@@ -168,7 +168,7 @@ class GraphPath(SampleReader):
                      for i, (position, index) in enumerate(batch)]
             yield Job(tasks, self._finish, what=[self.samples[index][0] for _, index in batch])
 
-    def run(self, index: int, repeat: int, ctx, report, others=(), shared: dict | None = None) -> tuple:
+    def run(self, index: int, repeat: int, ctx, report, others, shared: dict) -> tuple:
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
@@ -179,7 +179,7 @@ class GraphPath(SampleReader):
         read = time.perf_counter()
         report("graph", path)
         sample = SampleContext(ctx.seed, ctx.epoch, index, name=path, readers=readers, gpu=self.gpu,
-                               repeat=repeat, batch=shared if shared is not None else {})
+                               repeat=repeat, batch=shared)
         outputs = self.graph.run_sample(sample)
         self.stats.add("read", read - started)
         self.stats.add("augment", time.perf_counter() - read)

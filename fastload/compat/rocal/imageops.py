@@ -5,6 +5,7 @@ Images are HWC tensors, as rocAL's operators hold them (NHWC).
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 
@@ -28,14 +29,12 @@ def decode(data: bytes, color: str, max_width: int, max_height: int) -> torch.Te
     from ...decode import _jpeg  # None where fastload's C extension is not built
     image = Image.open(io.BytesIO(data))
     width, height = image.size
-    owned = False  # whether ``pixels`` is a fresh array (else a view of Pillow's, copied below)
     if width <= max_width and height <= max_height:
         pixels = _turbo_rgb(_jpeg, data, image) if color != "GRAY" else None
-        owned = pixels is not None
         if pixels is None:
             if color == "GRAY" and image.format == "JPEG":
                 image.draft("L", image.size)
-            pixels = np.asarray(image.convert("L" if color == "GRAY" else "RGB"))
+            pixels = np.array(image.convert("L" if color == "GRAY" else "RGB"))  # a writable copy
     else:
         if image.format != "JPEG":
             raise ValueError(f"a {width}x{height} {image.format} image is larger than max_decoded_width x "
@@ -48,21 +47,25 @@ def decode(data: bytes, color: str, max_width: int, max_height: int) -> torch.Te
         if _jpeg is None:
             raise RuntimeError("decoding a JPEG larger than max_decoded_width x max_decoded_height at rocAL's "
                                "DCT scale needs fastload's C extension (fastload._jpeg), which is not built")
-        out_w, out_h = -(-width * scale // 8), -(-height * scale // 8)
-        buffer = np.empty(out_w * out_h * 3, np.uint8)
-        got_w, got_h, channels, warnings, warning = _jpeg.decode(data, buffer, scale, 0, 0, out_w, out_h)
-        if warnings:
+        pixels, warning = _turbo(_jpeg, data, scale, -(-width * scale // 8), -(-height * scale // 8))
+        if warning is not None:
             raise ValueError(f"corrupt JPEG data ({warning})")
-        pixels = buffer[:got_w * got_h * channels].reshape(got_h, got_w, channels)
-        if color == "GRAY" and channels == 3:  # libjpeg's luma (JPEG's YCbCr weights), rounded
+        if color == "GRAY" and pixels.shape[2] == 3:  # libjpeg's luma (JPEG's YCbCr weights), rounded
             pixels = np.round(pixels @ np.array([0.299, 0.587, 0.114])).astype(np.uint8)
-        elif color != "GRAY" and channels == 1:
+        elif color != "GRAY" and pixels.shape[2] == 1:
             pixels = np.repeat(pixels, 3, axis=2)
-        pixels = pixels.reshape(got_h, got_w, -1)
-    tensor = torch.from_numpy(pixels if owned else np.array(pixels, copy=True))
+    tensor = torch.from_numpy(pixels)
     if tensor.dim() == 2:
         tensor = tensor.unsqueeze(-1)
     return tensor.flip(-1).contiguous() if color == "BGR" else tensor
+
+
+def _turbo(jpeg, data: bytes, scale: int, width: int, height: int) -> tuple[np.ndarray, str | None]:
+    """A JPEG decoded whole at DCT scale ``scale``/8 (``width`` x ``height``) by fastload's libjpeg-turbo
+    binding into a fresh array: (height, width, channels), and libjpeg's first warning or None."""
+    buffer = np.empty(width * height * 3, np.uint8)
+    got_w, got_h, channels, warnings, warning = jpeg.decode(data, buffer, scale, 0, 0, width, height)
+    return buffer[:got_w * got_h * channels].reshape(got_h, got_w, channels), warning if warnings else None
 
 
 def _turbo_rgb(jpeg, data: bytes, image) -> np.ndarray | None:
@@ -74,12 +77,11 @@ def _turbo_rgb(jpeg, data: bytes, image) -> np.ndarray | None:
     if jpeg is None or image.format != "JPEG" or image.mode != "RGB":
         return None
     width, height = image.size
-    pixels = np.empty((height, width, 3), np.uint8)
     try:
-        got_w, got_h, channels, warnings, _ = jpeg.decode(data, pixels.reshape(-1), 8, 0, 0, width, height)
+        pixels, warning = _turbo(jpeg, data, 8, width, height)
     except (ValueError, NotImplementedError):
         return None
-    return pixels if (got_w, got_h, channels, warnings) == (width, height, 3, 0) else None
+    return pixels if warning is None and pixels.shape == (height, width, 3) else None
 
 
 def resize_size(width: int, height: int, *, resize_width=0, resize_height=0, resize_shorter=0, resize_longer=0,
@@ -371,8 +373,8 @@ def _filter_value(kind: str, x: np.ndarray) -> np.ndarray:
         a = np.abs(x)
         square = (a * a).astype(f32)
         # x*x*(-0.5f*x + 2.5f) - 4.0f*x + 2.0f: fma(x*x, fma(-0.5, x, 2.5), -(4x)) + 2
-        far = (_fma(square, _fma(f32(-0.5) * np.ones_like(a), a, f32(2.5)), -(f32(4) * a)) + f32(2)).astype(f32)
-        near = _fma(square, _fma(f32(1.5) * np.ones_like(a), a, f32(-2.5)), f32(1))  # x*x*(1.5f*x - 2.5f) + 1
+        far = (_fma(square, _fma(a, -0.5, 2.5), -(f32(4) * a)) + f32(2)).astype(f32)
+        near = _fma(square, _fma(a, 1.5, -2.5), 1)  # x*x*(1.5f*x - 2.5f) + 1
         return np.where(a >= 2, f32(0), np.where(a > 1, far, near)).astype(f32)
     if kind == "lanczos":
         def sinc(v):
@@ -387,10 +389,11 @@ def _filter_value(kind: str, x: np.ndarray) -> np.ndarray:
     return np.maximum(f32(1) - np.abs(x), f32(0)).astype(f32)
 
 
+@functools.lru_cache(maxsize=1024)
 def _separable_axis(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndarray, float]:
     """One axis of RPP's separable resize (resize_separable_host_tensor): per output index its first source
     tap, ceil(d * ratio + offset) (unclamped), and the filter's normalized float32 coefficients (one per
-    tap); and the filter's radius."""
+    tap); and the filter's radius. Kept per (size, out, kind): images of one size share it (read-only)."""
     f32 = np.float32
     ratio = f32(size) / f32(out)
     base, widens = _SEPARABLE[kind]
@@ -407,17 +410,21 @@ def _separable_axis(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndar
     for k in range(taps):  # compute_row_coefficients: summed in order, then scaled by the reciprocal
         total = (total + coefficients[:, k]).astype(f32)
     inverse = np.where(total != 0, f32(1) / np.where(total != 0, total, f32(1)), f32(1)).astype(f32)
-    return first.astype(np.int64), (coefficients * inverse[:, None]).astype(f32), float(radius)
+    first, coefficients = first.astype(np.int64), (coefficients * inverse[:, None]).astype(f32)
+    first.flags.writeable = coefficients.flags.writeable = False
+    return first, coefficients, float(radius)
 
 
-def _gray_reads_past(first: np.ndarray, coefficients: np.ndarray, radius: float, size: int) -> bool:
+@functools.lru_cache(maxsize=1024)
+def _gray_reads_past(size: int, out: int, kind: str) -> bool:
     """Whether RPP's one-channel horizontal pass (compute_separable_horizontal_resample's last branch)
     weighs a value past the end of the row. Its SIMD loop makes 16 outputs at a time, 4 by 4, loading 4
     consecutive taps from a start clamped once (not at all in a group whose first tap is negative), until
     a group's fourth first tap reaches the row's last index less int(radius): that block and the rest go
     to the scalar tail, which clamps each tap. A filter wider than that margin reads past the row, and
     where that tap's coefficient is not 0 the output depends on it."""
-    limit, out, taps = size - 1, len(first), coefficients.shape[1]
+    first, coefficients, radius = _separable_axis(size, out, kind)
+    limit, taps = size - 1, coefficients.shape[1]
     for column in range(0, (out & ~15) - 15, 16):
         groups = range(column, column + 16, 4)
         if any(first[x] >= 0 and first[x + 3] >= limit - int(radius) for x in groups):
@@ -439,11 +446,11 @@ def _rpp_separable(image: torch.Tensor, width: int, height: int, kind: str) -> t
     (compute_separable_vertical/horizontal_resample: ``_fma``, here on float64 tensors holding float32
     values); uint8 outputs rounded half to even and saturated (``SEPARABLE_ROUNDING``). A one-channel
     image whose filter would read past its rows (``_gray_reads_past``) is a ValueError."""
-    squeeze = image.dim() == 2 or image.shape[2] == 1
+    one_channel = image.dim() == 2 or image.shape[2] == 1
     source = image.reshape(image.shape[0], image.shape[1], -1).double()
-    (rows, row_coefficients, _), (cols, col_coefficients, radius) = (
-        _separable_axis(source.shape[0], height, kind), _separable_axis(source.shape[1], width, kind))
-    if squeeze and _gray_reads_past(cols, col_coefficients, radius, source.shape[1]):
+    rows, row_coefficients, _ = _separable_axis(source.shape[0], height, kind)
+    cols, col_coefficients, _ = _separable_axis(source.shape[1], width, kind)
+    if one_channel and _gray_reads_past(source.shape[1], width, kind):
         raise ValueError(f"{kind} resampling of a one-channel {source.shape[1]}-pixel row to {width}: RPP's "
                          f"one-channel resize then reads past the end of the row (its SIMD loads four taps "
                          f"from a start clamped once) with a weight not 0, so its output depends on memory "
@@ -452,12 +459,12 @@ def _rpp_separable(image: torch.Tensor, width: int, height: int, kind: str) -> t
     temp = torch.zeros((height, source.shape[1], source.shape[2]), dtype=torch.float64)
     for k in range(row_coefficients.shape[1]):
         taps = torch.from_numpy(np.clip(rows + k, 0, source.shape[0] - 1))
-        weights = torch.from_numpy(row_coefficients[:, k]).double()[:, None, None]
+        weights = torch.tensor(row_coefficients[:, k], dtype=torch.float64)[:, None, None]
         temp = source.index_select(0, taps).mul_(weights).add_(temp).float().double()  # one rounding each
     out = torch.zeros((height, width, source.shape[2]), dtype=torch.float64)
     for k in range(col_coefficients.shape[1]):
         taps = torch.from_numpy(np.clip(cols + k, 0, source.shape[1] - 1))
-        weights = torch.from_numpy(col_coefficients[:, k]).double()[None, :, None]
+        weights = torch.tensor(col_coefficients[:, k], dtype=torch.float64)[None, :, None]
         out = temp.index_select(1, taps).mul_(weights).add_(out).float().double()
     out = out.float()
     if image.dtype == torch.uint8:
