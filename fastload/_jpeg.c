@@ -10,11 +10,13 @@
  *
  * Two functions, both release the GIL while libjpeg works:
  *   header(data) -> (width, height, components, color_space)
- *   decode(data, out, scale_num, left, top, width, height)
+ *   decode(data, out, scale_num, left, top, width, height, gray=False)
  *       -> (width, height, channels, warnings, first_warning)
  * decode() writes the requested region (in coordinates of the image scaled by
- * scale_num/8, clipped to it) into the writable buffer `out` as packed RGB, or
- * gray for 1-channel JPEGs, with the same pixels as a full decode. If `out` is
+ * scale_num/8, 1 to 16 as libjpeg-turbo's scaled IDCTs allow, clipped to it)
+ * into the writable buffer `out` as packed RGB, or gray for 1-channel JPEGs
+ * and when `gray` is true (libjpeg's own conversion: a YCbCr image's Y, as
+ * TurboJPEG's TJPF_GRAY gives), with the same pixels as a full decode. If `out` is
  * too small, nothing is decoded and the required size is returned as an int.
  * libjpeg errors raise ValueError with its message; its warnings (corrupt
  * data) are counted, not printed. CMYK/YCCK raise NotImplementedError.
@@ -94,16 +96,16 @@ static PyObject *jpeg_header(PyObject *self, PyObject *args) {
 
 static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
     Py_buffer data, out;
-    int scale_num, left, top, width, height;
+    int scale_num, left, top, width, height, gray = 0;
     struct jpeg_decompress_struct cinfo;
     error_manager err;
     int failed = 0, unsupported = 0, out_of_memory = 0;
     Py_ssize_t needed = 0;
     int channels = 0;
     unsigned char *volatile scanline = NULL;  /* volatile: read after a longjmp */
-    if (!PyArg_ParseTuple(args, "y*w*iiiii", &data, &out, &scale_num, &left, &top, &width, &height))
+    if (!PyArg_ParseTuple(args, "y*w*iiiii|p", &data, &out, &scale_num, &left, &top, &width, &height, &gray))
         return NULL;
-    if (scale_num < 1 || scale_num > 8 || left < 0 || top < 0 || width < 1 || height < 1) {
+    if (scale_num < 1 || scale_num > 16 || left < 0 || top < 0 || width < 1 || height < 1) {
         PyBuffer_Release(&data);
         PyBuffer_Release(&out);
         PyErr_SetString(PyExc_ValueError, "invalid scale or region");
@@ -120,7 +122,7 @@ static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
         if (cinfo.jpeg_color_space == JCS_GRAYSCALE) {
             cinfo.out_color_space = JCS_GRAYSCALE;
         } else if (cinfo.jpeg_color_space == JCS_YCbCr || cinfo.jpeg_color_space == JCS_RGB) {
-            cinfo.out_color_space = JCS_RGB;
+            cinfo.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
         } else {
             unsupported = 1;  /* CMYK / YCCK: the caller uses Pillow */
         }
@@ -210,7 +212,7 @@ static PyMethodDef methods[] = {
     {"header", jpeg_header, METH_VARARGS,
      "header(data) -> (width, height, components, jpeg_color_space)"},
     {"decode", jpeg_decode, METH_VARARGS,
-     "decode(data, out, scale_num, left, top, width, height) -> "
+     "decode(data, out, scale_num, left, top, width, height, gray=False) -> "
      "(width, height, channels, warnings, first_warning) or the required size of out"},
     {NULL, NULL, 0, NULL},
 };

@@ -34,7 +34,8 @@ def jpeg(seed: int, width: int, height: int) -> bytes:
 
 
 def decoded(data: bytes) -> torch.Tensor:
-    return imageops.decode(data, "RGB", 1000, 1000)
+    """As the backend decodes a request: rocalJpegExternalFileSource with ROCAL_USE_USER_GIVEN_SIZE, 1000x1000."""
+    return imageops.decode(data, "RGB", 1000, 1000, keep_original=False)
 
 
 def test_the_backends_resnet50_example_from_its_file(tmp_path):
@@ -56,6 +57,7 @@ def test_each_documented_operation():
     """The six operations the backend parses, each against its rocAL rule."""
     data = jpeg(4, 120, 80)
     image = decoded(data)
+    assert image.shape == (160, 240, 3)  # the backend's decode enlarges it: TurboJPEG's 2/1 fits 1000x1000
     run = lambda *ops: JsonPipeline({"pipeline": [*ops[:-1], {**ops[-1], "is_output": True}]},  # noqa
                                     exact=True)([data])[0]
     cropped = run({"operation": "CropFixed", "crop_width": 50, "crop_height": 30, "crop_depth": 1,
@@ -63,7 +65,7 @@ def test_each_documented_operation():
     assert torch.equal(cropped, image[2:32, 7:57])  # whole-pixel offsets
     normalized = run({"operation": "CropMirrorNormalize", "crop_height": 40, "crop_width": 60, "start_x": 0.5,
                       "start_y": 0.5, "mean": [10.0], "std_dev": [0.5], "mirror": True})
-    window = image[20:60, 30:90].float()
+    window = image[60:100, 90:150].float()  # 0.5 of the 240 - 60 and 160 - 40 free pixels
     assert torch.equal(normalized, ((window - 10) / 0.5).round().clamp(0, 255).to(torch.uint8).flip(1))
     rmn = run({"operation": "ResizeMirrorNormalize", "dest_width": 30, "dest_height": 20, "mean": [0, 0, 0],
                "std_dev": [2, 2, 2]})
@@ -74,13 +76,13 @@ def test_each_documented_operation():
     assert torch.equal(rcm, imageops.resample(image[:50, :70], 16, 12, "linear").flip(1))
     crop_resize = run({"operation": "CropResizeFixed", "dest_width": 20, "dest_height": 20, "area": 0.25,
                        "aspect_ratio": 1.0, "x_center_drift": 0.5, "y_center_drift": 0.0})
-    side = int((0.25 * 120 * 80) ** 0.5)  # 48: trunc(sqrt(A * r)), inside the image
-    left = int(0.5 * (120 - side))
+    side = int((0.25 * 240 * 160) ** 0.5)  # 97: trunc(sqrt(A * r)), inside the image
+    left = int(0.5 * (240 - side))
     assert torch.equal(crop_resize, imageops.resample(image[0:side, left:left + side], 20, 20, "linear"))
     whole = run({"operation": "CropResizeFixed", "dest_width": 20, "dest_height": 20, "area": 1.0,
                  "aspect_ratio": 1.5, "x_center_drift": 0.5, "y_center_drift": 0.5})
-    # not strictly inside: the central crop, its aspect (1.5) clamped to 1.333: 106x80 at x = 7
-    assert torch.equal(whole, imageops.resample(image[:, 7:113], 20, 20, "linear"))
+    # not strictly inside: the central crop, its aspect (1.5) clamped to 1.333: 213x160 at x = 13
+    assert torch.equal(whole, imageops.resample(image[:, 13:226], 20, 20, "linear"))
 
 
 @pytest.fixture
@@ -210,7 +212,7 @@ def test_outputs_are_fixed_buffers_and_go_to_the_device():
     pipeline = JsonPipeline({"pipeline": [{"operation": "CropFixed", "crop_width": 200, "crop_height": 100,
                                            "crop_depth": 1, "crop_pos_x": 0, "crop_pos_y": 0, "crop_pos_z": 0,
                                            "is_output": True}]}, device="cpu", color_format="U8")
-    (out,) = pipeline([jpeg(5, 90, 70)])
+    (out,) = pipeline([jpeg(5, 45, 35)])  # decoded at 2/1: 90x70
     assert out.shape == (100, 200, 1) and out[70:].max() == 0 and out[:, 90:].max() == 0
     assert pipeline.output_shape == (100, 200, 1)
 

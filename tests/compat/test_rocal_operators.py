@@ -865,6 +865,110 @@ def test_rpps_lanczos_and_cubic_are_pillows_away_from_the_borders():
         assert np.abs(ours[inner] - theirs[inner]).max() <= 1, kind
 
 
+def _turbojpeg():
+    """rocAL's decoder library, libturbojpeg, through ctypes where this machine has it (Debian's
+    libturbojpeg0, or the file FASTLOAD_TURBOJPEG names), else None; and a decode as rocAL's
+    TJDecoder::decode calls it: tjDecompress2 given the cap (USER_GIVEN_SIZE) or the image's size within
+    it (USER_GIVEN_SIZE_ORIG), TJFLAG_ACCURATEDCT, the size its scaling-factor loop reports."""
+    import ctypes
+    import ctypes.util
+    import os
+    name = os.environ.get("FASTLOAD_TURBOJPEG") or ctypes.util.find_library("turbojpeg")
+    if not name:
+        return None
+    lib = ctypes.CDLL(name)
+    lib.tjInitDecompress.restype = ctypes.c_void_p
+    lib.tjDestroy.argtypes = [ctypes.c_void_p]
+    lib.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + \
+        [ctypes.POINTER(ctypes.c_int)] * 4
+    lib.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p] + \
+        [ctypes.c_int] * 5
+
+    def decode(data: bytes, max_w: int, max_h: int, keep_original: bool, gray: bool):
+        handle = lib.tjInitDecompress()  # one per call: a failed call leaves a handle failing
+        try:
+            w, h, sub, space = (ctypes.c_int() for _ in range(4))
+            if lib.tjDecompressHeader3(handle, data, len(data), *(ctypes.byref(v) for v in (w, h, sub, space))):
+                return None
+            w, h, planes = w.value, h.value, 1 if gray else 3
+            out = np.zeros((max_h, max_w * planes), np.uint8)
+            ask = (min(w, max_w), min(h, max_h)) if keep_original else (max_w, max_h)
+            if lib.tjDecompress2(handle, data, len(data), out.ctypes.data, ask[0], max_w * planes, ask[1],
+                                 6 if gray else 0, 4096):  # TJPF_GRAY / TJPF_RGB, TJFLAG_ACCURATEDCT
+                return None
+        finally:
+            lib.tjDestroy(handle)
+        if keep_original and w <= max_w and h <= max_h:
+            got = (w, h)
+        else:
+            got = next((-(-w * m // 8), -(-h * m // 8)) for m in range(16, 0, -1)
+                       if -(-w * m // 8) <= max_w and -(-h * m // 8) <= max_h)
+        return out[:got[1], :got[0] * planes].reshape(got[1], got[0], planes)
+    return decode
+
+
+def test_decode_sizes_follow_turbojpegs_scaling_factors():
+    """USER_GIVEN_SIZE_ORIG (the decoders' default) keeps an image within the cap and scales a larger one
+    down; USER_GIVEN_SIZE (fn.external_source's, the JSON pipelines') takes the largest of TurboJPEG's
+    16 factors 2/1 ... 1/8 that fits, enlarging small images; over 8x the cap is refused."""
+    import io
+    sizes = {(100, 80): ((100, 80), (200, 160)), (600, 400): ((600, 400), (975, 650)),
+             (900, 600): ((900, 600), (900, 600)), (1200, 800): ((900, 600), (900, 600)),
+             (500, 375): ((500, 375), (1000, 750))}
+    for (w, h), (kept, given) in sizes.items():
+        out = io.BytesIO()
+        make_image(w, w, h).save(out, "JPEG", quality=90)
+        for keep, expected in ((True, kept), (False, given)):
+            for color, channels in (("RGB", 3), ("GRAY", 1)):
+                image = imageops.decode(out.getvalue(), color, 1000, 1000, keep_original=keep)
+                assert image.shape == (expected[1], expected[0], channels), (w, h, keep, color)
+    with pytest.raises(ValueError, match="over 8x"):
+        imageops.decode(out.getvalue(), "RGB", 60, 40, keep_original=False)
+    png = io.BytesIO()
+    make_image(1, 50, 40).save(png, "PNG")
+    for keep in (True, False):  # no DCT scaling: at its size, said aloud (rocAL's decoder cannot read it)
+        with pytest.warns(UserWarning, match="a PNG image in a rocAL pipeline"):
+            assert imageops.decode(png.getvalue(), "RGB", 1000, 1000, keep_original=keep).shape == (40, 50, 3)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="larger than max_decoded_width"):
+        imageops.decode(png.getvalue(), "RGB", 45, 45, keep_original=False)
+
+
+def test_decoding_is_libturbojpegs_for_both_size_policies():
+    """Pixel for pixel what rocAL's TurboJPEG call gives, RGB and GRAY, both policies, caps that keep,
+    shrink and enlarge, on the shared odd JPEGs and on generated ones of awkward sizes and subsamplings
+    (run where libturbojpeg is installed; 584 decodes identical with libjpeg-turbo 2.1.5)."""
+    import glob
+    import io
+    import warnings
+    from PIL import Image
+    from conftest import TESTDATA
+    reference = _turbojpeg()
+    if reference is None:
+        pytest.skip("libturbojpeg is not installed (Debian's libturbojpeg0; or set FASTLOAD_TURBOJPEG)")
+    items = [open(path, "rb").read() for path in sorted(glob.glob(str(TESTDATA / "**" / "*.jp*g"), recursive=True))]
+    rng = np.random.default_rng()
+    for w, h in [(37, 23), (333, 501), (999, 1), (1201, 799)]:
+        for subsampling in (0, 1, 2):
+            out = io.BytesIO()
+            Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).save(out, "JPEG", quality=90,
+                                                                                 subsampling=subsampling)
+            items.append(out.getvalue())
+    compared = 0
+    for data in items:
+        for cap in ((1000, 1000), (224, 300), (512, 97)):
+            for keep in (True, False):
+                for color in ("RGB", "GRAY"):
+                    expected = reference(data, *cap, keep, color == "GRAY")
+                    if expected is None:
+                        continue  # libturbojpeg refuses it (rocAL puts another image in its place)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        got = imageops.decode(data, color, *cap, keep_original=keep).numpy()
+                    assert np.array_equal(got, expected), (cap, keep, color)
+                    compared += 1
+    assert compared > 200
+
+
 def test_decoding_within_the_cap_is_pillows_whichever_decoder_runs():
     """Three-component JPEGs within max_decoded_width x height decode through fastload's libjpeg-turbo
     binding, the others (grayscale, CMYK, PNG, data libjpeg warns about) through Pillow: the pixels are

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -19,40 +20,50 @@ EXTENSIONS = frozenset({"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff"
 MAX_ASPECT_RATIO = 6  # rocAL/include/pipeline/commons.h: output buffers of resizes that keep the aspect
 
 
-def decode(data: bytes, color: str, max_width: int, max_height: int) -> torch.Tensor:
-    """``decoders.image``: HWC uint8 (1 channel for GRAY). As rocAL's TurboJPEG decoder with the default
-    USER_GIVEN_SIZE_ORIG policy (rocAL/source/decoders/image/turbo_jpeg_decoder.cpp): an image within
-    ``max_width`` x ``max_height`` decodes at its size (no EXIF rotation: libjpeg-turbo applies none); a
-    larger JPEG decodes at the largest DCT scale M/8 whose size fits (ceil(side * M / 8), aspect kept),
-    e.g. 1200x800 in 1000x1000 at 3/4 -> 900x600. rocAL crops an image over 8x the cap; fastload refuses it,
-    and a larger image of another format, which rocAL's JPEG decoder does not read at all."""
+def decode(data: bytes, color: str, max_width: int, max_height: int, keep_original: bool = True) -> torch.Tensor:
+    """``decoders.image``: HWC uint8 (1 channel for GRAY), as rocAL's TurboJPEG decoder gives it
+    (rocAL/source/decoders/image/turbo_jpeg_decoder.cpp, TJDecoder::decode). ``keep_original`` is the
+    USER_GIVEN_SIZE_ORIG policy, the decoders' default: an image within ``max_width`` x ``max_height``
+    decodes at its size (no EXIF rotation: libjpeg-turbo applies none), a larger JPEG at the largest DCT
+    scale M/8 whose size fits (ceil(side * M / 8), aspect kept), e.g. 1200x800 in 1000x1000 at 3/4 ->
+    900x600. Without it (USER_GIVEN_SIZE, which ``fn.external_source`` and the inference server's JSON
+    pipelines use) tjDecompress2 is given the cap itself and takes the largest of TurboJPEG's scales
+    2/1 ... 1/8 that fits, enlarging small JPEGs: 500x375 in 1000x1000 decodes at 2/1, 1000x750.
+    rocAL crops an image over 8x the cap; fastload refuses it. rocAL's decoder reads JPEGs only (another
+    format fails its header read and the batch's last good image takes its place,
+    rocAL/source/loaders/image/image_read_and_decode.cpp); fastload decodes it with Pillow at its size
+    and warns, and refuses one larger than the cap."""
     from ...decode import _jpeg  # None where fastload's C extension is not built
     image = Image.open(io.BytesIO(data))
     width, height = image.size
-    if width <= max_width and height <= max_height:
+    within = width <= max_width and height <= max_height
+    if image.format != "JPEG":
+        warnings.warn(f"a {image.format} image in a rocAL pipeline: fastload decodes it with Pillow at its size; "
+                      f"rocAL's TurboJPEG decoder cannot read it and puts another image of the batch in its place",
+                      stacklevel=2)
+        keep_original = True  # no DCT scaling: at its size, or refused below
+    scale = 8 if keep_original and within else _tj_scale(width, height, max_width, max_height)
+    if scale == 8:
         pixels = _turbo_rgb(_jpeg, data, image) if color != "GRAY" else None
         if pixels is None:
             if color == "GRAY" and image.format == "JPEG":
-                image.draft("L", image.size)
+                image.draft("L", image.size)  # libjpeg's own grayscale output, as TurboJPEG's TJPF_GRAY
             pixels = np.array(image.convert("L" if color == "GRAY" else "RGB"))  # a writable copy
     else:
         if image.format != "JPEG":
             raise ValueError(f"a {width}x{height} {image.format} image is larger than max_decoded_width x "
                              f"max_decoded_height ({max_width}x{max_height}); rocAL's decoder only scales JPEGs")
-        scale = next((m for m in range(7, 0, -1) if -(-width * m // 8) <= max_width
-                      and -(-height * m // 8) <= max_height), None)
         if scale is None:
             raise ValueError(f"a {width}x{height} JPEG is over 8x max_decoded_width x max_decoded_height "
                              f"({max_width}x{max_height}): rocAL crops such images, fastload does not")
         if _jpeg is None:
-            raise RuntimeError("decoding a JPEG larger than max_decoded_width x max_decoded_height at rocAL's "
-                               "DCT scale needs fastload's C extension (fastload._jpeg), which is not built")
-        pixels, warning = _turbo(_jpeg, data, scale, -(-width * scale // 8), -(-height * scale // 8))
+            raise RuntimeError("decoding a JPEG at rocAL's DCT scale needs fastload's C extension "
+                               "(fastload._jpeg), which is not built")
+        pixels, warning = _turbo(_jpeg, data, scale, -(-width * scale // 8), -(-height * scale // 8),
+                                 gray=color == "GRAY")
         if warning is not None:
             raise ValueError(f"corrupt JPEG data ({warning})")
-        if color == "GRAY" and pixels.shape[2] == 3:  # libjpeg's luma (JPEG's YCbCr weights), rounded
-            pixels = np.round(pixels @ np.array([0.299, 0.587, 0.114])).astype(np.uint8)
-        elif color != "GRAY" and pixels.shape[2] == 1:
+        if color != "GRAY" and pixels.shape[2] == 1:
             pixels = np.repeat(pixels, 3, axis=2)
     tensor = torch.from_numpy(pixels)
     if tensor.dim() == 2:
@@ -60,12 +71,21 @@ def decode(data: bytes, color: str, max_width: int, max_height: int) -> torch.Te
     return tensor.flip(-1).contiguous() if color == "BGR" else tensor
 
 
-def _turbo(jpeg, data: bytes, scale: int, width: int, height: int) -> tuple[np.ndarray, str | None]:
+def _tj_scale(width: int, height: int, max_width: int, max_height: int) -> int | None:
+    """The M of the first of TurboJPEG's scaling factors, M/8 from 16/8 down to 1/8 (tjGetScalingFactors),
+    whose TJSCALED size, ceil(side * M / 8), fits ``max_width`` x ``max_height``; None if none does."""
+    return next((m for m in range(16, 0, -1) if -(-width * m // 8) <= max_width
+                 and -(-height * m // 8) <= max_height), None)
+
+
+def _turbo(jpeg, data: bytes, scale: int, width: int, height: int, gray: bool = False
+           ) -> tuple[np.ndarray, str | None]:
     """A JPEG decoded whole at DCT scale ``scale``/8 (``width`` x ``height``) by fastload's libjpeg-turbo
-    binding into a fresh array: (height, width, channels), and libjpeg's first warning or None."""
+    binding into a fresh array: (height, width, channels), and libjpeg's first warning or None. ``gray``:
+    libjpeg's grayscale output (a YCbCr JPEG's Y), as TurboJPEG's TJPF_GRAY."""
     buffer = np.empty(width * height * 3, np.uint8)
-    got_w, got_h, channels, warnings, warning = jpeg.decode(data, buffer, scale, 0, 0, width, height)
-    return buffer[:got_w * got_h * channels].reshape(got_h, got_w, channels), warning if warnings else None
+    got_w, got_h, channels, warnings_seen, warning = jpeg.decode(data, buffer, scale, 0, 0, width, height, gray)
+    return buffer[:got_w * got_h * channels].reshape(got_h, got_w, channels), warning if warnings_seen else None
 
 
 def _turbo_rgb(jpeg, data: bytes, image) -> np.ndarray | None:

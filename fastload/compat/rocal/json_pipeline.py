@@ -9,7 +9,9 @@ docs/backends/rocal.rst) describes a rocAL preprocessing pipeline as JSON:
          "start_y": 0, "mean": [0.485, 0.456, 0.406], "std_dev": [0.229, 0.224, 0.225], "is_output": true}]}
 
 Each request's encoded image is decoded as that backend decodes it (TurboJPEG
-through rocAL's external source, capped at 1000x1000 by DCT scaling), then
+through rocAL's external source with ROCAL_USE_USER_GIVEN_SIZE at 1000x1000:
+the largest DCT scale from 2/1 down to 1/8 that fits, so a 500x375 JPEG
+decodes at 1000x750 and a 1200x900 one at 3/4, 900x675), then
 the operations run in order, each on the previous one's output, with the C
 API's semantics (rocAL/include/api/rocal_api_augmentation.h at ROCm/rocAL
 0981d5bb): NHWC uint8 outputs, mean/std applied to 0-255 pixels as written
@@ -372,7 +374,7 @@ class JsonPipeline:
 
     def _decode(self, data, index: int, name: str) -> torch.Tensor | DecodeError:
         try:
-            return imageops.decode(bytes(data), self.color, MAX_DECODED, MAX_DECODED)
+            return imageops.decode(bytes(data), self.color, MAX_DECODED, MAX_DECODED, keep_original=False)
         except Exception as error:
             reason = (f"not an image format Pillow reads ({len(data)} bytes starting {bytes(data[:8])!r}; an "
                       f"HTTP body must be the image's bytes, not a form)" if isinstance(error, UnidentifiedImageError)

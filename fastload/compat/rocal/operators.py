@@ -729,10 +729,10 @@ def _color(output_type) -> str:
     return color.name
 
 
-def _decode(ctx, op, data, color, max_width, max_height):
+def _decode(ctx, op, data, color, max_width, max_height, keep_original=True):
     from ...errors import DecodeError
     try:
-        return imageops.decode(bytes(data.numpy()), color, max_width, max_height)
+        return imageops.decode(bytes(data.numpy()), color, max_width, max_height, keep_original)
     except Exception as error:
         raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
 
@@ -756,7 +756,8 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
                         last_batch_policy, pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
     node = Op("rocal.decoders.image", _decode, [data],
               {"color": _color(output_type), "max_width": int(max_decoded_width),
-               "max_height": int(max_decoded_height)}, layouts=("HWC",)).outputs[0]
+               "max_height": int(max_decoded_height), "keep_original": int(decode_size_policy) == 3},
+              layouts=("HWC",)).outputs[0]
     node.rocal = Rocal((int(max_decoded_height), int(max_decoded_width)))
     if isinstance(reader, coco.COCOReader):  # the boxes, at the decoded size, follow the image's operators
         pipe = _pipeline()
@@ -1752,8 +1753,8 @@ def _external_image(ctx, op, value, mode, color, max_width, max_height):
                 data = torch.frombuffer(bytearray(file.read()), dtype=torch.uint8)
         except OSError as error:
             raise DecodeError(ctx.index, name, f"cannot read: {error}") from error
-    try:
-        return imageops.decode(bytes(data.numpy()), color, max_width, max_height)
+    try:  # rocAL's fn.external_source decodes with USER_GIVEN_SIZE (rocAL_pybind/amd/rocal/fn.py)
+        return imageops.decode(bytes(data.numpy()), color, max_width, max_height, keep_original=False)
     except Exception as error:
         raise DecodeError(ctx.index, name, f"cannot decode: {error}") from error
 
