@@ -88,6 +88,7 @@ def test_a_file_list_keeps_the_listed_names_of_the_folder_for_images_and_is_read
     ((500, 375), dict(resize_width=300, resize_height=300, scaling_mode=3), (300, 225)),
     ((500, 375), dict(resize_width=300, resize_height=300, scaling_mode=2, max_size=(350, 350)), (350, 263)),
     ((500, 375), dict(resize_width=600, resize_height=100, max_size=(400,)), (400, 100)),  # each side clamped
+    ((500, 375), dict(resize_width=300, max_size=(0, 100)), (300, 100)),  # a 0 leaves its side unbounded
 ])
 def test_resize_output_sizes(source, args, expected):
     """ResizeNode::adjust_out_roi_size's rules (rocAL/source/augmentations/geometry_augmentations/
@@ -101,6 +102,29 @@ def test_resize_buffers():
     assert imageops.resize_buffer((1000, 1000), resize_width=300) == (300, 1800)
     assert imageops.resize_buffer((1000, 1000), resize_width=300, scaling_mode=1) == (300, 1000)
     assert imageops.resize_buffer((1000, 1000), resize_shorter=256, max_size=(400, 300)) == (400, 300)
+    assert imageops.resize_buffer((1000, 1000), resize_width=300, max_size=(0, 100)) == (300, 100)
+    assert imageops.resize_buffer((1000, 1000), resize_shorter=256, max_size=(500, 0)) == (500, 1536)
+
+
+def test_max_size_zeros_and_images_cut_to_their_buffer(tmp_path):
+    """rocalResize keeps max_size's 0s (no bound on that side; [0, 0] no max_size), and ResizeNode cuts each
+    image to the output buffer: a 40x300 image resized to a shorter side of 20 would be 20x150, but the
+    buffer is 6 x 20 = 120 high, so it is 20x120 (squeezed), as RPP is handed it."""
+    (tmp_path / "c").mkdir()
+    make_image(1, 40, 300).save(tmp_path / "c" / "tall.jpg", quality=95)
+    make_image(2, 500, 375).save(tmp_path / "c" / "wide.jpg", quality=95)
+    pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True, seed=9)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        images = fn.decoders.image(jpegs, file_root=str(tmp_path))
+        pipe.set_outputs(fn.resize(images, resize_shorter=20), fn.resize(images, resize_width=300, max_size=[0, 100]),
+                         fn.resize(images, resize_width=30, max_size=[0, 0]), images)
+    short, bounded, unbounded, decoded = pipe.run()
+    assert short.dimensions() == [2, 120, 120, 3] and short.get_rois()[:, 2:].tolist() == [[20, 120], [27, 20]]
+    tall = decoded.at(0)[:300, :40]
+    assert np.array_equal(short.at(0)[:120, :20], imageops.resample(torch.from_numpy(tall), 20, 120, "linear").numpy())
+    assert bounded.dimensions() == [2, 100, 300, 3] and bounded.get_rois()[:, 2:].tolist() == [[300, 100], [300, 100]]
+    assert unbounded.dimensions() == [2, 180, 30, 3] and unbounded.get_rois()[:, 2:].tolist() == [[30, 180], [30, 23]]
 
 
 def test_crop_placement_rules():

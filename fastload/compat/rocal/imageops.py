@@ -143,21 +143,24 @@ def resize_size(width: int, height: int, *, resize_width=0, resize_height=0, res
 def resize_buffer(input_max: tuple[int, int], *, resize_width=0, resize_height=0, resize_shorter=0, resize_longer=0,
                   scaling_mode=0, max_size=()) -> tuple[int, int]:
     """The (width, height) of a resize's output buffer, in which every sample's image lies at the top left
-    (rocalResize: max_size, else the requested sides, a missing one MAX_ASPECT_RATIO times the other)."""
-    if max_size:
-        max_w, max_h = (tuple(max_size) * 2)[:2]
-        if max_w and max_h:
-            return int(max_w), int(max_h)
+    (rocalResize: max_size where both its sides are given, else the requested sides, a missing one
+    MAX_ASPECT_RATIO times the other, and then a side max_size gives)."""
+    max_w, max_h = (tuple(max_size) * 2)[:2] if max_size else (0, 0)
+    if max_w and max_h:
+        return int(max_w), int(max_h)
     if resize_shorter:
-        return resize_shorter * MAX_ASPECT_RATIO, resize_shorter * MAX_ASPECT_RATIO
-    if resize_longer:
-        return resize_longer, resize_longer
-    w, h = int(resize_width), int(resize_height)
-    if scaling_mode == 1:
-        return w or input_max[0], h or input_max[1]
-    if scaling_mode == 2:
-        return (w or h) * MAX_ASPECT_RATIO, (h or w) * MAX_ASPECT_RATIO
-    return w or h * MAX_ASPECT_RATIO, h or w * MAX_ASPECT_RATIO
+        w = h = resize_shorter * MAX_ASPECT_RATIO
+    elif resize_longer:
+        w = h = resize_longer
+    else:
+        w, h = int(resize_width), int(resize_height)
+        if scaling_mode == 1:
+            w, h = w or input_max[0], h or input_max[1]
+        elif scaling_mode == 2:
+            w, h = (w or h) * MAX_ASPECT_RATIO, (h or w) * MAX_ASPECT_RATIO
+        else:
+            w, h = w or h * MAX_ASPECT_RATIO, h or w * MAX_ASPECT_RATIO
+    return int(max_w or w), int(max_h or h)
 
 
 def _lround(value: float) -> int:

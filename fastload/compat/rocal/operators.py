@@ -910,9 +910,11 @@ def _resize_args(operator, max_size, resize_longer, resize_shorter, resize_width
     if resize_shorter and resize_longer:
         raise ValueError(f"{operator}: resize_shorter and resize_longer cannot be combined (use "
                          f"SCALING_MODE_MIN_MAX with resize_mirror_normalize)")
-    max_size = tuple(int(v) for v in (max_size if isinstance(max_size, (list, tuple)) else [max_size]) if v)
+    max_size = tuple(int(v) for v in (max_size if isinstance(max_size, (list, tuple)) else [max_size]))
     if len(max_size) > 2:
         raise ValueError(f"{operator}: max_size has one or two values")
+    # (width, height), one value for both; a 0 leaves that side unbounded, and (0, 0) is none at all
+    max_size = () if not any(max_size) else (max_size * 2)[:2]
     if int(scaling_mode) == 4:
         raise NotImplementedError(f"{PREFIX}: {operator}: SCALING_MODE_MIN_MAX is not supported")
     return {"resize_width": int(resize_width), "resize_height": int(resize_height),
@@ -920,9 +922,12 @@ def _resize_args(operator, max_size, resize_longer, resize_shorter, resize_width
             "scaling_mode": int(scaling_mode), "max_size": max_size}
 
 
-def _resized(image: torch.Tensor, sizes: dict, interpolation: str) -> torch.Tensor:
+def _resized(image: torch.Tensor, sizes: dict, interpolation: str, buffer: tuple[int, int]) -> torch.Tensor:
+    """The image resized by rocAL's size rules, each side cut to the output buffer's ((height, width)), as
+    ResizeNode::update_node and ResizeMirrorNormalizeNode's cut it: an image more than MAX_ASPECT_RATIO
+    times longer than wide is squeezed into the buffer."""
     width, height = imageops.resize_size(image.shape[1], image.shape[0], **sizes)
-    return imageops.resample(image, width, height, interpolation)
+    return imageops.resample(image, min(width, buffer[1]), min(height, buffer[0]), interpolation)
 
 
 def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width=0, resize_height=0,
@@ -941,7 +946,7 @@ def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation):
-        return imageops.as_output(_resized(image, sizes, interpolation), out.torch_dtype)
+        return imageops.as_output(_resized(image, sizes, interpolation, out.buffer), out.torch_dtype)
     return _image_op("resize", run, inputs[0], {"sizes": sizes, "interpolation": _interpolation(interpolation_type)},
                      out)
 
@@ -1042,7 +1047,8 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
     out = Rocal((height, width), layout, dtype)
 
     def run(ctx, op, image, sizes, interpolation, mirror, mean, std):
-        return imageops.normalize(_resized(image, sizes, interpolation), mean, std, int(mirror), out.torch_dtype)
+        return imageops.normalize(_resized(image, sizes, interpolation, out.buffer), mean, std, int(mirror),
+                                  out.torch_dtype)
     return _image_op("resize_mirror_normalize", run, inputs[0],
                      {"sizes": sizes, "interpolation": "linear",
                       "mirror": _mirror(mirror),
