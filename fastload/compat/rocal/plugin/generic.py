@@ -2,9 +2,9 @@
 
 Each step returns ``([outputs...], labels)``: one numpy array per output
 (its whole buffer) and the labels as numpy int64 [batch] (int32 (1, batch,
-classes) with ``fn.one_hot``; after ``fn.readers.webdataset``, its samples'
-other members, as the PyTorch iterator gives them). ``len()`` is the batches left when it was
-made (floor). Unlike the PyTorch iterator it does not reset at the epoch's
+classes) with ``fn.one_hot``) after fn.readers.file, fn.readers.cifar10 and
+fn.external_source, and None after any other reader, as rocAL's. ``len()``
+is the batches left when it was made (floor). Unlike the PyTorch iterator it does not reset at the epoch's
 end (call ``reset()``) and does not cut a LAST_BATCH_PARTIAL batch.
 ``ROCALNumpyIterator`` (fn.readers.numpy) returns the outputs alone.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types
-from ..sequence import FrameSequences
-from ..video import VideoSequences
+from ..cifar10 import Cifar10Records
+from ..operators import FileReader
 from ._common import NumpyIterator, check_display, classification_args, one_hot, the_pipeline
 from ._common import draw_patches  # noqa: F401 (rocAL's name, refused)
 
@@ -37,10 +37,11 @@ class ROCALGenericIterator:
         if self.loader.rocal_run() != 0:
             raise StopIteration
         outputs = [t.batch.numpy().copy() for t in self.loader.get_output_tensors()]
-        if self.loader._rocal_webdataset is not None:  # fn.readers.webdataset: its members, not labels
-            return outputs, self.loader.get_ascii_datas()
-        if isinstance(self.loader._rocal_reader, (VideoSequences, FrameSequences)):  # rocAL's fills labels only
-            # for its label reader
+        # rocAL's fills labels after fn.external_source and its "labelReader" readers (readers.file and
+        # readers.cifar10) only, and returns None with every other reader (TFRecord, Caffe, Caffe2, MXNet,
+        # webdataset, COCO, video, sequence)
+        reader = self.loader._rocal_reader
+        if not self.loader._is_external_source_operator and not isinstance(reader, (FileReader, Cifar10Records)):
             return outputs, None
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
