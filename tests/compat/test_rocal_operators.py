@@ -701,6 +701,18 @@ def test_noise_and_weather_run_in_a_pipeline_and_fog_is_refused(one_photo):
         _run(one_photo, lambda images: (fn.fog(images),))
 
 
+def test_the_noise_operators_seed_changes_their_noise(one_photo):
+    """fn.snp_noise's and fn.jitter's ``seed`` (RPP's generator's in rocAL): the same seed, the same noise;
+    another seed, other noise."""
+    outputs = _run(one_photo, lambda images: tuple(
+        op(images, seed=seed, **args) for seed in (5, 5, 6)
+        for op, args in ((fn.snp_noise, {"p_noise": 0.3, "p_salt": 0.5, "noise_val": 1.0, "salt_val": 0.0}),
+                         (fn.jitter, {"kernel_size": 3}))))
+    snp5, jitter5, snp5_again, jitter5_again, snp6, jitter6 = (out.at(0) for out in outputs[1:])
+    assert np.array_equal(snp5, snp5_again) and np.array_equal(jitter5, jitter5_again)
+    assert not np.array_equal(snp5, snp6) and not np.array_equal(jitter5, jitter6)
+
+
 def test_rpps_sse_sin_cos_and_atan2():
     """RPP's SSE sincos_ps and atan2_ps (Cephes single precision), as imageops emulates them op for op: within
     1e-7 and 3e-7 of the exact values over their ranges, and atan2's special cases as its masks make them

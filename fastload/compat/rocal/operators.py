@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ...order import RocalOrder
+from ...rng import SampleRandom
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
@@ -743,7 +744,8 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
                    max_decoded_height=1000, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL,
                    pad_last_batch=True, stick_to_shard=True, shard_size=-1):
     """``fn.decoders.image``: reads and decodes the recorded folder, capped at max_decoded_width x
-    max_decoded_height (rocAL_pybind/amd/rocal/decoders.py)."""
+    max_decoded_height by ``decode_size_policy``'s rule (rocAL_pybind/amd/rocal/decoders.py; imageops.decode).
+    ``device="gpu"`` (rocAL's rocJPEG) decodes on the CPU too, TurboJPEG's way."""
     reader = inputs[0] if inputs else None
     if isinstance(reader, coco.COCOReader) and annotations_file and \
             os.path.abspath(annotations_file) != os.path.abspath(reader.annotations_file):
@@ -1582,10 +1584,16 @@ def _generator(rng, frame: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(int(rng.random() * (1 << 62)) + frame)
 
 
-def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_layout, output_dtype) -> DataNode:
+_SEEDED = 1 << 40  # the streams of operators with a seed of their own: the sample's, forked by it
+
+
+def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_layout, output_dtype,
+              seed: int | None = None) -> DataNode:
     """An RPP noise or weather effect (imageops) on a uint8 image. A value left None is drawn per sample
     from rocAL's range, one uniform draw shared by all of them: each of the node's default UniformRand
-    parameters is an mt19937 seeded with the pipeline's seed, so rocAL draws them alike."""
+    parameters is an mt19937 seeded with the pipeline's seed, so rocAL draws them alike. An operator with
+    a ``seed`` of its own (fn.snp_noise, fn.jitter: RPP's generator's in rocAL) draws its pixels from the
+    sample's stream forked by it: another seed, other noise; the same seed, the same noise."""
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal(_source(inputs).buffer, layout, dtype)
 
@@ -1594,7 +1602,9 @@ def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_la
         u = rng.random()
         drawn = {key: defaults[key][0] + u * (defaults[key][1] - defaults[key][0]) if value is None else value
                  for key, value in given.items()}
-        return imageops.as_output(effect(image, generator=_generator(rng, ctx.frame), **drawn), out.torch_dtype)
+        pixels = rng if seed is None else \
+            SampleRandom(ctx.seed, ctx.epoch, ctx.index, ctx.repeat).fork(_SEEDED + int(seed))
+        return imageops.as_output(effect(image, generator=_generator(pixels, ctx.frame), **drawn), out.torch_dtype)
     return _image_op(name, run, inputs[0], {key: _param(value) for key, value in values.items()}, out)
 
 
@@ -1612,7 +1622,7 @@ def snp_noise(*inputs, p_noise=0.0, p_salt=0.0, noise_val=0.0, salt_val=0.0, see
     here too noise_val is the salt (bright) value and salt_val the pepper one, both on 0-1. None: drawn
     per sample from [0.1, 1], [0.1, 1], [0.1, 1], [0, 0.5] (node_snp_noise.h). ``seed`` seeds RPP's own
     generator, whose draws fastload does not reproduce (and whose mask rocAL repeats every batch); the
-    noise here comes from the pipeline's seed, new for every sample and epoch."""
+    noise here comes from the pipeline's seed and this one, new for every sample and epoch."""
     _unit("fn.snp_noise", p_noise=p_noise, p_salt=p_salt, noise_val=noise_val, salt_val=salt_val)
 
     def effect(image, generator, p_noise, p_salt, salt, pepper):  # a parameter handle's value checked as read
@@ -1621,7 +1631,7 @@ def snp_noise(*inputs, p_noise=0.0, p_salt=0.0, noise_val=0.0, salt_val=0.0, see
     return _noise_op("snp_noise", {"p_noise": (0.1, 1.0), "p_salt": (0.1, 1.0), "salt": (0.1, 1.0),
                                    "pepper": (0.0, 0.5)}, effect, inputs,
                      {"p_noise": p_noise, "p_salt": p_salt, "salt": noise_val, "pepper": salt_val},
-                     output_layout, output_dtype)
+                     output_layout, output_dtype, seed)
 
 
 def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
@@ -1637,7 +1647,7 @@ def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, outpu
             raise ValueError(f"{PREFIX}: fn.jitter: kernel_size={kernel_size} is not a window")
         return imageops.jitter(image, int(kernel_size), generator)
     return _noise_op("jitter", {"kernel_size": (2.0, 5.0)}, effect, inputs, {"kernel_size": kernel_size},
-                     output_layout, output_dtype)
+                     output_layout, output_dtype, seed)
 
 
 def snow(*inputs, snow=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
