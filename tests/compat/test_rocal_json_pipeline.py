@@ -226,7 +226,7 @@ def test_bad_images_are_named_errors_or_returned():
     assert isinstance(outputs[1], DecodeError) and outputs[0].shape == outputs[2].shape == (224, 224, 3)
     huge = io.BytesIO()
     Image.new("RGB", (9000, 20)).save(huge, "PNG")
-    with pytest.raises(DecodeError, match="only scales JPEGs"):
+    with pytest.raises(DecodeError, match="only scales the JPEGs it reads"):
         pipeline([huge.getvalue()])
 
 

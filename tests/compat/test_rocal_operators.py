@@ -967,6 +967,11 @@ def test_decode_sizes_follow_turbojpegs_scaling_factors():
             assert imageops.decode(png.getvalue(), "RGB", 1000, 1000, keep_original=keep).shape == (40, 50, 3)
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="larger than max_decoded_width"):
         imageops.decode(png.getvalue(), "RGB", 45, 45, keep_original=False)
+    from conftest import TESTDATA
+    cmyk = TESTDATA / "jpeg_zoo" / "pil__pil_sample_cmyk.jpg"  # TurboJPEG cannot give it as RGB: the same
+    if cmyk.exists():
+        with pytest.warns(UserWarning, match="a CMYK JPEG in a rocAL pipeline"):
+            assert imageops.decode(cmyk.read_bytes(), "RGB", 1000, 1000, keep_original=False).shape == (100, 100, 3)
 
 
 def test_decoding_is_libturbojpegs_for_both_size_policies():

@@ -31,16 +31,19 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
     2/1 ... 1/8 that fits, enlarging small JPEGs: 500x375 in 1000x1000 decodes at 2/1, 1000x750.
     rocAL crops an image over 8x the cap; fastload refuses it. rocAL's decoder reads JPEGs only (another
     format fails its header read and the batch's last good image takes its place,
-    rocAL/source/loaders/image/image_read_and_decode.cpp); fastload decodes it with Pillow at its size
-    and warns, and refuses one larger than the cap."""
+    rocAL/source/loaders/image/image_read_and_decode.cpp; a CMYK JPEG fails its decode, which leaves the
+    buffer as it was); fastload decodes those with Pillow at their size and warns, and refuses one larger
+    than the cap."""
     from ...decode import _jpeg  # None where fastload's C extension is not built
     image = Image.open(io.BytesIO(data))
     width, height = image.size
     within = width <= max_width and height <= max_height
-    if image.format != "JPEG":
-        warnings.warn(f"a {image.format} image in a rocAL pipeline: fastload decodes it with Pillow at its size; "
-                      f"rocAL's TurboJPEG decoder cannot read it and puts another image of the batch in its place",
-                      stacklevel=2)
+    turbo_reads = image.format == "JPEG" and image.mode != "CMYK"
+    if not turbo_reads:
+        what = "a CMYK JPEG" if image.format == "JPEG" else f"a {image.format} image"
+        warnings.warn(f"{what} in a rocAL pipeline: fastload decodes it with Pillow at its size; rocAL's TurboJPEG "
+                      f"decoder cannot (another format: it puts another image of the batch in its place; CMYK: it "
+                      f"leaves the image's buffer as it was)", stacklevel=2)
         keep_original = True  # no DCT scaling: at its size, or refused below
     scale = 8 if keep_original and within else _tj_scale(width, height, max_width, max_height)
     if scale == 8:
@@ -50,9 +53,10 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
                 image.draft("L", image.size)  # libjpeg's own grayscale output, as TurboJPEG's TJPF_GRAY
             pixels = np.array(image.convert("L" if color == "GRAY" else "RGB"))  # a writable copy
     else:
-        if image.format != "JPEG":
-            raise ValueError(f"a {width}x{height} {image.format} image is larger than max_decoded_width x "
-                             f"max_decoded_height ({max_width}x{max_height}); rocAL's decoder only scales JPEGs")
+        if not turbo_reads:
+            raise ValueError(f"a {width}x{height} {image.format} {image.mode} image is larger than max_decoded_width "
+                             f"x max_decoded_height ({max_width}x{max_height}); rocAL's decoder only scales the "
+                             f"JPEGs it reads (YCbCr, RGB, gray)")
         if scale is None:
             raise ValueError(f"a {width}x{height} JPEG is over 8x max_decoded_width x max_decoded_height "
                              f"({max_width}x{max_height}): rocAL crops such images, fastload does not")
