@@ -4,6 +4,7 @@ alone."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import json
@@ -159,3 +160,131 @@ def test_fastload_serve_command_starts_answers_and_stops_on_sigterm(tmp_path):
     with pytest.raises(SystemExit, match="unknown torchvision model"):
         from fastload.cli import main
         main(["serve", "--pipeline", str(pipeline), "--model", "no_such_net"])
+
+
+def raw(port: int, data: bytes, shut_write: bool = False, timeout: float = 30) -> bytes:
+    """Send ``data`` as it is on a fresh connection, then read until the server closes it (or ``timeout``)."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        if shut_write:
+            sock.shutdown(socket.SHUT_WR)
+        received = b""
+        try:
+            while piece := sock.recv(65536):
+                received += piece
+        except TimeoutError:
+            pass
+        return received
+
+
+def statuses(received: bytes) -> list[int]:
+    return [int(line.split()[1]) for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.")]
+
+
+def test_request_framing_is_checked_before_the_model(model):
+    """One plain Content-Length or nothing is read: odd digits, several values and any Transfer-Encoding
+    are refused (a chunked body beside a Content-Length is how a request is smuggled past a proxy: the
+    one after it is not answered); a body cut short never reaches the model; HEAD, query strings and
+    Expect: 100-continue behave as HTTP says; the standard library's own refusals are JSON too."""
+    data = jpeg(5)
+    with InferenceServer(JsonPipeline(PIPELINE), model, port=0, max_bytes=100_000, timeout_s=5) as server:
+        port = server.port
+        post_head = b"POST /predict HTTP/1.1\r\nHost: x\r\n"
+        answer = raw(port, post_head + b"Content-Length: 3 \r\nConnection: close\r\n\r\nabc")  # spaces around: read
+        assert statuses(answer) == [400] and b"cannot decode" in answer
+        for length in (b"\xb2", b"-5", b"3,3", b" 3 x"):
+            answer = raw(port, post_head + b"Content-Length: " + length + b"\r\n\r\nabc")
+            assert statuses(answer) == [400] and b"one number of bytes" in answer, length
+        answer = raw(port, post_head + b"Content-Length: 3\r\nContent-Length: 300\r\n\r\nabc")
+        assert statuses(answer) == [400]
+        answer = raw(port, post_head + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"
+                                       b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert statuses(answer) == [501] and b"Transfer-Encoding is not supported" in answer
+        assert statuses(raw(port, post_head + b"\r\n")) == [411]
+        batches = server.batcher.batches
+        answer = raw(port, post_head + b"Content-Length: %d\r\n\r\n" % len(data) + data[:-100], shut_write=True)
+        assert statuses(answer) == [400] and b"ended after" in answer and server.batcher.batches == batches
+        answer = raw(port, b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert statuses(answer) == [200] and answer.endswith(b"\r\n\r\n")  # its headers, no body
+        assert statuses(raw(port, b"HEAD /predict HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == [405]
+        answer = raw(port, b"PUT /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+        assert statuses(answer) == [405] and b"Allow: POST" in answer and b'{"error"' in answer
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/health?verbose=1")
+        assert connection.getresponse().status == 200
+        connection.close()
+        assert post(port, data, "/predict?model=x")[0] == 200
+        answer = raw(port, post_head + b"Content-Length: 200000\r\nExpect: 100-continue\r\n\r\n")
+        assert statuses(answer) == [413] and b"100 Continue" not in answer
+        answer = raw(port, b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\nExpect: 100-continue\r\n\r\n")
+        assert statuses(answer) == [404]
+        answer = raw(port, b"FETCH /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert statuses(answer) == [501] and json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"].startswith("501")
+        for line in (b"HELLO", b"GET /health HTTP/9.9", b"GET / HTTP/1"):  # with a status line, not a bare body
+            assert statuses(raw(port, line + b"\r\n\r\n"))[0] in (400, 505), line
+        smuggled = b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"  # a GET's body is not read: not a request either
+        answer = raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(smuggled) + smuggled)
+        assert statuses(answer) == [200]
+
+
+def test_quiet_connections_are_closed_and_gone_clients_cost_no_traceback(model, capfd):
+    """A connection that sends nothing, or stops within a body, is closed after timeout_s (the stalled body
+    answered 400); a client that leaves before its answer is no error on stderr."""
+    import socket
+    import time
+    data = jpeg(6)
+    with InferenceServer(JsonPipeline(PIPELINE), model, port=0, timeout_s=0.5) as server:
+        started = time.monotonic()
+        assert raw(server.port, b"", timeout=30) == b""  # closed by the server, well before 30 s
+        answer = raw(server.port, b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + data[:10])
+        assert statuses(answer) == [400] and b"ended after 10 of the 1000" in answer
+        assert time.monotonic() - started < 20
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+        deadline = time.monotonic() + 60
+        while server.batcher.batches == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # its answer written to a closed socket
+    assert server.batcher.batches == 1 and "Traceback" not in capfd.readouterr().err
+
+
+def test_a_trickling_body_is_cut_off(model):
+    """A body sent a byte now and then, each within timeout_s, is still cut at max(timeout_s, 64 KiB/s):
+    otherwise one client could hold a thread for ever."""
+    import socket
+    import time
+    with InferenceServer(JsonPipeline(PIPELINE), model, port=0, timeout_s=1) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+            sock.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab")
+            started, answer = time.monotonic(), b""
+            while not answer and time.monotonic() - started < 20:
+                sock.sendall(b"x")
+                time.sleep(0.3)
+                sock.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    answer = sock.recv(65536)
+                sock.setblocking(True)
+        assert statuses(answer) == [400] and b"ended after" in answer and time.monotonic() - started < 10
+
+
+def test_close_shuts_idle_and_stalled_connections_at_once(model):
+    """A client keeping its connection open between requests, or stopping within a body, does not hold
+    close() (nor the process) until timeout_s: the idle connection is closed, the cut body answered 400."""
+    import socket
+    import time
+    server = InferenceServer(JsonPipeline(PIPELINE), model, port=0, timeout_s=300).start()
+    idle = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    idle.request("GET", "/health")
+    assert idle.getresponse().read() and idle.sock is not None  # kept alive
+    stalled = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    stalled.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab")
+    time.sleep(0.5)  # its handler waiting for the rest
+    started = time.monotonic()
+    server.close()
+    assert time.monotonic() - started < 10
+    assert idle.sock.recv(1) == b""  # the server closed it
+    idle.close()
+    answer = stalled.recv(65536)
+    stalled.close()
+    assert statuses(answer) == [400]

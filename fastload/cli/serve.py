@@ -4,12 +4,14 @@
 image's bytes to /predict for its top-5 classes as JSON; GET /health.
 Concurrent requests are batched for the model (--max-batch, --max-wait-ms).
 Weights come from --weights (a state_dict file) or are random; nothing is
-downloaded. Ctrl-C (or SIGTERM) answers what is in flight, then exits.
+downloaded. Ctrl-C (or SIGTERM) answers what is in flight, then exits; a second
+one exits at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -29,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-wait-ms", type=float, default=5.0,
                         help="how long a batch waits for more requests after its first (default 5)")
     parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body (default 20 MiB)")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds a connection may send nothing (between requests or within one) before it "
+                             "is closed (default 30)")
     parser.add_argument("--device", default="cpu",
                         help="where the model runs and the pipeline's fused step writes (cpu, cuda, cuda:1; "
                              "a ROCm GPU is cuda too; default cpu)")
@@ -41,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline = JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device)
         model = load_model(args.model, args.weights).to(args.device)
         server = InferenceServer(pipeline, model, args.host, args.port, args.max_batch, args.max_wait_ms,
-                                 args.max_bytes, name=args.model)
+                                 args.max_bytes, name=args.model, timeout_s=args.timeout)
     except (OSError, ValueError, RuntimeError) as error:
         raise SystemExit(f"fastload serve: {error}") from None
     stop = threading.Event()
@@ -56,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
               f"as rocAL's backend gives it); add \"output_dtype\": \"float32\" to its normalizing operation for a "
               f"model input", file=sys.stderr, flush=True)
     stop.wait()
-    print("fastload serve: answering the requests in flight, then stopping", flush=True)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second one does not wait for the requests in flight
+        signal.signal(sig, lambda *_: os._exit(1))
+    print("fastload serve: answering the requests in flight, then stopping (again to stop at once)", flush=True)
     server.close()
     return 0
