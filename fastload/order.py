@@ -13,6 +13,7 @@ import math
 import os
 from typing import Callable, Iterator
 
+import numpy as np
 import torch
 
 from .rng import SampleRandom
@@ -413,6 +414,49 @@ def _positioned(batches: Iterator, auto_collation: bool) -> Iterator[list[tuple[
         position += len(batch)
 
 
+DALI_LOADER_SEED = 524287  # kDaliDataloaderSeed (DALI: dali/core/common.h)
+
+
+def dali_shuffle(items, seed: int) -> list:
+    """``items`` as std::shuffle leaves them with std::mt19937(seed), in libstdc++'s algorithm (GCC 11 and
+    later, which DALI's wheels are built with): swap positions drawn in pairs from one draw of
+    uniform_int_distribution while n * n fits the generator's 32 bits, one each otherwise; each draw is
+    Lemire's multiply-and-reject on a 64-bit product. numpy's MT19937 with its legacy seeding is the
+    same generator. Checked against DALI 2.4.0's readers.file (tests/test_order.py)."""
+    generator = np.random.MT19937()
+    generator._legacy_seeding(seed)
+
+    def below(bound: int) -> int:  # uniform_int_distribution over [0, bound): Lemire's method
+        product = int(generator.random_raw()) * bound
+        if product & 0xFFFFFFFF < bound:
+            threshold = ((1 << 32) - bound) % bound
+            while product & 0xFFFFFFFF < threshold:
+                product = int(generator.random_raw()) * bound
+        return product >> 32
+
+    out, n = list(items), len(items)
+    if n < 2:
+        return out
+    if 0xFFFFFFFF // n < n:
+        for i in range(1, n):
+            j = below(i + 1)
+            out[i], out[j] = out[j], out[i]
+        return out
+    i = 1
+    if n % 2 == 0:  # an odd number of swaps left: the first alone
+        j = below(2)
+        out[1], out[j] = out[j], out[1]
+        i = 2
+    while i < n:  # then two positions from one draw
+        bound = i + 1
+        both = below(bound * (bound + 1))
+        j, k = both // (bound + 1), both % (bound + 1)
+        out[i], out[j] = out[j], out[i]
+        out[i + 1], out[k] = out[k], out[i + 1]
+        i += 2
+    return out
+
+
 class ReaderOrder(IndexOrder):
     """DALI's (and rocAL's) file reader order: a stream of samples, not a per-epoch permutation.
 
@@ -428,11 +472,16 @@ class ReaderOrder(IndexOrder):
     other along the stream. Measured against DALI 2.4.0's ``readers.file``
     (tests/compat/test_dali_reader.py).
 
-    Shuffling is DALI's in kind (its generator differs, so not its values):
+    Shuffling: ``random_shuffle`` first shuffles the whole list once, as
+    DALI's file loader does with std::shuffle on mt19937 seeded
+    kDaliDataloaderSeed (the same list on every shard, so each shard holds a
+    random mix: ``dali_shuffle``, DALI's order exactly), then draws each
+    sample at random from a buffer of the next ``initial_fill`` samples of
+    the stream (DALI's in kind; its generator differs, so not its values).
     ``shuffle_after_epoch`` reads the block from a fresh permutation of the
-    whole dataset (seeded ``seed + pass``) on every pass; ``random_shuffle``
-    draws each sample at random from a buffer of the next ``initial_fill``
-    samples of the stream.
+    whole dataset (seeded ``seed + pass``) on every pass: DALI's in kind
+    (DALI 2.4.0's passes are not the std::shuffle its 2023 sources describe,
+    so not its values).
     """
 
     def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
@@ -451,6 +500,7 @@ class ReaderOrder(IndexOrder):
         self.random_shuffle, self.initial_fill = random_shuffle, max(1, initial_fill)
         self.shuffle_after_epoch = shuffle_after_epoch
         self._buffer_state: tuple[int, list[int], int] | None = None  # (next position, buffer, base position)
+        self._listed = dali_shuffle(range(dataset_size), DALI_LOADER_SEED) if random_shuffle else None
         self._permutation: tuple[int, list[int]] = (-1, [])  # (pass, permutation) of shuffle_after_epoch
 
     def bounds(self, shard: int) -> tuple[int, int]:
@@ -487,6 +537,11 @@ class ReaderOrder(IndexOrder):
                 generator = torch.Generator().manual_seed(self.seed + p // block)
                 self._permutation = (p // block, torch.randperm(self.size, generator=generator).tolist())
             return self._permutation[1][low + min(p % block, high - low - 1)]
+        index = self._position(p)
+        return index if self._listed is None else self._listed[index]
+
+    def _position(self, p: int) -> int:
+        """The place in the (shuffled) list that stream position ``p`` reads."""
         if self.pad:
             block = self.block()
             shard = self.shard_id if self.stick else (self.shard_id + p // block) % self.num_shards
