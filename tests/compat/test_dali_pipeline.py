@@ -58,13 +58,15 @@ def reader_pipeline(lib, root, **reader):
 
 
 def test_folder_discovery_order_and_meta_are_dalis(jpeg_folder):
-    for reader in ({}, {"shard_id": 1, "num_shards": 2, "pad_last_batch": True}, {"stick_to_shard": True,
-                                                                                   "shard_id": 1, "num_shards": 2}):
+    readers = ({}, {"shard_id": 1, "num_shards": 2, "pad_last_batch": True},
+               {"stick_to_shard": True, "shard_id": 1, "num_shards": 2},
+               {"shard_id": 0, "num_shards": 4, "pad_last_batch": True})  # epoch_size: padded to 4 shards
+    for reader in readers:
         theirs, mine = reader_pipeline(dali, jpeg_folder, **reader), reader_pipeline(ours, jpeg_folder, **reader)
         theirs.build()
         assert labels_of(mine, 6) == labels_of(theirs, 6)
         assert mine.reader_meta("Reader") == {k: theirs.reader_meta("Reader")[k] for k in mine.reader_meta("Reader")}
-        assert mine.epoch_size("Reader") == theirs.epoch_size("Reader")
+        assert mine.epoch_size("Reader") == theirs.epoch_size("Reader") and mine.epoch_size() == theirs.epoch_size()
 
 
 def test_outputs_read_like_dalis_tensor_lists(jpeg_folder):
