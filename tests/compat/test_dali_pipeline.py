@@ -635,6 +635,44 @@ def test_docs_current_pipeline_with_external_source():
         assert a.as_tensor().tolist() == [[1, 2]] * 3 and b.as_tensor().tolist() == [[0.5]] * 3
 
 
+def test_an_operators_own_seed_is_read_as_dalis(jpeg_folder):
+    """DALI's rule for an operator given ``seed``: its values do not follow the pipeline's seed, two
+    operators given one seed draw alike, another seed draws otherwise. The values are fastload's (its
+    generator is not DALI's), the properties DALI's; a random crop or mirror with its own seed is not
+    fused (the fused plan draws from the pipeline's seed) and gives the same images either way."""
+    def define(lib, pipeline_seed):
+        @lib.pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=pipeline_seed)
+        def pipe():
+            return (lib.fn.random.uniform(range=(0, 1), seed=42), lib.fn.random.uniform(range=(0, 1), seed=42),
+                    lib.fn.random.uniform(range=(0, 1), seed=43), lib.fn.random.coin_flip(seed=42),
+                    lib.fn.random.uniform(range=(0, 1)))
+        return pipe()
+
+    for lib in (dali, ours):
+        first, second = define(lib, 1), define(lib, 2)
+        if lib is dali:
+            first.build(), second.build()
+        a, b = ([np.asarray(x.as_array()) for x in p.run()] for p in (first, second))
+        assert np.array_equal(a[0], a[1]) and not np.array_equal(a[0], a[2]), lib  # one seed, one stream
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[3], b[3]), lib  # not the pipeline's seed
+        assert not np.array_equal(a[4], b[4]), lib  # without one: the pipeline's
+
+    def crops(seed, mirror_seed):
+        @ours.pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=7)
+        def pipe():
+            jpegs, labels = fn.readers.file(file_root=str(jpeg_folder))
+            images = fn.decoders.image_random_crop(jpegs, seed=seed)
+            images = fn.resize(images, resize_x=32, resize_y=32)
+            return fn.crop_mirror_normalize(images, mirror=fn.random.coin_flip(seed=mirror_seed),
+                                            dtype=types.FLOAT), labels
+        p = pipe()
+        return p, p.run()[0].as_tensor()
+    assert crops(-1, -1)[0].unfused is None  # DALI's default seed: the pipeline's, fused
+    seeded, images = crops(11, 12)
+    assert "a seed of its own" in seeded.unfused
+    assert torch.equal(crops(11, 12)[1], images) and not torch.equal(crops(13, 12)[1], images)
+
+
 def test_docs_conditional_random_rotate(jpeg_folder):
     """The documentation's example, beside the same reader without the rotation: a sample either equals its
     decoded image or is rotated (about a quarter of them)."""

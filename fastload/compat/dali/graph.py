@@ -59,8 +59,15 @@ class SampleContext:
     batch: dict = field(default_factory=dict)  # values read once for its batch, shared by the batch's samples
 
     def rng(self, op: "Op") -> SampleRandom:
-        """The sample's stream for ``op``: its own, so operators draw independently of each other."""
+        """The sample's stream for ``op``: its own, so operators draw independently of each other; an
+        operator given a ``seed`` of its own draws from that seed instead of the pipeline's (as in DALI:
+        its values do not change with the pipeline's seed, and two operators given one seed draw alike)."""
+        if op.seed is not None:
+            return SampleRandom(op.seed, self.epoch, self.index, self.repeat).fork(OWN_SEED)
         return SampleRandom(self.seed, self.epoch, self.index, self.repeat).fork(op.ordinal)
+
+
+OWN_SEED = 1 << 41  # the fork of an operator's own seed's stream
 
 
 class Op:
@@ -79,6 +86,7 @@ class Op:
         self.arg_inputs = {k: v for k, v in args.items() if isinstance(v, DataNode)}
         self.args = {k: v for k, v in args.items() if not isinstance(v, DataNode)}
         self.num_outputs, self.fusable = num_outputs, fusable
+        self.seed: int | None = None  # a random operator's own seed (``SampleContext.rng``)
         layouts = layouts or ("",) * num_outputs
         self.outputs = [DataNode(self, i, "gpu" if device in ("gpu", "mixed") else "cpu", layouts[i])
                         for i in range(num_outputs)]

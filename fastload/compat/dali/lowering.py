@@ -171,6 +171,8 @@ def lower(graph) -> Lowered | str:
     if reader.source is None or reader.source.name != "readers.file" or reader.index != 0:
         return "its decoder does not read the reader's files"
     random_crop = step if step.name == "decoders.image_random_crop" else rrc
+    if random_crop is not None and random_crop.seed is not None:
+        return "its random crop has a seed of its own (the fused plan draws from the pipeline's)"
     if random_crop is not None:
         if random_crop is step and resize_args is None:
             return "its random-crop decoder is not followed by a resize"
@@ -232,6 +234,8 @@ def _normalization(cmn):
         op = coin.source
         if op is None or op.name != "random.coin_flip" or op.arg_inputs or op.args.get("probability") is None:
             return "its mirror is a per-sample value other than a coin flip"
+        if op.seed is not None:
+            return "its mirror's coin flip has a seed of its own (the fused plan draws from the pipeline's)"
         mirror = Mirror(float(op.args["probability"]), op.ordinal)
     return dtype, scale, shift, crop, crop_pos, mirror, layout
 

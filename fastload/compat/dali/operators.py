@@ -19,7 +19,8 @@ from . import imageops
 from .graph import DataNode, Op
 from .types import image_type_name, interp_name, torch_dtype
 
-# Arguments every operator accepts and that change no result here (memory and scheduling hints).
+# Arguments every operator accepts and that change no result here (memory and scheduling hints; ``seed``
+# changes nothing but for the random operators, which read it: ``_seeded``).
 HINTS = frozenset({"bytes_per_sample_hint", "preserve", "seed", "name", "preallocate_width_hint",
                    "preallocate_height_hint", "hw_decoder_load", "device_memory_padding",
                    "host_memory_padding", "device_memory_padding_jpeg2k", "host_memory_padding_jpeg2k",
@@ -45,6 +46,13 @@ def _device(inputs, device: str | None) -> str:
 
 def _one(op: Op):
     return op.outputs[0] if op.num_outputs == 1 else op.outputs
+
+
+def _seeded(op: Op, args: dict) -> Op:
+    """A random operator with the ``seed`` it was given (DALI's -1, the default, is the pipeline's)."""
+    seed = args.get("seed")
+    op.seed = int(seed) if seed is not None and int(seed) != -1 else None
+    return op
 
 
 # ---------------------------------------------------------------------------------------------- readers
@@ -166,10 +174,10 @@ def decoders_image_random_crop(data, *, device="cpu", output_type=None, random_a
     """``fn.decoders.image_random_crop``: decode the window DALI's random-crop rule picks."""
     check_args("fn.decoders.image_random_crop", args, set())
     kind = image_type_name(output_type) if output_type is not None else "RGB"
-    return _one(Op("decoders.image_random_crop", _random_crop_decode, [data],
-                   {"output_type": kind, "random_area": _pair(random_area),
-                    "random_aspect_ratio": _pair(random_aspect_ratio), "num_attempts": int(num_attempts)},
-                   device=device, layouts=("HWC",)))
+    return _one(_seeded(Op("decoders.image_random_crop", _random_crop_decode, [data],
+                           {"output_type": kind, "random_area": _pair(random_area),
+                            "random_aspect_ratio": _pair(random_aspect_ratio), "num_attempts": int(num_attempts)},
+                           device=device, layouts=("HWC",)), args))
 
 
 def _pair(value) -> tuple:
@@ -217,10 +225,10 @@ def random_resized_crop(images, *, size, device=None, random_area=(0.08, 1.0), r
     check_args("fn.random_resized_crop", args, set())
     settings = {"interp_type": interp_name(interp_type) if interp_type is not None else "linear",
                 "antialias": bool(antialias), "dtype": torch_dtype(dtype) if dtype is not None else None}
-    return _one(Op("random_resized_crop", _random_resized_crop, [images],
-                   {"size": _pair(size), "random_area": _pair(random_area),
-                    "random_aspect_ratio": _pair(random_aspect_ratio), "num_attempts": int(num_attempts),
-                    **settings}, device=_device([images], device), layouts=(images.layout(),)))
+    return _one(_seeded(Op("random_resized_crop", _random_resized_crop, [images],
+                           {"size": _pair(size), "random_area": _pair(random_area),
+                            "random_aspect_ratio": _pair(random_aspect_ratio), "num_attempts": int(num_attempts),
+                            **settings}, device=_device([images], device), layouts=(images.layout(),)), args))
 
 
 def _crop_window(args: dict) -> dict:
@@ -351,7 +359,7 @@ def random_coin_flip(*, probability=0.5, shape=None, dtype=None, device="cpu", *
         rng = ctx.rng(op)
         values = [1 if rng.random() < probability else 0 for _ in range(max(1, _numel(dims)))]
         return torch.tensor(values, dtype=target).reshape(dims)
-    return _one(Op("random.coin_flip", run, [], {"probability": probability}, device=device))
+    return _one(_seeded(Op("random.coin_flip", run, [], {"probability": probability}, device=device), args))
 
 
 def random_uniform(*, range=(-1.0, 1.0), values=None, shape=None, dtype=None, device="cpu", **args):
@@ -369,7 +377,7 @@ def random_uniform(*, range=(-1.0, 1.0), values=None, shape=None, dtype=None, de
             low, high = range
             drawn = [rng.uniform(low, high) for _ in builtins.range(count)]
         return torch.tensor(drawn, dtype=torch.float64).to(target).reshape(dims)
-    return _one(Op("random.uniform", run, [], {"range": range}, device=device))
+    return _one(_seeded(Op("random.uniform", run, [], {"range": range}, device=device), args))
 
 
 def _numel(dims: tuple) -> int:

@@ -75,7 +75,8 @@ def lower(graph) -> Lowered | str:
     coin = cmn.arg_inputs.get("mirror")
     if coin is None:
         mirror = Mirror(1.0 if cmn.args["mirror"] else 0.0)
-    elif coin.source is not None and coin.source.name == "random.coin_flip" and not coin.source.arg_inputs:
+    elif coin.source is not None and coin.source.name == "random.coin_flip" and not coin.source.arg_inputs \
+            and coin.source.seed is None:
         mirror = Mirror(float(coin.source.args["probability"]), coin.source.ordinal)
     else:
         return "its mirror is neither a constant nor a coin flip"
