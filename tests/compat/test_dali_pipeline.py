@@ -751,3 +751,48 @@ def test_per_sample_arguments_legacy_ops_and_indexing_match_dali():
             a, b = t.at(i), m.at(i)
             assert a.shape == b.shape and a.dtype == b.dtype, (k, i, a.shape, b.shape)
             assert np.abs(a.astype(np.float64) - b.astype(np.float64)).max() <= 1e-5, (k, i)
+
+
+def test_crop_fill_padding_trim_and_layouts_are_dalis():
+    """Against DALI on one HWC and one CHW image: fn.crop pads in its output dtype (fill 300 stays 300 in
+    float, where a uint8 crop wraps it); crop_mirror_normalize's pad_output channel is 0 unless the policy
+    is "pad", and "trim_to_shape" cuts a window larger than the image; crop and crop_mirror_normalize read
+    a CHW input's layout; output_layout="" and a flip of an unlabelled input say HWC. Operators that do not
+    take CHW here refuse it by name."""
+    rng = np.random.default_rng()
+    hwc = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    chw = np.ascontiguousarray(hwc.transpose(2, 0, 1))
+    cases = {
+        "crop float pad": lambda lib, x, y: lib.fn.crop(x, crop=(50, 70), out_of_bounds_policy="pad",
+                                                         fill_values=300, dtype=lib.types.FLOAT),
+        "crop float pad per channel": lambda lib, x, y: lib.fn.crop(x, crop=(50, 70), out_of_bounds_policy="pad",
+                                                                     fill_values=[1.7, 2.2, 3.9], dtype=lib.types.FLOAT),
+        "cmn pad_output": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, pad_output=True, fill_values=[1, 2, 3, 7],
+                                                                          mean=[10.0], std=[2.0]),
+        "cmn trim": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, crop=(50, 70), out_of_bounds_policy="trim_to_shape"),
+        "cmn CHW": lambda lib, x, y: lib.fn.crop_mirror_normalize(y, crop=(20, 30), mean=[5.0], std=[3.0]),
+        "crop CHW": lambda lib, x, y: lib.fn.crop(y, crop=(2, 12)),
+        "cmn HWC out": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, output_layout="", dtype=lib.types.UINT8),
+    }
+    for name, build in cases.items():
+        outputs = []
+        for lib in (dali, ours):
+            @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+            def pipe():
+                x = lib.fn.external_source(source=lambda: [hwc], batch=True, layout="HWC")
+                y = lib.fn.external_source(source=lambda: [chw], batch=True, layout="CHW")
+                return build(lib, x, y)
+            p = pipe()
+            if lib is dali:
+                p.build()
+            (out,) = p.run()
+            outputs.append((np.asarray(out.as_array()), out.layout()))
+        (theirs, their_layout), (mine, my_layout) = outputs
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape and my_layout == their_layout, name
+        assert np.allclose(mine, theirs, atol=1e-4), name
+    for operator in (lambda y: fn.resize(y, resize_x=20, resize_y=16), lambda y: fn.rotate(y, angle=30)):
+        @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def refused():
+            return operator(fn.external_source(source=lambda: [chw], batch=True, layout="CHW"))
+        with pytest.raises(NotImplementedError, match="of CHW input is not supported"):
+            refused().build()

@@ -869,7 +869,8 @@ def crop_mirror_normalize(image: torch.Tensor, *, crop_h: float = 0, crop_w: flo
     and computes ``(in - mean') * (1/std')`` in float32; integer outputs (uint8, int8) round half away
     from zero and saturate, float16 rounds to nearest. ``mirror`` flips horizontally. Pixels outside
     the image ("pad") and the extra channels of ``pad_output`` (channels padded to a power of two:
-    3 -> 4) take ``fill_values`` converted to the output type, not normalised. ``output_layout``
+    3 -> 4) take ``fill_values`` converted to the output type, not normalised (with another policy
+    than "pad", 0). ``output_layout``
     is "CHW" (default) or "HWC" (or the input's, when "").
     """
     axes = _layout_axes(layout)
@@ -888,10 +889,12 @@ def crop_mirror_normalize(image: torch.Tensor, *, crop_h: float = 0, crop_w: flo
                    for i in range(count)]
     inv_std = [_F32(scale32 / float(_F32(stds[i % len(stds)]))) for i in range(count)]
     out_channels = _next_pow2(channels) if pad_output else channels
-    fill = _fill_vector(fill_values, out_channels, dtype)
+    padding = out_of_bounds_policy in ("pad", "constant")  # DALI reads fill_values only then, measured: the
+    fill = _fill_vector(fill_values if padding else 0, out_channels, dtype)  # extra channels are 0 otherwise
     cut = _slice_window(image, window, axes, fill[:channels], out_of_bounds_policy, "crop_mirror_normalize")
     inside = _slice_window(torch.ones_like(image, dtype=torch.bool), window, axes,
-                           torch.zeros(channels, dtype=torch.float64), "pad", "") > 0
+                           torch.zeros(channels, dtype=torch.float64),
+                           "trim_to_shape" if out_of_bounds_policy == "trim_to_shape" else "pad", "") > 0
     shape = [1, 1, 1]
     shape[axes[2]] = -1
     mean_t = torch.tensor(np.array(folded_mean, dtype=_F32)).view(shape)

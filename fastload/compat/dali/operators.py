@@ -198,6 +198,7 @@ def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter
            dtype=None, **args):
     """``fn.resize`` in DALI's size modes; the filter DALI picks (linear, antialiased when shrinking)."""
     check_args("fn.resize", args, _RESIZE_ARGS)
+    _layout("fn.resize", images)
     if min_filter is not None or mag_filter is not None:
         if interp_type is None and min_filter == mag_filter:
             interp_type = min_filter
@@ -223,6 +224,7 @@ def random_resized_crop(images, *, size, device=None, random_area=(0.08, 1.0), r
                         num_attempts=10, interp_type=None, antialias=True, dtype=None, **args):
     """``fn.random_resized_crop``: DALI's random window, resized to ``size`` (height, width)."""
     check_args("fn.random_resized_crop", args, set())
+    _layout("fn.random_resized_crop", images)
     settings = {"interp_type": interp_name(interp_type) if interp_type is not None else "linear",
                 "antialias": bool(antialias), "dtype": torch_dtype(dtype) if dtype is not None else None}
     return _one(_seeded(Op("random_resized_crop", _random_resized_crop, [images],
@@ -240,16 +242,28 @@ def _crop_window(args: dict) -> dict:
     return args
 
 
+def _layout(operator: str, images, layouts: tuple[str, ...] = ("HWC",)) -> str:
+    """The input's layout ("" read as HWC), refused by name where the operator does not take it here (DALI
+    reads it: a CHW image resized as if HWC would come out scrambled)."""
+    layout = images.layout() or "HWC"
+    if layout not in layouts:
+        raise NotImplementedError(f"fastload.compat.dali: {operator} of {layout} input is not supported "
+                                  f"({' or '.join(layouts)})")
+    return layout
+
+
 def crop(images, *, device=None, dtype=None, **args):
-    """``fn.crop``: a (crop_h, crop_w) window at relative (crop_pos_x, crop_pos_y)."""
+    """``fn.crop``: a (crop_h, crop_w) window at relative (crop_pos_x, crop_pos_y), of HWC or CHW images;
+    with ``dtype`` the window is cut in that type, so a pad's fill_values is the output type's value."""
     check_args("fn.crop", args, {"crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "fill_values",
                                  "out_of_bounds_policy"})
     args = _crop_window(dict(args))
+    args["layout"] = _layout("fn.crop", images, ("HWC", "CHW"))
+    args["dtype"] = torch_dtype(dtype) if dtype is not None else None
 
     def run(ctx, op, image, **a):
-        out = imageops.crop(image, **a)
-        return out if dtype is None else imageops.cast(out, torch_dtype(dtype))
-    return _one(Op("crop", run, [images], args, device=_device([images], device), layouts=(images.layout(),)))
+        return imageops.crop(image, **a)
+    return _one(Op("crop", run, [images], args, device=_device([images], device), layouts=(args["layout"],)))
 
 
 def crop_mirror_normalize(images, *, device=None, dtype=None, output_dtype=None, output_layout="CHW",
@@ -262,6 +276,7 @@ def crop_mirror_normalize(images, *, device=None, dtype=None, output_dtype=None,
     out_dtype = dtype if dtype is not None else output_dtype
     args["dtype"] = torch_dtype(out_dtype) if out_dtype is not None else torch.float32
     args["output_layout"] = str(output_layout)
+    args["layout"] = _layout("fn.crop_mirror_normalize", images, ("HWC", "CHW"))
     for key in ("mean", "std", "fill_values"):
         if isinstance(args.get(key), (list, tuple)):
             args[key] = tuple(float(v) for v in args[key])
@@ -269,22 +284,23 @@ def crop_mirror_normalize(images, *, device=None, dtype=None, output_dtype=None,
     def run(ctx, op, image, **a):
         return imageops.crop_mirror_normalize(image, **a)
     return _one(Op("crop_mirror_normalize", run, [images], args, device=_device([images], device),
-                   layouts=(str(output_layout),)))
+                   layouts=(str(output_layout) or args["layout"],)))
 
 
 def flip(images, *, device=None, horizontal=1, vertical=0, **args):
     """``fn.flip``: horizontal and/or vertical flips (per-sample arguments allowed)."""
     check_args("fn.flip", args, set())
-    layout = images.layout() or "HWC"
+    layout = _layout("fn.flip", images, ("HWC", "CHW"))
     return _one(Op("flip", lambda ctx, op, image, horizontal, vertical: imageops.flip(
         image, horizontal, vertical, layout), [images], {"horizontal": horizontal, "vertical": vertical},
-        device=_device([images], device), layouts=(images.layout(),)))
+        device=_device([images], device), layouts=(layout,)))
 
 
 def rotate(images, *, angle, device=None, fill_value=None, keep_size=False, size=None, interp_type=None, **args):
     """``fn.rotate``: by ``angle`` degrees (DALI's direction), output the bounding box or ``size``; outside
     the image, ``fill_value``, or without one the nearest border pixel (DALI's default)."""
     check_args("fn.rotate", args, set())
+    _layout("fn.rotate", images)
     settings = {"angle": angle, "fill_value": fill_value, "keep_size": bool(keep_size),
                 "size": _pair(size) if size is not None else None,
                 "interp_type": interp_name(interp_type) if interp_type is not None else "linear"}
