@@ -288,6 +288,9 @@ def test_unsupported_arguments_and_graphs_are_refused(jpeg_folder):
             fn.resize(fn.decoders.image(jpegs), size=8, roi_start=[0.1, 0.1])
         with pytest.raises(NotImplementedError, match="file_filters"):
             fn.readers.file(file_root=str(jpeg_folder), file_filters=["*.png"])
+        with pytest.raises(NotImplementedError, match=r"use_fast_idct=True\) is not supported"):
+            fn.decoders.image(jpegs, use_fast_idct=True)
+        fn.decoders.image(jpegs, use_fast_idct=False)  # DALI's default: what fastload does
         with pytest.raises(TypeError, match="pass enable_conditionals=True to @pipeline_def"):
             if fn.random.coin_flip():
                 pass
@@ -796,3 +799,48 @@ def test_crop_fill_padding_trim_and_layouts_are_dalis():
             return operator(fn.external_source(source=lambda: [chw], batch=True, layout="CHW"))
         with pytest.raises(NotImplementedError, match="of CHW input is not supported"):
             refused().build()
+
+
+def test_declared_types_are_checked_as_dali_checks_them():
+    """external_source's dtype and ndim, and the Pipeline's output_dtype and output_layout, are checks in
+    DALI, not conversions: data that does not match is an error there and here (Python numbers still take
+    the source's dtype)."""
+    image = np.zeros((4, 6, 3), np.uint8)
+    cases = [({"dtype": "FLOAT"}, {}, [image]), ({"ndim": 2}, {}, [image]),
+             ({}, {"output_dtype": "FLOAT"}, [image]), ({"layout": "HWC"}, {"output_layout": "CHW"}, [image])]
+    for source_args, pipe_args, batch in cases:
+        for lib in (dali, ours):
+            source = {k: getattr(lib.types, v) if k == "dtype" else v for k, v in source_args.items()}
+            declared = {k: getattr(lib.types, v) if k == "output_dtype" else v for k, v in pipe_args.items()}
+
+            @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None, **declared)
+            def pipe():
+                return lib.fn.external_source(source=lambda: batch, batch=True, **source)
+            with pytest.raises(Exception) as refused:
+                p = pipe()
+                p.build()
+                p.run()
+            assert lib is dali or isinstance(refused.value, (TypeError, ValueError)), (source_args, pipe_args)
+
+    @ours.pipeline_def(batch_size=2, num_threads=1, device_id=None, output_dtype=ours.types.INT32)
+    def numbers():
+        return fn.external_source(source=lambda: [[1, 2], [3, 4]], batch=True, dtype=ours.types.INT32, ndim=1)
+    assert numbers().run()[0].as_array().tolist() == [[1, 2], [3, 4]]
+
+
+def test_stack_names_its_new_axis_as_dali():
+    image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    for axis, name in ((0, "F"), (0, "C"), (2, "S")):
+        results = []
+        for lib in (dali, ours):
+            @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+            def pipe():
+                x = lib.fn.external_source(source=lambda: [image], batch=True, layout="HWC")
+                return lib.fn.stack(x, x, axis=axis, axis_name=name)
+            p = pipe()
+            if lib is dali:
+                p.build()
+            (out,) = p.run()
+            results.append((np.asarray(out.as_array()), out.layout()))
+        (theirs, their_layout), (mine, my_layout) = results
+        assert np.array_equal(mine, theirs) and my_layout == their_layout, (axis, name)

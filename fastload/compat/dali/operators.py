@@ -24,7 +24,7 @@ from .types import image_type_name, interp_name, torch_dtype
 HINTS = frozenset({"bytes_per_sample_hint", "preserve", "seed", "name", "preallocate_width_hint",
                    "preallocate_height_hint", "hw_decoder_load", "device_memory_padding",
                    "host_memory_padding", "device_memory_padding_jpeg2k", "host_memory_padding_jpeg2k",
-                   "hybrid_huffman_threshold", "affine", "memory_stats", "use_fast_idct", "minibatch_size",
+                   "hybrid_huffman_threshold", "affine", "memory_stats", "minibatch_size",
                    "temp_buffer_hint", "split_stages", "use_chunk_allocator", "jpeg_fancy_upsampling",
                    "dont_use_mmap", "read_ahead", "lazy_init", "prefetch_queue_depth", "tensor_init_bytes",
                    "skip_cached_images", "enable_conditionals"})
@@ -155,9 +155,16 @@ def _decode(ctx, op, data, output_type="RGB"):
         raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
 
 
-def decoders_image(data, *, device="cpu", output_type=None, **args):
+def _fast_idct(operator: str, use_fast_idct) -> None:
+    if use_fast_idct:  # DALI's CPU decoder then uses libjpeg's fast integer IDCT: other pixels (up to 5 levels)
+        raise NotImplementedError(f"fastload.compat.dali: {operator}(use_fast_idct=True) is not supported "
+                                  f"(libjpeg's fast IDCT gives other pixels; fastload decodes with the accurate one)")
+
+
+def decoders_image(data, *, device="cpu", output_type=None, use_fast_idct=False, **args):
     """``fn.decoders.image``: HWC uint8 images; "mixed" decodes for the GPU."""
     check_args("fn.decoders.image", args, set())
+    _fast_idct("fn.decoders.image", use_fast_idct)
     kind = image_type_name(output_type) if output_type is not None else "RGB"
     return _one(Op("decoders.image", _decode, [data], {"output_type": kind}, device=device, layouts=("HWC",)))
 
@@ -170,9 +177,10 @@ def _random_crop_decode(ctx, op, data, output_type, random_area, random_aspect_r
 
 
 def decoders_image_random_crop(data, *, device="cpu", output_type=None, random_area=(0.08, 1.0),
-                               random_aspect_ratio=(0.75, 4 / 3), num_attempts=10, **args):
+                               random_aspect_ratio=(0.75, 4 / 3), num_attempts=10, use_fast_idct=False, **args):
     """``fn.decoders.image_random_crop``: decode the window DALI's random-crop rule picks."""
     check_args("fn.decoders.image_random_crop", args, set())
+    _fast_idct("fn.decoders.image_random_crop", use_fast_idct)
     kind = image_type_name(output_type) if output_type is not None else "RGB"
     return _one(_seeded(Op("decoders.image_random_crop", _random_crop_decode, [data],
                            {"output_type": kind, "random_area": _pair(random_area),
@@ -339,15 +347,16 @@ def cast(data, *, dtype, device=None, **args):
 def _join(operator: str, stacked: bool):
     def build(*inputs, axis=0, axis_name=None, device=None, **args):
         check_args(f"fn.{operator}", args, set())
-        if axis_name is not None:
-            layout = inputs[0].layout()
+        layout = inputs[0].layout()
+        if axis_name is not None and not stacked:  # cat: the axis the layout names
             if axis_name not in layout:
                 raise ValueError(f"fn.{operator}: axis_name {axis_name!r} is not in layout {layout!r}")
             axis = layout.index(axis_name)
+        if stacked:  # stack: axis_name names the new axis, inserted at ``axis`` (DALI: "FHWC" from HWC)
+            layout = layout[:axis] + axis_name + layout[axis:] if axis_name is not None and layout else ""
 
         def run(ctx, op, *values):
             return torch.stack(values, axis) if stacked else torch.cat(values, axis)
-        layout = inputs[0].layout() if not stacked else ""
         return _one(Op(operator, run, list(inputs), {}, device=_device(inputs, device), layouts=(layout,),
                        fusable=False))
     build.__name__ = operator
@@ -408,8 +417,9 @@ def _numel(dims: tuple) -> int:
 class ExternalSourceOp(Op):
     """``fn.external_source``: values fed per batch by the pipeline (from ``source`` or ``feed_input``)."""
 
-    def __init__(self, source, num_outputs, batch, batch_info, cycle, dtypes, layouts, device, name):
+    def __init__(self, source, num_outputs, batch, batch_info, cycle, dtypes, layouts, device, name, ndim=None):
         self.source, self.batch, self.batch_info, self.cycle = source, batch, batch_info, cycle
+        self.ndim = int(ndim) if ndim is not None else None  # each sample's, checked as fed
         self.output_dtypes, self.feed_name = dtypes, name
         super().__init__("external_source", self._value, [], {}, device=device,
                          num_outputs=num_outputs or 1, layouts=layouts)
@@ -432,5 +442,5 @@ def external_source(source=None, num_outputs=None, *, batch=True, batch_info=Fal
     layouts = layout if isinstance(layout, (list, tuple)) else [layout] * count
     op = ExternalSourceOp(source, num_outputs, bool(batch), bool(batch_info), cycle,
                           [torch_dtype(d) if d is not None else None for d in dtypes],
-                          tuple(str(x) if x else "" for x in layouts), device, name)
+                          tuple(str(x) if x else "" for x in layouts), device, name, ndim)
     return op.outputs if num_outputs is not None else op.outputs[0]

@@ -27,7 +27,7 @@ from .execution import ReaderSource, TensorList, batch_outputs
 from .lowering import lower
 from .graph import DataNode, Graph, SampleContext, current_pipeline, pop_pipeline, push_pipeline
 from .operators import ExternalSourceOp
-from .types import BatchInfo, SampleInfo
+from .types import BatchInfo, SampleInfo, torch_dtype
 
 _warned_no_gpu = False
 
@@ -58,6 +58,7 @@ class Pipeline:
         depth = prefetch_queue_depth
         self._prefetch_queue_depth = depth if isinstance(depth, int) else int(depth["cpu_size"])
         self._exec_dynamic = exec_dynamic
+        self._declared = (output_dtype, output_layout, output_ndim)  # checked on every batch, as DALI does
         self._outputs: list[DataNode] | None = None
         self._ops: list = []
         self._graph: Graph | None = None
@@ -118,7 +119,7 @@ class Pipeline:
         for op in self._sources:
             if (name is not None and op.feed_name == name) or (
                     name is None and any(data_node is node for node in op.outputs)):
-                self._fed[op.id] = _samples(data, op.output_dtypes[0])
+                self._fed[op.id] = _samples(data, op.output_dtypes[0]) if op.grouped else _group(data, op)
                 return
         raise RuntimeError(f"feed_input: no external source named {data_node!r} in this pipeline")
 
@@ -197,8 +198,32 @@ class Pipeline:
             if self._batches is None:
                 self._batches = _endless(self._loader)
             batch = next(self._batches)
-            return self._as_outputs(batch) if self._lowered is not None else batch
-        return self._run_external()
+            return self._checked(self._as_outputs(batch) if self._lowered is not None else batch)
+        return self._checked(self._run_external())
+
+    def _checked(self, outputs) -> tuple:
+        """``outputs``, after checking them against the Pipeline's output_dtype, output_layout and
+        output_ndim (one value for all outputs, or one per output; None: any), which DALI enforces."""
+        for what, declared in zip(("output_dtype", "output_layout", "output_ndim"), self._declared):
+            if declared is None:
+                continue
+            wanted = list(declared) if isinstance(declared, (list, tuple)) else [declared] * len(outputs)
+            if len(wanted) != len(outputs):
+                raise ValueError(f"Pipeline({what}={declared!r}): {len(wanted)} values for {len(outputs)} outputs")
+            for at, (expected, out) in enumerate(zip(wanted, outputs)):
+                if expected is None or len(out) == 0:
+                    continue
+                if what == "output_dtype":
+                    got, expected = out.tensors[0].dtype, torch_dtype(expected)
+                    ok = got == expected
+                elif what == "output_layout":
+                    ok, got = out.layout() == str(expected), out.layout()
+                else:
+                    ok, got = all(t.dim() == int(expected) for t in out.tensors), out.tensors[0].dim()
+                if not ok:
+                    raise TypeError(f"Pipeline({what}=...): output {at} has {what[7:]} {got!r}, not the "
+                                    f"declared {expected!r} (DALI refuses it too)")
+        return outputs
 
     def _as_outputs(self, batch) -> tuple:
         """The fast path's [images, labels] as the graph's outputs: images as one dense CHW or HWC batch,
@@ -342,22 +367,35 @@ def _samples(data, dtype=None) -> list[torch.Tensor]:
 
 
 def _tensor(value, dtype=None) -> torch.Tensor:
+    """One sample as a tensor. Python numbers and lists take the source's ``dtype``; a numpy array, tensor
+    or bytes of another dtype is refused, as DALI refuses it, rather than converted."""
     if isinstance(value, (bytes, bytearray)):
         tensor = torch.frombuffer(bytearray(value), dtype=torch.uint8)
     elif isinstance(value, np.ndarray) and not value.flags.writeable:  # (np.frombuffer of a file's bytes)
         tensor = torch.from_numpy(value.copy())  # the source may reuse it, as DALI copies it too
     else:
         tensor = torch.as_tensor(value)
-    return tensor.to(dtype) if dtype is not None and tensor.dtype != dtype else tensor
+    if dtype is None or tensor.dtype == dtype:
+        return tensor
+    if isinstance(value, (np.ndarray, np.generic, torch.Tensor, bytes, bytearray)):
+        raise TypeError(f"external_source: the source gave {tensor.dtype} data where its dtype is {dtype}")
+    return tensor.to(dtype)
 
 
 def _group(batch, op: ExternalSourceOp, batched: bool = False) -> list:
-    """A source's batch as a list of per-sample values; with ``num_outputs``, a tuple of outputs each."""
+    """A source's batch as a list of per-sample values; with ``num_outputs``, a tuple of outputs each.
+    Samples of another number of dimensions than the source's ``ndim`` are refused, as in DALI."""
     if op.grouped:
         outputs = [_samples(b, d) for b, d in zip(batch, op.output_dtypes)] if batched else \
             [_samples([s[k] for s in batch], op.output_dtypes[k]) for k in range(op.num_outputs)]
-        return list(zip(*outputs))
-    return _samples(batch, op.output_dtypes[0])
+        samples = list(zip(*outputs))
+        flat = [t for group in samples for t in group]
+    else:
+        samples = flat = _samples(batch, op.output_dtypes[0])
+    if op.ndim is not None and any(t.dim() != op.ndim for t in flat):
+        raise ValueError(f"external_source(ndim={op.ndim}): the source gave samples of "
+                         f"{sorted({t.dim() for t in flat})} dimensions")
+    return samples
 
 
 def split_kwargs(name: str, function_args, pipeline_args, decorated: dict, given: dict) -> tuple[dict, dict]:
