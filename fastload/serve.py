@@ -152,12 +152,15 @@ class InferenceServer:
         host, port: where to listen (port 0: any free port; ``server.port`` says which).
         max_batch, max_wait_ms: the batching (see ``Batcher``).
         max_bytes: larger request bodies get 413.
-        timeout_s: a connection that sends nothing for this long (between requests or within one) is closed.
+        timeout_s: a connection that sends nothing for this long (between requests or within one) is closed
+            (None: never).
     """
 
     def __init__(self, pipeline, model: torch.nn.Module, host: str = "127.0.0.1", port: int = 8000,
                  max_batch: int = 8, max_wait_ms: float = 5.0, max_bytes: int = 20 << 20, name: str = "model",
-                 timeout_s: float = 30.0):
+                 timeout_s: float | None = 30.0):
+        if timeout_s is not None and timeout_s <= 0:  # (0 would make the sockets non-blocking)
+            raise ValueError(f"timeout_s={timeout_s}: a number of seconds above 0, or None for no timeout")
         self.pipeline, self.model, self.max_bytes, self.name = pipeline, model, max_bytes, name
         self.batcher = Batcher(self._classify, max_batch, max_wait_ms)
         self.requests = 0  # requests taken so far (each one's number names it in errors)
@@ -250,8 +253,10 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server_app
         with app._count:
             app._connections.add(self)
-            if app.closing:  # accepted just before close(): not served
+            if app.closing:  # accepted just before close(): its reading side shut, as the others'
                 self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RD)
 
     def finish(self) -> None:
         with self.server_app._count:
@@ -311,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
                       f"{self.command} {path}: use {_ROUTES[path]}"}, allow=_ROUTES[path], head=self.command == "HEAD")
 
     def do_GET(self, head: bool = False) -> None:
-        if "Content-Length" in self.headers or "Transfer-Encoding" in self.headers:
+        if self.headers.get("Content-Length", "0").strip() != "0" or "Transfer-Encoding" in self.headers:
             self.close_connection = True  # a body is not read: it must not be taken for the next request
         path = self._route()
         if path == "/predict":

@@ -106,6 +106,12 @@ def test_health_unknown_paths_and_empty_bodies(model):
         assert status == 400 and "not a form" in body["error"] and "BytesIO" not in body["error"]
 
 
+def test_a_timeout_must_be_positive(model):
+    for timeout in (0, -1):
+        with pytest.raises(ValueError, match="above 0"):
+            InferenceServer(JsonPipeline(PIPELINE), model, port=0, timeout_s=timeout)
+
+
 def test_an_unknown_model_is_named_at_once():
     with pytest.raises(ValueError, match=r"unknown torchvision model 'resnet999' \(like it: .*resnet18"):
         load_model("resnet999")

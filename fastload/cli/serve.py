@@ -31,12 +31,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-wait-ms", type=float, default=5.0,
                         help="how long a batch waits for more requests after its first (default 5)")
     parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body (default 20 MiB)")
-    parser.add_argument("--timeout", type=float, default=30.0,
+    parser.add_argument("--timeout", type=_positive, default=30.0,
                         help="seconds a connection may send nothing (between requests or within one) before it "
                              "is closed (default 30)")
     parser.add_argument("--device", default="cpu",
                         help="where the model runs and the pipeline's fused step writes (cpu, cuda, cuda:1; "
                              "a ROCm GPU is cuda too; default cpu)")
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: a number of seconds above 0")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -793,7 +793,8 @@ def test_crop_fill_padding_trim_and_layouts_are_dalis():
         (theirs, their_layout), (mine, my_layout) = outputs
         assert mine.dtype == theirs.dtype and mine.shape == theirs.shape and my_layout == their_layout, name
         assert np.allclose(mine, theirs, atol=1e-4), name
-    for operator in (lambda y: fn.resize(y, resize_x=20, resize_y=16), lambda y: fn.rotate(y, angle=30)):
+    for operator in (lambda y: fn.resize(y, resize_x=20, resize_y=16), lambda y: fn.rotate(y, angle=30),
+                     lambda y: fn.hsv(y, hue=10.0), lambda y: fn.color_twist(y, saturation=0.5)):
         @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
         def refused():
             return operator(fn.external_source(source=lambda: [chw], batch=True, layout="CHW"))
@@ -830,7 +831,7 @@ def test_declared_types_are_checked_as_dali_checks_them():
 
 def test_stack_names_its_new_axis_as_dali():
     image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-    for axis, name in ((0, "F"), (0, "C"), (2, "S")):
+    for axis, name in ((0, "F"), (0, "C"), (2, "S"), (-1, "S")):
         results = []
         for lib in (dali, ours):
             @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None)

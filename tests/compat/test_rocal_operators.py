@@ -943,11 +943,25 @@ def _turbojpeg():
     return decode
 
 
+def test_user_given_size_needs_the_c_extension_and_says_so_when_built(monkeypatch, tmp_path):
+    """Without fastload._jpeg (an optional build) DCT scaling is missing: what needs it for most JPEGs is
+    refused where it is built, not image by image."""
+    from fastload import decode
+    from fastload.compat.rocal import JsonPipeline
+    monkeypatch.setattr(decode, "_jpeg", None)
+    with pytest.raises(RuntimeError, match="needs fastload's C extension"):
+        JsonPipeline({"pipeline": [{"operation": "Resize", "dest_width": 8, "dest_height": 8, "is_output": True}]})
+    with Pipeline(batch_size=1, num_threads=1, rocal_cpu=True):
+        with pytest.raises(RuntimeError, match="needs fastload's C extension"):
+            fn.external_source(source=iter([]), mode=types.EXTSOURCE_FNAME)
+
+
 def test_decode_sizes_follow_turbojpegs_scaling_factors():
     """USER_GIVEN_SIZE_ORIG (the decoders' default) keeps an image within the cap and scales a larger one
     down; USER_GIVEN_SIZE (fn.external_source's, the JSON pipelines') takes the largest of TurboJPEG's
     16 factors 2/1 ... 1/8 that fits, enlarging small images; over 8x the cap is refused."""
     import io
+    import warnings
     sizes = {(100, 80): ((100, 80), (200, 160)), (600, 400): ((600, 400), (975, 650)),
              (900, 600): ((900, 600), (900, 600)), (1200, 800): ((900, 600), (900, 600)),
              (500, 375): ((500, 375), (1000, 750))}
@@ -967,6 +981,11 @@ def test_decode_sizes_follow_turbojpegs_scaling_factors():
             assert imageops.decode(png.getvalue(), "RGB", 1000, 1000, keep_original=keep).shape == (40, 50, 3)
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="larger than max_decoded_width"):
         imageops.decode(png.getvalue(), "RGB", 45, 45, keep_original=False)
+    mpo = io.BytesIO()  # a camera's JPEG with a second picture appended: Pillow says MPO, TurboJPEG reads it
+    make_image(2, 100, 80).save(mpo, "MPO", save_all=True, append_images=[make_image(3, 100, 80)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert imageops.decode(mpo.getvalue(), "RGB", 1000, 1000, keep_original=False).shape == (160, 200, 3)
     from conftest import TESTDATA
     cmyk = TESTDATA / "jpeg_zoo" / "pil__pil_sample_cmyk.jpg"  # TurboJPEG cannot give it as RGB: the same
     if cmyk.exists():

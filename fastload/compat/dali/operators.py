@@ -318,9 +318,10 @@ def rotate(images, *, angle, device=None, fill_value=None, keep_size=False, size
 
 # ---------------------------------------------------------------------------------------------- color
 
-def _color(operator: str, impl, names: set):
+def _color(operator: str, impl, names: set, layouts: tuple[str, ...] = ("HWC",)):
     def build(images, *, device=None, dtype=None, image_type=None, **args):
         check_args(f"fn.{operator}", args, names)
+        _layout(f"fn.{operator}", images, layouts)
         settings = {**args, "dtype": torch_dtype(dtype) if dtype is not None else None}
         return _one(Op(operator, lambda ctx, op, image, **a: impl(image, **a), [images], settings,
                        device=_device([images], device), layouts=(images.layout(),)))
@@ -332,7 +333,8 @@ def _color(operator: str, impl, names: set):
 color_twist = _color("color_twist", lambda image, **a: imageops.color_twist(image, **a),
                      {"brightness", "contrast", "hue", "saturation"})
 brightness_contrast = _color("brightness_contrast", lambda image, **a: imageops.brightness_contrast(image, **a),
-                             {"brightness", "brightness_shift", "contrast", "contrast_center"})
+                             {"brightness", "brightness_shift", "contrast", "contrast_center"},
+                             ("HWC", "CHW"))  # per value: the layout does not matter
 hsv = _color("hsv", lambda image, **a: imageops.hsv(image, **a), {"hue", "saturation", "value"})
 
 
@@ -353,7 +355,8 @@ def _join(operator: str, stacked: bool):
                 raise ValueError(f"fn.{operator}: axis_name {axis_name!r} is not in layout {layout!r}")
             axis = layout.index(axis_name)
         if stacked:  # stack: axis_name names the new axis, inserted at ``axis`` (DALI: "FHWC" from HWC)
-            layout = layout[:axis] + axis_name + layout[axis:] if axis_name is not None and layout else ""
+            at = axis + len(layout) + 1 if axis < 0 else axis
+            layout = layout[:at] + axis_name + layout[at:] if axis_name is not None and layout else ""
 
         def run(ctx, op, *values):
             return torch.stack(values, axis) if stacked else torch.cat(values, axis)

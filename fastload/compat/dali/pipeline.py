@@ -319,8 +319,10 @@ class Pipeline:
     def epoch_size(self, name=None):
         """The reader's ``epoch_size_padded`` (a dict by reader name when no name is given), as DALI's:
         its dataset's size, with pad_last_batch rounded up to a whole number per shard."""
-        return {reader: meta["epoch_size_padded"] for reader, meta in self.reader_meta().items()} if name is None \
-            else self.reader_meta(name)["epoch_size_padded"]
+        if name is None:
+            return {op.reader.name: self._loader.dataset.meta(op.reader)["epoch_size_padded"]
+                    for op in self._readers_built()}
+        return self.reader_meta(name)["epoch_size_padded"]
 
     def reader_meta(self, name=None) -> dict:
         """DALI's reader metadata (epoch_size, epoch_size_padded, number_of_shards, shard_id, pad_last_batch,

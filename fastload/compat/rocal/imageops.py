@@ -38,9 +38,10 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
     image = Image.open(io.BytesIO(data))
     width, height = image.size
     within = width <= max_width and height <= max_height
-    turbo_reads = image.format == "JPEG" and image.mode != "CMYK"
+    jpeg = image.format in ("JPEG", "MPO")  # MPO: a camera's JPEG with a second picture appended
+    turbo_reads = jpeg and image.mode != "CMYK"
     if not turbo_reads:
-        what = "a CMYK JPEG" if image.format == "JPEG" else f"a {image.format} image"
+        what = "a CMYK JPEG" if jpeg else f"a {image.format} image"
         warnings.warn(f"{what} in a rocAL pipeline: fastload decodes it with Pillow at its size; rocAL's TurboJPEG "
                       f"decoder cannot (another format: it puts another image of the batch in its place; CMYK: it "
                       f"leaves the image's buffer as it was)", stacklevel=2)
@@ -49,7 +50,7 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
     if scale == 8:
         pixels = _turbo_rgb(_jpeg, data, image) if color != "GRAY" else None
         if pixels is None:
-            if color == "GRAY" and image.format == "JPEG":
+            if color == "GRAY" and jpeg:
                 image.draft("L", image.size)  # libjpeg's own grayscale output, as TurboJPEG's TJPF_GRAY
             pixels = np.array(image.convert("L" if color == "GRAY" else "RGB"))  # a writable copy
     else:
@@ -60,9 +61,7 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
         if scale is None:
             raise ValueError(f"a {width}x{height} JPEG is over 8x max_decoded_width x max_decoded_height "
                              f"({max_width}x{max_height}): rocAL crops such images, fastload does not")
-        if _jpeg is None:
-            raise RuntimeError("decoding a JPEG at rocAL's DCT scale needs fastload's C extension "
-                               "(fastload._jpeg), which is not built")
+        require_dct_scaling("decoding a JPEG at rocAL's DCT scale")
         pixels, warning = _turbo(_jpeg, data, scale, -(-width * scale // 8), -(-height * scale // 8),
                                  gray=color == "GRAY")
         if warning is not None:
@@ -73,6 +72,16 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
     if tensor.dim() == 2:
         tensor = tensor.unsqueeze(-1)
     return tensor.flip(-1).contiguous() if color == "BGR" else tensor
+
+
+def require_dct_scaling(what: str) -> None:
+    """Refuse ``what`` (at once, where a pipeline is built) where fastload's C extension is missing: DCT
+    scaling, which TurboJPEG's size rule needs for most JPEGs under USER_GIVEN_SIZE, is only there."""
+    from ...decode import _jpeg
+    if _jpeg is None:
+        raise RuntimeError(f"{what} needs fastload's C extension (fastload._jpeg, libjpeg-turbo), which is not "
+                           f"built here: rocAL's decoder scales JPEGs in the DCT, Pillow cannot (install "
+                           f"libjpeg-turbo's headers and reinstall fastload)")
 
 
 def _tj_scale(width: int, height: int, max_width: int, max_height: int) -> int | None:
@@ -98,7 +107,7 @@ def _turbo_rgb(jpeg, data: bytes, image) -> np.ndarray | None:
     same pixels (both are libjpeg-turbo with the accurate integer IDCT, as rocAL's TurboJPEG call asks).
     None where Pillow decodes it instead: another format or colour space, or data libjpeg warns about
     (Pillow's decode of those is what rocAL's decoder has always been compared with here)."""
-    if jpeg is None or image.format != "JPEG" or image.mode != "RGB":
+    if jpeg is None or image.format not in ("JPEG", "MPO") or image.mode != "RGB":
         return None
     width, height = image.size
     try:

@@ -323,6 +323,7 @@ class JsonPipeline:
             self.operations = parse(path_or_dict)
         if color_format not in COLOR_FORMATS:
             raise ValueError(f"color_format {color_format!r}: one of {', '.join(COLOR_FORMATS)}")
+        imageops.require_dct_scaling("a JSON pipeline (the backend decodes with USER_GIVEN_SIZE)")
         if batch < 1:
             raise ValueError("batch must be positive")
         self.batch, self.device, self.color = batch, torch.device(device), COLOR_FORMATS[color_format]

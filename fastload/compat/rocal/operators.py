@@ -754,6 +754,8 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
     refuse("fn.decoders.image", annotations_file=annotations_file and not isinstance(reader, coco.COCOReader),
            index_path=index_path and not isinstance(reader, WebDatasetReader),
            decode_size_policy=decode_size_policy not in (1, 3))
+    if int(decode_size_policy) == 1:
+        imageops.require_dct_scaling("fn.decoders.image(decode_size_policy=USER_GIVEN_SIZE)")
     data = _reader_node("fn.decoders.image", inputs, file_root, shard_id, num_shards, random_shuffle,
                         last_batch_policy, pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
     node = Op("rocal.decoders.image", _decode, [data],
@@ -1786,6 +1788,8 @@ def external_source(source, device=None, color_format=RocalImageColor.RGB, rando
     from ..dali.operators import ExternalSourceOp
     refuse("fn.external_source", random_shuffle=random_shuffle, pad_last_batch_repeated=pad_last_batch_repeated,
            shard_size=shard_size not in (-1, None))
+    if int(mode) != 2:
+        imageops.require_dct_scaling("fn.external_source (it decodes with USER_GIVEN_SIZE)")
     pipe = _pipeline()
     items = ExternalSourceOp(None, None, True, False, None, [None], ("",), "cpu", None)
     pipe._external = (items, iter(source), int(mode))
