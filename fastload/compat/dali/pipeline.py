@@ -30,6 +30,11 @@ from .operators import ExternalSourceOp
 from .types import BatchInfo, SampleInfo, torch_dtype
 
 _warned_no_gpu = False
+# Pipeline's declared output properties: what an output has (a set over its samples), and the declared
+# value in the same terms
+_DECLARED = {"output_dtype": (lambda out: {t.dtype for t in out.tensors}, torch_dtype),
+             "output_layout": (lambda out: {out.layout()}, str),
+             "output_ndim": (lambda out: {t.dim() for t in out.tensors}, int)}
 
 
 class Pipeline:
@@ -58,7 +63,8 @@ class Pipeline:
         depth = prefetch_queue_depth
         self._prefetch_queue_depth = depth if isinstance(depth, int) else int(depth["cpu_size"])
         self._exec_dynamic = exec_dynamic
-        self._declared = (output_dtype, output_layout, output_ndim)  # checked on every batch, as DALI does
+        # checked on every batch, as DALI does (_DECLARED)
+        self._declared = {"output_dtype": output_dtype, "output_layout": output_layout, "output_ndim": output_ndim}
         self._outputs: list[DataNode] | None = None
         self._ops: list = []
         self._graph: Graph | None = None
@@ -204,25 +210,17 @@ class Pipeline:
     def _checked(self, outputs) -> tuple:
         """``outputs``, after checking them against the Pipeline's output_dtype, output_layout and
         output_ndim (one value for all outputs, or one per output; None: any), which DALI enforces."""
-        for what, declared in zip(("output_dtype", "output_layout", "output_ndim"), self._declared):
+        for what, declared in self._declared.items():
             if declared is None:
                 continue
+            found, normal = _DECLARED[what]
             wanted = list(declared) if isinstance(declared, (list, tuple)) else [declared] * len(outputs)
             if len(wanted) != len(outputs):
                 raise ValueError(f"Pipeline({what}={declared!r}): {len(wanted)} values for {len(outputs)} outputs")
             for at, (expected, out) in enumerate(zip(wanted, outputs)):
-                if expected is None or len(out) == 0:
-                    continue
-                if what == "output_dtype":
-                    got, expected = out.tensors[0].dtype, torch_dtype(expected)
-                    ok = got == expected
-                elif what == "output_layout":
-                    ok, got = out.layout() == str(expected), out.layout()
-                else:
-                    ok, got = all(t.dim() == int(expected) for t in out.tensors), out.tensors[0].dim()
-                if not ok:
-                    raise TypeError(f"Pipeline({what}=...): output {at} has {what[7:]} {got!r}, not the "
-                                    f"declared {expected!r} (DALI refuses it too)")
+                if expected is not None and len(out) and found(out) != {normal(expected)}:
+                    raise TypeError(f"Pipeline({what}=...): output {at} has {what[7:]} {sorted(found(out), key=str)}, "
+                                    f"not the declared {normal(expected)!r} (DALI refuses it too)")
         return outputs
 
     def _as_outputs(self, batch) -> tuple:
@@ -320,8 +318,7 @@ class Pipeline:
         """The reader's ``epoch_size_padded`` (a dict by reader name when no name is given), as DALI's:
         its dataset's size, with pad_last_batch rounded up to a whole number per shard."""
         if name is None:
-            return {op.reader.name: self._loader.dataset.meta(op.reader)["epoch_size_padded"]
-                    for op in self._readers_built()}
+            return {reader: meta["epoch_size_padded"] for reader, meta in self.reader_meta().items()}
         return self.reader_meta(name)["epoch_size_padded"]
 
     def reader_meta(self, name=None) -> dict:
@@ -329,7 +326,8 @@ class Pipeline:
         stick_to_shard), of one reader, or a dict by reader name."""
         if name is None:
             return {op.reader.name: self._loader.dataset.meta(op.reader) for op in self._readers_built()}
-        return self._loader.dataset.meta(self._reader_spec(name))
+        spec = self._reader_spec(name)  # first: a pipeline without that reader (or any) is a KeyError
+        return self._loader.dataset.meta(spec)
 
     def _readers_built(self) -> list:
         self.build()
