@@ -756,6 +756,22 @@ def test_per_sample_arguments_legacy_ops_and_indexing_match_dali():
             assert np.abs(a.astype(np.float64) - b.astype(np.float64)).max() <= 1e-5, (k, i)
 
 
+def _on_both(graph) -> list[tuple[np.ndarray, str]]:
+    """The one output of ``graph(lib)``, run in a pipeline of one sample on real DALI and on fastload:
+    (its values, its layout) from each."""
+    results = []
+    for lib in (dali, ours):
+        @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+        def pipe():
+            return graph(lib)
+        p = pipe()
+        if lib is dali:
+            p.build()
+        (out,) = p.run()
+        results.append((np.asarray(out.as_array()), out.layout()))
+    return results
+
+
 def test_crop_fill_padding_trim_and_layouts_are_dalis():
     """Against DALI on one HWC and one CHW image: fn.crop pads in its output dtype (fill 300 stays 300 in
     float, where a uint8 crop wraps it); crop_mirror_normalize's pad_output channel is 0 unless the policy
@@ -778,19 +794,9 @@ def test_crop_fill_padding_trim_and_layouts_are_dalis():
         "cmn HWC out": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, output_layout="", dtype=lib.types.UINT8),
     }
     for name, build in cases.items():
-        outputs = []
-        for lib in (dali, ours):
-            @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
-            def pipe():
-                x = lib.fn.external_source(source=lambda: [hwc], batch=True, layout="HWC")
-                y = lib.fn.external_source(source=lambda: [chw], batch=True, layout="CHW")
-                return build(lib, x, y)
-            p = pipe()
-            if lib is dali:
-                p.build()
-            (out,) = p.run()
-            outputs.append((np.asarray(out.as_array()), out.layout()))
-        (theirs, their_layout), (mine, my_layout) = outputs
+        (theirs, their_layout), (mine, my_layout) = _on_both(lambda lib: build(
+            lib, lib.fn.external_source(source=lambda: [hwc], batch=True, layout="HWC"),
+            lib.fn.external_source(source=lambda: [chw], batch=True, layout="CHW")))
         assert mine.dtype == theirs.dtype and mine.shape == theirs.shape and my_layout == their_layout, name
         assert np.allclose(mine, theirs, atol=1e-4), name
     for operator in (lambda y: fn.resize(y, resize_x=20, resize_y=16), lambda y: fn.rotate(y, angle=30),
@@ -831,17 +837,9 @@ def test_declared_types_are_checked_as_dali_checks_them():
 
 def test_stack_names_its_new_axis_as_dali():
     image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    def stacked(lib):
+        x = lib.fn.external_source(source=lambda: [image], batch=True, layout="HWC")
+        return lib.fn.stack(x, x, axis=axis, axis_name=name)
     for axis, name in ((0, "F"), (0, "C"), (2, "S"), (-1, "S")):
-        results = []
-        for lib in (dali, ours):
-            @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None)
-            def pipe():
-                x = lib.fn.external_source(source=lambda: [image], batch=True, layout="HWC")
-                return lib.fn.stack(x, x, axis=axis, axis_name=name)
-            p = pipe()
-            if lib is dali:
-                p.build()
-            (out,) = p.run()
-            results.append((np.asarray(out.as_array()), out.layout()))
-        (theirs, their_layout), (mine, my_layout) = results
+        (theirs, their_layout), (mine, my_layout) = _on_both(stacked)
         assert np.array_equal(mine, theirs) and my_layout == their_layout, (axis, name)
