@@ -39,6 +39,16 @@ def resident_mib() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
+@pytest.fixture
+def seed():
+    """A fresh seed each run for tests of random inputs, named in their failure messages; FASTLOAD_TEST_SEED
+    replays one (it also seeds torch's global generator, which some of those inputs come from)."""
+    import random
+    value = int(os.environ.get("FASTLOAD_TEST_SEED") or random.randrange(2 ** 31))
+    torch.manual_seed(value)
+    return value
+
+
 # tests/data holds other projects' scripts that the tests run (rocAL's audio_unit_test.py, ...): not tests here
 collect_ignore = ["data"]
 

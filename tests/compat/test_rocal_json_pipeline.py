@@ -85,12 +85,6 @@ def test_each_documented_operation():
     assert torch.equal(whole, imageops.resample(image[:, 13:226], 20, 20, "linear"))
 
 
-@pytest.fixture
-def seed():
-    """A fresh seed each run, named in a failure's message."""
-    return random.randrange(2 ** 31)
-
-
 NORMALIZE = {"mean": [123.675, 116.28, 103.53], "std_dev": [58.395, 57.12, 57.375], "output_dtype": "float32"}
 # pipelines that lower to one fused step
 FUSED = {

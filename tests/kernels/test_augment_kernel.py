@@ -4,7 +4,8 @@ Without a GPU the kernel runs in Triton's interpreter (tests/conftest.py sets
 TRITON_INTERPRET=1), so the batches are small but awkward: 1x1 and 1x4000
 sources, prime sizes, gray and strided (HWC) inputs, crop boxes on and past
 every border, upscales and 10x downscales, in one ragged batch, fresh random
-pixels and parameters every run (the seed is in the failure message).
+pixels and parameters every run (the seed is in the failure message, and
+FASTLOAD_TEST_SEED=<seed> replays it).
 
 Tolerances, and why:
 - kernel vs reference: the same float32 operations in the same order, but
@@ -62,13 +63,6 @@ SHIFT = [-m / s for m, s in zip(MEAN, STD)]
 SIZE = (7, 11)  # the output: odd, not square
 
 
-@pytest.fixture
-def seed():
-    value = random.randrange(2 ** 31)
-    torch.manual_seed(value)
-    return value
-
-
 def awkward_batch(generator: random.Random):
     """(images, boxes) covering the awkward cases, for an output of SIZE (7, 11)."""
     def image(c, h, w, hwc=False):
@@ -92,6 +86,15 @@ def awkward_batch(generator: random.Random):
         (big, (generator.randrange(0, 60), generator.randrange(0, 50), 37, 39)),  # interior, 5x and 3.5x down
     ]
     return [c[0] for c in cases], [c[1] for c in cases]
+
+
+def independent(values: torch.Tensor) -> torch.Tensor:
+    """The values of an awkward batch's output whose rounding flips are independent events, for bounding their
+    share: image 0 (a 1x1 source) is one color repeated, so a single flip of it moves all 77 of its values in a
+    channel (seed 448721269: saturation 0.028 blended a channel with its equal gray, 55 and 55, to 54.99999,
+    which truncated to 54 in the whole image, 4.76% of the batch), and image 1 (a 1-row source) repeats its
+    row. They count once per channel and once per column; the maximum is still bounded over every value."""
+    return torch.cat([values[0, :, :1, :1].flatten(), values[1, :, :1, :].flatten(), values[2:].flatten()])
 
 
 def random_color(generator: random.Random, n: int, slots: int = 5):
@@ -145,7 +148,8 @@ def test_kernel_matches_reference(seed, dtype, atol, channels_last):
         # flips are rare but come in pixels, all three channels of a grayscale image at once: seed 202256928
         # flips 3 pixels of a grayscale image by 1-2 levels, 9 of the batch's 1617 values (0.56%); a wrong
         # kernel differs almost everywhere
-        assert (diff > atol).float().mean() <= 0.01, f"seed {seed}: {(diff > atol).float().mean():.2%} differ"
+        share = independent(diff > atol).float().mean()
+        assert share <= 0.01, f"seed {seed}: {share:.2%} differ"
 
 
 def test_float_chain_matches_reference(seed):
@@ -205,14 +209,16 @@ def test_float_chain_matches_torchvision(seed):
         torch.testing.assert_close(ours[i], expected, atol=1e-3, rtol=0, msg=lambda m: f"seed {seed}, image {i}: {m}")
 
 
-def assert_levels_close(ours, expected, what):
+def assert_levels_close(ours, expected, what, counted=torch.flatten):
     """At most 1.5% of values differ (float32 rounding flips at a truncation), by at most 4 levels: a
     one-level flip is scaled by the factors of the operations after it (up to 2 each; 200 seeds: 2). The
     share of flips depends on the batch: 151 seeds gave at most 0.74% (0.56% at seed 1088114439, which
-    failed a 0.5% bound in a full run), so the bound is twice the largest seen."""
+    failed a 0.5% bound in a full run), so the bound is twice the largest seen. ``counted`` picks the values
+    whose flips are independent (``independent`` for the awkward batch)."""
     diff = (ours - expected).abs()
     assert diff.max() <= 4.0 + 1e-4, f"{what}: max difference {diff.max():.3f} levels"
-    assert (diff > 1e-4).float().mean() <= 0.015, f"{what}: {(diff > 1e-4).float().mean():.2%} of values differ"
+    share = counted(diff > 1e-4).float().mean()
+    assert share <= 0.015, f"{what}: {share:.2%} of values differ"
 
 
 def resized_and_colored(seed):
@@ -229,7 +235,7 @@ def test_uint8_color_matches_torchvision(seed):
     images, params, resized, ops, factors = resized_and_colored(seed)
     ours = augment_batch(images, params, SIZE, torch.uint8).float()
     expected = torch.stack([apply_torchvision_color(resized[i], ops[i], factors[i]) for i in range(len(images))])
-    assert_levels_close(ours, expected.float(), f"seed {seed}, ops {ops}")
+    assert_levels_close(ours, expected.float(), f"seed {seed}, ops {ops}", independent)
 
 
 def test_uint8_resize_matches_torchvision(seed):
@@ -246,7 +252,7 @@ def test_uint8_resize_matches_torchvision(seed):
         gpu_rule.append(TF.resized_crop(rgb.float(), *boxes[i], list(SIZE), antialias=True).round().flip(flip))
         # torchvision on the CPU: its uint8 fixed-point resampler
         cpu_uint8.append(TF.resized_crop(rgb, *boxes[i], list(SIZE), antialias=True).float().flip(flip))
-    assert_levels_close(ours, torch.stack(gpu_rule), f"seed {seed}")
+    assert_levels_close(ours, torch.stack(gpu_rule), f"seed {seed}", independent)
     assert (ours - torch.stack(cpu_uint8)).abs().max() <= 1, f"seed {seed}"
 
 
@@ -266,7 +272,8 @@ def test_plain_bilinear_resize_matches_torchvision(seed):
     for result in (ours, reference):  # float32 sums in another order: a rounding flips, by one level
         diff = (result - torch.stack(expected)).abs()
         assert diff.max() <= 1, f"seed {seed}: max difference {diff.max()}"
-        assert (diff > 0).float().mean() <= 0.015, f"seed {seed}: {(diff > 0).float().mean():.2%} differ"
+        share = independent(diff > 0).float().mean()
+        assert share <= 0.015, f"seed {seed}: {share:.2%} differ"
     # and it is not the antialiased resize: shrinking boxes differ from it
     antialiased = augment_batch(images, params, SIZE, torch.uint8).float()
     assert not torch.equal(ours, antialiased)
@@ -283,7 +290,8 @@ def test_full_pipeline_against_torchvision_normalized(seed):
                             for i in range(len(images))])
     levels = (ours.float() - expected).abs() * (255 * torch.tensor(STD)).view(1, 3, 1, 1)
     assert levels.max() <= 4.1, f"seed {seed}: max difference {levels.max():.3f} levels"
-    assert (levels > 0.5).float().mean() <= 0.015, f"seed {seed}: {(levels > 0.5).float().mean():.2%} differ"
+    share = independent(levels > 0.5).float().mean()
+    assert share <= 0.015, f"seed {seed}: {share:.2%} differ"
 
 
 def test_color_reference_matches_torchvision_on_a_batch(seed):
