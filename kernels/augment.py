@@ -177,8 +177,14 @@ def _gray(image: torch.Tensor, quantize: bool) -> torch.Tensor:
 
 
 def _blend(image, other, factor, bound, quantize):
-    """torchvision's _blend with a per-image factor (N, 1, 1, 1) float32."""
-    out = (image * factor + other * (1.0 - factor)).clamp_(0, bound)
+    """torchvision's _blend, ``image.mul(ratio).add_(other, alpha=1 - ratio)``, with a per-image factor
+    (N, 1, 1, 1) float32, image by image through the same calls: torch adds with alpha as one fused
+    multiply-add (one rounding, on the CPU and the GPU), and rounding twice instead moves a truncated level
+    (a value blended with its equal gray, 55 and 55, gave 54.99999, so 54)."""
+    out = torch.empty_like(image)
+    for i, ratio in enumerate(factor.flatten().tolist()):
+        torch.mul(image[i], ratio, out=out[i]).add_(other[i], alpha=1.0 - ratio)
+    out.clamp_(0, bound)
     return out.floor_() if quantize else out
 
 
@@ -366,14 +372,16 @@ if triton is not None:
 
     @triton.jit
     def _gray_level(r, g, b, QUANTIZE: tl.constexpr):
-        gray = r * 0.2989 + g * 0.587 + b * 0.114
+        # torchvision's r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114): fused multiply-adds
+        gray = tl.fma(b, 0.114, tl.fma(g, 0.587, r * 0.2989))
         if QUANTIZE:
             gray = tl.floor(gray)
         return gray
 
     @triton.jit
     def _blend_values(x, other, factor, BOUND: tl.constexpr, QUANTIZE: tl.constexpr):
-        out = tl.minimum(tl.maximum(x * factor + other * (1.0 - factor), 0.0), BOUND)
+        # torchvision's x.mul(factor).add_(other, alpha=1 - factor), one fused multiply-add as torch's (_blend)
+        out = tl.minimum(tl.maximum(tl.fma(other, 1.0 - factor, x * factor), 0.0), BOUND)
         if QUANTIZE:
             out = tl.floor(out)
         return out

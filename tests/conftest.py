@@ -14,6 +14,22 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+if os.environ.get("TRITON_INTERPRET") == "1":
+    # Triton 3.8's interpreter computes tl.fma as x * y + z in the inputs' precision, two roundings; the
+    # device computes it with one, as torch's add with alpha does, and the kernels use it to round as
+    # torchvision does (kernels/augment.py's _blend). Model the device: float32's product is exact in
+    # float64, so rounding the float64 sum to float32 is the one rounding (but for a double-rounding tie,
+    # about one sum in 2**29).
+    import numpy as np
+    from triton.runtime import interpreter as _interpreter
+
+    def _fused_multiply_add(self, x, y, z):
+        data = (x.data.astype(np.float64) * y.data + z.data).astype(z.data.dtype)
+        return _interpreter.TensorHandle(data, z.dtype.scalar)
+
+    assert hasattr(_interpreter.InterpreterBuilder, "create_fma"), "Triton's interpreter changed: revisit tl.fma"
+    _interpreter.InterpreterBuilder.create_fma = _fused_multiply_add
+
 # Tests that launch Triton kernels on CPU tensors need the interpreter. On a GPU machine (which compiles
 # the kernels) they skip: tests/gpu runs the same checks there on the device.
 kernels_on_cpu = pytest.mark.skipif(
