@@ -178,14 +178,26 @@ def _gray(image: torch.Tensor, quantize: bool) -> torch.Tensor:
 
 def _blend(image, other, factor, bound, quantize):
     """torchvision's _blend, ``image.mul(ratio).add_(other, alpha=1 - ratio)``, with a per-image factor
-    (N, 1, 1, 1) float32, image by image through the same calls: torch adds with alpha as one fused
-    multiply-add (one rounding, on the CPU and the GPU), and rounding twice instead moves a truncated level
-    (a value blended with its equal gray, 55 and 55, gave 54.99999, so 54)."""
-    out = torch.empty_like(image)
-    for i, ratio in enumerate(factor.flatten().tolist()):
-        torch.mul(image[i], ratio, out=out[i]).add_(other[i], alpha=1.0 - ratio)
+    (N, 1, 1, 1) float32. torch's add with alpha is one fused multiply-add where its vectorized CPU kernels
+    and its CUDA kernels run, and rounding twice instead differs from torchvision by a level at a truncation
+    (at ratio 0.0283781, 55 blended with its equal gray 55 is 55.0 in torchvision, 54.999996 rounded twice,
+    so 54). On the CPU this makes torchvision's own calls, image by image, so it is torchvision's result
+    whatever torch's kernels do; elsewhere it rounds once without a launch per image or a host sync:
+    float64 holds the float32 product exactly, so only the conversion back rounds (but for a double-rounding
+    tie, about one value in 2**29)."""
+    if image.device.type == "cpu":
+        out = torch.empty_like(image)
+        for i, ratio in enumerate(factor.flatten().tolist()):
+            torch.mul(image[i], ratio, out=out[i]).add_(other[i], alpha=1.0 - ratio)
+    else:
+        out = _blend_once(image, other, factor)
     out.clamp_(0, bound)
     return out.floor_() if quantize else out
+
+
+def _blend_once(image, other, factor):
+    """``image * factor + other * (1 - factor)`` rounded once to float32, batched (see ``_blend``)."""
+    return (image * factor).double().addcmul_(other.double(), (1.0 - factor).double()).float()
 
 
 def _hue(image: torch.Tensor, shift: torch.Tensor, quantize: bool) -> torch.Tensor:
