@@ -344,13 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         if path != "/predict" or length > self.server_app.max_bytes:
             self._discard(length)  # read past it, so the client sees the answer, not a reset
-            if path == "/predict":
-                self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                             {"error": f"{length} bytes: the limit is {self.server_app.max_bytes}"})
-            elif path in _ROUTES:
-                self._not_allowed(path)
-            else:
-                self._route()
+            self._refuse(path, length)
             return
         if length == 0:
             self._answer(HTTPStatus.BAD_REQUEST, {"error": "an empty body: send the image's bytes"})
@@ -391,20 +385,26 @@ class _Handler(BaseHTTPRequestHandler):
             return super().handle_expect_100()
         if path != "/predict":
             self.close_connection = True
-            if path in _ROUTES:
-                self._not_allowed(path)
-            else:
-                self._route()
+            self._refuse(path, 0)
             return False
         length = self._body_length()
         if length is None:
             return False
         if length > self.server_app.max_bytes:
             self.close_connection = True
-            self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                         {"error": f"{length} bytes: the limit is {self.server_app.max_bytes}"})
+            self._refuse(path, length)
             return False
         return super().handle_expect_100()
+
+    def _refuse(self, path: str, length: int) -> None:
+        """The answer to a POST not taken (``length`` bytes to ``path``): 404 or 405 off /predict, else 413."""
+        if path == "/predict":
+            self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                         {"error": f"{length} bytes: the limit is {self.server_app.max_bytes}"})
+        elif path in _ROUTES:
+            self._not_allowed(path)
+        else:
+            self._route()
 
     def _read(self, length: int, keep: bool = True) -> tuple[bytes, bool]:
         """Up to ``length`` body bytes (``keep=False``: read and dropped, b"" returned), in pieces of at most

@@ -25,12 +25,11 @@ if os.environ.get("TRITON_INTERPRET") == "1":
         from triton.runtime import interpreter as _interpreter
     except ImportError:  # triton is optional: its tests skip
         _interpreter = None
-
-    def _fused_multiply_add(self, x, y, z):
-        data = (x.data.astype(np.float64) * y.data + z.data).astype(z.data.dtype)
-        return _interpreter.TensorHandle(data, z.dtype.scalar)
-
     if _interpreter is not None:
+        def _fused_multiply_add(self, x, y, z):
+            data = (x.data.astype(np.float64) * y.data + z.data).astype(z.data.dtype)
+            return _interpreter.TensorHandle(data, z.dtype.scalar)
+
         assert hasattr(_interpreter.InterpreterBuilder, "create_fma"), "Triton's interpreter changed: see tl.fma"
         _interpreter.InterpreterBuilder.create_fma = _fused_multiply_add
 

@@ -63,8 +63,12 @@ class SampleContext:
         operator given a ``seed`` of its own draws from that seed instead of the pipeline's (as in DALI:
         its values do not change with the pipeline's seed, and two operators given one seed draw alike)."""
         if op.seed is not None:
-            return SampleRandom(op.seed, self.epoch, self.index, self.repeat).fork(OWN_SEED)
-        return SampleRandom(self.seed, self.epoch, self.index, self.repeat).fork(op.ordinal)
+            return self.stream(op.seed).fork(OWN_SEED)
+        return self.stream().fork(op.ordinal)
+
+    def stream(self, seed: int | None = None) -> SampleRandom:
+        """The sample's stream under the pipeline's seed (or ``seed``), before an operator forks it."""
+        return SampleRandom(self.seed if seed is None else seed, self.epoch, self.index, self.repeat)
 
 
 OWN_SEED = 1 << 41  # the fork of an operator's own seed's stream

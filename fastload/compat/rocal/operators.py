@@ -26,7 +26,6 @@ import numpy as np
 import torch
 
 from ...order import RocalOrder
-from ...rng import SampleRandom
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform
@@ -1604,8 +1603,7 @@ def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_la
         u = rng.random()
         drawn = {key: defaults[key][0] + u * (defaults[key][1] - defaults[key][0]) if value is None else value
                  for key, value in given.items()}
-        pixels = rng if seed is None else \
-            SampleRandom(ctx.seed, ctx.epoch, ctx.index, ctx.repeat).fork(_SEEDED + int(seed))
+        pixels = rng if seed is None else ctx.stream().fork(_SEEDED + int(seed))
         return imageops.as_output(effect(image, generator=_generator(pixels, ctx.frame), **drawn), out.torch_dtype)
     return _image_op(name, run, inputs[0], {key: _param(value) for key, value in values.items()}, out)
 
