@@ -1,60 +1,80 @@
-"""fastload packaging: kernels/ is installed as the subpackage fastload.kernels.
+"""fastload packaging (distribution ``torch-fastload``, import name and command ``fastload``).
+
+kernels/ is installed as the subpackage fastload.kernels.
+
+Dependencies are ranges that leave the user's torch where it is: torch and
+torchvision from the oldest release the code supports (2.11 / 0.26; CI
+tests it) up, numpy and Pillow as they come. Nothing here is pinned: a user
+with a site or container torch keeps it. Triton is not a dependency: the
+CPU path never needs it, and where there is a GPU the torch wheel brings it.
 
 Two small optional C extensions speed up the CPU path: fastload._jpeg
-(region-of-interest JPEG decoding against the system's libjpeg-turbo; Debian:
-libjpeg62-turbo-dev, which the pillow-simd build needs anyway) and
-fastload._normalize (one-pass per-sample normalization). If they do not
-build, installation goes on and Pillow and torch do that work, only slower.
+(region-of-interest JPEG decoding against the system's libjpeg-turbo;
+Debian: libjpeg62-turbo-dev) and fastload._normalize (one-pass per-sample
+normalization). They build where a compiler (and, for _jpeg, the libjpeg
+headers) is present; if they do not build, installation goes on and Pillow
+and torch do that work, only slower.
 """
+
+import pathlib
+import re
 
 from setuptools import Extension, find_packages, setup
 
+HERE = pathlib.Path(__file__).parent
+_meta = (HERE / "fastload" / "_version.py").read_text()
+NAME = re.search(r'DISTRIBUTION = "([^"]+)"', _meta).group(1)
+VERSION = re.search(r'__version__ = "([^"]+)"', _meta).group(1)
+
 setup(
-    name="fastload",
-    version="0.1.0",
-    description="A drop-in, thread-based torch DataLoader for image training",
+    name=NAME,
+    version=VERSION,
+    description="A drop-in, thread-based torch DataLoader for image training: fused decode and augmentation",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
+    classifiers=["Programming Language :: Python :: 3", "License :: OSI Approved :: Apache Software License",
+                 "Operating System :: POSIX :: Linux", "Topic :: Scientific/Engineering :: Artificial Intelligence",
+                 "Intended Audience :: Science/Research"],
     packages=[*find_packages(include=["fastload", "fastload.*"]), "fastload.kernels"],
     package_dir={"fastload": "fastload", "fastload.kernels": "kernels"},
     ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"], libraries=["jpeg"],
                            extra_compile_args=["-O2"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
-    # fsspec (with aiohttp for http/https): TarShards' remote shards, the storage library the field uses;
+    # tqdm: the progress bars of `fastload bench` and `inspect`;
+    # fsspec (with aiohttp for http/https): remote shards, through the storage library the field uses;
     # google-crc32c: TFRecords' CRC32-C (zlib has only CRC-32), Google's C library behind its storage clients
-    install_requires=["torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow", "tqdm", "fsspec[http]>=2024.6",
+    install_requires=["torch>=2.11", "torchvision>=0.26", "numpy", "pillow", "tqdm", "fsspec[http]>=2024.6",
                       "google-crc32c>=1.5"],
-    extras_require={"plot": ["matplotlib"],
-                    # S3 and GCS shards through fsspec
-                    "s3": ["s3fs"], "gcs": ["gcsfs"],
-                    # TorchCodec's nvJPEG decoder, measured against torchvision's on the first batch
-                    "torchcodec": ["torchcodec==0.17.0"],
-                    # PyAV (FFmpeg, bundled in its wheels): fastload.compat.rocal's fn.readers.video decodes
-                    # sequences as rocAL's FFmpeg decoder does (TorchCodec needs a system FFmpeg)
-                    "video": ["av==18.1.0"],
-                    # py-lmdb (LMDB bundled in its wheels): fastload.compat.rocal's fn.readers.caffe / caffe2
-                    # read Caffe and Caffe2 LMDB databases
-                    "lmdb": ["lmdb==3.0.0"],
-                    # soundfile (libsndfile, bundled in its wheels): fastload.compat.rocal's fn.decoders.audio
-                    # reads audio with the library rocAL's decoder calls
-                    "audio": ["soundfile==0.14.0"],
-                    # pytest-xdist: the suite runs in 2 processes (-n 2), about 16 minutes instead of 24 on 2 cores
-                    # (most tests use one core; the multi-process ones overlap with the rest)
-                    # lightning and accelerate: tests/test_frameworks.py runs the loader under both;
-                    # torchcodec: tests/test_decode.py calls its decoder (on the CPU) as the GPU path does
-                    # nvidia-dali-cuda130: tests/compat compares fastload.compat.dali with real DALI's CPU
-                    # operators (they run without a GPU)
-                    # av: tests/compat/test_rocal_video.py writes and reads videos; lmdb: test_rocal_caffe.py writes
-                    # LMDBs; soundfile: test_rocal_audio.py writes WAVs
-                    # webdataset: benchmarks/bench_shards.py runs its loader beside fastload's (issue 18), tiny in
-                    # tests/test_benchmarks.py
-                    # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible
-                    # endpoint on 127.0.0.1 (moto's server mode, as s3fs's own tests do); s3fs pinned to the
-                    # fsspec release it is made with
-                    "test": ["pytest", "pytest-timeout", "pytest-xdist==3.8.0", "matplotlib", "lightning==2.6.6", "accelerate==1.15.0",
-                             "torchcodec==0.17.0", "nvidia-dali-cuda130==2.4.0", "webdataset==1.0.2",
-                             "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av==18.1.0",
-                             "lmdb==3.0.0", "soundfile==0.14.0"]},
+    extras_require={
+        "plot": ["matplotlib"],
+        # S3 and GCS shards through fsspec
+        "s3": ["s3fs"], "gcs": ["gcsfs"],
+        # TorchCodec's nvJPEG decoder, measured against torchvision's on the first batch. Each TorchCodec
+        # release is built for one torch release: install the one made for yours
+        "torchcodec": ["torchcodec"],
+        # PyAV (FFmpeg, bundled in its wheels): fastload.compat.rocal's fn.readers.video decodes sequences as
+        # rocAL's FFmpeg decoder does (TorchCodec needs a system FFmpeg)
+        "video": ["av>=14"],
+        # py-lmdb (LMDB bundled in its wheels): fastload.compat.rocal's fn.readers.caffe / caffe2
+        "lmdb": ["lmdb>=1.4"],
+        # soundfile (libsndfile, bundled in its wheels): fastload.compat.rocal's fn.decoders.audio
+        "audio": ["soundfile>=0.12"],
+        # What the test suite needs besides the runtime (contributors; pinned where a release changes results):
+        # pytest-xdist: the suite runs in 2 processes (-n 2);
+        # triton: the fused kernel's tests run in its interpreter (TRITON_INTERPRET=1), also beside a CPU torch;
+        # lightning and accelerate: tests/test_frameworks.py runs the loader under both;
+        # nvidia-dali-cuda130: tests/compat compares fastload.compat.dali with real DALI 2.4's CPU operators;
+        # av, lmdb, soundfile: the rocAL video, Caffe and audio tests write their inputs with them;
+        # webdataset: benchmarks/bench_shards.py runs its loader beside fastload's, tiny in test_benchmarks.py;
+        # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible endpoint on
+        # 127.0.0.1 (moto's server mode, as s3fs's own tests do)
+        # torchcodec is left out: each release needs its own torch, and its tests skip without it
+        "test": ["pytest", "pytest-timeout", "pytest-xdist>=3.6", "matplotlib", "triton; platform_system == 'Linux'",
+                 "lightning>=2.5", "accelerate>=1.10", "nvidia-dali-cuda130==2.4.0", "webdataset>=1.0.2",
+                 "moto[server]>=5.1", "s3fs", "av>=14", "lmdb>=1.4", "soundfile>=0.12"],
+    },
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

@@ -184,7 +184,7 @@ def _probe_torchcodec(device) -> None:
     """Decode ``probe_jpeg()`` on ``device`` with TorchCodec; raise, saying why, if it cannot."""
     import torch
     if not TorchCodecDecoder.installed():
-        raise Unavailable("torchcodec is not installed (pip install fastload[torchcodec])")
+        raise Unavailable("torchcodec is not installed (pip install 'torch-fastload[torchcodec]', the release made for this torch)")
     if not torch.cuda.is_available():
         raise Unavailable("no GPU (torch.cuda.is_available() is False)")
     from torchcodec.decoders import decode_jpeg
@@ -284,7 +284,7 @@ def rocjpeg_accepts(data: bytes) -> bool:
 class TorchCodecDecoder(TorchvisionGpuDecoder):
     """TorchCodec's batched JPEG decode (``torchcodec.decoders.decode_jpeg``), the successor of torchvision's.
 
-    An optional extra (``pip install fastload[torchcodec]``): used when it is
+    An optional extra (``pip install 'torch-fastload[torchcodec]'``): used when it is
     installed and decodes here, and, with ``decoder="auto"``, when it is
     measured faster than torchvision's on the loader's own first batch
     (``pick_fastest``). It takes what torchvision's GPU decoder takes.

@@ -59,7 +59,7 @@ class Options:
             (decode on the CPU, augment on the GPU).
         decoder: force a decoding backend: "torchvision" (torchvision's GPU
             decoder; "nvjpeg" is the same), "torchcodec"
-            (``pip install fastload[torchcodec]``) or "cpu"; or a backend
+            (``pip install 'torch-fastload[torchcodec]'``) or "cpu"; or a backend
             object of your own (``accepts(data)``, ``decode_many(encoded)``,
             ``description``, as in ``fastload.gpu_decode``), or a list of
             them, of which the first batch measures the fastest.

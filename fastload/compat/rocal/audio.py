@@ -112,7 +112,7 @@ def _soundfile():
         import soundfile
     except ImportError as error:
         raise ImportError(f"{PREFIX}: fn.decoders.audio reads audio with soundfile (libsndfile, as rocAL): pip "
-                          f"install 'fastload[audio]'") from error
+                          f"install 'torch-fastload[audio]'") from error
     return soundfile
 
 

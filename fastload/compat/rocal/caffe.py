@@ -60,7 +60,7 @@ _OPEN_LOCK = threading.Lock()
 
 def open_lmdb(reader: CaffeReader):
     """The LMDB environment at ``reader.path``, read-only (the ``lmdb`` package: ``pip install
-    fastload[lmdb]``). One per folder in a process, shared by the pipelines that read it (py-lmdb refuses
+    torch-fastload[lmdb]``). One per folder in a process, shared by the pipelines that read it (py-lmdb refuses
     to open one twice in a process); it closes when the last reader is gone."""
     with _OPEN_LOCK:
         env = _OPEN.get(os.path.realpath(reader.path))
@@ -74,7 +74,7 @@ def _open(reader: CaffeReader):
         import lmdb
     except ImportError as error:
         raise ImportError(f"{PREFIX}: {reader.name} reads LMDB with the lmdb package: pip install "
-                          f"'fastload[lmdb]'") from error
+                          f"'torch-fastload[lmdb]'") from error
     if not os.path.isfile(os.path.join(reader.path, "data.mdb")):
         raise ValueError(f"{PREFIX}: {reader.name}: {reader.path!r} is not an LMDB folder (no data.mdb)")
     try:

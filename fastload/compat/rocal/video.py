@@ -1,4 +1,4 @@
-"""rocAL's video reader (``fn.readers.video``) on FFmpeg through PyAV (``pip install fastload[video]``).
+"""rocAL's video reader (``fn.readers.video``) on FFmpeg through PyAV (``pip install 'torch-fastload[video]'``).
 
 rocAL's rules, from ROCm/rocAL at 0981d5bb (rocAL/source/readers/video/video_properties.cpp and
 video_file_source_reader.cpp, the labels rocAL/source/meta_data/video_label_reader.cpp, the decoding
@@ -69,7 +69,7 @@ def _av():
     try:
         import av
     except ImportError as error:
-        raise ImportError(f"{PREFIX}: fn.readers.video decodes with PyAV: pip install fastload[video]") from error
+        raise ImportError(f"{PREFIX}: fn.readers.video decodes with PyAV: pip install 'torch-fastload[video]'") from error
     return av
 
 
