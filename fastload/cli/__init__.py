@@ -1,5 +1,9 @@
 """The ``fastload`` command: bench, preview and inspect a dataset; pack it into tar shards; run a JSON
-preprocessing pipeline, or serve a classifier behind one (also ``python -m fastload``)."""
+preprocessing pipeline, or serve a classifier behind one (also `python -m fastload`).
+
+Building the parser imports no torch (the subcommand that runs does), so
+``--help``, ``--version`` and argument errors answer at once.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,18 @@ import argparse
 import os
 import sys
 
-import torch
-
+from .._version import DISTRIBUTION, __version__
 from ..recipes import RECIPES
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help (argparse's own rule), without repeating one the text gives."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, "", argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
 
 
 def open_source(data: str, transform=None, **options):
@@ -38,31 +51,37 @@ def open_source(data: str, transform=None, **options):
 
 
 def parse_device(name: str) -> str:
+    import torch
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("fastload: --device cuda was asked for, but torch sees no CUDA device")
     return name
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser, every subcommand's options with their defaults (nothing heavy is imported)."""
     from . import bench, inspect_data, pack, preprocess, preview, serve
-    parser = argparse.ArgumentParser(prog="fastload", description=" ".join(__doc__.split("\n\n")[0].split()))
-    commands = parser.add_subparsers(dest="command", required=True)
-    bench.add_arguments(commands.add_parser("bench", help="images/s of fastload (and torch) on your data",
-                                            description=bench.__doc__.split("\n\n")[0]))
-    preview.add_arguments(commands.add_parser("preview", help="a PNG grid of augmented samples",
-                                              description=preview.__doc__.split("\n\n")[0]))
-    inspect_data.add_arguments(commands.add_parser("inspect", help="what is in a dataset, what will fail",
-                                                   description=inspect_data.__doc__.split("\n\n")[0]))
-    preprocess.add_arguments(commands.add_parser("preprocess", help="run a JSON pipeline on image files",
-                                                 description=preprocess.__doc__.split("\n\n")[0]))
-    serve.add_arguments(commands.add_parser("serve", help="an HTTP classifier behind a JSON pipeline",
-                                            description=serve.__doc__.split("\n\n")[0]))
-    pack.add_arguments(commands.add_parser("pack", help="write WebDataset tar shards from a dataset",
-                                           description=pack.__doc__.split("\n\n")[0]))
-    args = parser.parse_args(argv)
-    runs = {"bench": bench.run, "preview": preview.run, "inspect": inspect_data.run, "preprocess": preprocess.run,
-            "serve": serve.run, "pack": pack.run}
-    return runs[args.command](args)
+    parser = argparse.ArgumentParser(prog="fastload", description=" ".join(__doc__.split("\n\n")[0].split()),
+                                     formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"fastload {__version__} ({DISTRIBUTION})")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_subparser)
+    for name, module, summary in (("bench", bench, "images/s of fastload (and torch) on your data"),
+                                  ("preview", preview, "a PNG grid of augmented samples"),
+                                  ("inspect", inspect_data, "what is in a dataset, what will fail"),
+                                  ("preprocess", preprocess, "run a JSON pipeline on image files"),
+                                  ("serve", serve, "an HTTP classifier behind a JSON pipeline"),
+                                  ("pack", pack, "write WebDataset tar shards from a dataset")):
+        module.add_arguments(commands.add_parser(name, help=summary, description=module.__doc__.split("\n\n")[0]))
+        commands.choices[name].set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+def _subparser(**options) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(formatter_class=_HelpFormatter, **options)
 
 
 def add_recipe_argument(parser: argparse.ArgumentParser, default: str) -> None:

@@ -7,7 +7,7 @@ time, workers included), peak memory (summed PSS of the process and its
 workers: shared pages count once) and peak GPU memory; a second table gives
 fastload's time per stage. ``--plot`` draws images/s over time, and with
 ``--sweep-workers`` images/s against the worker count (needs matplotlib:
-``pip install fastload[plot]``).
+``pip install 'torch-fastload[plot]'``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Callable
 
-from ..sources import ByteSource
+from .._version import install_hint
 from . import add_recipe_argument, open_source, parse_device
 
 LOADERS = ("fastload", "torch", "torch-tvio")
@@ -34,16 +34,18 @@ LOADER_HELP = ("fastload: fastload.DataLoader on fastload's source; torch: torch
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", help="an image folder (class sub-folders), a file list, tar shards (a path, "
                         "'train-*.tar', a brace pattern or a URL) or TFRecord files")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default: cpu)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="default: the number of cores")
-    parser.add_argument("--epochs", type=int, default=1, help="timed epochs after a warm-up epoch (default 1)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    parser.add_argument("--batch-size", type=int, default=64, help="images per batch")
+    parser.add_argument("--workers", type=int, default=os.cpu_count(),
+                        help="loader threads (fastload) and worker processes (torch); default: the number of cores")
+    parser.add_argument("--epochs", type=int, default=1, help="timed epochs after a warm-up epoch")
     parser.add_argument("--compare", default="", help="comma-separated loaders to run after fastload: "
                                                       "torch, torch-tvio. " + LOADER_HELP)
     add_recipe_argument(parser, "resnet50-train")
-    parser.add_argument("--plot", metavar="PNG", help="write images/s over time (and the sweep) as a PNG")
+    parser.add_argument("--plot", metavar="PNG", help="write images/s over time (and the sweep) as a PNG "
+                        "(default: no plot)")
     parser.add_argument("--sweep-workers", metavar="N,N,...",
-                        help="also run every loader with each of these worker counts")
+                        help="also run every loader with each of these worker counts (default: --workers only)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)  # internal: measure one loader, print JSON
 
@@ -55,6 +57,7 @@ def make_loader(name: str, data: str, recipe: str, batch_size: int, workers: int
 
     import fastload
     from ..recipes import by_name
+    from ..sources import ByteSource
     transform = by_name(recipe)
     if name == "fastload":
         return fastload.DataLoader(open_source(data, transform), batch_size=batch_size, shuffle=True,
@@ -127,6 +130,7 @@ def measure(name: str, loader, epochs: int, device: str, progress: bool) -> dict
     from tqdm import tqdm
     on_gpu = device.startswith("cuda")
     timeline, images, seconds, cpu = [], 0, 0.0, 0.0
+    delivered = 0  # every epoch's images, warm-up included: the timeline's running count never goes down
     started = time.perf_counter()
     for epoch in range(epochs + 1):  # epoch 0 warms page cache, threads and allocators
         bar = tqdm(total=len(loader) * loader.batch_size, desc=f"{name:10s} epoch {epoch}", unit="img",
@@ -136,8 +140,9 @@ def measure(name: str, loader, epochs: int, device: str, progress: bool) -> dict
             if on_gpu:
                 batch = batch.to(device, non_blocking=True)
             count += batch.shape[0]
+            delivered += batch.shape[0]
             bar.update(batch.shape[0])
-            timeline.append((time.perf_counter() - started, count + images))
+            timeline.append((time.perf_counter() - started, delivered))
         if on_gpu:
             torch.cuda.synchronize()
         bar.close()
@@ -265,7 +270,7 @@ def plot(results: list[dict], path: str, sweep: bool) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise SystemExit("fastload bench --plot needs matplotlib: pip install 'fastload[plot]'") from None
+        raise SystemExit(f"fastload bench --plot needs matplotlib: {install_hint('plot')}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, axes = plt.subplots(1, 2 if sweep else 1, figsize=(12 if sweep else 7, 4), squeeze=False)

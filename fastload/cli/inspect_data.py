@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bad-list", metavar="FILE", help="write the failing files as path<TAB>reason lines")
     parser.add_argument("--max-image-pixels", type=int, default=None,
                         help="the loader's pixel cap (default: Pillow's limit)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--workers", type=int, default=os.cpu_count(),
+                        help="threads reading and decoding; default: the number of cores")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def jpeg_kind(data: bytes) -> str:

@@ -13,10 +13,6 @@ import math
 import os
 import random
 
-import torch
-from PIL import Image, ImageDraw, ImageFont
-
-from ..sources import ByteSource, Source
 from . import add_recipe_argument, open_source
 
 CAPTION = 30  # pixels of text under each sample
@@ -26,15 +22,16 @@ GAP = 4
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", help="an image folder (class sub-folders), a file list, tar shards (a path, "
                         "'train-*.tar', a brace pattern or a URL) or TFRecord files")
-    parser.add_argument("-o", "--output", default="preview.png", help="the PNG to write (default preview.png)")
+    parser.add_argument("-o", "--output", default="preview.png", help="the PNG to write")
     add_recipe_argument(parser, "resnet50-train")
-    parser.add_argument("--n", type=int, default=16, help="number of samples (default 16)")
+    parser.add_argument("--n", type=int, default=16, help="number of samples")
     parser.add_argument("--seed", type=int, default=0, help="which samples and which augmentations")
-    parser.add_argument("--size", type=int, default=224, help="output size of the recipe (default 224)")
+    parser.add_argument("--size", type=int, default=224, help="output size of the recipe")
 
 
-def _normalization(transform) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(mean, std) of the last Normalize in a (possibly nested) Compose, or None."""
+def _normalization(transform):
+    """(mean, std) of the last Normalize in a (possibly nested) Compose as (3, 1, 1) tensors, or None."""
+    import torch
     found = None
     for step in getattr(transform, "transforms", [transform]):
         inner = _normalization(step) if hasattr(step, "transforms") else None
@@ -45,8 +42,10 @@ def _normalization(transform) -> tuple[torch.Tensor, torch.Tensor] | None:
     return found
 
 
-def to_pil(image: torch.Tensor, normalization) -> Image.Image:
+def to_pil(image, normalization):
     """A (3, H, W) loader output back to an RGB picture: undo Normalize and ToDtype's scaling."""
+    import torch
+    from PIL import Image
     image = image.detach().cpu()
     if image.is_floating_point():
         image = image.float()
@@ -64,19 +63,21 @@ def grid_size(n: int, size: int) -> tuple[int, int]:
     return columns * (size + GAP) + GAP, rows * (size + CAPTION + GAP) + GAP
 
 
-class Picked(ByteSource):
+def picked(source, indices: list[int], transform):
     """Some samples of a source, read by that source's own read stage (a file, a shard's byte range, a
-    record)."""
+    record): a fastload source of their own."""
+    from ..sources import ByteSource
 
-    def __init__(self, source: Source, indices: list[int], transform):
-        super().__init__([source.samples[i] for i in indices], transform, shuffle=False, rank=0, world_size=1)
-        self.source, self.indices = source, indices
+    class Picked(ByteSource):
+        def read(self, index: int) -> bytes:
+            return source.read(indices[index])
 
-    def read(self, index: int) -> bytes:
-        return self.source.read(self.indices[index])
+    return Picked([source.samples[i] for i in indices], transform, shuffle=False, rank=0, world_size=1)
 
 
 def run(args) -> int:
+    from PIL import Image, ImageDraw, ImageFont
+
     import fastload
     from ..recipes import by_name
     transform = by_name(args.transform, size=args.size)
@@ -84,9 +85,9 @@ def run(args) -> int:
     if not everything.samples:
         raise SystemExit(f"fastload preview: no images found in {args.data}")
     n = min(args.n, len(everything.samples))
-    picked = sorted(random.Random(args.seed).sample(range(len(everything.samples)), n))
-    samples = [everything.samples[i] for i in picked]
-    source = Picked(everything, picked, transform)
+    chosen = sorted(random.Random(args.seed).sample(range(len(everything.samples)), n))
+    samples = [everything.samples[i] for i in chosen]
+    source = picked(everything, chosen, transform)
     loader = fastload.DataLoader(source, batch_size=n, num_workers=min(4, os.cpu_count() or 1), seed=args.seed)
     with loader:
         images, labels = next(iter(loader))

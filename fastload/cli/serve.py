@@ -16,27 +16,25 @@ import signal
 import sys
 import threading
 
-import torch
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pipeline", required=True, help="the JSON preprocessing pipeline (rocAL's format)")
-    parser.add_argument("--model", default="resnet50", help="a torchvision classifier (default resnet50)")
+    parser.add_argument("--model", default="resnet50", help="a torchvision classifier")
     parser.add_argument("--weights", help="its state_dict (torch.save file); default: random weights")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="the port to listen on")
     parser.add_argument("--max-batch", type=int, default=8,
-                        help="requests per model batch (default 8: ResNet-50 on 2 CPU cores runs 8 at 35 ms an "
+                        help="requests per model batch (ResNet-50 on 2 CPU cores runs 8 at 35 ms an "
                              "image, 32 at 44, 1 at 79)")
     parser.add_argument("--max-wait-ms", type=float, default=5.0,
-                        help="how long a batch waits for more requests after its first (default 5)")
-    parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body (default 20 MiB)")
+                        help="how long a batch waits for more requests after its first")
+    parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body in bytes")
     parser.add_argument("--timeout", type=_positive, default=30.0,
                         help="seconds a connection may send nothing (between requests or within one) before it "
-                             "is closed (default 30)")
+                             "is closed")
     parser.add_argument("--device", default="cpu",
                         help="where the model runs and the pipeline's fused step writes (cpu, cuda, cuda:1; "
-                             "a ROCm GPU is cuda too; default cpu)")
+                             "a ROCm GPU is cuda too)")
 
 
 def _positive(text: str) -> float:
@@ -47,6 +45,8 @@ def _positive(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from ..compat.rocal import JsonPipeline
     from ..serve import InferenceServer, load_model
     try:
