@@ -17,11 +17,32 @@ import os
 from typing import Callable
 
 try:
-    import torchvision  # noqa: F401 -- imported to learn whether it works
-    from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
+    import torchvision
+    from torchvision.datasets.folder import (IMG_EXTENSIONS, DatasetFolder, default_loader, find_classes,
+                                             make_dataset, pil_loader)
+    from torchvision.transforms import InterpolationMode
+    from torchvision import transforms as v1
+    from torchvision.transforms import v2
+    from torchvision.transforms.functional import _get_inverse_affine_matrix, _interpolation_modes_from_int
+    from torchvision.transforms.v2.functional._geometry import _compute_affine_output_size
     AVAILABLE, REASON = True, None
+    get_image_backend = torchvision.get_image_backend
 except Exception as error:  # noqa: BLE001 -- ImportError, or the RuntimeError of a build for another torch
     AVAILABLE, REASON = False, f"torchvision cannot be imported ({type(error).__name__}: {error})"
+    from ._standin_transforms import InterpolationMode, _interpolation_modes_from_int, make
+    from ._standin_transforms import affine_unavailable as _compute_affine_output_size
+    from ._standin_transforms import affine_unavailable as _get_inverse_affine_matrix
+    v1 = v2 = make(REASON)
+    import warnings
+    warnings.warn(f"fastload: {REASON}; fastload's sources and fast path work without it (fastload.transforms "
+                  f"gives stand-ins of the transforms it compiles), the rest needs a torchvision built for this "
+                  f"torch", RuntimeWarning, stacklevel=2)
+
+    class DatasetFolder:
+        """Without torchvision no dataset is one of its folders: the class only answers isinstance."""
+
+    def get_image_backend() -> str:
+        return "PIL"
 
     # torchvision.datasets.folder's, unchanged in meaning (BSD-3-Clause, the torchvision authors)
     IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -72,3 +93,5 @@ except Exception as error:  # noqa: BLE001 -- ImportError, or the RuntimeError o
         with open(path, "rb") as file:
             image = Image.open(file)
             return image.convert("RGB")
+
+    default_loader = pil_loader

@@ -19,13 +19,12 @@ import functools
 import warnings
 from typing import Any
 
-import torchvision
 from torch.utils.data import IterableDataset, Subset
-from torchvision.datasets.folder import DatasetFolder, default_loader, pil_loader
 
 from fastload.kernels import augment as augment_kernel
 
 from . import device as device_stage
+from ._torchvision import DatasetFolder, default_loader, get_image_backend, pil_loader
 from .batch import FastPath
 from .generic import IterablePath, MapPath
 from .gpu_decode import choose_decoder
@@ -92,7 +91,7 @@ def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True):
         if dataset.loader not in (default_loader, pil_loader):
             say(f"{type(dataset).__name__} reads its files with its own loader, {dataset.loader!r}")
             return None
-        if torchvision.get_image_backend() != "PIL":
+        if get_image_backend() != "PIL":
             return None
     else:
         return None

@@ -29,18 +29,28 @@ from dataclasses import dataclass
 
 import torch
 from PIL import Image
-from torchvision import transforms as v1
-from torchvision.transforms import InterpolationMode
-from torchvision.transforms.functional import _get_inverse_affine_matrix, _interpolation_modes_from_int
-from torchvision.transforms import v2
-from torchvision.transforms.v2 import (CenterCrop, ColorJitter, Compose, Grayscale, Normalize, RandomAffine,
-                                       RandomApply, RandomGrayscale, RandomHorizontalFlip, RandomResizedCrop,
-                                       RandomRotation, RandomVerticalFlip, Resize, ToImage)
-from torchvision.transforms.v2.functional._geometry import _compute_affine_output_size
 
 from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
 
+from ._torchvision import (InterpolationMode, _compute_affine_output_size, _get_inverse_affine_matrix,
+                           _interpolation_modes_from_int, v1, v2)
 from .rng import SampleRandom
+
+# torchvision's v2 classes under their own names (stand-ins where torchvision cannot be imported)
+CenterCrop = v2.CenterCrop
+ColorJitter = v2.ColorJitter
+Compose = v2.Compose
+Grayscale = v2.Grayscale
+Normalize = v2.Normalize
+RandomAffine = v2.RandomAffine
+RandomApply = v2.RandomApply
+RandomGrayscale = v2.RandomGrayscale
+RandomHorizontalFlip = v2.RandomHorizontalFlip
+RandomResizedCrop = v2.RandomResizedCrop
+RandomRotation = v2.RandomRotation
+RandomVerticalFlip = v2.RandomVerticalFlip
+Resize = v2.Resize
+ToImage = v2.ToImage
 
 __all__ = ["Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
            "RandomVerticalFlip", "RandomRotation", "RandomAffine", "ColorJitter", "RandomGrayscale", "Grayscale",
@@ -493,7 +503,7 @@ def overridden_behaviour(t) -> list[str]:
     knows only torchvision's behaviour, so such a transform must run as given."""
     candidates = set()
     for cls in type(t).__mro__:
-        if cls.__module__.startswith("torchvision.") or cls is ToDtype:
+        if cls.__module__.startswith(("torchvision.", "fastload._standin_transforms")) or cls is ToDtype:
             known = cls
             break
         candidates.update(vars(cls))
