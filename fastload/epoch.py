@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
+import weakref
+from typing import Callable
 
 import torch
 from torch.utils.data import IterableDataset
@@ -23,7 +25,7 @@ def start_epoch(loader) -> ThreadPipeline:
     path, threads = loader.path, loader.num_workers
     start = loader.schedule.start(loader.make_order)
     order = start.order
-    loader.stats.reset()
+    end_stats = loader.stats.reset()  # freezes loader.stats.images_per_s at the epoch's end
     _warn_as_torch(loader)
     workers = loader.workers.for_epoch(loader, start.base_seed) if threads else None
     batches = itertools.islice(start.batches, start.skip, None) if order is not None else None
@@ -35,9 +37,10 @@ def start_epoch(loader) -> ThreadPipeline:
         length = None
     pipeline = ThreadPipeline(stages.jobs, threads, stages.in_flight, loader.timeout,
                               on_wait=loader.stats.waited, thread_init=workers.init_thread if workers else None,
-                              length=length, on_deliver=Delivery(loader), serial_finish=stages.finish_in_order,
-                              handover=stages.handover, pinned=stages.pinned)
+                              length=length, on_deliver=Delivery(loader, end_stats),
+                              serial_finish=stages.finish_in_order, handover=stages.handover, pinned=stages.pinned)
     loader.iterators.add(pipeline)
+    weakref.finalize(pipeline, end_stats)  # a `break` or an error left the iterator: collected, it ends the epoch
     for _ in range(replay):
         if next(pipeline, END) is END:
             break
@@ -47,17 +50,18 @@ def start_epoch(loader) -> ThreadPipeline:
 
 
 class Delivery:
-    """Called as each batch is handed over (``end``: the epoch ran out): the resume position, and torch's
-    warning when an IterableDataset yields more than its ``len`` said."""
+    """Called as each batch is handed over (``end``: the epoch ran out): the resume position, the end of the
+    stats' epoch, and torch's warning when an IterableDataset yields more than its ``len`` said."""
 
-    def __init__(self, loader):
-        self.loader = loader
+    def __init__(self, loader, end_stats: Callable[[], None]):
+        self.loader, self.end_stats = loader, end_stats
         self.yielded = 0
 
     def __call__(self, end: bool) -> None:
         loader = self.loader
         loader.schedule.delivered(end)
         if end:
+            self.end_stats()
             return
         self.yielded += 1
         reported = loader._IterableDataset_len_called

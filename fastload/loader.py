@@ -9,10 +9,13 @@ by ``fastload.epoch.start_epoch``; ARCHITECTURE.md draws the whole data path.
 from __future__ import annotations
 
 import dataclasses
+import os
 import weakref
 
 import torch
-from torch.utils.data import IterableDataset
+from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
+from torch.utils.data._utils.collate import default_collate, default_convert
+from torch.utils.data.dataloader import _InfiniteConstantSampler
 from torch.utils.data.distributed import DistributedSampler
 
 from .decode import DEFAULT_MAX_PIXELS
@@ -33,14 +36,70 @@ class DataLoader(torch.utils.data.DataLoader):
     Takes torch's arguments with torch's meanings, except that
     ``num_workers`` counts threads in this process (no worker processes,
     no pickling) and ``shuffle`` on a fastload source is passed on to it.
-    fastload's own arguments (``device``, ``seed``, ``on_error``, ``rank``,
-    ``world_size``, ``max_image_pixels``, ``dct_scaling``, ``max_skips``,
-    ``on_corrupt``, ``decode_device``, ``decoder``, ``device_prefetch``,
-    ``memory_format``) are described in ``fastload.options.Options`` and
+    fastload's own keyword arguments are validated by
+    ``fastload.options.Options`` (which describes each at length) and
     readable (and settable, validated again) as attributes of the loader.
     ``loader.stats`` counts the current epoch; ``state_dict`` and
     ``load_state_dict`` resume mid-epoch. Epochs advance by themselves
     without ``set_epoch`` (``fastload.schedule`` says how).
+
+    Args:
+        dataset: what to load. A fastload source (``ImageFolder``, ``FileList``, ``Encoded``,
+            ``TarShards``, ``TFRecords``) or torchvision's ImageFolder / DatasetFolder with its default
+            loader (or a ``Subset`` of one) takes the fast path when its transform compiles; any other
+            map-style or iterable dataset is loaded as torch loads it (``dataset[i]``, ``collate_fn``).
+        batch_size: samples per batch (default 1); None: no batching, as torch's.
+        shuffle: reshuffle at every epoch (default False). On a fastload source, passed on to it (None:
+            the source's own ``shuffle``); with ``rank``/``world_size`` on a map-style dataset without a
+            sampler, passed to the DistributedSampler the loader makes.
+        sampler, batch_sampler: as torch's.
+        num_workers: loader threads of this process (torch: worker processes); 0 loads in the training
+            loop's thread. Each thread is a worker to ``get_worker_info()``, with its own shallow copy
+            of the dataset.
+        collate_fn: as torch's; on the fast path it is given the batch's (image, label) pairs.
+        pin_memory: as torch's, but pins only where CUDA is available (torch's warning where no
+            accelerator is).
+        drop_last: as torch's.
+        timeout: seconds to wait for a batch (0: no limit). A timeout ends the epoch at once: threads
+            stuck in a call are told to stop and are not waited for.
+        worker_init_fn: called with the worker id in each loader thread before it loads, with the
+            process generators seeded as the worker's (and put back after the call).
+        multiprocessing_context: accepted, as torch validates it, and unused: there are no processes.
+        generator: as torch's: draws the sampler's order and the workers' base seed; without ``seed``,
+            also the fast path's augmentation seed.
+        prefetch_factor: batches queued ahead per thread (default 2).
+        persistent_workers: the threads still start each epoch, but as the same workers: the base seed
+            is drawn once, each keeps its dataset copy, and ``worker_init_fn`` runs only the first time.
+        pin_memory_device: deprecated; warns as torch does.
+        in_order: accepted; batches always come in order.
+        device: deliver batches on this device (e.g. "cuda"; default None: the CPU, unmoved). On a
+            CUDA device the fast path decodes and augments there (``loader.device_path``). A bare
+            "cuda" under torchrun means cuda:LOCAL_RANK.
+        seed: seed of a fastload source's sample order and of every sample's augmentation. Default: the
+            source's ``seed``; else the order's is 0 and the augmentation's is ``torch.initial_seed()``
+            (the ``generator``'s) at the first iteration.
+        on_error: "raise" (default) raises ``fastload.DecodeError`` naming the file; "skip" replaces a
+            bad sample with the next one and records it in ``loader.stats.skipped``.
+        rank, world_size: override the rank and world size from torch.distributed / torchrun (default
+            None: theirs). On a map-style dataset without a sampler they make a DistributedSampler.
+        max_image_pixels: refuse images whose header claims more pixels (default: Pillow's
+            ``Image.MAX_IMAGE_PIXELS``; None: no limit).
+        dct_scaling: decode JPEGs at 1/2, 1/4 or 1/8 scale when that still covers the output. "auto"
+            (default): only under random geometry (RandomResizedCrop); True: wherever it applies;
+            False: never.
+        max_skips: with ``on_error="skip"``, a budget per epoch (a count, or a fraction of the epoch's
+            samples); one skip more raises ``fastload.LoaderError``. None (default): no limit.
+        on_corrupt: a JPEG that libjpeg decodes while warning of corrupt data: "deliver" (default)
+            delivers it and records it in ``loader.stats.corrupt``; "error" treats it as a bad sample.
+        decode_device: with ``device="cuda"``, where JPEGs are decoded: "auto" (default: on the GPU where
+            a probe decode succeeds, else the CPU), "cuda" or "cpu".
+        decoder: force a decoding backend: "torchvision" ("nvjpeg" is the same), "torchcodec", "cpu", or
+            backend objects of your own. Default None: with both GPU backends installed, the first batch
+            measures which is faster.
+        device_prefetch: with ``device="cuda"``, batches decoded and augmented on the GPU ahead of the
+            training loop (default 2): the knob for GPU memory.
+        memory_format: of the image batches: ``torch.contiguous_format`` (default) or
+            ``torch.channels_last``.
     """
 
     # Hugging Face Accelerate reads these two attributes. ``prepare()`` returns a loader it finds
@@ -170,15 +229,84 @@ class DataLoader(torch.utils.data.DataLoader):
         self.schedule.load_state_dict(state, self.batch_size, _length(self.dataset))
 
     def close(self) -> None:
-        """Stop and join the threads of every iterator of this loader."""
+        """Stop and join the threads of every iterator of this loader; ``stats`` ends the current epoch."""
         for iterator in list(self.iterators):
             iterator.close()
+        self.stats.end()
 
     def __enter__(self) -> "DataLoader":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def __repr__(self) -> str:
+        # For logs and debuggers: cheap (no I/O, no thread), one short line (the dataset by its own repr or its
+        # class and size, torch's arguments and fastload's options where not the defaults, a function by its
+        # name) and safe on a half-made loader (an error raised in __init__): what is not set yet is left out.
+        try:
+            state = vars(self)
+            parts = []
+            if "dataset" in state:
+                parts += [_dataset_repr(state["dataset"]), f"batch_size={state.get('batch_size')}",
+                          f"shuffle={_shuffles(state)}"]
+            sampler, batch_sampler = state.get("sampler"), state.get("batch_sampler")
+            if not isinstance(sampler, (SequentialSampler, RandomSampler, _InfiniteConstantSampler, type(None))):
+                parts.append(f"sampler={_name(sampler)}")
+            if batch_sampler is not None and type(batch_sampler) is not BatchSampler:
+                parts.append(f"batch_sampler={_name(batch_sampler)}")
+            if "num_workers" in state:
+                parts.append(f"num_workers={state['num_workers']}")
+            torch_defaults = {"drop_last": (False,), "pin_memory": (False,), "timeout": (0,),
+                              "prefetch_factor": (None, 2), "persistent_workers": (False,)}  # 2: with workers
+            parts += [f"{name}={state[name]!r}" for name, defaults in torch_defaults.items()
+                      if name in state and state[name] not in defaults]
+            if state.get("collate_fn") not in (None, default_collate, default_convert):
+                parts.append(f"collate_fn={_name(state['collate_fn'])}")
+            options = state.get("options")
+            parts += [f"{field.name}={_name(getattr(options, field.name))}"
+                      for field in (dataclasses.fields(options) if options is not None else ())
+                      if getattr(options, field.name) != field.default]
+            if "path" in state:
+                parts.append(f"path={type(state['path']).__name__}")
+            return f"{type(self).__name__}({', '.join(parts)})"
+        except Exception:
+            return f"{type(self).__name__}(...)"
+
+
+def _dataset_repr(dataset) -> str:
+    """A fastload source's own repr; another dataset's class, root and size (torchvision's repr spans lines
+    and prints the transform in full)."""
+    if isinstance(dataset, Source):
+        return repr(dataset)
+    try:
+        root = getattr(dataset, "root", None)
+        where = f"root={os.fspath(root)!r}, " if isinstance(root, (str, os.PathLike)) else ""
+        return f"{type(dataset).__name__}({where}{len(dataset)} samples)"
+    except Exception:  # no __len__ (an IterableDataset), or one that fails
+        return type(dataset).__name__
+
+
+def _shuffles(state: dict) -> bool:
+    """Whether the loader's epochs are shuffled: by its source, its RandomSampler or its DistributedSampler."""
+    dataset, sampler = state.get("dataset"), state.get("sampler")
+    if isinstance(dataset, Source):
+        shuffle = state.get("source_shuffle")
+        return bool(vars(dataset).get("shuffle") if shuffle is None else shuffle)
+    return isinstance(sampler, RandomSampler) or getattr(sampler, "shuffle", False) is True
+
+
+def _name(value) -> str:
+    """A value as a repr shows it: a literal as such, a device by its name, anything else (a function, a
+    sampler, a decoder) by its name or its class's."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    if isinstance(value, torch.device):
+        return repr(str(value))
+    if isinstance(value, torch.memory_format):
+        return str(value)
+    name = getattr(value, "__name__", None)
+    return name if isinstance(name, str) else type(value).__name__
 
 
 def _length(dataset) -> int | None:

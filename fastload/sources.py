@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import torch
 from PIL import Image
-from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
 
+from ._torchvision import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
 from .decode import open_image
 from .errors import DecodeError
 from .order import ShardOrder, dist_info, num_shard_samples, split_for_workers
@@ -29,6 +29,8 @@ class Source(torch.utils.data.IterableDataset):
     """A list of ``samples`` [(path, label)] with DistributedSampler's sharding rules.
 
     Args:
+        samples: [(path, label)]: a sample's file and its class index.
+        transform, target_transform: as torchvision's: applied to the PIL image and to the label.
         shuffle, seed, drop_last: as in ``DistributedSampler``: permute with
             ``seed + epoch`` (``seed`` None: 0, DistributedSampler's default);
             drop the tail (or pad by repeating) so that all ranks get the
@@ -129,6 +131,52 @@ class Source(torch.utils.data.IterableDataset):
         for index in split_for_workers(self.shard()):
             yield self.load(index)
 
+    def __repr__(self) -> str:
+        # For logs and debuggers: cheap (no I/O; counts, not lists; a transform by its class name) and safe on a
+        # half-made source (an error raised in __init__): a part is left out until its attribute is set.
+        try:
+            parts = [f"{name}={value}" for name, value in self._repr_parts() if value is not None]
+        except Exception:
+            parts = ["..."]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _repr_parts(self) -> list[tuple[str, Any]]:
+        """(name, shown value or None) for ``__repr__``; a subclass puts where its samples come from first."""
+        state = vars(self)
+        samples, classes = state.get("samples"), state.get("classes")
+        rank = None
+        if "_rank" in state:
+            try:
+                rank = "{}/{}".format(*dist_info(state["_rank"], state["_world_size"]))
+            except ValueError:  # torchrun's RANK / WORLD_SIZE do not fit
+                pass
+        return [("samples", None if samples is None else len(samples)),
+                ("classes", None if classes is None else len(classes)),  # ImageFolder's
+                ("transform", self._name(state.get("transform"))),
+                ("target_transform", self._name(state.get("target_transform"))),
+                ("shuffle", state.get("shuffle")), ("seed", state.get("seed")),
+                ("drop_last", state.get("drop_last") or None),  # shown only where not the default
+                ("even_shards", None if state.get("even_shards", True) else False), ("rank", rank)]
+
+    @staticmethod
+    def _quoted(value) -> str | None:
+        return None if value is None else repr(value)
+
+    @staticmethod
+    def _name(value) -> str | None:
+        """A transform as ``__repr__`` shows it: a function by its name, anything else by its class's."""
+        if value is None:
+            return None
+        name = getattr(value, "__name__", None)
+        return name if isinstance(name, str) else type(value).__name__
+
+    @staticmethod
+    def _paths(paths: list[str] | None) -> str | None:
+        """A list of files as ``__repr__`` shows it: the first and the last, and how many."""
+        if paths is None or len(paths) <= 2:
+            return None if paths is None else repr(list(paths))
+        return f"[{paths[0]!r}, ..., {paths[-1]!r}] ({len(paths)} files)"
+
 
 class ImageFolder(Source):
     """``root/class_name/**/image.ext`` with torchvision's discovery rules.
@@ -137,6 +185,15 @@ class ImageFolder(Source):
     torchvision's own ``make_dataset`` (its default extensions, compared
     case-insensitively, the same sample order), so ``classes``,
     ``class_to_idx`` and ``samples`` equal torchvision's ImageFolder's.
+
+    Args:
+        root: the folder of class folders.
+        transform, target_transform: as torchvision's.
+        is_valid_file: as torchvision's: a file is a sample where it returns True (instead of the
+            extension check).
+        allow_empty: as torchvision's: a class folder without samples is not an error.
+        **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
+            ``Source``.
     """
 
     def __init__(self, root: str | os.PathLike, transform: Callable | None = None,
@@ -151,6 +208,9 @@ class ImageFolder(Source):
         super().__init__(samples, transform, target_transform, **order)
         self.imgs = self.samples
 
+    def _repr_parts(self) -> list[tuple[str, Any]]:
+        return [("root", self._quoted(vars(self).get("root"))), *super()._repr_parts()]
+
 
 class FileList(Source):
     """A DALI/rocAL ``file_list``: one ``relative/path label`` per line.
@@ -159,6 +219,13 @@ class FileList(Source):
     spaces. Blank lines and lines starting with ``#`` are ignored. Paths are
     relative to ``root``, which defaults to the list file's folder (as in
     DALI); absolute paths are kept.
+
+    Args:
+        list_file: the list's path.
+        root: the folder the paths are relative to (default: the list file's).
+        transform, target_transform: as torchvision's.
+        **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
+            ``Source``.
     """
 
     def __init__(self, list_file: str | os.PathLike, root: str | os.PathLike | None = None,
@@ -167,6 +234,9 @@ class FileList(Source):
         self.list_file = os.fspath(list_file)
         self.root = os.fspath(root) if root is not None else str(Path(self.list_file).parent)
         super().__init__(self._parse(), transform, target_transform, **order)
+
+    def _repr_parts(self) -> list[tuple[str, Any]]:
+        return [("list_file", self._quoted(vars(self).get("list_file"))), *super()._repr_parts()]
 
     def _parse(self) -> list[tuple[str, int]]:
         samples = []
@@ -207,6 +277,13 @@ class Encoded(ByteSource):
     ``memoryview`` or a uint8 numpy array / tensor. Errors name a sample
     ``name[i]``. For a one-pass stream of samples, wrap it in an
     ``IterableDataset`` (the generic path, as torch would run it).
+
+    Args:
+        items: a sequence of (encoded bytes, label).
+        transform, target_transform: as torchvision's.
+        name: what errors and ``samples`` call item i: ``name[i]`` (default "encoded").
+        **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
+            ``Source``.
     """
 
     def __init__(self, items, transform: Callable | None = None, target_transform: Callable | None = None, *,
@@ -214,6 +291,9 @@ class Encoded(ByteSource):
         self.items, self.name = items, name
         super().__init__([(f"{name}[{i}]", label) for i, (_, label) in enumerate(items)], transform,
                          target_transform, **order)
+
+    def _repr_parts(self) -> list[tuple[str, Any]]:
+        return [("name", self._quoted(vars(self).get("name"))), *super()._repr_parts()]
 
     def read(self, index: int) -> bytes:
         data = self.items[index][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -10,9 +11,15 @@ from typing import Callable
 STAGES = ("read", "decode", "augment", "copy", "wait")
 
 
-@dataclass
+@dataclass(repr=False)
 class Stats:
     """Counters for the loader's current (or last) epoch.
+
+    ``images_per_s`` is the epoch's throughput: images over the time since
+    it started while it runs, and once it has ended (ran out, or its
+    iterator was closed or collected after a ``break``) over its whole
+    duration, ``elapsed``, so that the rate read after an epoch stays that
+    epoch's rather than decaying while the training loop does other work.
 
     Stage times are seconds summed over all threads (``read``, ``decode``,
     ``augment`` per sample; ``copy`` per batch: assembling it -- collate,
@@ -53,8 +60,10 @@ class Stats:
     overflow: int = 0
     unfused: str = ""
     started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None  # perf_counter() when the epoch ended; None while it runs
     retries: Callable[[], int] = field(default=lambda: 0, repr=False)  # the source's retries so far
     _retries_at_reset: int = field(default=0, repr=False)
+    _epoch: int = 0  # how many times reset() was called
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, stage: str, seconds: float) -> None:
@@ -87,16 +96,32 @@ class Stats:
         return self.retries() - self._retries_at_reset
 
     @property
+    def elapsed(self) -> float:
+        """Seconds since the epoch started; once it ended, its duration."""
+        return (time.perf_counter() if self.ended is None else self.ended) - self.started
+
+    @property
     def images_per_s(self) -> float:
-        elapsed = time.perf_counter() - self.started
+        elapsed = self.elapsed
         return self.images / elapsed if elapsed > 0 else 0.0
 
-    def reset(self) -> None:
+    def reset(self) -> Callable[[], None]:
+        """Start counting a new epoch. Returns what ends that epoch (``end``): it does nothing once a later
+        epoch has started, so that an earlier iterator collected late cannot stop the current one's clock."""
         with self._lock:
             self.images = self.batches = 0
             self.seconds = dict.fromkeys(STAGES, 0.0)
-            self.started = time.perf_counter()
+            self.started, self.ended = time.perf_counter(), None
             self._retries_at_reset = self.retries()
+            self._epoch += 1
+            return functools.partial(self.end, self._epoch)
+
+    def end(self, epoch: int | None = None) -> None:
+        """The epoch ended: ``images_per_s`` stops there. The first call counts; ``epoch`` (from ``reset``):
+        only if that epoch is still the current one."""
+        with self._lock:
+            if self.ended is None and (epoch is None or epoch == self._epoch):
+                self.ended = time.perf_counter()
 
     def __str__(self) -> str:
         stages = ", ".join(f"{name} {value:.2f}s" for name, value in self.seconds.items())
@@ -105,3 +130,16 @@ class Stats:
         return (f"{self.images} images in {self.batches} batches, {self.images_per_s:.0f} img/s; "
                 f"{stages}; {len(self.skipped)} skipped, {len(self.corrupt)} corrupt delivered"
                 f"{f', {self.retried} remote reads retried' if self.retried else ''}{device}")
+
+    def __repr__(self) -> str:
+        # Counts only (the skipped and corrupt lists can be long); never raises, for a debugger or a log.
+        try:
+            stages = {name: round(value, 3) for name, value in self.seconds.items()}
+            device = (f", decoder={self.decoder!r}, device_bytes={self.device_bytes}, overflow={self.overflow}"
+                      if self.decoder else "")
+            return (f"Stats(images={self.images}, batches={self.batches}, images_per_s={self.images_per_s:.1f}, "
+                    f"elapsed={self.elapsed:.3f}, ended={self.ended is not None}, seconds={stages}, "
+                    f"skipped={len(self.skipped)}, corrupt={len(self.corrupt)}, retried={self.retried}{device}"
+                    f"{f', unfused={self.unfused!r}' if self.unfused else ''})")
+        except Exception:  # a half-made Stats, or a source whose retry count fails
+            return f"{type(self).__name__}(...)"

@@ -120,6 +120,8 @@ class TarShards(ShardedSource):
         cache_limit: streaming: bytes the local copies of remote shards may take (``cache_dir``/shards, else
             ``shards`` in fastload's cache folder, shared by the node's processes); the least recently
             used go first. It must hold ``read_ahead + 2`` shards per process.
+        **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
+            ``fastload.Source``.
     """
 
     def __init__(self, urls, transform: Callable | None = None, target_transform: Callable | None = None, *,
@@ -156,6 +158,10 @@ class TarShards(ShardedSource):
             if index["error"] and len(samples) - 1 in self.problems:  # the sample the shard ends in
                 self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
         super().__init__(samples, transform, target_transform, **order)
+
+    def _repr_parts(self) -> list:
+        return [("shards", self._paths(vars(self).get("shards"))), *super()._repr_parts(),
+                ("mode", self._quoted(getattr(vars(self).get("storage"), "mode", None)))]
 
     @staticmethod
     def _label(members: dict, texts: dict, extensions) -> tuple[int, str | None]:

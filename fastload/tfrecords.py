@@ -260,6 +260,8 @@ class TFRecords(ShardedSource):
             ``pread``), remote ones streamed by default (whole files into a local cache, each rank a run
             of them); fastload's own index (offsets and labels) goes beside a local file, else to
             ``cache_dir``.
+        **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
+            ``fastload.Source``.
     """
 
     def __init__(self, paths, index_paths=None, transform: Callable | None = None,
@@ -304,6 +306,10 @@ class TFRecords(ShardedSource):
                 self.ranges.append((number, offset, size))
                 samples.append((f"{path}:record {record}", label + label_offset if problem is None else -1))
         super().__init__(samples, transform, target_transform, **order)
+
+    def _repr_parts(self) -> list:
+        return [("files", self._paths(vars(self).get("files"))), *super()._repr_parts(),
+                ("mode", self._quoted(getattr(vars(self).get("storage"), "mode", None)))]
 
     @property
     def records(self) -> list[tuple[int, int, int]]:

@@ -622,3 +622,68 @@ def test_host_memory_is_steady_across_epochs(tmp_path):
         gc.collect()
         resident.append(resident_mib())
     assert max(resident[2:]) - resident[1] < 16, resident
+
+
+def _without_io(monkeypatch, function):
+    """``function()``, failing on any file-system call it makes."""
+    import builtins
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("I/O in a repr")
+    for module, name in ((builtins, "open"), (os, "stat"), (os, "scandir"), (os, "listdir")):
+        monkeypatch.setattr(module, name, refuse)
+    try:
+        return function()
+    finally:
+        monkeypatch.undo()
+
+
+def test_repr_is_one_short_line_made_without_io_or_threads(image_folder, monkeypatch):
+    import threading
+    loader = fastload.DataLoader(fastload.ImageFolder(image_folder, TRAIN), batch_size=8, shuffle=True,
+                                 num_workers=2, device="cpu", on_error="skip")
+    threads = threading.active_count()
+    text = _without_io(monkeypatch, lambda: repr(loader))
+    assert threading.active_count() == threads
+    assert text == (f"DataLoader(ImageFolder(root={str(image_folder)!r}, samples=23, classes=3, transform=Compose, "
+                    f"shuffle=False, rank=0/1), batch_size=8, shuffle=True, num_workers=2, device='cpu', "
+                    f"on_error='skip', path=FastPath)")  # the source's own shuffle, and the loader's, which wins
+    loader.dct_scaling = False
+    assert "dct_scaling=False" in repr(loader)
+
+
+def test_repr_of_other_datasets_names_them_without_printing_their_transform(image_folder):
+    torchvision_folder = torchvision.datasets.ImageFolder(image_folder, TRAIN)
+    loader = fastload.DataLoader(torchvision_folder, batch_size=4, drop_last=True, pin_memory=True,
+                                 num_workers=1, persistent_workers=True, memory_format=torch.channels_last)
+    assert repr(loader) == (f"DataLoader(ImageFolder(root={str(image_folder)!r}, 23 samples), batch_size=4, "
+                            f"shuffle=False, num_workers=1, drop_last=True, pin_memory=True, "
+                            f"persistent_workers=True, memory_format=torch.channels_last, path=FastPath)")
+
+    def names(items):
+        return [item["name"] for item in items]
+    sampler = torch.utils.data.WeightedRandomSampler([1.0] * 10, 10)
+    generic = fastload.DataLoader(Squares(), batch_size=3, sampler=sampler, collate_fn=names, timeout=5)
+    assert repr(generic) == ("DataLoader(Squares(10 samples), batch_size=3, shuffle=False, "
+                             "sampler=WeightedRandomSampler, num_workers=0, timeout=5, collate_fn=names, path=MapPath)")
+    assert repr(fastload.DataLoader(list(range(10)), shuffle=True)).startswith(
+        "DataLoader(list(10 samples), batch_size=1, shuffle=True, num_workers=0")
+
+
+def test_repr_of_a_half_made_loader_does_not_raise():
+    half = fastload.DataLoader.__new__(fastload.DataLoader)
+    assert repr(half) == "DataLoader()"
+    half.__dict__["dataset"] = Counting()
+    assert repr(half).startswith("DataLoader(Counting, batch_size=None, shuffle=False")
+
+
+def test_the_docstrings_list_every_argument():
+    """Every argument of the public classes is in its docstring's Args (Google style)."""
+    import inspect
+    for cls in (fastload.DataLoader, fastload.ImageFolder, fastload.FileList, fastload.Encoded,
+                fastload.TarShards, fastload.TFRecords, fastload.Source):
+        args = cls.__doc__.split("Args:")[1]
+        for name, parameter in inspect.signature(cls.__init__).parameters.items():
+            if name != "self":
+                prefix = "**" if parameter.kind is parameter.VAR_KEYWORD else ""
+                assert f"{prefix}{name}" in args, f"{cls.__name__}'s docstring does not list {name}"

@@ -127,3 +127,44 @@ def test_encoded_bytes_with_a_transform_that_does_not_fuse_run_as_given(image_fo
     images, labels = next(iter(loader))
     expected = torch.stack([transform(fastload.ImageFolder(image_folder).load(i)[0]) for i in range(23)])
     assert torch.equal(images, expected)
+
+
+def test_source_reprs_are_short_and_made_without_io(image_folder, numbered_list, tmp_path, monkeypatch):
+    import builtins
+    import os
+    items = _encoded_items(image_folder)
+    shards = [fastload.TarShards.write([(f"s{n}_{i}", data, label) for i, (data, label) in enumerate(items)],
+                                       tmp_path / f"train-{n}.tar") for n in range(3)]
+    records = fastload.TFRecords.write(items, tmp_path / "train.tfrecord")
+    crop = T.Compose([T.CenterCrop(8)])
+    sources = [ImageFolder(image_folder, crop, shuffle=True, seed=3, rank=1, world_size=2),
+               FileList(numbered_list, target_transform=abs, drop_last=True, even_shards=False),
+               fastload.Encoded(items, name="db"), fastload.TarShards(shards), fastload.TFRecords(records)]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("I/O in a repr")
+    for module, name in ((builtins, "open"), (os, "stat"), (os, "scandir"), (os, "listdir")):
+        monkeypatch.setattr(module, name, refuse)
+    try:
+        texts = [repr(source) for source in sources]
+    finally:
+        monkeypatch.undo()
+    assert texts == [
+        f"ImageFolder(root={str(image_folder)!r}, samples=23, classes=3, transform=Compose, shuffle=True, seed=3, "
+        f"rank=1/2)",
+        f"FileList(list_file={str(numbered_list)!r}, samples=23, target_transform=abs, shuffle=False, "
+        f"drop_last=True, even_shards=False, rank=0/1)",
+        "Encoded(name='db', samples=23, shuffle=False, rank=0/1)",
+        f"TarShards(shards=[{shards[0]!r}, ..., {shards[2]!r}] (3 files), samples=69, shuffle=False, rank=0/1, "
+        f"mode='indexed')",
+        f"TFRecords(files=[{records!r}], samples=23, shuffle=False, rank=0/1, mode='indexed')"]
+
+
+def test_the_repr_of_a_half_made_source_shows_what_is_set():
+    """As in a debugger, or an error's report, when __init__ raised (a missing folder, an unreadable shard)."""
+    half = ImageFolder.__new__(ImageFolder)
+    assert repr(half) == "ImageFolder()"
+    half.root = "/data/train"
+    assert repr(half) == "ImageFolder(root='/data/train')"
+    assert repr(fastload.TarShards.__new__(fastload.TarShards)) == "TarShards()"
+    assert repr(fastload.TFRecords.__new__(fastload.TFRecords)) == "TFRecords()"
