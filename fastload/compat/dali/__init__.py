@@ -4,7 +4,7 @@
 ``from fastload.compat.dali.plugin.pytorch import DALIGenericIterator`` run a
 DALI pipeline on fastload's loader threads, sources and order; or run a
 script unchanged with ``python -m fastload.compat.run script.py``. What is
-supported is listed in the README ("Coming from DALI"); anything else raises
+supported is listed in docs/dali.md; anything else raises
 NotImplementedError naming it.
 """
 
