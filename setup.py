@@ -39,8 +39,8 @@ setup(
                  "Intended Audience :: Science/Research"],
     packages=[*find_packages(include=["fastload", "fastload.*"]), "fastload.kernels"],
     package_dir={"fastload": "fastload", "fastload.kernels": "kernels"},
-    ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"], libraries=["jpeg"],
-                           extra_compile_args=["-O2"], optional=True),
+    ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"], depends=["fastload/_resample.h"],
+                           libraries=["jpeg"], extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
     # tqdm: the progress bars of `fastload bench` and `inspect`;

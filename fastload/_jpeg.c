@@ -8,10 +8,11 @@
  * (jpeg_crop_scanline) and stop decoding after its last row. No Python
  * binding exposes that, so these ~250 lines do.
  *
- * Two functions, both release the GIL while libjpeg works:
+ * Three functions, all release the GIL while libjpeg works:
  *   header(data) -> (width, height, components, color_space)
  *   decode(data, out, scale_num, left, top, width, height, gray=False)
  *       -> (width, height, channels, warnings, first_warning)
+ *   sample(...): decode, then resize, crop, flip and write one sample of the CPU fast path (below)
  * decode() writes the requested region (in coordinates of the image scaled by
  * scale_num/8, 1 to 16 as libjpeg-turbo's scaled IDCTs allow, clipped to it)
  * into the writable buffer `out` as packed RGB, or gray for 1-channel JPEGs
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <jpeglib.h>
 
 typedef struct {
@@ -94,54 +96,58 @@ static PyObject *jpeg_header(PyObject *self, PyObject *args) {
     return Py_BuildValue("iiii", width, height, components, color_space);
 }
 
-static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
-    Py_buffer data, out;
-    int scale_num, left, top, width, height, gray = 0;
+/* What decode_region did: OK, or why not. */
+enum { REGION_OK, REGION_FAILED, REGION_COLOR_SPACE, REGION_OUTSIDE, REGION_SMALL_OUT, REGION_NO_MEMORY };
+
+typedef struct {
+    int width, height, channels; /* of the region decoded (clipped to the scaled image) */
+    size_t needed;               /* bytes of `out` it needs */
+    error_manager err;           /* libjpeg's message, warnings counted */
+} region;
+
+/* Decode the region (left, top, width, height) of the image scaled by scale_num/8 into `out` as packed RGB
+ * (gray for 1-channel JPEGs, or all of them with `gray`), the same pixels as a full decode. Runs without
+ * the GIL. */
+static int decode_region(const unsigned char *data, size_t length, int scale_num, int left, int top, int width,
+                         int height, int gray, unsigned char *out, size_t out_len, region *result) {
     struct jpeg_decompress_struct cinfo;
-    error_manager err;
-    int failed = 0, unsupported = 0, out_of_memory = 0;
-    Py_ssize_t needed = 0;
-    int channels = 0;
-    unsigned char *volatile scanline = NULL;  /* volatile: read after a longjmp */
-    if (!PyArg_ParseTuple(args, "y*w*iiiii|p", &data, &out, &scale_num, &left, &top, &width, &height, &gray))
-        return NULL;
-    if (scale_num < 1 || scale_num > 16 || left < 0 || top < 0 || width < 1 || height < 1) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_ValueError, "invalid scale or region");
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    setup_errors(&cinfo, &err);
+    int status = REGION_OK;
+    unsigned char *volatile scanline = NULL; /* volatile: read after a longjmp */
+    result->channels = 0;
+    result->needed = 0;
+    setup_errors(&cinfo, &result->err);
     jpeg_create_decompress(&cinfo);
-    if (setjmp(err.escape)) {
-        failed = 1;
+    if (setjmp(result->err.escape)) {
+        status = REGION_FAILED;
     } else {
-        jpeg_mem_src(&cinfo, (const unsigned char *)data.buf, (unsigned long)data.len);
+        jpeg_mem_src(&cinfo, data, (unsigned long)length);
         jpeg_read_header(&cinfo, TRUE);
         if (cinfo.jpeg_color_space == JCS_GRAYSCALE) {
             cinfo.out_color_space = JCS_GRAYSCALE;
         } else if (cinfo.jpeg_color_space == JCS_YCbCr || cinfo.jpeg_color_space == JCS_RGB) {
             cinfo.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
         } else {
-            unsupported = 1;  /* CMYK / YCCK: the caller uses Pillow */
+            status = REGION_COLOR_SPACE; /* CMYK / YCCK: the caller uses Pillow */
         }
-        if (!unsupported) {
+        if (status == REGION_OK) {
             cinfo.scale_num = (unsigned int)scale_num;
             cinfo.scale_denom = 8;
             jpeg_calc_output_dimensions(&cinfo);
             if ((JDIMENSION)left >= cinfo.output_width || (JDIMENSION)top >= cinfo.output_height)
-                unsupported = 2;
+                status = REGION_OUTSIDE;
         }
-        if (!unsupported) {
+        if (status == REGION_OK) {
             if ((JDIMENSION)(left + width) > cinfo.output_width)
                 width = (int)(cinfo.output_width - left);
             if ((JDIMENSION)(top + height) > cinfo.output_height)
                 height = (int)(cinfo.output_height - top);
-            channels = cinfo.out_color_space == JCS_GRAYSCALE ? 1 : 3;
-            needed = (Py_ssize_t)width * height * channels;
+            result->channels = cinfo.out_color_space == JCS_GRAYSCALE ? 1 : 3;
+            result->needed = (size_t)width * height * result->channels;
+            if (result->needed > out_len)
+                status = REGION_SMALL_OUT;
         }
-        if (!unsupported && needed <= out.len) {
+        if (status == REGION_OK) {
+            int channels = result->channels;
             jpeg_start_decompress(&cinfo);
             /* libjpeg's fancy upsampling replicates the edge columns of a
              * cropped region instead of reading their neighbours, so widen the
@@ -160,52 +166,267 @@ static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
             if (!direct) {
                 scanline = (unsigned char *)malloc((size_t)cinfo.output_width * channels);
                 if (scanline == NULL)
-                    out_of_memory = 1;
+                    status = REGION_NO_MEMORY;
             }
-            if (!out_of_memory) {
+            if (status == REGION_OK) {
                 if (top > 0)
                     jpeg_skip_scanlines(&cinfo, (JDIMENSION)top);
-                unsigned char *dest = (unsigned char *)out.buf;
                 int done = 0;
                 while (done < height) {
-                    JSAMPROW rows[1] = {direct ? dest + row_bytes * done : scanline};
+                    JSAMPROW rows[1] = {direct ? out + row_bytes * done : scanline};
                     if (jpeg_read_scanlines(&cinfo, rows, 1) != 1)
                         break;
                     if (!direct)
-                        memcpy(dest + row_bytes * done, scanline + offset, row_bytes);
+                        memcpy(out + row_bytes * done, scanline + offset, row_bytes);
                     done++;
                 }
-                if (done < height) {  /* suspended: only possible with truncated data */
-                    memset(dest + row_bytes * done, 128, row_bytes * (height - done));
-                    if (err.pub.num_warnings == 0)
-                        snprintf(err.first_warning, JMSG_LENGTH_MAX, "image data ended early");
-                    err.pub.num_warnings++;
+                if (done < height) { /* suspended: only possible with truncated data */
+                    memset(out + row_bytes * done, 128, row_bytes * (height - done));
+                    if (result->err.pub.num_warnings == 0)
+                        snprintf(result->err.first_warning, JMSG_LENGTH_MAX, "image data ended early");
+                    result->err.pub.num_warnings++;
                 }
             }
         }
     }
     free(scanline);
     jpeg_destroy_decompress(&cinfo);
+    result->width = width;
+    result->height = height;
+    return status;
+}
+
+/* The Python exception for a status other than REGION_OK and REGION_SMALL_OUT. */
+static PyObject *region_error(int status, region *result) {
+    if (status == REGION_FAILED)
+        PyErr_SetString(PyExc_ValueError, result->err.message);
+    else if (status == REGION_NO_MEMORY)
+        PyErr_NoMemory();
+    else if (status == REGION_COLOR_SPACE)
+        PyErr_SetString(PyExc_NotImplementedError, "color space not supported by the region decoder");
+    else
+        PyErr_SetString(PyExc_ValueError, "region starts outside the scaled image");
+    return NULL;
+}
+
+static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
+    Py_buffer data, out;
+    int scale_num, left, top, width, height, gray = 0, status;
+    region result;
+    if (!PyArg_ParseTuple(args, "y*w*iiiii|p", &data, &out, &scale_num, &left, &top, &width, &height, &gray))
+        return NULL;
+    if (scale_num < 1 || scale_num > 16 || left < 0 || top < 0 || width < 1 || height < 1) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "invalid scale or region");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = decode_region((const unsigned char *)data.buf, (size_t)data.len, scale_num, left, top, width, height,
+                           gray, (unsigned char *)out.buf, (size_t)out.len, &result);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     PyBuffer_Release(&out);
-    if (failed) {
-        PyErr_SetString(PyExc_ValueError, err.message);
+    if (status == REGION_SMALL_OUT)
+        return PyLong_FromSize_t(result.needed);
+    if (status != REGION_OK)
+        return region_error(status, &result);
+    return Py_BuildValue("iiiis", result.width, result.height, result.channels, (int)result.err.pub.num_warnings,
+                         result.err.first_warning);
+}
+
+#include "_resample.h"
+
+/* Bytes from `offset` rounded up so that what follows is aligned for any scalar type. */
+static size_t aligned(size_t offset) {
+    return (offset + 63) & ~(size_t)63;
+}
+
+typedef struct {
+    int filter, resize_w, resize_h, hflip, vflip, kind;
+    float box[4];
+    int window[4]; /* x, y, width, height of the resized image */
+    float scale[3], shift[3];
+} sample_plan;
+
+/* Write the window (rows of `values` bytes at `stride`, `channels` 1 or 3) into out: packed RGB uint8
+ * (kind 0) or float32 planes value * scale[c] + shift[c] (kind 1), flipped as asked. */
+static void write_output(const unsigned char *pixels, size_t stride, int channels, const sample_plan *plan,
+                         void *out) {
+    int width = plan->window[2], height = plan->window[3];
+    size_t plane = (size_t)width * height;
+    for (int y = 0; y < height; y++) {
+        const unsigned char *row = pixels + (size_t)(plan->vflip ? height - 1 - y : y) * stride;
+        if (plan->kind == 0) {
+            unsigned char *dst = (unsigned char *)out + (size_t)y * width * 3;
+            for (int x = 0; x < width; x++) {
+                const unsigned char *p = row + (size_t)(plan->hflip ? width - 1 - x : x) * channels;
+                dst[3 * x] = p[0];
+                dst[3 * x + 1] = p[channels == 3 ? 1 : 0];
+                dst[3 * x + 2] = p[channels == 3 ? 2 : 0];
+            }
+        } else {
+            float *red = (float *)out + (size_t)y * width, *green = red + plane, *blue = green + plane;
+            const float s0 = plan->scale[0], s1 = plan->scale[1], s2 = plan->scale[2];
+            const float b0 = plan->shift[0], b1 = plan->shift[1], b2 = plan->shift[2];
+            for (int x = 0; x < width; x++) {
+                const unsigned char *p = row + (size_t)(plan->hflip ? width - 1 - x : x) * channels;
+                int g = channels == 3 ? 1 : 0, b = channels == 3 ? 2 : 0;
+                red[x] = (float)p[0] * s0 + b0;
+                green[x] = (float)p[g] * s1 + b1;
+                blue[x] = (float)p[b] * s2 + b2;
+            }
+        }
+    }
+}
+
+/* Resample the decoded region (in_w x in_h, `channels`) as Pillow's Image.resize(size, filter, box) and
+ * write the plan's window of it. `scratch` holds the tables and the intermediate rows; returns the bytes
+ * it needs when it is too small (and does nothing), else 0.
+ *
+ * Pillow 13 makes the vertical pass first when it shrinks the height by more than twice what the
+ * horizontal pass takes off the width (measured on thousands of random sizes, boxes and filters: the
+ * intermediate image is rounded to 8 bits, so the order shows in the pixels); otherwise horizontal first,
+ * as Pillow always did before. */
+static size_t resample_region(const unsigned char *in, int in_w, int in_h, int channels, const sample_plan *plan,
+                              unsigned char *scratch, size_t scratch_len, void *out) {
+    const float *box = plan->box;
+    int wx = plan->window[0], wy = plan->window[1], ww = plan->window[2], wh = plan->window[3];
+    int need_h = plan->resize_w != in_w || box[0] != 0.0f || box[2] != (float)plan->resize_w;
+    int need_v = plan->resize_h != in_h || box[1] != 0.0f || box[3] != (float)plan->resize_h;
+    int vertical_first = need_h && need_v && plan->resize_h < in_h &&
+                         in_h - plan->resize_h > 2 * (in_w - plan->resize_w);
+    int taps_h = need_h ? resample_taps(plan->filter, box[0], box[2], plan->resize_w) : 0;
+    int taps_v = need_v ? resample_taps(plan->filter, box[1], box[3], plan->resize_h) : 0;
+    /* scratch: the two passes' tables, the intermediate rows, one row of sums, the output rows (bounds:
+     * a pass reads at most the whole region) */
+    size_t at_h = aligned((size_t)wh * (2 * sizeof(int) + taps_v * sizeof(int32_t)));
+    size_t at_mid = aligned(at_h + (size_t)ww * (2 * sizeof(int) + taps_h * sizeof(int32_t)));
+    size_t mid_bytes = (size_t)channels * (vertical_first ? (size_t)wh * in_w : (size_t)in_h * ww);
+    size_t at_sums = aligned(at_mid + (need_h && need_v ? mid_bytes + 4 : 0)); /* +4: read past (resample) */
+    size_t at_final = aligned(at_sums + (size_t)channels * (in_w > ww ? in_w : ww) * sizeof(int32_t));
+    size_t needed = aligned(at_final + (size_t)wh * ww * channels);
+    if (needed > scratch_len)
+        return needed;
+    int *start_v = (int *)scratch, *length_v = start_v + wh, *start_h = (int *)(scratch + at_h);
+    int *length_h = start_h + ww;
+    int32_t *weights_v = (int32_t *)(length_v + wh), *weights_h = (int32_t *)(length_h + ww);
+    int32_t *sums = (int32_t *)(scratch + at_sums);
+    /* the source window the passes read: rows row_first.., columns col_first.. of the region */
+    int row_first = wy, rows = wh, col_first = wx, cols = ww;
+    if (need_v) {
+        resample_coefficients(plan->filter, in_h, box[1], box[3], plan->resize_h, wy, wh, taps_v, start_v,
+                              length_v, weights_v);
+        row_first = start_v[0];
+        rows = start_v[wh - 1] + length_v[wh - 1] - row_first;
+        for (int i = 0; i < wh; i++)
+            start_v[i] -= row_first;
+    }
+    if (need_h) {
+        resample_coefficients(plan->filter, in_w, box[0], box[2], plan->resize_w, wx, ww, taps_h, start_h,
+                              length_h, weights_h);
+        col_first = start_h[0];
+        cols = start_h[ww - 1] + length_h[ww - 1] - col_first;
+        for (int i = 0; i < ww; i++)
+            start_h[i] -= col_first;
+    }
+    const unsigned char *source = in + ((size_t)row_first * in_w + col_first) * channels;
+    size_t stride = (size_t)in_w * channels, done = (size_t)ww * channels;
+    unsigned char *mid = scratch + at_mid, *final = scratch + at_final;
+    if (need_h && need_v && vertical_first) {
+        size_t across = (size_t)cols * channels;
+        resample_vertical(source, stride, across, mid, across, wh, taps_v, start_v, length_v, weights_v, sums);
+        resample_horizontal(mid, across, wh, channels, final, done, ww, taps_h, start_h, length_h, weights_h);
+    } else if (need_h && need_v) {
+        resample_horizontal(source, stride, rows, channels, mid, done, ww, taps_h, start_h, length_h, weights_h);
+        resample_vertical(mid, done, done, final, done, wh, taps_v, start_v, length_v, weights_v, sums);
+    } else if (need_h) {
+        resample_horizontal(source, stride, wh, channels, final, done, ww, taps_h, start_h, length_h, weights_h);
+    } else if (need_v) {
+        resample_vertical(source, stride, done, final, done, wh, taps_v, start_v, length_v, weights_v, sums);
+    } else {
+        final = (unsigned char *)source; /* the window of the region itself */
+        done = stride;
+    }
+    write_output(final, done, channels, plan, out);
+    return 0;
+}
+
+/* sample(data, scratch, out, scale_num, (left, top, width, height), (x0, y0, x1, y1), (resize_w, resize_h),
+ *        (window x, y, width, height), filter, hflip, vflip, kind, scale, shift, offset)
+ *   -> (warnings, first_warning, seconds decoding) done, or an int: the bytes scratch needs (nothing done)
+ * One sample of the CPU fast path without the GIL: decode the region of the JPEG scaled by scale_num/8,
+ * resize its box (region coordinates) to resize_w x resize_h as Pillow would, keep the window, flip, and
+ * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes x * scale[c] + shift[c]). With
+ * warnings (corrupt data) `out` holds what libjpeg made of it; the caller lets Pillow judge the file. */
+static PyObject *jpeg_sample(PyObject *self, PyObject *args) {
+    Py_buffer data, scratch, out;
+    int scale_num, left, top, width, height, status = REGION_OK;
+    sample_plan plan;
+    region result;
+    size_t needed = 0;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "y*w*w*i(iiii)(ffff)(ii)(iiii)ippi(fff)(fff)n", &data, &scratch, &out, &scale_num,
+                          &left, &top, &width, &height, &plan.box[0], &plan.box[1], &plan.box[2], &plan.box[3],
+                          &plan.resize_w, &plan.resize_h, &plan.window[0], &plan.window[1], &plan.window[2],
+                          &plan.window[3], &plan.filter, &plan.hflip, &plan.vflip, &plan.kind, &plan.scale[0],
+                          &plan.scale[1], &plan.scale[2], &plan.shift[0], &plan.shift[1], &plan.shift[2],
+                          &offset))
+        return NULL;
+    const char *invalid = NULL;
+    int *win = plan.window;
+    if (scale_num < 1 || scale_num > 16 || left < 0 || top < 0 || width < 1 || height < 1)
+        invalid = "invalid scale or region";
+    else if (!(0.0f <= plan.box[0] && plan.box[0] < plan.box[2] && plan.box[2] <= (float)width &&
+               0.0f <= plan.box[1] && plan.box[1] < plan.box[3] && plan.box[3] <= (float)height))
+        invalid = "resize box outside the region";
+    else if (plan.resize_w < 1 || plan.resize_h < 1 || win[0] < 0 || win[1] < 0 || win[2] < 1 || win[3] < 1 ||
+             win[0] + win[2] > plan.resize_w || win[1] + win[3] > plan.resize_h)
+        invalid = "window outside the resized image";
+    else if (plan.filter < FILTER_LANCZOS || plan.filter > FILTER_HAMMING || plan.kind < 0 || plan.kind > 1)
+        invalid = "unsupported filter or output kind";
+    else if (offset < 0 || offset > out.len ||
+             (size_t)(out.len - offset) < (size_t)win[2] * win[3] * 3 * (plan.kind ? sizeof(float) : 1))
+        invalid = "output too small for the window at its offset";
+    if (invalid != NULL) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&scratch);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, invalid);
         return NULL;
     }
-    if (out_of_memory)
-        return PyErr_NoMemory();
-    if (unsupported == 1) {
-        PyErr_SetString(PyExc_NotImplementedError, "color space not supported by the region decoder");
-        return NULL;
+    struct timespec started, decoded_at;
+    Py_BEGIN_ALLOW_THREADS
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    decoded_at = started;
+    unsigned char *work = (unsigned char *)scratch.buf;
+    size_t decoded = aligned((size_t)width * height * 3 + 4); /* at most 3 channels; +4: read past (resample) */
+    if (decoded > (size_t)scratch.len) {
+        needed = decoded + aligned((size_t)win[2] * win[3] * 3 * 2);
+    } else {
+        status = decode_region((const unsigned char *)data.buf, (size_t)data.len, scale_num, left, top, width,
+                               height, 0, work, decoded, &result);
+        clock_gettime(CLOCK_MONOTONIC, &decoded_at);
+        if (status == REGION_OK && (result.width != width || result.height != height))
+            status = REGION_OUTSIDE; /* the region must lie in the scaled image */
+        if (status == REGION_OK && result.err.pub.num_warnings == 0) {
+            needed = resample_region(work, width, height, result.channels, &plan, work + decoded,
+                                     (size_t)scratch.len - decoded, (unsigned char *)out.buf + offset);
+            if (needed)
+                needed += decoded;
+        }
     }
-    if (unsupported == 2) {
-        PyErr_SetString(PyExc_ValueError, "region starts outside the scaled image");
-        return NULL;
-    }
-    if (needed > out.len)
-        return PyLong_FromSsize_t(needed);
-    return Py_BuildValue("iiiis", width, height, channels, (int)err.pub.num_warnings, err.first_warning);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&scratch);
+    PyBuffer_Release(&out);
+    if (needed)
+        return PyLong_FromSize_t(needed);
+    if (status != REGION_OK)
+        return region_error(status, &result);
+    double decode_seconds =
+        (double)(decoded_at.tv_sec - started.tv_sec) + 1e-9 * (double)(decoded_at.tv_nsec - started.tv_nsec);
+    return Py_BuildValue("isd", (int)result.err.pub.num_warnings, result.err.first_warning, decode_seconds);
 }
 
 static PyMethodDef methods[] = {
@@ -214,6 +435,9 @@ static PyMethodDef methods[] = {
     {"decode", jpeg_decode, METH_VARARGS,
      "decode(data, out, scale_num, left, top, width, height, gray=False) -> "
      "(width, height, channels, warnings, first_warning) or the required size of out"},
+    {"sample", jpeg_sample, METH_VARARGS,
+     "sample(data, scratch, out, scale_num, region, box, size, window, filter, hflip, vflip, kind, scale, shift, "
+     "offset) -> (warnings, first_warning, seconds decoding) or the required size of scratch"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate
 
+from . import native_sample
 from .cpu_augment import finish_batch, normalizes_per_sample, transform_image, write_normalized
 from .decode import decode, read_header
 from .buffers import BufferPool, LazyTake
@@ -158,6 +159,9 @@ class FastPath(SampleReader):
                                                            pin=self.device if self.delivery is not None else None)
         self.dct = options.dct_scaling is True or (options.dct_scaling == "auto"
                                                    and isinstance(plan.geometry, RandomResizedCropGeometry))
+        # JPEGs go through one native call without the GIL where the plan allows (fastload.native_sample)
+        self.native = native_sample.available(plan)
+        self.native_kind = native_sample.FLOAT32_PLANES if self.direct else native_sample.UINT8_ROWS
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         return Stages(self._jobs(batches, self.context(epoch, order)), in_flight=self.in_flight,
@@ -180,9 +184,10 @@ class FastPath(SampleReader):
             return torch.empty((rows,) + self.outputs.shape[1:], dtype=self.outputs.dtype, pin_memory=True), None
         return self.outputs.take(rows)
 
-    def load(self, index: int, repeat: int, ctx: EpochContext, out: torch.Tensor, report, color_row=None) -> Any:
-        """Decode and augment sample ``index`` (drawn with ``repeat``) into ``out`` (its output or staging
-        row); return its label.
+    def load(self, index: int, repeat: int, ctx: EpochContext, rows: LazyTake, row: int, report,
+             color_row=None) -> Any:
+        """Decode and augment sample ``index`` (drawn with ``repeat``) into row ``row`` of the batch's
+        buffer (its output, or its uint8 staging); return its label.
 
         ``color_row`` receives the sample's color operations and factors,
         which the batch's finish applies.
@@ -192,7 +197,19 @@ class FastPath(SampleReader):
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
             color_row[1].copy_(torch.tensor([factor for _, factor in geometry.color], dtype=torch.float32))
-        decoded = decode(index, path, data, header, geometry, geometry.max_reduction if self.dct else 1)
+        reduction = geometry.max_reduction if self.dct else 1
+        if self.native:
+            report("augment", path)
+            buffer = rows.array()
+            decoding = native_sample.sample(data, header, geometry, self.plan, reduction, buffer,
+                                            row * buffer.strides[0], self.native_kind, hflip=True)
+            if decoding is not None:
+                elapsed = time.perf_counter() - t1
+                self.stats.add("decode", decoding)
+                self.stats.add("augment", elapsed - decoding)
+                return self.label(label)
+        out = rows.get()[row]
+        decoded = decode(index, path, data, header, geometry, reduction)
         ctx.errors.check_corrupt(decoded.warning, ctx.epoch, index, path)
         t2 = time.perf_counter()
         report("augment", path)
@@ -246,7 +263,7 @@ class _LoadInto:
                                          self.ctx)
 
     def _load(self, report, index: int, repeat: int) -> Any:
-        return self.path.load(index, repeat, self.ctx, self.rows.get()[self.row], report, self.color_row)
+        return self.path.load(index, repeat, self.ctx, self.rows, self.row, report, self.color_row)
 
 
 class _Finish:

@@ -99,6 +99,7 @@ class LazyTake:
         self.take, self.rows = take, rows
         self.buffer: torch.Tensor | None = None
         self.slot: int | None = None
+        self._array = None  # the buffer as one numpy view, for native writers (made once per batch)
         self._lock = threading.Lock()
 
     def get(self) -> torch.Tensor:
@@ -107,8 +108,18 @@ class LazyTake:
                 self.buffer, self.slot = self.take(self.rows)
             return self.buffer
 
+    def array(self):
+        """The buffer as a writable numpy array (one view for the whole batch: a sample written by native
+        code needs no tensor or array of its own)."""
+        with self._lock:
+            if self.buffer is None:
+                self.buffer, self.slot = self.take(self.rows)
+            if self._array is None:
+                self._array = self.buffer.numpy()
+            return self._array
+
     def drop(self) -> None:
         """The batch is done with it (finished, or failed): it may be reused once nothing views it."""
         with self._lock:
-            self.buffer = None
+            self.buffer = self._array = None
 

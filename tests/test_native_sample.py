@@ -1,0 +1,166 @@
+"""fastload.native_sample: one JPEG's decode, resize, crop, flip and write in one GIL-free call, with the
+pixels of the Pillow route (decode, Image.resize, crop, transpose) bit for bit."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from fastload import decode as decode_stage
+from fastload import native_sample
+from fastload.cpu_augment import transform_image, write_normalized
+from fastload.rng import SampleRandom
+from fastload.transforms import CenterCropGeometry, Plan, RandomResizedCropGeometry, ResizeGeometry
+
+pytestmark = pytest.mark.skipif(native_sample._jpeg is None or not hasattr(native_sample._jpeg, "sample"),
+                                reason="fastload._jpeg is not built")
+
+FILTERS = [Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS,
+           Image.Resampling.BOX, Image.Resampling.HAMMING]
+
+
+def _jpeg(rng, width: int, height: int, gray: bool) -> bytes:
+    shape = (height, width) if gray else (height, width, 3)
+    pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+    if rng.random() < 0.5:  # smooth content too: resampling errors hide in noise
+        pixels = np.cumsum(pixels, axis=0, dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, "JPEG", quality=int(rng.integers(50, 96)), subsampling=int(rng.integers(0, 3)))
+    return out.getvalue()
+
+
+def _geometry(rng, kind: int):
+    out_h, out_w = int(rng.integers(1, 200)), int(rng.integers(1, 200))
+    if kind == 0:
+        return RandomResizedCropGeometry((out_h, out_w), (0.08, 1.0), (3 / 4, 4 / 3))
+    if kind == 1:
+        return ResizeGeometry(int(rng.integers(1, 240)), None, (out_h, out_w) if rng.random() < 0.5 else None)
+    return CenterCropGeometry((out_h, out_w))
+
+
+def test_equals_the_pillow_route_on_random_images(seed):
+    """Random sizes (1 to 300 pixels a side), gray and color, every filter, RandomResizedCrop, Resize (with
+    and without a CenterCrop window), CenterCrop, flips, whole and DCT-reduced decodes: uint8 rows equal
+    the Pillow route's pixels exactly. This also pins the pass order Pillow 13 picks (vertical first when
+    it takes more than twice as many rows off as the horizontal takes columns): the other order differs."""
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for trial in range(120):
+        data = _jpeg(rng, int(rng.integers(1, 300)), int(rng.integers(1, 300)), gray=trial % 6 == 0)
+        geometry_kind = trial % 3
+        plan_geometry = _geometry(rng, geometry_kind)
+        resample = FILTERS[trial % len(FILTERS)]
+        plan = Plan(geometry=plan_geometry, resample=resample, hflip_p=0.5, output_size=(1, 1), dtype=torch.uint8,
+                    scale=None, shift=None, vflip_p=0.3)
+        header = decode_stage.read_header(0, "x", data)
+        geometry = plan.sample(header.width, header.height, SampleRandom(seed, 0, trial))
+        for reduction in sorted({1, geometry.max_reduction}):
+            if native_sample.steps(header, geometry, reduction) is None:
+                continue  # a crop that pads: the Pillow route's alone
+            decoded = decode_stage.decode(0, "x", data, decode_stage.Header(header.width, header.height), geometry,
+                                          reduction)
+            expected = np.asarray(transform_image(decoded, geometry, resample))
+            out = np.full(expected.size + 7, 77, np.uint8)
+            assert native_sample.sample(data, header, geometry, plan, reduction, out, 3,
+                                        native_sample.UINT8_ROWS) is not None
+            assert np.array_equal(out[3:3 + expected.size].reshape(expected.shape), expected), (trial, geometry)
+            assert (out[:3] == 77).all() and (out[3 + expected.size:] == 77).all()  # nothing written outside
+            checked += 1
+    assert checked > 80
+
+
+def test_float_output_equals_the_per_sample_normalize(seed):
+    """kind FLOAT32_PLANES writes what fastload._normalize writes after the Pillow route: x * scale + shift
+    per channel in float32 (no fused multiply-add), CHW, the horizontal flip folded in."""
+    rng = np.random.default_rng(seed)
+    scale, shift = (1 / 58.395, 1 / 57.12, 1 / 57.375), (-2.1179, -2.0357, -1.8044)
+    for trial in range(20):
+        data = _jpeg(rng, int(rng.integers(40, 300)), int(rng.integers(40, 300)), gray=trial % 5 == 0)
+        geometry_kind = RandomResizedCropGeometry((56, 48), (0.08, 1.0), (3 / 4, 4 / 3))
+        plan = Plan(geometry=geometry_kind, resample=Image.Resampling.BILINEAR, hflip_p=0.5, output_size=(56, 48),
+                    dtype=torch.float32, scale=scale, shift=shift)
+        header = decode_stage.read_header(0, "x", data)
+        geometry = plan.sample(header.width, header.height, SampleRandom(seed, 1, trial))
+        decoded = decode_stage.decode(0, "x", data, decode_stage.Header(header.width, header.height), geometry, 1)
+        expected = torch.empty(3, 56, 48)
+        write_normalized(transform_image(decoded, geometry, plan.resample, flip=False), geometry.hflip, plan,
+                         expected)
+        got = np.zeros(3 * 56 * 48, np.float32)
+        assert native_sample.sample(data, header, geometry, plan, 1, got, 0, native_sample.FLOAT32_PLANES) is not None
+        assert torch.equal(torch.from_numpy(got).view(3, 56, 48), expected)
+
+
+def test_what_it_cannot_take_goes_the_pillow_route():
+    rng = np.random.default_rng(0)
+    plan = Plan(geometry=CenterCropGeometry((40, 40)), resample=Image.Resampling.BILINEAR, hflip_p=0.0,
+                output_size=(40, 40), dtype=torch.uint8, scale=None, shift=None)
+    out = np.zeros(40 * 40 * 3, np.uint8)
+    small = _jpeg(rng, 20, 30, gray=False)  # a CenterCrop larger than the image pads
+    header = decode_stage.read_header(0, "x", small)
+    assert native_sample.sample(small, header, plan.sample(20, 30, SampleRandom(0, 0, 0)), plan, 1, out, 0,
+                                native_sample.UINT8_ROWS) is None
+    png = io.BytesIO()
+    Image.new("RGB", (60, 60)).save(png, "PNG")
+    header = decode_stage.read_header(0, "x", png.getvalue())
+    assert native_sample.sample(png.getvalue(), header, plan.sample(60, 60, SampleRandom(0, 0, 0)), plan, 1, out, 0,
+                                native_sample.UINT8_ROWS) is None
+    cut = _jpeg(rng, 200, 200, gray=False)[:3000]  # truncated: libjpeg warns, Pillow judges
+    header = decode_stage.read_header(0, "x", cut)
+    assert native_sample.sample(cut, header, plan.sample(200, 200, SampleRandom(0, 0, 0)), plan, 1, out, 0,
+                                native_sample.UINT8_ROWS) is None
+    nearest = Plan(geometry=CenterCropGeometry((40, 40)), resample=Image.Resampling.NEAREST, hflip_p=0.0,
+                   output_size=(40, 40), dtype=torch.uint8, scale=None, shift=None)
+    assert not native_sample.available(nearest) and native_sample.available(plan)
+
+
+def test_bad_arguments_are_refused_not_written_past():
+    rng = np.random.default_rng(1)
+    data = _jpeg(rng, 64, 48, gray=False)
+    scratch, out = bytearray(1 << 20), np.zeros(10, np.uint8)
+    args = (8, (0, 0, 64, 48), (0.0, 0.0, 64.0, 48.0), (32, 24), (0, 0, 32, 24), 2, False, False, 0,
+            (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), 0)
+    with pytest.raises(ValueError, match="output too small"):
+        native_sample._jpeg.sample(data, scratch, out, *args)
+    big = np.zeros(32 * 24 * 3, np.uint8)
+    # a box past the region, a window past the resized image, the nearest filter, a negative offset
+    for index, bad in ((2, (0.0, 0.0, 65.0, 48.0)), (4, (0, 0, 33, 24)), (5, 0), (11, -1)):
+        wrong = list(args)
+        wrong[index] = bad
+        with pytest.raises(ValueError):
+            native_sample._jpeg.sample(data, scratch, big, *wrong)
+
+
+def test_runs_without_the_gil():
+    """While one thread decodes and resizes a large JPEG natively, another keeps running Python."""
+    rng = np.random.default_rng(2)
+    data = _jpeg(rng, 2000, 1500, gray=False)
+    scratch, out = bytearray(64 << 20), np.zeros(1000 * 750 * 3, np.uint8)
+    args = (8, (0, 0, 2000, 1500), (0.0, 0.0, 2000.0, 1500.0), (1000, 750), (0, 0, 1000, 750),
+            Image.Resampling.LANCZOS, False, False, 0, (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), 0)
+    started = time.perf_counter()
+    native_sample._jpeg.sample(data, scratch, out, *args)
+    alone = time.perf_counter() - started
+    ticks, done = [0], threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        started = time.perf_counter()
+        for _ in range(3):
+            native_sample._jpeg.sample(data, scratch, out, *args)
+        elapsed = time.perf_counter() - started
+    finally:
+        done.set()
+        counter.join()
+    # holding the GIL, the counter would advance only at switch intervals; released, it runs throughout
+    assert ticks[0] > 20_000 * elapsed, (ticks[0], elapsed, alone)
