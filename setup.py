@@ -51,7 +51,7 @@ setup(
     extras_require={
         "plot": ["matplotlib"],
         # S3 and GCS shards through fsspec
-        "s3": ["s3fs"], "gcs": ["gcsfs"],
+        "s3": ["s3fs>=2023.1"], "gcs": ["gcsfs>=2023.1"],
         # TorchCodec's nvJPEG decoder, measured against torchvision's on the first batch. Each TorchCodec
         # release is built for one torch release: install the one made for yours
         "torchcodec": ["torchcodec"],
@@ -70,11 +70,12 @@ setup(
         # av, lmdb, soundfile: the rocAL video, Caffe and audio tests write their inputs with them;
         # webdataset: benchmarks/bench_shards.py runs its loader beside fastload's, tiny in test_benchmarks.py;
         # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible endpoint on
-        # 127.0.0.1 (moto's server mode, as s3fs's own tests do)
+        # 127.0.0.1 (moto's server mode, as s3fs's own tests do); s3fs pinned to the fsspec release it is made
+        # with (unpinned, pip backtracks to s3fs 0.4, which cannot take an endpoint)
         # torchcodec is left out: each release needs its own torch, and its tests skip without it
         "test": ["pytest", "pytest-timeout", "pytest-xdist>=3.6", "matplotlib", "triton; platform_system == 'Linux'",
                  "lightning>=2.5", "accelerate>=1.10", "nvidia-dali-cuda130==2.4.0", "webdataset>=1.0.2",
-                 "moto[server]>=5.1", "s3fs", "av>=14", "lmdb>=1.4", "soundfile>=0.12"],
+                 "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av>=14", "lmdb>=1.4", "soundfile>=0.12"],
     },
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )
