@@ -192,6 +192,42 @@ static void resample_rows_rgb_avx2(const uint8_t *restrict row0, const uint8_t *
         memcpy(dst1 + 3 * i, bytes + 4, 3);
     }
 }
+
+__attribute__((target("avx2"))) static inline __m256i pixel_pair(const uint8_t *a, const uint8_t *b) {
+    int32_t x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    return _mm256_cvtepu8_epi32(_mm_unpacklo_epi32(_mm_cvtsi32_si128(x), _mm_cvtsi32_si128(y)));
+}
+
+__attribute__((target("avx2"))) static inline void store_pair(__m256i sum, uint8_t *dst0, uint8_t *dst1) {
+    sum = _mm256_srai_epi32(sum, RESAMPLE_BITS);
+    __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    uint8_t bytes[16];
+    _mm_storeu_si128((__m128i *)bytes, _mm_packus_epi16(words, words));
+    memcpy(dst0, bytes, 3);
+    memcpy(dst1, bytes + 4, 3);
+}
+
+/* Four rows at once: two pairs, each weight broadcast once for both. */
+__attribute__((target("avx2")))
+static void resample_4rows_rgb_avx2(const uint8_t *const rows[4], uint8_t *const dsts[4], int count, int taps,
+                                    const int *start, const int *length, const int32_t *weights) {
+    const __m256i half = _mm256_set1_epi32(1 << (RESAMPLE_BITS - 1));
+    for (int i = 0; i < count; i++) {
+        size_t at = (size_t)start[i] * 3;
+        const int32_t *k = weights + (size_t)i * taps;
+        __m256i low = half, high = half;
+        for (int x = 0; x < length[i]; x++) {
+            __m256i weight = _mm256_set1_epi32(k[x]);
+            size_t byte = at + 3 * (size_t)x;
+            low = _mm256_add_epi32(low, _mm256_mullo_epi32(pixel_pair(rows[0] + byte, rows[1] + byte), weight));
+            high = _mm256_add_epi32(high, _mm256_mullo_epi32(pixel_pair(rows[2] + byte, rows[3] + byte), weight));
+        }
+        store_pair(low, dsts[0] + 3 * i, dsts[1] + 3 * i);
+        store_pair(high, dsts[2] + 3 * i, dsts[3] + 3 * i);
+    }
+}
 #endif
 
 static void resample_row_rgb(const uint8_t *restrict row, uint8_t *restrict dst, int count, int taps,
@@ -214,6 +250,15 @@ static void resample_horizontal(const uint8_t *in, size_t in_stride, int rows, i
     int y = 0;
 #if defined(__x86_64__) || defined(__i386__)
     if (channels == 3 && __builtin_cpu_supports("avx2")) {
+        for (; y + 3 < rows; y += 4) {
+            const uint8_t *four[4];
+            uint8_t *dsts[4];
+            for (int r = 0; r < 4; r++) {
+                four[r] = in + (size_t)(y + r) * in_stride;
+                dsts[r] = out + (size_t)(y + r) * out_stride;
+            }
+            resample_4rows_rgb_avx2(four, dsts, count, taps, start, length, weights);
+        }
         for (; y + 1 < rows; y += 2)
             resample_rows_rgb_avx2(in + (size_t)y * in_stride, in + (size_t)(y + 1) * in_stride,
                                    out + (size_t)y * out_stride, out + (size_t)(y + 1) * out_stride, count, taps,
