@@ -120,6 +120,13 @@ class Geometry:
     pre_flips: tuple[bool, bool] = (False, False)
     box_resize: bool = False
 
+    def with_flips(self, hflip: bool, vflip: bool) -> "Geometry":
+        """This geometry with these flips: ``dataclasses.replace``'s result, made without its per-field
+        machinery (a sample's draw runs on a loader thread, under the GIL)."""
+        flipped = object.__new__(Geometry)
+        flipped.__dict__.update(self.__dict__, hflip=hflip, vflip=vflip)
+        return flipped
+
     def region(self, width: int, height: int, scale: int) -> tuple[int, int, int, int]:
         """The integer box of the image decoded at 1/``scale`` that these steps read.
 
@@ -480,7 +487,7 @@ class Plan:
             geometry = dataclasses.replace(geometry, affine=matrix, pre_flips=(hflip and first_h, vflip and first_v))
             hflip, vflip = hflip and not first_h, vflip and not first_v
         if hflip or vflip:
-            geometry = dataclasses.replace(geometry, hflip=hflip, vflip=vflip)
+            geometry = geometry.with_flips(hflip, vflip)
         if self.color:
             geometry = dataclasses.replace(geometry, color=self._sample_color(rng))
         return geometry
