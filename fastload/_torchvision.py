@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+__all__ = ["AVAILABLE", "REASON", "IMG_EXTENSIONS", "DatasetFolder", "default_loader", "find_classes",
+           "make_dataset", "pil_loader", "get_image_backend", "InterpolationMode", "v1", "v2",
+           "_get_inverse_affine_matrix", "_interpolation_modes_from_int", "_compute_affine_output_size"]
+
 try:
     import torchvision
     from torchvision.datasets.folder import (IMG_EXTENSIONS, DatasetFolder, default_loader, find_classes,

@@ -597,7 +597,8 @@ def test_a_fallback_warns_once_naming_why(image_folder):
         f"(antialias=False on a tensor image); running ImageFolder's transform as given (correct, slower) "
         f"instead of the fast path"]
     assert torch.equal(batches[0][0], next(iter(torch.utils.data.DataLoader(dataset, 8)))[0])
-    custom = torchvision.datasets.ImageFolder(image_folder, transform=TRAIN, loader=lambda p: Image.open(p).convert("RGB"))
+    custom = torchvision.datasets.ImageFolder(image_folder, transform=TRAIN,
+                                              loader=lambda p: Image.open(p).convert("RGB"))
     with pytest.warns(UserWarning, match="its own loader"):
         assert not fastload.DataLoader(custom, batch_size=4).fast_path
 
