@@ -319,22 +319,12 @@ static size_t resample_region(const unsigned char *in, int in_w, int in_h, int c
     int32_t *sums = (int32_t *)(scratch + at_sums);
     /* the source window the passes read: rows row_first.., columns col_first.. of the region */
     int row_first = wy, rows = wh, col_first = wx, cols = ww;
-    if (need_v) {
-        resample_coefficients(plan->filter, in_h, box[1], box[3], plan->resize_h, wy, wh, taps_v, start_v,
-                              length_v, weights_v);
-        row_first = start_v[0];
-        rows = start_v[wh - 1] + length_v[wh - 1] - row_first;
-        for (int i = 0; i < wh; i++)
-            start_v[i] -= row_first;
-    }
-    if (need_h) {
-        resample_coefficients(plan->filter, in_w, box[0], box[2], plan->resize_w, wx, ww, taps_h, start_h,
-                              length_h, weights_h);
-        col_first = start_h[0];
-        cols = start_h[ww - 1] + length_h[ww - 1] - col_first;
-        for (int i = 0; i < ww; i++)
-            start_h[i] -= col_first;
-    }
+    if (need_v)
+        row_first = resample_axis(plan->filter, in_h, box[1], box[3], plan->resize_h, wy, wh, taps_v, start_v,
+                                  length_v, weights_v, &rows);
+    if (need_h)
+        col_first = resample_axis(plan->filter, in_w, box[0], box[2], plan->resize_w, wx, ww, taps_h, start_h,
+                                  length_h, weights_h, &cols);
     const unsigned char *source = in + ((size_t)row_first * in_w + col_first) * channels;
     size_t stride = (size_t)in_w * channels, done = (size_t)ww * channels;
     unsigned char *mid = scratch + at_mid, *final = scratch + at_final;

@@ -116,6 +116,18 @@ static void resample_coefficients(int filter, int in_size, float in0, float in1,
     }
 }
 
+/* resample_coefficients for one axis, with the starts made relative to the first input pixel read, which
+ * is returned; *span gets how many input pixels the outputs read from there. */
+static int resample_axis(int filter, int in_size, float in0, float in1, int out_size, int first, int count, int taps,
+                         int *start, int *length, int32_t *weights, int *span) {
+    resample_coefficients(filter, in_size, in0, in1, out_size, first, count, taps, start, length, weights);
+    int origin = start[0];
+    *span = start[count - 1] + length[count - 1] - origin;
+    for (int i = 0; i < count; i++)
+        start[i] -= origin;
+    return origin;
+}
+
 static inline uint8_t resample_clip(int32_t sum) {
     int32_t v = sum >> RESAMPLE_BITS;
     return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v;
