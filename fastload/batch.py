@@ -202,7 +202,7 @@ class FastPath(SampleReader):
             report("augment", path)
             buffer = rows.array()
             decoding = native_sample.sample(data, header, geometry, self.plan, reduction, buffer,
-                                            row * buffer.strides[0], self.native_kind, hflip=True)
+                                            row * buffer.strides[0], self.native_kind)
             if decoding is not None:
                 elapsed = time.perf_counter() - t1
                 self.stats.add("decode", decoding)

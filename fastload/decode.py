@@ -173,6 +173,18 @@ def decode(index: int, path: str, data: bytes, header: Header, geometry: Geometr
     return decoded
 
 
+def thread_scratch(size: int) -> np.ndarray:
+    """A uint8 buffer of at least ``size`` bytes for this thread's decoding (the region decoder's pixels,
+    the native sample's working rows): kept between images up to _SCRATCH_LIMIT, so a thread allocates
+    only when an image needs more than any before it."""
+    scratch = getattr(_scratch, "buffer", None)
+    if scratch is None or scratch.size < size:
+        scratch = np.empty(size, np.uint8)
+        if size <= _SCRATCH_LIMIT:
+            _scratch.buffer = scratch
+    return scratch
+
+
 def _decode_region(data: bytes, header: Header, geometry: Geometry | None, scale: int) -> Decoded | str | None:
     """The region decoder's result, or libjpeg's warning / None when Pillow must decide."""
     if geometry is None:
@@ -180,12 +192,7 @@ def _decode_region(data: bytes, header: Header, geometry: Geometry | None, scale
     else:
         left, top, right, bottom = geometry.region(header.width, header.height, scale)
     width, height = right - left, bottom - top
-    needed = width * height * 3
-    scratch = getattr(_scratch, "buffer", None)
-    if scratch is None or scratch.size < needed:
-        scratch = np.empty(needed, np.uint8)
-        if needed <= _SCRATCH_LIMIT:
-            _scratch.buffer = scratch
+    scratch = thread_scratch(width * height * 3)
     try:
         result = _jpeg.decode(data, scratch, 8 // scale, left, top, width, height)
     except (ValueError, NotImplementedError, MemoryError):

@@ -13,18 +13,17 @@ the header and the sample's random draws.
 
 It takes what the region decoder takes (baseline and progressive JPEGs in
 YCbCr, RGB or gray) under a plan without rotation or affine steps or
-nearest-neighbour resizing, and crops that lie inside the image; anything
-else (and a JPEG libjpeg warns about, which Pillow then judges) returns
-False and goes the Pillow route, whose pixels these are.
+nearest-neighbour resizing, and crops that lie inside the image; for
+anything else (and a JPEG libjpeg warns about, which Pillow then judges)
+``sample`` returns None and the sample goes the Pillow route, whose pixels
+these are.
 """
 
 from __future__ import annotations
 
-import threading
-
 from PIL import Image
 
-from .decode import Header
+from .decode import Header, thread_scratch
 from .transforms import Geometry, Plan
 
 try:
@@ -35,8 +34,6 @@ except ImportError:  # built without libjpeg headers: every sample goes the Pill
 UINT8_ROWS, FLOAT32_PLANES = 0, 1  # what the output row holds (fastload._jpeg.sample's `kind`)
 _FILTERS = {Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS,
             Image.Resampling.BOX, Image.Resampling.HAMMING}
-_SCRATCH_LIMIT = 64 << 20  # bytes kept per thread between samples
-_scratch = threading.local()
 _NO_SCALE = (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)
 
 
@@ -69,13 +66,12 @@ def steps(header: Header, geometry: Geometry, reduction: int) -> tuple | None:
 
 
 def sample(data: bytes, header: Header, geometry: Geometry, plan: Plan, reduction: int, out, offset: int,
-           kind: int, hflip: bool = True) -> float | None:
+           kind: int) -> float | None:
     """Decode and augment one JPEG into ``out`` (a writable buffer: the batch) at byte ``offset``.
 
     Returns the seconds spent decoding, or None where the Pillow route must
     take the sample (see the module docstring; a JPEG libjpeg warns about
     is among them: Pillow then judges the file and words the warning).
-    ``hflip`` False leaves the horizontal flip to the caller.
     """
     if header.image is not None:  # Pillow parsed the header: not a JPEG the region decoder takes
         return None
@@ -84,19 +80,15 @@ def sample(data: bytes, header: Header, geometry: Geometry, plan: Plan, reductio
         return None
     region, box, size, window = found
     scale, shift = (plan.scale, plan.shift) if kind == FLOAT32_PLANES else _NO_SCALE
-    scratch = getattr(_scratch, "buffer", None)
-    if scratch is None:
-        scratch = _scratch.buffer = bytearray(1 << 20)
+    scratch = thread_scratch(1 << 20)
     while True:
         try:
             result = _jpeg.sample(data, scratch, out, 8 // reduction, region, box, size, window, plan.resample,
-                                  hflip and geometry.hflip, geometry.vflip, kind, scale, shift, offset)
+                                  geometry.hflip, geometry.vflip, kind, scale, shift, offset)
         except (ValueError, NotImplementedError, MemoryError):
             return None  # Pillow's verdict and wording for what libjpeg rejects
         if isinstance(result, int):  # the scratch is too small for this image: grow it and try again
-            scratch = bytearray(result)
-            if result <= _SCRATCH_LIMIT:
-                _scratch.buffer = scratch
+            scratch = thread_scratch(result)
             continue
         warnings, _, seconds = result
         return None if warnings else seconds
