@@ -457,6 +457,42 @@ def dali_shuffle(items, seed: int) -> list:
     return out
 
 
+class DaliLoaderRandom:
+    """The generator DALI's loaders draw their shuffle buffer's slots from (dali/operators/reader/loader/
+    loader.h): ``std::default_random_engine`` (libstdc++'s minstd_rand0) seeded through
+    ``std::seed_seq({seed})``, each draw a ``std::uniform_int_distribution<int>`` over it (libstdc++'s
+    divide-and-reject for a generator narrower than 32 bits). Checked against DALI 2.4.0's readers.file
+    (tests/compat/test_dali_reader_shuffle.py)."""
+
+    MODULUS = 2147483647
+
+    def __init__(self, seed: int):
+        mask, words = 0xFFFFFFFF, [0x8B8B8B8B] * 4  # seed_seq::generate for four words, one seed value
+        for k in range(4):  # t = 1, p = 1, q = 2, m = 4
+            arg = words[k] ^ words[(k + 1) % 4] ^ words[(k - 1) % 4]
+            r1 = 1664525 * (arg ^ (arg >> 27)) & mask
+            r2 = r1 + (1 if k == 0 else k + (seed & mask if k == 1 else 0)) & mask
+            words[(k + 1) % 4] = words[(k + 1) % 4] + r1 & mask
+            words[(k + 2) % 4] = words[(k + 2) % 4] + r2 & mask
+            words[k] = r2
+        for k in range(4, 8):
+            arg = words[k % 4] + words[(k + 1) % 4] + words[(k - 1) % 4] & mask
+            r3 = 1566083941 * (arg ^ (arg >> 27)) & mask
+            r4 = r3 - k % 4 & mask
+            words[(k + 1) % 4] ^= r3
+            words[(k + 2) % 4] ^= r4
+            words[k % 4] = r4
+        self.state = words[3] % self.MODULUS or 1  # the engine takes the last of its k + 3 = 4 words
+
+    def below(self, bound: int) -> int:
+        """``uniform_int_distribution<int>(0, bound - 1)(engine)``: one draw or more, even for bound 1."""
+        scaling = (self.MODULUS - 3) // bound  # the engine's range is [1, 2^31 - 2]
+        while True:
+            self.state = self.state * 16807 % self.MODULUS
+            if self.state - 1 < bound * scaling:
+                return (self.state - 1) // scaling
+
+
 class ReaderOrder(IndexOrder):
     """DALI's (and rocAL's) file reader order: a stream of samples, not a per-epoch permutation.
 
@@ -475,9 +511,18 @@ class ReaderOrder(IndexOrder):
     Shuffling: ``random_shuffle`` first shuffles the whole list once, as
     DALI's file loader does with std::shuffle on mt19937 seeded
     kDaliDataloaderSeed (the same list on every shard, so each shard holds a
-    random mix: ``dali_shuffle``, DALI's order exactly), then draws each
-    sample at random from a buffer of the next ``initial_fill`` samples of
-    the stream (DALI's in kind; its generator differs, so not its values).
+    random mix: ``dali_shuffle``, DALI's order exactly), then passes what it
+    reads through DALI's shuffle buffer (loader.h's ``ReadOne``): a ring of
+    the next ``initial_fill`` samples read, split into the reader's epochs
+    (one shard's worth of reads each); every sample comes from the oldest
+    epoch still in the ring, drawn uniformly among its samples there, and its
+    slot takes the next sample read. So each epoch is a permutation of the
+    shard it read, whatever ``initial_fill`` (a shard smaller than the ring
+    shares it with the next epochs' reads, never mixes with them), and
+    ``pad_last_batch`` pads with the last sample returned. The draws are
+    DALI's generator (``DaliLoaderRandom``, seeded with the reader's seed),
+    so the order is DALI's sample for sample when the reader's seed is
+    DALI's (given explicitly).
     ``shuffle_after_epoch`` reads the block from a fresh permutation of the
     whole dataset (seeded ``seed + pass``) on every pass: DALI's in kind
     (DALI 2.4.0's passes are not the std::shuffle its 2023 sources describe,
@@ -499,7 +544,7 @@ class ReaderOrder(IndexOrder):
         self.stick, self.pad, self.seed = stick_to_shard, pad_last_batch, seed
         self.random_shuffle, self.initial_fill = random_shuffle, max(1, initial_fill)
         self.shuffle_after_epoch = shuffle_after_epoch
-        self._buffer_state: tuple[int, list[int], int] | None = None  # (next position, buffer, base position)
+        self._buffer_state: tuple | None = None  # where _shuffled stopped (see there)
         self._listed = dali_shuffle(range(dataset_size), DALI_LOADER_SEED) if random_shuffle else None
         self._permutation: tuple[int, list[int]] = (-1, [])  # (pass, permutation) of shuffle_after_epoch
 
@@ -552,21 +597,38 @@ class ReaderOrder(IndexOrder):
             return low + p % (high - low)
         return (low + p) % self.size
 
+    def _read(self, k: int) -> int:
+        """The dataset index of the ``k``-th sample the reader reads (no padding: the file loader's own
+        order, on through the next shards and around, or around its own shard)."""
+        low, high = self.bounds(self.shard_id)
+        return self._listed[low + k % (high - low) if self.stick else (low + k) % self.size]
+
+    def _epoch_size(self, epoch: int) -> int:
+        """Samples the reader reads in its ``epoch``-th epoch: the size of the shard it reads then."""
+        low, high = self.bounds(self.shard_id if self.stick else (self.shard_id + epoch) % self.num_shards)
+        return high - low
+
     def _shuffled(self, start: int, count: int) -> list[int]:
-        """Positions ``start ..`` of the stream drawn through the shuffle buffer; the buffer's state is
-        kept, so consecutive epochs continue it (another start replays it from the beginning)."""
+        """Positions ``start ..`` of the stream drawn through DALI's shuffle buffer (see the class). The
+        state is kept, so consecutive epochs continue it; an earlier start replays it from the beginning."""
         state = self._buffer_state
         if state is None or state[0] > start:
-            state = (0, [self._at(p) for p in range(self.initial_fill)], self.initial_fill)
-        position, buffer, base = state
-        out = []
+            state = (0, DaliLoaderRandom(self.seed), [self._read(k) for k in range(self.initial_fill)], 0, 0, 0, -1)
+        position, generator, ring, draws, epoch, returned, last = state
+        fill, block, size, out = len(ring), self.block(), self._epoch_size(epoch), []
         while position < start + count:
-            slot = SampleRandom(self.seed, 0, position).randint(0, len(buffer))
-            if position >= start:
-                out.append(buffer[slot])
-            buffer[slot] = self._at(base)
-            position, base = position + 1, base + 1
-        self._buffer_state = (position, buffer, base)
+            if returned == (block if self.pad else size):  # the epoch is over: the next shard's reads
+                epoch, returned = epoch + 1, 0
+                size = self._epoch_size(epoch)
+            if returned < size:  # the oldest epoch's samples still in the ring: one of them, at random
+                chosen, slot = (draws + generator.below(min(size - returned, fill))) % fill, draws % fill
+                ring[chosen], ring[slot] = ring[slot], ring[chosen]
+                last, ring[slot] = ring[slot], self._read(draws + fill)  # its slot takes the next read
+                draws += 1
+            if position >= start:  # past the epoch's samples: pad_last_batch's copies of the last one
+                out.append(last)
+            position, returned = position + 1, returned + 1
+        self._buffer_state = (position, generator, ring, draws, epoch, returned, last)
         return out
 
 

@@ -134,7 +134,7 @@ class ReaderSource(Source):
         padded = -(-size // spec.num_shards) * spec.num_shards if spec.pad_last_batch else size
         return {"epoch_size": size, "epoch_size_padded": padded, "number_of_shards": spec.num_shards,
                 "shard_id": spec.shard_id, "pad_last_batch": int(spec.pad_last_batch),
-                "stick_to_shard": int(spec.stick_to_shard)}
+                "stick_to_shard": int(spec.stick_to_shard or spec.shuffle_after_epoch)}  # DALI's loader implies it
 
     def fastload_path(self, loader):
         return GraphPath(loader, self) if self.transform is None else None
