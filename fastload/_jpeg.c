@@ -9,11 +9,13 @@
  * binding exposes that, so these ~250 lines do.
  *
  * Three functions, all release the GIL while libjpeg works:
- *   header(data) -> (width, height, components, color_space)
+ *   header(data) -> (width, height, components, color_space, progressive)
  *   decode(data, out, scale_num, left, top, width, height, gray=False)
  *       -> (width, height, channels, warnings, first_warning)
  *   sample(...): decode, then resize, crop, flip and write one sample of the CPU fast path (below)
- * and read_file(path) -> bytes, the loader threads' file read with no Python file object.
+ * and read_file(path) -> bytes, the loader threads' file read with no Python file object; count_scans, a
+ * progressive JPEG's scans counted before anything decodes it; draw_resized_crop, a sample's crop and flips
+ * drawn from its fastload.rng stream.
  * decode() writes the requested region (in coordinates of the image scaled by
  * scale_num/8, 1 to 16 as libjpeg-turbo's scaled IDCTs allow, clipped to it)
  * into the writable buffer `out` as packed RGB, or gray for 1-channel JPEGs
@@ -34,6 +36,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <math.h>
 #include <jpeglib.h>
 
 typedef struct {
@@ -75,7 +78,7 @@ static PyObject *jpeg_header(PyObject *self, PyObject *args) {
     struct jpeg_decompress_struct cinfo;
     error_manager err;
     int failed = 0;
-    int width = 0, height = 0, components = 0, color_space = 0;
+    int width = 0, height = 0, components = 0, color_space = 0, progressive = 0;
     if (!PyArg_ParseTuple(args, "y*", &data))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -90,6 +93,7 @@ static PyObject *jpeg_header(PyObject *self, PyObject *args) {
         height = (int)cinfo.image_height;
         components = cinfo.num_components;
         color_space = (int)cinfo.jpeg_color_space;
+        progressive = cinfo.progressive_mode ? 1 : 0;
     }
     jpeg_destroy_decompress(&cinfo);
     Py_END_ALLOW_THREADS
@@ -98,7 +102,7 @@ static PyObject *jpeg_header(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, err.message);
         return NULL;
     }
-    return Py_BuildValue("iiii", width, height, components, color_space);
+    return Py_BuildValue("iiiii", width, height, components, color_space, progressive);
 }
 
 /* What decode_region did: OK, or why not. */
@@ -484,6 +488,137 @@ static PyObject *read_whole_file(PyObject *self, PyObject *args) {
     return data;
 }
 
+/* count_scans(data, limit) -> the number of scans (SOS markers) of a JPEG, counting stops past `limit`.
+ * Why: a progressive JPEG may hold any number of scans, and every scan costs a pass over the whole image's
+ * coefficients, so a 300 KB file of 1,500 tiny scans takes half a minute to decode; libjpeg has no limit of
+ * its own. The walk follows the marker segments by their lengths (so a thumbnail inside APP1 is not counted)
+ * and, after each SOS, the entropy-coded data to the next marker (0xFF then a byte other than 0x00, a fill
+ * 0xFF or RST0-7), without the GIL. */
+static PyObject *count_scans(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "y*n", &data, &limit))
+        return NULL;
+    Py_ssize_t scans = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const unsigned char *bytes = (const unsigned char *)data.buf;
+    size_t length = (size_t)data.len, at = 2; /* after SOI */
+    while (at + 4 <= length && scans <= limit) {
+        if (bytes[at] != 0xFF) { /* not a marker where one must be: libjpeg judges the file */
+            break;
+        }
+        unsigned char marker = bytes[at + 1];
+        if (marker == 0xFF) { /* fill byte */
+            at++;
+            continue;
+        }
+        if (marker == 0xD9) /* EOI */
+            break;
+        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { /* no length */
+            at += 2;
+            continue;
+        }
+        size_t segment = ((size_t)bytes[at + 2] << 8) | bytes[at + 3];
+        at += 2 + segment;
+        if (marker != 0xDA)
+            continue;
+        scans++;
+        /* entropy-coded data: up to the next marker that is not a stuffed 0x00 or a restart */
+        while (at + 1 < length) {
+            const unsigned char *next = memchr(bytes + at, 0xFF, length - at - 1);
+            if (next == NULL) {
+                at = length;
+                break;
+            }
+            at = (size_t)(next - bytes);
+            unsigned char after = bytes[at + 1];
+            if (after == 0x00 || after == 0xFF || (after >= 0xD0 && after <= 0xD7))
+                at += after == 0xFF ? 1 : 2;
+            else
+                break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    return PyLong_FromSsize_t(scans);
+}
+
+/* fastload.rng's SplitMix64 streams, bit for bit: a sample's stream keyed by (seed, epoch, index, repeat). */
+#define GOLDEN 0x9E3779B97F4A7C15ULL
+
+static unsigned long long splitmix(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double next_random(unsigned long long *state) {
+    *state += GOLDEN;
+    return (double)(splitmix(*state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static long next_randint(unsigned long long *state, long low, long high) {
+    long drawn = (long)(next_random(state) * (double)(high - low));
+    return low + (drawn < high - low - 1 ? drawn : high - low - 1);
+}
+
+/* draw_resized_crop(seed, epoch, index, repeat, width, height, scale_lo, scale_hi, log_ratio_lo, log_ratio_hi,
+ *                   ratio_min, ratio_max, hflip_p, vflip_p) -> (top, left, h, w, hflip, vflip)
+ * RandomResizedCrop's box and the flips of a sample, the very values fastload.transforms draws in Python
+ * (SampleRandom, _rrc_params, Plan.sample): the same double arithmetic in the same order, the libm
+ * exp and sqrt that math.exp and math.sqrt call, Python's round (half to even: nearbyint), int() truncation.
+ * Why: those draws were the largest
+ * share of the GIL a loader thread holds per sample (about a fifth). Built with -ffp-contract=off, so no
+ * fused multiply-add changes a value. */
+static PyObject *draw_resized_crop(PyObject *self, PyObject *args) {
+    unsigned long long seed, epoch, index, repeat;
+    long width, height;
+    double scale_lo, scale_hi, log_lo, log_hi, ratio_min, ratio_max, hflip_p, vflip_p;
+    if (!PyArg_ParseTuple(args, "KKKKlldddddddd", &seed, &epoch, &index, &repeat, &width, &height, &scale_lo,
+                          &scale_hi, &log_lo, &log_hi, &ratio_min, &ratio_max, &hflip_p, &vflip_p))
+        return NULL;
+    /* rng.py adds GOLDEN to the seed without wrapping: the 65th bit of the sum reaches bit 34 in the first
+     * xor-shift (what is above bit 63 is gone after the multiply) */
+    unsigned long long first = seed + GOLDEN, carry = first < seed;
+    unsigned long long state = ((first ^ (first >> 30) ^ (carry << 34)) * 0xBF58476D1CE4E5B9ULL);
+    state = (state ^ (state >> 27)) * 0x94D049BB133111EBULL;
+    state ^= state >> 31;
+    state = splitmix(state ^ (epoch + 2 * GOLDEN));
+    state = splitmix(state ^ (index + 3 * GOLDEN));
+    if (repeat)
+        state = splitmix(state ^ (repeat + 5 * GOLDEN));
+    double area = (double)(height * width);
+    long top = -1, left = 0, h = 0, w = 0;
+    for (int attempt = 0; attempt < 10 && top < 0; attempt++) {
+        double target_area = area * (scale_lo + (scale_hi - scale_lo) * next_random(&state));
+        double aspect_ratio = exp(log_lo + (log_hi - log_lo) * next_random(&state));
+        w = (long)nearbyint(sqrt(target_area * aspect_ratio));
+        h = (long)nearbyint(sqrt(target_area / aspect_ratio));
+        if (0 < w && w <= width && 0 < h && h <= height) {
+            top = next_randint(&state, 0, height - h + 1);
+            left = next_randint(&state, 0, width - w + 1);
+        }
+    }
+    if (top < 0) { /* torchvision's fallback: the whole image, or its center at the nearest allowed ratio */
+        double in_ratio = (double)width / (double)height;
+        if (in_ratio < ratio_min) {
+            w = width;
+            h = (long)nearbyint((double)width / ratio_min);
+        } else if (in_ratio > ratio_max) {
+            h = height;
+            w = (long)nearbyint((double)height * ratio_max);
+        } else {
+            w = width;
+            h = height;
+        }
+        top = (height - h) / 2;
+        left = (width - w) / 2;
+    }
+    int hflip = hflip_p > 0 && next_random(&state) < hflip_p;
+    int vflip = vflip_p > 0 && next_random(&state) < vflip_p;
+    return Py_BuildValue("llllNN", top, left, h, w, PyBool_FromLong(hflip), PyBool_FromLong(vflip));
+}
+
 static PyMethodDef methods[] = {
     {"header", jpeg_header, METH_VARARGS,
      "header(data) -> (width, height, components, jpeg_color_space)"},
@@ -494,6 +629,10 @@ static PyMethodDef methods[] = {
      "sample(data, scratch, out, scale_num, region, box, size, window, filter, hflip, vflip, kind, scale, shift, "
      "offset) -> (warnings, first_warning, seconds decoding) or the required size of scratch"},
     {"read_file", read_whole_file, METH_VARARGS, "read_file(path) -> bytes, without the GIL"},
+    {"count_scans", count_scans, METH_VARARGS, "count_scans(data, limit) -> scans of a JPEG, counted up to limit + 1"},
+    {"draw_resized_crop", draw_resized_crop, METH_VARARGS,
+     "draw_resized_crop(seed, epoch, index, repeat, width, height, scale_lo, scale_hi, log_ratio_lo, log_ratio_hi, "
+     "ratio_min, ratio_max, hflip_p, vflip_p) -> (top, left, h, w, hflip, vflip)"},
     {NULL, NULL, 0, NULL},
 };
 

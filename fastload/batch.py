@@ -27,7 +27,6 @@ from .buffers import BufferPool, LazyTake
 from .deliver import collate, to_device
 from .errors import DecodeError, ErrorPolicy
 from .pipeline import Job, Stages
-from .rng import SampleRandom
 from .transforms import Plan, RandomResizedCropGeometry
 
 
@@ -84,8 +83,7 @@ class SampleReader:
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
-        random = SampleRandom(ctx.seed, ctx.epoch, index, repeat)
-        geometry = self.plan.sample(header.width, header.height, random)
+        geometry = self.plan.draw(header.width, header.height, ctx.seed, ctx.epoch, index, repeat)
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
         return path, label, data, header, geometry

@@ -23,6 +23,7 @@ ImageEnhance does, so they keep their own slow path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE,
 
 from ._torchvision import (InterpolationMode, _compute_affine_output_size, _get_inverse_affine_matrix,
                            _interpolation_modes_from_int, v1, v2)
-from .rng import SampleRandom
+from .rng import SampleRandom, draw_resized_crop
 
 # torchvision's v2 classes under their own names (stand-ins where torchvision cannot be imported)
 CenterCrop = v2.CenterCrop
@@ -127,6 +128,17 @@ class Geometry:
         flipped.__dict__.update(self.__dict__, hflip=hflip, vflip=vflip)
         return flipped
 
+    @staticmethod
+    def resized_crop(box: tuple[int, int, int, int], resize: tuple[int, int], max_reduction: int,
+                     hflip: bool = False, vflip: bool = False) -> "Geometry":
+        """``Geometry(crop=box, resize=resize, source_box=box, max_reduction=..., hflip=..., vflip=...)``
+        without the frozen dataclass's per-field ``__setattr__`` (about 4 us of a loader thread's GIL time
+        per sample): a RandomResizedCrop's draw."""
+        made = object.__new__(Geometry)
+        made.__dict__.update(_GEOMETRY_DEFAULTS, crop=box, resize=resize, source_box=box,
+                             max_reduction=max_reduction, hflip=hflip, vflip=vflip)
+        return made
+
     def region(self, width: int, height: int, scale: int) -> tuple[int, int, int, int]:
         """The integer box of the image decoded at 1/``scale`` that these steps read.
 
@@ -172,6 +184,9 @@ class Geometry:
         if self.pre_flips[1]:
             d, e, f = -d, -e, height - f
         return a, b, c, d, e, f
+
+
+_GEOMETRY_DEFAULTS = {field.name: field.default for field in dataclasses.fields(Geometry)}
 
 
 def _pair(size) -> tuple[int, int]:
@@ -242,11 +257,20 @@ class RandomResizedCropGeometry:
 
     def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
         """This sample's crop and resize for a source image of ``width`` x ``height``."""
+        return self.geometry(*_rrc_params(width, height, self.scale, self.ratio, rng))
+
+    def geometry(self, top: int, left: int, h: int, w: int, hflip: bool = False, vflip: bool = False) -> Geometry:
+        """The Geometry of the crop (top, left, h, w), resized to ``size``, with these flips."""
         out_h, out_w = self.size
-        top, left, h, w = _rrc_params(width, height, self.scale, self.ratio, rng)
         box = (left, top, left + w, top + h)
-        return Geometry(crop=box, resize=(out_w, out_h), source_box=box,
-                        max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
+        return Geometry.resized_crop(box, (out_w, out_h), _largest_reduction(min(w / out_w, h / out_h)), hflip, vflip)
+
+    @functools.cached_property
+    def draw_arguments(self) -> tuple[float, float, float, float, float, float]:
+        """scale and ratio as ``rng.draw_resized_crop`` takes them: (scale lo, hi, log ratio lo, hi, min and
+        max ratio), as ``_rrc_params`` computes them per call."""
+        return (self.scale[0], self.scale[1], math.log(self.ratio[0]), math.log(self.ratio[1]),
+                min(self.ratio), max(self.ratio))
 
 
 @dataclass(frozen=True)
@@ -475,6 +499,23 @@ class Plan:
                 ops = (BRIGHTNESS, CONTRAST, SATURATION, HUE)
                 slots.extend((ops[k], factors[k]) if factors[k] is not None else (NONE, 0.0) for k in order)
         return tuple(slots)
+
+    def draw(self, width: int, height: int, seed: int, epoch: int, index: int, repeat: int) -> Geometry:
+        """``sample`` with the stream of (seed, epoch, index, repeat) (fastload.rng). A RandomResizedCrop
+        with flips and nothing else random is drawn in native code (``rng.draw_resized_crop``: the very
+        values, without the ~10 us of Python a loader thread would spend on them under the GIL)."""
+        if self.native_draw:
+            geometry = self.geometry
+            top, left, h, w, hflip, vflip = draw_resized_crop(seed, epoch, index, repeat, width, height,
+                                                              *geometry.draw_arguments, self.hflip_p, self.vflip_p)
+            return geometry.geometry(top, left, h, w, hflip, vflip)
+        return self.sample(width, height, SampleRandom(seed, epoch, index, repeat))
+
+    @functools.cached_property
+    def native_draw(self) -> bool:
+        """Whether ``draw`` takes the native route: a RandomResizedCrop, flips, no affine step or colors."""
+        return (draw_resized_crop is not None and isinstance(self.geometry, RandomResizedCropGeometry)
+                and self.affine is None and not self.color)
 
     def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
         """This sample's geometry for a source image of ``width`` x ``height``."""

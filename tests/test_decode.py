@@ -547,3 +547,54 @@ def test_the_probe_checks_the_pixels_and_rocjpeg_takes_its_image():
     assert default.library == ("rocjpeg" if torch.version.hip else "nvjpeg")
     if not torch.cuda.is_available():
         assert "no GPU" in default.unavailable()
+
+
+def _many_scans(scans: int, gray: bool = False) -> bytes:
+    """A progressive JPEG whose last scan is repeated until it has ``scans`` (libjpeg warns and decodes it)."""
+    image = Image.fromarray(np.random.default_rng(scans).integers(0, 255, (90, 120, 3), dtype=np.uint8))
+    out = io.BytesIO()
+    (image.convert("L") if gray else image).save(out, "JPEG", progressive=True)
+    data = out.getvalue()
+    last = data.rfind(b"\xff\xda")
+    base = decode_module.count_scans(data)
+    return data[:last] + data[last:-2] * (scans - base + 1) + b"\xff\xd9"
+
+
+@pytest.mark.parametrize("gray", [False, True])
+def test_scans_are_counted_in_c_and_python_alike(gray):
+    files = [_many_scans(n, gray) for n in (12, 100, 101, 400)]
+    files += [_pillow_jpeg(64, 48), _pillow_jpeg(64, 48, gray=True)]
+    if (TESTDATA / "jpeg_zoo").is_dir():
+        files += [path.read_bytes() for path in sorted((TESTDATA / "jpeg_zoo").iterdir())
+                  if path.suffix.lower() in (".jpg", ".jpeg")]
+    for data in files:
+        for limit in (5, 100, 10_000):
+            assert decode_module._count_scans(data, limit) == decode_module.count_scans(data, limit)
+    assert [decode_module.count_scans(_many_scans(n, gray), 10_000) for n in (12, 100, 101, 400)] == [12, 100, 101, 400]
+    assert decode_module.count_scans(_many_scans(400, gray), 100) == 101  # counting stops past the limit
+
+
+def test_a_progressive_jpeg_of_too_many_scans_is_refused_naming_the_file():
+    assert decode_module.MAX_SCANS == 100
+    read_header(0, "fine.jpg", _many_scans(100))  # at the limit: taken
+    for data in (_many_scans(101), _many_scans(101, gray=True)):
+        with pytest.raises(DecodeError, match="more than 100 scans") as info:
+            read_header(3, "many-scans.jpg", data)
+        assert info.value.path == "many-scans.jpg"
+    cmyk = io.BytesIO()  # Pillow's route (a CMYK JPEG) counts them too
+    Image.new("CMYK", (40, 30)).save(cmyk, "JPEG", progressive=True)
+    data = cmyk.getvalue()
+    last = data.rfind(b"\xff\xda")
+    with pytest.raises(DecodeError, match="more than 100 scans"):
+        open_image(0, "cmyk.jpg", data[:last] + data[last:-2] * 120 + b"\xff\xd9")
+
+
+def test_the_dali_and_rocal_decoders_refuse_too_many_scans():
+    from fastload.compat.dali import imageops as dali_imageops
+    from fastload.compat.rocal import imageops as rocal_imageops
+    data = _many_scans(150)
+    with pytest.raises(ValueError, match="more than 100 scans"):
+        rocal_imageops.decode(data, "RGB", 1000, 1000)
+    with pytest.raises(ValueError, match="more than 100 scans"):
+        dali_imageops.decode(data, "RGB")
+    assert rocal_imageops.decode(_many_scans(20), "RGB", 1000, 1000).shape == (90, 120, 3)

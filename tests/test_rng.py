@@ -1,3 +1,5 @@
+import pytest
+
 from fastload.rng import SampleRandom
 
 
@@ -26,3 +28,47 @@ def test_a_repeat_has_its_own_stream_and_repeat_zero_is_the_plain_one():
     # a repeat's stream is not another sample's or epoch's
     others = {SampleRandom(s, e, i).random() for s in range(3) for e in range(3) for i in range(50)}
     assert not (draws - {SampleRandom(1, 2, 3).random()}) & others
+
+
+def test_the_native_crop_draw_gives_the_python_draws_values():
+    import math
+    import random
+
+    from fastload.rng import draw_resized_crop
+    from fastload.transforms import _rrc_params
+    if draw_resized_crop is None:
+        pytest.skip("fastload._jpeg is not built")
+    pick = random.Random(11)
+    for trial in range(20_000):
+        seed = pick.choice([0, 7, 2**63 + 5, 2**64 - 1, -3, pick.getrandbits(70)])  # sums past 2**64 too
+        epoch, index, repeat = pick.randrange(1000), pick.randrange(10**7), pick.choice([0, 0, 1, 9])
+        width, height = pick.randrange(1, 5000), pick.randrange(1, 5000)
+        if trial % 5 == 0:  # thin images: torchvision's fallback box
+            width, height = (pick.randrange(1, 6), pick.randrange(1, 6000))[::pick.choice([1, -1])]
+        low = pick.choice([0.08, 0.5, 1.0, pick.random()])
+        high = max(low, pick.choice([1.0, pick.random()]))
+        ratio = sorted([pick.choice([3 / 4, 1.0, pick.uniform(0.1, 3)]), pick.choice([4 / 3, pick.uniform(0.1, 3)])])
+        hflip_p, vflip_p = pick.choice([0.0, 0.5, 1.0]), pick.choice([0.0, 0.3])
+        rng = SampleRandom(seed, epoch, index, repeat)
+        expected = _rrc_params(width, height, (low, high), ratio, rng)
+        expected += (hflip_p > 0 and rng.random() < hflip_p, vflip_p > 0 and rng.random() < vflip_p)
+        got = draw_resized_crop(seed, epoch, index, repeat, width, height, low, high, math.log(ratio[0]),
+                                math.log(ratio[1]), ratio[0], ratio[1], hflip_p, vflip_p)
+        assert got == expected, (seed, epoch, index, repeat, width, height, low, high, ratio)
+
+
+def test_plan_draw_is_plan_sample_of_the_samples_stream():
+    from fastload import transforms as T
+    from fastload.transforms import compile_plan
+    from torchvision.transforms import v2
+    tensor = [v2.PILToTensor()]
+    for steps, native in [([T.RandomResizedCrop(224), T.RandomHorizontalFlip()], True),
+                          ([T.RandomResizedCrop((100, 60), scale=(0.5, 0.9)), T.RandomVerticalFlip(0.3)], True),
+                          ([T.RandomResizedCrop(64), T.ColorJitter(0.4, 0.4)], False),
+                          ([T.Resize(80), T.CenterCrop(64), T.RandomHorizontalFlip()], False)]:
+        plan = compile_plan(T.Compose(steps + tensor))
+        assert plan.native_draw == (native and plan.native_draw)  # False where the extension is missing
+        for index in range(300):
+            width, height = 50 + index * 7 % 900, 30 + index * 13 % 700
+            assert plan.draw(width, height, 5, 2, index, index % 3) == plan.sample(
+                width, height, SampleRandom(5, 2, index, index % 3))

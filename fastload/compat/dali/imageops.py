@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from PIL import Image, ImageOps
 
+from ...decode import MAX_SCANS, count_scans
+
 _F32 = np.float32
 
 # --------------------------------------------------------------------------------------------
@@ -164,6 +166,9 @@ def decode(data: bytes, output_type: str = "RGB") -> torch.Tensor:
         if image.format not in _DALI_FORMATS:
             raise ValueError(f"cannot decode image: {image.format} is not a format DALI decodes "
                              "(JPEG, JPEG 2000, TIFF, PNG, BMP, PNM, WebP)")
+        if image.format in ("JPEG", "MPO") and image.info.get("progressive") and count_scans(data) > MAX_SCANS:
+            raise ValueError(f"cannot decode image: a progressive JPEG with more than {MAX_SCANS} scans "
+                             f"(each costs a pass over the whole image): refused")
         if kind == "GRAY" and image.format in ("JPEG", "MPO"):
             image.draft("L", image.size)
         image = ImageOps.exif_transpose(image)

@@ -34,11 +34,14 @@ def decode(data: bytes, color: str, max_width: int, max_height: int, keep_origin
     rocAL/source/loaders/image/image_read_and_decode.cpp; a CMYK JPEG fails its decode, which leaves the
     buffer as it was); fastload decodes those with Pillow at their size and warns, and refuses one larger
     than the cap."""
-    from ...decode import _jpeg  # None where fastload's C extension is not built
+    from ...decode import MAX_SCANS, _jpeg, count_scans  # _jpeg: None where the C extension is not built
     image = Image.open(io.BytesIO(data))
     width, height = image.size
     within = width <= max_width and height <= max_height
     jpeg = image.format in ("JPEG", "MPO")  # MPO: a camera's JPEG with a second picture appended
+    if jpeg and image.info.get("progressive") and count_scans(data) > MAX_SCANS:
+        raise ValueError(f"a progressive JPEG with more than {MAX_SCANS} scans (each costs a pass over the "
+                         f"whole image; encoders write about 10): refused")
     turbo_reads = jpeg and image.mode != "CMYK"
     if not turbo_reads:
         what = "a CMYK JPEG" if jpeg else f"a {image.format} image"
