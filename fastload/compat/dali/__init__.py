@@ -4,11 +4,16 @@
 ``from fastload.compat.dali.plugin.pytorch import DALIGenericIterator`` run a
 DALI pipeline on fastload's loader threads, sources and order; or run a
 script unchanged with ``python -m fastload.compat.run script.py``. What is
-supported is listed in docs/dali.md; anything else raises
-NotImplementedError naming it.
+supported is listed in docs/dali.md, what DALI has beyond it in
+docs/dali-unsupported.md; anything else raises NotImplementedError naming it
+(on use, and on lookup: ``fn.python_function``, ``types.X``, ...).
 """
 
-from . import fn, ops, pipeline, types  # noqa: F401
+from . import fn, ops, pipeline, plugin, tensors, types  # noqa: F401
 from .pipeline import Pipeline, pipeline_def  # noqa: F401
+from .unsupported import refuse
 
 __version__ = "2.4.0"  # the DALI release whose behaviour this layer follows
+__all__ = ["Pipeline", "pipeline_def", "fn", "ops", "pipeline", "plugin", "tensors", "types"]
+
+__getattr__ = refuse(__name__, "nvidia.dali")  # any other name: NotImplementedError naming it

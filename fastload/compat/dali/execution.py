@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-import numpy as np
 import torch
 
 from ...batch import SampleReader
@@ -17,77 +16,7 @@ from ...pipeline import Job, Stages
 from ...read import read_file
 from ...sources import Source
 from .graph import Graph, SampleContext
-from .types import DALI_TYPES
-
-
-class TensorList:
-    """One output of a batch, as DALI's ``TensorListCPU``/``TensorListGPU`` reads: per-sample tensors.
-
-    ``at(i)`` gives sample i as a numpy array (CPU lists, as in DALI);
-    ``as_tensor()`` the dense batch as one torch tensor; ``as_cpu()`` a CPU
-    copy. ``layout()`` is the per-sample layout ("HWC", "CHW" or "").
-    """
-
-    def __init__(self, tensors: list[torch.Tensor] | None, layout: str = "", device: str = "cpu",
-                 dense: torch.Tensor | None = None):
-        self._tensors, self._layout, self.device, self._dense = tensors, layout, device, dense
-
-    @classmethod
-    def from_batch(cls, batch: torch.Tensor, layout: str = "", device: str = "cpu") -> "TensorList":
-        """A dense batch (first dimension: samples) kept as it is: ``as_tensor()`` returns it, uncopied."""
-        return cls(None, layout, device, dense=batch)
-
-    @property
-    def tensors(self) -> list[torch.Tensor]:
-        if self._tensors is None:
-            self._tensors = list(self._dense.unbind(0))
-        return self._tensors
-
-    def __len__(self) -> int:
-        return len(self._dense) if self._dense is not None else len(self._tensors)
-
-    def __iter__(self):
-        return iter(self.tensors)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        return self.tensors[i]
-
-    def __repr__(self) -> str:
-        return f"TensorList{self.device.upper()}({len(self)} samples, layout={self._layout!r}, dtype={self.dtype})"
-
-    def at(self, i: int) -> np.ndarray:
-        if self.device != "cpu":
-            raise RuntimeError("TensorListGPU has no at(); call as_cpu() first (as in DALI)")
-        return self.tensors[i].numpy()
-
-    def layout(self) -> str:
-        return self._layout
-
-    @property
-    def dtype(self):
-        return DALI_TYPES.get(self.tensors[0].dtype) if self.tensors else None
-
-    def shape(self) -> list[tuple[int, ...]]:
-        return [tuple(t.shape) for t in self.tensors]
-
-    def is_dense_tensor(self) -> bool:
-        return self._dense is not None or len({tuple(t.shape) for t in self.tensors}) <= 1
-
-    def as_tensor(self) -> torch.Tensor:
-        if self._dense is not None:
-            return self._dense
-        if not self.is_dense_tensor():
-            raise RuntimeError(f"the samples have different shapes ({self.shape()[:4]}...): as_tensor() needs "
-                               f"a dense batch (as in DALI)")
-        return torch.stack(self.tensors)
-
-    def as_array(self) -> np.ndarray:
-        return self.as_cpu().as_tensor().numpy()
-
-    def as_cpu(self) -> "TensorList":
-        if self._dense is not None:
-            return TensorList.from_batch(self._dense.cpu(), self._layout, "cpu")
-        return TensorList([t.cpu() for t in self.tensors], self._layout, "cpu")
+from .tensors import TensorList
 
 
 class ReaderSource(Source):

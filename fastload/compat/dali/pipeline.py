@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import random
+import sys
 import warnings
 
 import numpy as np
@@ -28,6 +29,7 @@ from .lowering import lower
 from .graph import DataNode, Graph, SampleContext, current_pipeline, pop_pipeline, push_pipeline
 from .operators import ExternalSourceOp
 from .types import BatchInfo, SampleInfo, torch_dtype
+from .unsupported import refuse
 
 _warned_no_gpu = False
 # Pipeline's declared output properties: what an output has (a set over its samples), and the declared
@@ -445,13 +447,11 @@ def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
     return decorate(fn) if fn is not None else decorate
 
 
-class experimental:  # noqa: N801 -- DALI's ``nvidia.dali.pipeline.experimental`` namespace
-    """``pipeline.experimental.pipeline_def``: DALI's decorator with its experimental features; fastload
-    runs it as ``pipeline_def`` and refuses debug mode, which it does not have."""
+# DALI's ``nvidia.dali.pipeline.experimental`` module (its own file: pipeline_experimental.py), importable
+# as a submodule of this one: ``from fastload.compat.dali.pipeline.experimental import pipeline_def``
+from . import pipeline_experimental as experimental  # noqa: E402
 
-    @staticmethod
-    def pipeline_def(fn=None, *, enable_conditionals=False, debug=False, **pipeline_kwargs):
-        if debug:
-            raise NotImplementedError("fastload.compat.dali: pipeline debug mode (debug=True) is not supported; "
-                                      "run the pipeline and inspect pipe.run()'s outputs instead")
-        return pipeline_def(fn, enable_conditionals=enable_conditionals, **pipeline_kwargs)
+sys.modules[__name__ + ".experimental"] = experimental
+__all__ = ["Pipeline", "pipeline_def", "experimental"]
+
+__getattr__ = refuse(__name__, "nvidia.dali.pipeline")  # any other name: NotImplementedError naming it

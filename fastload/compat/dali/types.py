@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 
+import numpy as np
 import torch
 
 
@@ -63,6 +64,14 @@ _NUMPY_NAMES = {"uint8": DALIDataType.UINT8, "int32": DALIDataType.INT32, "int64
                 "float32": DALIDataType.FLOAT, "float16": DALIDataType.FLOAT16, "float64": DALIDataType.FLOAT64,
                 "bool": DALIDataType.BOOL, "int16": DALIDataType.INT16, "int8": DALIDataType.INT8,
                 "uint16": DALIDataType.UINT16, "uint32": DALIDataType.UINT32, "uint64": DALIDataType.UINT64}
+
+_NUMPY_TYPES = {value: getattr(np, name) for name, value in _NUMPY_NAMES.items()}
+
+
+def to_numpy_type(dali_type):
+    """The numpy type of a DALI type (``types.to_numpy_type(types.FLOAT)`` is ``numpy.float32``); a type
+    with none (STRING, NO_TYPE) raises KeyError, as in DALI."""
+    return _NUMPY_TYPES[dali_type]
 
 
 def torch_dtype(dtype) -> torch.dtype:
@@ -121,3 +130,7 @@ def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
     """A constant as a graph node (DALI's ``types.Constant``)."""
     from .graph import constant
     return constant(value, dtype=dtype, shape=shape, layout=layout, device=device)
+
+from .unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "types")  # any other name: NotImplementedError naming it

@@ -5,3 +5,7 @@ from ..operators import (brightness_contrast, cast, cat, color_twist, crop, crop
 from ..operators import decoders_image as image_decoder  # noqa: F401  (DALI's legacy names)
 from ..operators import decoders_image_random_crop as image_decoder_random_crop  # noqa: F401
 from . import decoders, io, random, readers  # noqa: F401
+
+from ..unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "fn")  # any other name: NotImplementedError naming it

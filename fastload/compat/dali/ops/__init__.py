@@ -44,3 +44,7 @@ Uniform = legacy("Uniform", operators.random_uniform)
 ExternalSource = legacy("ExternalSource", operators.external_source, positional=("source", "num_outputs"))
 
 from . import decoders, random, readers  # noqa: E402,F401
+
+from ..unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "ops")  # any other name: NotImplementedError naming it

@@ -5,3 +5,7 @@ from . import legacy
 
 CoinFlip = legacy("CoinFlip", operators.random_coin_flip)
 Uniform = legacy("Uniform", operators.random_uniform)
+
+from ..unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "ops.random")  # any other name: NotImplementedError naming it

@@ -4,3 +4,7 @@ from .. import operators
 from . import legacy
 
 File = legacy("File", operators.readers_file)
+
+from ..unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "ops.readers")  # any other name: NotImplementedError naming it

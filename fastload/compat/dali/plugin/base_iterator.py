@@ -309,3 +309,7 @@ def _policy(fill_last_batch, last_batch_policy):
 def _head(batch, n):
     """The first ``n`` samples of every output of one pipeline's batch (slicing as Python does)."""
     return {name: value[0:n] for name, value in batch.items()}
+
+from ..unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "nvidia.dali.plugin.base_iterator")  # any other name: NotImplementedError naming it

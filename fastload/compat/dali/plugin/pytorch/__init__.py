@@ -11,18 +11,25 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ... import fn, ops  # noqa: F401  (DALI's plugin module has them too)
+from ...pipeline import Pipeline
+from ...tensors import TensorCPU, TensorGPU, TensorListCPU, TensorListGPU  # noqa: F401
+from ...types import TORCH_DTYPES
 from ..base_iterator import LastBatchPolicy, _DaliBaseIterator, _require
 
 __all__ = ["DALIGenericIterator", "DALIClassificationIterator", "DALIRaggedIterator", "LastBatchPolicy",
-           "feed_ndarray", "to_torch"]
+           "Pipeline", "TensorCPU", "TensorGPU", "TensorListGPU", "experimental", "feed_ndarray", "to_torch",
+           "to_torch_type"]
+
+to_torch_type = dict(TORCH_DTYPES)  # DALI's map: a DALI type -> its torch dtype
 
 
 def _tensor_to_torch(tensor):
     """One dense tensor (ours: already torch; DALI's TensorCPU/TensorGPU or a numpy array) as torch.
 
     Data from a DALI pipeline is copied: its buffers may be reused by the pipeline's next iterations."""
-    if isinstance(tensor, torch.Tensor):
-        return tensor
+    if isinstance(tensor, torch.Tensor):  # ours (a TensorCPU/TensorGPU view handed over as a plain tensor)
+        return tensor if type(tensor) is torch.Tensor else tensor.as_subclass(torch.Tensor)
     if "GPU" in type(tensor).__name__:
         return torch.from_dlpack(tensor).clone()
     return torch.from_numpy(np.array(tensor, copy=True))
@@ -151,3 +158,8 @@ class DALIRaggedIterator(_DaliBaseIterator):
                 samples = torch.sparse_coo_tensor(torch.stack([rows, cols]).to(values.device), values)
             batch[name] = samples
         return batch
+
+from . import experimental  # noqa: E402,F401
+from ...unsupported import refuse  # noqa: E402
+
+__getattr__ = refuse(__name__, "nvidia.dali.plugin.pytorch")  # any other name: NotImplementedError naming it

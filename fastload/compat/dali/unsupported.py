@@ -1,0 +1,45 @@
+"""How the DALI layer refuses what it does not have: a name looked up on one of its modules (``fn.<op>``,
+``ops.<Op>``, ``types.<name>``, an iterator module's) raises ``Unsupported``, naming it and listing what
+the module has. ``Unsupported`` is a NotImplementedError (what every refusal here raises) and an
+AttributeError, so ``hasattr``, ``getattr(module, name, default)`` and ``from module import submodule``
+work as on any module. docs/dali-unsupported.md lists what DALI has and fastload does not
+(scripts/dali_unsupported.py writes it from real DALI's modules).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+LISTED = "docs/dali-unsupported.md lists what DALI has and fastload does not"
+
+
+class Unsupported(NotImplementedError, AttributeError):
+    """A DALI name fastload does not have."""
+
+
+def supported(module_name: str) -> list[str]:
+    """The public names module ``module_name`` has: its ``__all__`` where it has one, else its own
+    functions, classes, constants and submodules (not what it imports for itself)."""
+    module = sys.modules[module_name]
+    if hasattr(module, "__all__"):
+        return sorted(module.__all__)
+    names = []
+    for name, value in vars(module).items():
+        if name.startswith("_") or name == "annotations" or value is refuse:
+            continue
+        if isinstance(value, types.ModuleType) and not value.__name__.startswith(module_name + "."):
+            continue  # torch, numpy, the layer's own modules: imported for itself
+        names.append(name)
+    return sorted(names)
+
+
+def refuse(module_name: str, dali_name: str):
+    """A module ``__getattr__`` for ``module_name`` (DALI's ``dali_name``): a missing public name raises
+    ``Unsupported`` naming it and what is supported; a private or dunder one, the usual AttributeError."""
+    def __getattr__(name: str):
+        if name.startswith("_"):
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        raise Unsupported(f"fastload.compat.dali: {dali_name}.{name} is not supported; {dali_name} has: "
+                          f"{', '.join(supported(module_name))} ({LISTED})")
+    return __getattr__
