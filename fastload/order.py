@@ -506,7 +506,7 @@ class ReaderOrder(IndexOrder):
     epoch is the iterator's business (``plugin``); here an epoch of the
     loader is one padded block's worth of batches, and epochs follow each
     other along the stream. Measured against DALI 2.4.0's ``readers.file``
-    (tests/compat/test_dali_reader.py).
+    (tests/test_order.py, tests/compat/test_dali_reader_shuffle.py).
 
     Shuffling: ``random_shuffle`` first shuffles the whole list once, as
     DALI's file loader does with std::shuffle on mt19937 seeded
