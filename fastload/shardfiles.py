@@ -32,7 +32,7 @@ from typing import BinaryIO, Callable
 from .errors import DecodeError
 from .index_cache import cache_folder, cache_name, cached_index
 from .order import StreamOrder
-from .shardcache import ShardCache
+from .shardcache import LOCK_TIMEOUT, ShardCache
 from .sources import ByteSource
 
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
@@ -57,7 +57,208 @@ def expand(pattern: str) -> list[str]:
 
 
 class RemoteError(OSError):
-    """A remote read that failed on every try (network error, timeout, server error)."""
+    """A remote call that failed: a transient error (a 5xx or 429 answer, a reset connection, a timeout, a
+    body cut short) on every try, or a permanent one (another 4xx answer), the message saying which and
+    naming the URL. (A permanent 404 is a FileNotFoundError, a 401/403 a PermissionError, likewise.)"""
+
+
+class ChangedError(RemoteError):
+    """A remote file that is no longer the version indexed (its ETag, last-modified time or size differ):
+    permanent; building the source again indexes the new version."""
+
+
+class _Transient(OSError):
+    """A transient failure that fastload finds itself: a server error answer, a body cut short."""
+
+
+TRANSIENT_STATUS = frozenset({408, 425, 429})  # and every 5xx
+
+
+def http_status(error: BaseException) -> int | None:
+    """The HTTP status of a failed request in ``error`` or its causes: aiohttp's ``status``, botocore's
+    ``HTTPStatusCode``, or the one fastload attached."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        status = getattr(error, "status", None)
+        if status is None:
+            response = getattr(error, "response", None)
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) \
+                else None
+        if isinstance(status, int) and status >= 400:
+            return status
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether trying again may help: an HTTP answer of 5xx, 408, 425 or 429, or no answer at all (a reset or
+    refused connection, a timeout, a body cut short) -- not a missing file, a refused permission, another
+    4xx, a changed file, a bad URL or a missing fsspec backend."""
+    status = http_status(error)
+    if status is not None:
+        return status >= 500 or status in TRANSIENT_STATUS
+    return not isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+                                  ChangedError, ImportError, ValueError, TypeError))
+
+
+def _status_error(url: str, status: int, reason: str) -> OSError:
+    """The error for an HTTP answer of ``status``: FileNotFoundError (404, 410), PermissionError (401, 403),
+    ChangedError (412: the If-Match of the version indexed failed), transient (5xx, 408, 425, 429), else a
+    RemoteError; each carries the status."""
+    message = f"{url}: HTTP {status} {reason or ''}".rstrip()
+    if status in (404, 410):
+        error: OSError = FileNotFoundError(message)
+    elif status in (401, 403):
+        error = PermissionError(message)
+    elif status == 412:
+        error = ChangedError(f"{url}: changed since it was indexed (HTTP 412: its ETag is no longer the one "
+                             f"indexed); build the source again to index the new version")
+    elif status >= 500 or status in TRANSIENT_STATUS:
+        error = _Transient(message)
+    else:
+        error = RemoteError(message)
+    error.status = status
+    return error
+
+
+def _check_version(url: str, identity: dict, etag: str | None, modified: str | None, total: int | None,
+                   declared: bool = True) -> None:
+    """A response is of the version indexed: its ETag (or, without one, its Last-Modified) and the file's
+    size (``total``), where the server gives them; else a ChangedError naming the URL and what differs.
+    A ``total`` the server did not declare (counted from a body that may be cut short) is a transient error."""
+    def bare(tag: str) -> str:
+        return tag.removeprefix("W/")
+    if identity.get("etag") and etag and bare(etag) != bare(identity["etag"]):
+        raise ChangedError(f"{url}: changed since it was indexed (ETag {identity['etag']} -> {etag}); build the "
+                           f"source again to index the new version")
+    if not identity.get("etag") and identity.get("modified") and modified and modified != identity["modified"]:
+        raise ChangedError(f"{url}: changed since it was indexed (Last-Modified {identity['modified']} -> "
+                           f"{modified}); build the source again to index the new version")
+    size = identity.get("size")
+    if size is not None and total is not None and total != size:
+        if declared:
+            raise ChangedError(f"{url}: changed since it was indexed ({size} bytes -> {total}); build the source "
+                               f"again to index the new version")
+        raise _Transient(f"{url}: the body ended after {total} of its {size} bytes (cut short)")
+
+
+async def _http_get(fs, url: str, identity: dict, start: int | None = None, size: int = 0, out=None):
+    """One GET of ``url`` through fsspec's HTTP session: ``size`` bytes at ``start`` (returned), or the whole
+    file written to ``out``; with If-Match (a strong ETag) and checked against the version indexed
+    (``_check_version``). A server that ignores the Range and answers 200 with the whole file is read and
+    sliced (correct, if slow: its size and version are checked the same way)."""
+    kwargs = dict(fs.kwargs)
+    headers = {**kwargs.pop("headers", {}), "Accept-Encoding": "identity"}
+    if start is not None:
+        if size <= 0:
+            return b""
+        headers["Range"] = f"bytes={start}-{start + size - 1}"
+    etag = identity.get("etag")
+    if etag and not etag.startswith("W/"):  # If-Match compares strongly: a weak ETag never matches
+        headers["If-Match"] = etag
+    session = await fs.set_session()
+    async with session.get(fs.encode_url(url), headers=headers, **kwargs) as response:
+        if response.status >= 400:
+            raise _status_error(url, response.status, response.reason)
+        etag, modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        length = response.headers.get("Content-Length")
+        if response.status == 206:
+            total = response.headers.get("Content-Range", "").rpartition("/")[2]
+            _check_version(url, identity, etag, modified, int(total) if total.isdigit() else None)
+            data = await response.read()
+            if length is None and len(data) < min(size, (identity.get("size") or 1 << 62) - start):
+                raise _Transient(f"{url}: a ranged answer ended after {len(data)} of {size} bytes (cut short)")
+            return data
+        declared = length is not None and length.isdigit()
+        _check_version(url, identity, etag, modified, int(length) if declared else None)
+        if out is None:  # a 200 to a ranged request: the whole file
+            data = await response.read()
+            _check_version(url, identity, None, None, len(data), declared=False)
+            return data[start:start + size]
+        count = 0
+        while chunk := await response.content.read(1 << 20):
+            out.write(chunk)
+            count += len(chunk)
+        _check_version(url, identity, None, None, count, declared=False)
+        return None
+
+
+async def _s3_get(fs, url: str, identity: dict, start: int | None = None, size: int = 0, out=None):
+    """As ``_http_get``, through s3fs's client: GetObject with IfMatch (the ETag indexed) and a Range."""
+    bucket, key, version_id = fs.split_path(url)
+    kwargs = {"VersionId": version_id} if version_id else {}
+    if start is not None:
+        if size <= 0:
+            return b""
+        kwargs["Range"] = f"bytes={start}-{start + size - 1}"
+    if identity.get("etag"):
+        kwargs["IfMatch"] = identity["etag"]
+    try:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kwargs)
+    except Exception as error:
+        if http_status(error) == 412:
+            raise _status_error(url, 412, "Precondition Failed") from error
+        raise
+    body = response["Body"]
+    try:
+        total = response.get("ContentRange", "").rpartition("/")[2]
+        _check_version(url, identity, response.get("ETag"), None,
+                       int(total) if total.isdigit() else None if start is not None else response.get("ContentLength"))
+        if out is None:
+            return await body.read()
+        count = 0
+        while chunk := await body.read(1 << 20):
+            out.write(chunk)
+            count += len(chunk)
+        _check_version(url, identity, None, None, count, declared=False)
+        return None
+    finally:
+        body.close()
+
+
+def _getter(fs):
+    """The checked GET (``_http_get``, ``_s3_get``) for ``fs``'s protocol; None for others (fsspec's own
+    calls, with the size checked)."""
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    if "http" in protocols or "https" in protocols:
+        return _http_get
+    if "s3" in protocols and hasattr(fs, "_call_s3"):
+        return _s3_get
+    return None
+
+
+def _reason(error: BaseException, url: str, status: int | None) -> str:
+    """What went wrong, for a message that names ``url`` already: the HTTP status (and the error's own
+    words, if it has any), else the error."""
+    import http
+    detail = str(error).replace(f"{url}: ", "").replace(url, "").strip(": ")
+    if not isinstance(error, (_Transient, RemoteError)) and not detail.startswith("HTTP "):
+        detail = f"{type(error).__name__}: {detail}" if detail else ""
+    if status is None or detail.startswith("HTTP "):
+        return detail or type(error).__name__
+    try:
+        said = f"HTTP {status} {http.HTTPStatus(status).phrase}"
+    except ValueError:
+        said = f"HTTP {status}"
+    return f"{said} ({detail})" if detail else said
+
+
+class _Counted:
+    """A stream read once, its bytes counted (an index built from a stream must have read the whole file)."""
+
+    def __init__(self, stream):
+        self.stream, self.count = stream, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.count += len(data)
+        return data
+
+    def drain(self) -> int:
+        while self.read(4 << 20):
+            pass
+        return self.count
 
 
 def is_remote(url: str) -> bool:
@@ -107,7 +308,10 @@ def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards",
         remote = is_remote(pattern)
         pattern = pattern.removeprefix("file://")
         for name in expand(pattern):
-            if not glob.has_magic(name.split("://", 1)[-1]):
+            inner = name.split("://", 1)[-1]
+            if name.startswith(("http://", "https://")):
+                inner = inner.partition("?")[0]  # a URL's query (a presigned URL's signature), not a glob
+            if not glob.has_magic(inner):
                 found = [name]
             elif remote:
                 fs, path = filesystem(name, timeout, storage_options)
@@ -128,19 +332,24 @@ def _local_identity(path: str) -> dict:
 
 
 def _remote_identity(fs, path: str) -> dict:
-    """What says a remote file is unchanged: its size and whichever of ETag / last-modified it reports."""
+    """Which version of a remote file this is: its size and ETag, or, from a server that gives none, its
+    last-modified time (fsspec's HTTP says ``Last-Modified``, s3fs ``LastModified``, gcsfs ``updated``)."""
     info = fs.info(path)
     identity = {"size": info.get("size")}
-    for key in ("ETag", "etag", "LastModified", "last_modified", "mtime"):
-        if info.get(key) is not None:
-            identity["version_tag"] = str(info[key])
-            break
+    etag = next((info[key] for key in ("ETag", "etag", "e_tag") if info.get(key)), None)
+    if etag is not None:
+        identity["etag"] = str(etag)
+    else:
+        modified = next((info[key] for key in ("Last-Modified", "LastModified", "last_modified", "updated", "mtime")
+                         if info.get(key) is not None), None)
+        if modified is not None:
+            identity["modified"] = str(modified)
     return identity
 
 
 def _version(identity: dict) -> str:
-    """Which version of a file an identity describes: its size and ETag (or mtime)."""
-    return f"{identity.get('size')}-{identity.get('version_tag', identity.get('mtime_ns'))}"
+    """Which version of a file an identity describes: its size and ETag (or last-modified time, or mtime)."""
+    return f"{identity.get('size')}-{identity.get('etag', identity.get('modified', identity.get('mtime_ns')))}"
 
 
 class ShardFiles:
@@ -151,17 +360,21 @@ class ShardFiles:
         owner: the source's name, for errors.
         cache_dir: where indexes go for remote files and when a file's folder is read-only (default:
             fastload's cache folder), and, streaming, the local copies (``cache_dir``/shards).
-        timeout, retries: remote calls: seconds to connect or for the next bytes; tries again after
-            0.25 s, 0.5 s, 1 s, ... (``retried`` counts them).
+        timeout, retries, backoff: remote calls: seconds to connect or for the next bytes; a transient
+            failure (``is_transient``) tried again after ``backoff`` (0.25 s), then twice that, ...
+            (``retried`` counts them), a permanent one (404, 403, ...) not.
         mode: ``"indexed"`` or ``"streaming"``; by default streaming when a file is remote.
         cache_limit: streaming: bytes the local copies may take.
         storage_options: for the remote filesystem (fsspec's name): an endpoint, credentials, ...
+        lock_timeout: streaming: seconds to wait for another process's fetch of a shard
+            (``ShardCache``; 600 s).
     """
 
     def __init__(self, urls, owner: str, *, cache_dir: str | None = None, timeout: float = 60.0,
                  retries: int = 3, mode: str | None = None, cache_limit: int = 16 << 30,
-                 storage_options: dict | None = None):
+                 storage_options: dict | None = None, backoff: float = 0.25, lock_timeout: float = LOCK_TIMEOUT):
         self.owner, self.cache_dir, self.timeout, self.retries = owner, cache_dir, timeout, retries
+        self.backoff = backoff
         self.storage_options = dict(storage_options or {})
         self.retried = 0  # remote calls tried again, over this object's life
         self._retried_lock = threading.Lock()
@@ -172,8 +385,9 @@ class ShardFiles:
         if self.mode not in MODES:
             raise ValueError(f"{owner}: mode must be 'indexed' or 'streaming', not {mode!r}")
         self.cache = ShardCache(os.path.join(cache_dir, "shards") if cache_dir else cache_folder("shards"),
-                                cache_limit) if self.mode == "streaming" and remote else None
+                                cache_limit, lock_timeout=lock_timeout) if self.mode == "streaming" and remote else None
         self.versions: list[str] = [""] * len(self.paths)  # per file: its size and ETag (or mtime), once indexed
+        self.identities: list[dict] = [{} for _ in self.paths]  # per file: the version indexed, which reads check
 
     def index(self, number: int, kind: str, suffix: str, describes: Callable[[dict], bool],
               build: Callable[[str | None, BinaryIO | None], dict]) -> dict:
@@ -191,12 +405,17 @@ class ShardFiles:
         else:
             identity = _local_identity(path)
             places = [path + suffix, cache_name(fallback, os.path.abspath(path), suffix)]
-        self.versions[number] = _version(identity)
+        self.versions[number], self.identities[number] = _version(identity), identity
 
         def streamed() -> dict:
             fs, inner = self.filesystem(path)
             with fs.open(inner, "rb", block_size=4 << 20) as stream:
-                return build(None, stream)
+                counted = _Counted(stream)
+                index = build(None, counted)
+                counted.drain()  # (a tar's end may leave padding unread)
+            # a body cut short at a member's or record's end would index as a shorter file, without error
+            _check_version(path, identity, None, None, counted.count, declared=False)
+            return index
 
         def built() -> dict:
             if not is_remote(path):
@@ -211,13 +430,19 @@ class ShardFiles:
     def read(self, number: int, offset: int, size: int) -> bytes:
         """``size`` bytes at ``offset`` of file ``number`` (fewer where the file ends first): a ``pread``
         of the local file or of a remote file's local copy (streaming), or one ranged request, retried
-        (indexed). Raises OSError (RemoteError once the retries are spent). All release the GIL."""
+        (indexed), checked to be of the version indexed (If-Match; the answer's ETag and size). Raises
+        OSError (RemoteError once the retries are spent or on a permanent error, ChangedError for a file that
+        changed since it was indexed). All release the GIL."""
         path = self.paths[number]
         if self.cache is not None and is_remote(path):
             return os.pread(self.descriptor(number), size, offset)
         if is_remote(path):
             fs, inner = self.filesystem(path)
-            return self.with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), path)
+            get, identity = _getter(fs), self.identities[number]
+            if get is None:
+                return self.with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), path)
+            from fsspec.asyn import sync
+            return self.with_retries(lambda: sync(fs.loop, get, fs, inner, identity, offset, size), path)
         descriptor = os.open(path, os.O_RDONLY)
         try:
             return os.pread(descriptor, size, offset)
@@ -228,9 +453,23 @@ class ShardFiles:
         """Streaming: an open descriptor of remote file ``number``'s whole local copy, fetched (with
         retries) if need be."""
         path = self.paths[number]
-        fs, inner = self.filesystem(path)
         return self.cache.descriptor(self.cache.name(path, self.versions[number]),
-                                     lambda part: self.with_retries(lambda: fs.get_file(inner, part), path))
+                                     lambda part: self.with_retries(lambda: self._fetch(number, part), path),
+                                     self.identities[number].get("size"))
+
+    def _fetch(self, number: int, part: str) -> None:
+        """Remote file ``number``, whole, into the local file ``part``, checked to be the version indexed
+        (complete, its ETag or last-modified time unchanged)."""
+        path = self.paths[number]
+        fs, inner = self.filesystem(path)
+        get, identity = _getter(fs), self.identities[number]
+        if get is None:
+            fs.get_file(inner, part)
+            _check_version(path, identity, None, None, os.path.getsize(part), declared=False)
+            return
+        from fsspec.asyn import sync
+        with open(part, "wb") as out:
+            sync(fs.loop, get, fs, inner, identity, None, 0, out)
 
     def prefetch(self, numbers: list[int]) -> None:
         """Streaming: start fetching these files into the local cache, on fsspec's event loop
@@ -239,10 +478,19 @@ class ShardFiles:
             path = self.paths[number]
             if is_remote(path):
                 fs, inner = self.filesystem(path)
-                fetch = (lambda part, fs=fs, inner=inner: fs._get_file(inner, part)) \
+                fetch = (lambda part, fs=fs, inner=inner, number=number: self._fetch_async(fs, inner, number, part)) \
                     if getattr(fs, "async_impl", False) else None
                 self.cache.prefetch(self.cache.name(path, self.versions[number]), fetch,
-                                    getattr(fs, "loop", None))
+                                    getattr(fs, "loop", None), self.identities[number].get("size"))
+
+    async def _fetch_async(self, fs, inner: str, number: int, part: str) -> None:
+        """``_fetch`` as a coroutine on fsspec's event loop (read-ahead; the cache checks the size)."""
+        get = _getter(fs)
+        if get is None:
+            await fs._get_file(inner, part)
+            return
+        with open(part, "wb") as out:
+            await get(fs, inner, self.identities[number], None, 0, out)
 
     def filesystem(self, path: str):
         """(fsspec filesystem, path) for a remote file: one filesystem per protocol for this object's life
@@ -255,20 +503,32 @@ class ShardFiles:
         return fs, fs._strip_protocol(path)
 
     def with_retries(self, call, what: str):
-        """``call()``, tried again after 0.25 s, 0.5 s, ... on a network error or timeout (not on a missing
-        file or a refused permission); the last failure becomes a RemoteError naming ``what``."""
+        """``call()``, tried again after ``backoff``, twice that, ... on a transient failure (``is_transient``:
+        a 5xx, 408, 425 or 429 answer, a reset connection, a timeout, a body cut short); a permanent one (a
+        404, a 403, another 4xx, a changed file) is raised at once. Either way the error names ``what`` (the
+        URL) and says which: "permanent, not retried" (a FileNotFoundError for 404/410, PermissionError for
+        401/403, ChangedError, else RemoteError), or "transient ... after N tries" (RemoteError). A bad URL
+        or a missing fsspec backend is fsspec's own error."""
         for attempt in range(self.retries + 1):
             try:
                 return call()
-            except (FileNotFoundError, PermissionError, IsADirectoryError, ImportError, ValueError):
-                raise  # retrying does not help: a missing file, a missing fsspec backend, a bad URL
             except Exception as error:  # aiohttp's and botocore's errors, timeouts, OSError
+                status = http_status(error)
+                if not is_transient(error):
+                    if isinstance(error, (ImportError, ValueError, TypeError)) or \
+                            (status is None and not isinstance(error, OSError)):
+                        raise  # a bad URL, a missing backend: fsspec's message says it
+                    kind = (FileNotFoundError if status in (404, 410) else PermissionError if status in (401, 403)
+                            else ChangedError if status == 412 else RemoteError) if status is not None \
+                        else type(error) if isinstance(error, (FileNotFoundError, PermissionError, RemoteError)) \
+                        else RemoteError
+                    raise kind(f"{what}: {_reason(error, what, status)} (permanent, not retried)") from error
                 if attempt == self.retries:
-                    raise RemoteError(f"{what}: {type(error).__name__}: {error} (after {attempt + 1} "
-                                      f"tries)") from error
+                    raise RemoteError(f"{what}: {_reason(error, what, status)} (transient, still failing after "
+                                      f"{attempt + 1} tries)") from error
                 with self._retried_lock:
                     self.retried += 1
-                time.sleep(0.25 * 2 ** attempt)
+                time.sleep(self.backoff * 2 ** attempt)
 
     def __getstate__(self) -> dict:
         """A copy for another process (a torch DataLoader's worker under spawn): no lock, no filesystem."""

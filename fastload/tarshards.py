@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from .errors import DecodeError
+from .shardcache import LOCK_TIMEOUT
 from .shardfiles import ShardedSource, ShardFiles
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
@@ -72,6 +73,14 @@ def build_index(path: str | None, stream: BinaryIO | None = None) -> dict:
             "samples": [[key, members, texts.get(key, {})] for key, members in samples.items()]}
 
 
+def _describes(index: dict) -> bool:
+    """Whether a cached index is one of this version, whole (a malformed one is rebuilt)."""
+    samples = index.get("samples")
+    return index.get("version") == INDEX_VERSION and "error" in index and isinstance(samples, list) and \
+        all(isinstance(s, list) and len(s) == 3 and isinstance(s[1], dict) and isinstance(s[2], dict)
+            for s in samples)
+
+
 def _label(extension: str, text: str) -> int:
     """A label member's class: ``.cls`` and ``.txt`` hold the integer as text; ``.json`` holds an integer
     or an object with an integer ``"label"`` (or ``"cls"``)."""
@@ -107,8 +116,12 @@ class TarShards(ShardedSource):
         cache_dir: where indexes go for remote shards and when a shard's folder is read-only.
         timeout: seconds a remote request (HTTP, S3) may wait to connect, or for the next bytes, before it
             fails (and is retried).
-        retries: how many times a failed remote read is tried again, after 0.25 s, 0.5 s, 1 s, ...; then
-            it is a DecodeError naming the shard URL and the key. ``self.retried`` counts the retries.
+        retries, backoff: how many times a remote call that failed transiently (a 5xx or 429 answer, a reset
+            connection, a timeout, a body cut short) is tried again, after ``backoff`` (0.25 s), then twice
+            that, ...; then, or at once for a permanent failure (404, 403, a shard changed since it was
+            indexed), it is an error naming the shard's URL and saying which (a DecodeError naming the key
+            too, for a sample's read). ``self.retried`` counts the retries. Every read of a remote shard is
+            checked to be of the version indexed (ETag, else last-modified time, and size).
         mode: ``"indexed"`` (the default for local shards): a sample is one ranged read, in a folder's order.
             ``"streaming"`` (the default for remote shards): a remote shard is fetched whole, in one
             sequential read, into a local cache, and read there; each rank reads a contiguous run of the
@@ -119,7 +132,10 @@ class TarShards(ShardedSource):
         read_ahead: streaming: shards fetched ahead of the one being read.
         cache_limit: streaming: bytes the local copies of remote shards may take (``cache_dir``/shards, else
             ``shards`` in fastload's cache folder, shared by the node's processes); the least recently
-            used go first. It must hold ``read_ahead + 2`` shards per process.
+            used go first. It must hold ``read_ahead + 2`` shards per process. A fetched copy whose size is not
+            the shard's is never kept.
+        lock_timeout: streaming: seconds a process waits for another one's fetch of a shard (600) before an
+            error naming that process (``fastload.shardcache.LockTimeout``).
         **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
             ``fastload.Source``.
     """
@@ -128,18 +144,18 @@ class TarShards(ShardedSource):
                  label_extensions: tuple[str, ...] = LABEL_EXTENSIONS, cache_dir: str | None = None,
                  timeout: float = 60.0, retries: int = 3, mode: str | None = None, shuffle_buffer: int = 1000,
                  read_ahead: int = 2, cache_limit: int = 16 << 30, storage_options: dict | None = None,
-                 **order):
+                 backoff: float = 0.25, lock_timeout: float = LOCK_TIMEOUT, **order):
         self.storage = ShardFiles(urls, "fastload.TarShards", cache_dir=cache_dir, timeout=timeout,
                                   retries=retries, mode=mode, cache_limit=cache_limit,
-                                  storage_options=storage_options)
+                                  storage_options=storage_options, backoff=backoff,
+                                  lock_timeout=lock_timeout)
         self.shards = self.storage.paths
         self.shuffle_buffer, self.read_ahead = shuffle_buffer, read_ahead
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
         samples: list[tuple[str, int]] = []
         for number, path in enumerate(self.shards):
-            index = self.storage.index(number, "shard-index", ".idx.json",
-                                       lambda index: index.get("version") == INDEX_VERSION, build_index)
+            index = self.storage.index(number, "shard-index", ".idx.json", _describes, build_index)
             for key, members, texts in index["samples"]:
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
                 label, problem = -1, None

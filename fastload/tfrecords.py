@@ -29,6 +29,7 @@ from typing import BinaryIO, Callable
 import google_crc32c
 
 from .errors import DecodeError
+from .shardcache import LOCK_TIMEOUT
 from .shardfiles import ShardedSource, ShardFiles, is_remote
 
 INDEX_VERSION = 1
@@ -255,7 +256,8 @@ class TFRecords(ShardedSource):
         image_feature, label_feature, label_offset: see above.
         name_feature: a bytes feature naming each record (``"image/filename"``, which rocAL's TFRecord reader
             keys records by), kept in ``self.names`` (None for a record without it).
-        cache_dir, timeout, retries, mode, shuffle_buffer, read_ahead, cache_limit, storage_options: where
+        cache_dir, timeout, retries, backoff, mode, shuffle_buffer, read_ahead, cache_limit, storage_options,
+            lock_timeout: where
             the files are and how they are read, as for ``TarShards``: local files indexed (a record one
             ``pread``), remote ones streamed by default (whole files into a local cache, each rank a run
             of them); fastload's own index (offsets and labels) goes beside a local file, else to
@@ -270,10 +272,11 @@ class TFRecords(ShardedSource):
                  cache_dir: str | None = None,
                  timeout: float = 60.0, retries: int = 3, mode: str | None = None, shuffle_buffer: int = 1000,
                  read_ahead: int = 2, cache_limit: int = 16 << 30, storage_options: dict | None = None,
-                 **order):
+                 backoff: float = 0.25, lock_timeout: float = LOCK_TIMEOUT, **order):
         self.storage = ShardFiles(paths, "fastload.TFRecords", cache_dir=cache_dir, timeout=timeout,
                                   retries=retries, mode=mode, cache_limit=cache_limit,
-                                  storage_options=storage_options)
+                                  storage_options=storage_options, backoff=backoff,
+                                  lock_timeout=lock_timeout)
         self.files = self.storage.paths
         self.shuffle_buffer, self.read_ahead = shuffle_buffer, read_ahead
         if index_paths is not None:
@@ -290,7 +293,9 @@ class TFRecords(ShardedSource):
         for number, path in enumerate(self.files):
             index = self.storage.index(
                 number, "tfrecord-index", ".fastload-idx.json",
-                lambda index: index.get("version") == INDEX_VERSION and index.get("features") == features,
+                lambda index: index.get("version") == INDEX_VERSION and index.get("features") == features
+                and isinstance(index.get("records"), list)
+                and all(isinstance(r, list) and len(r) >= 4 for r in index["records"]),
                 lambda local, stream: build_index(local, stream, image_feature, label_feature, name_feature))
             if index_paths is not None:
                 dali = self._dali_index(os.fspath(index_paths[number]))

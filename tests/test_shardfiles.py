@@ -202,3 +202,32 @@ def test_two_torchrun_ranks_stream_from_s3_with_equal_batches_and_disjoint_cover
         assert sorted(got[0] + got[1]) == list(range(24))
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # shuffled per epoch
     assert sum(r["fetched"] for r in ranks) == 4
+
+
+def test_an_s3_object_replaced_mid_run_is_an_error_naming_it_and_a_new_source_indexes_it_again(s3, tmp_path):
+    """Each ranged GET carries IfMatch with the ETag indexed: a shard replaced since (same size, other
+    labels) is an error naming its S3 URL, in both modes, not samples under the old index's labels; a
+    source built again indexes the new version. A missing key is permanent: not retried."""
+    options, local, _ = s3
+    client = _client(options["endpoint_url"])
+    client.create_bucket(Bucket="changing")
+    samples = [(f"s{n}", _jpeg(n), n) for n in range(6)]
+    client.upload_file(fastload.TarShards.write(samples, tmp_path / "a.tar"), "changing", "a.tar")
+    cache = str(tmp_path / "cache")
+    indexed = fastload.TarShards("s3://changing/a.tar", cache_dir=cache, storage_options=options, mode="indexed",
+                                 retries=1, backoff=0.01)
+    streamed = fastload.TarShards("s3://changing/a.tar", cache_dir=cache, storage_options=options, retries=1,
+                                  backoff=0.01)
+    # (streamed found the index cached: its copy is fetched when first read, after the change below)
+    assert indexed.read(2) == _jpeg(2) and indexed.targets == list(range(6))
+    relabelled = [(key, data, (label + 1) % 10) for key, data, label in samples]
+    client.upload_file(fastload.TarShards.write(relabelled, tmp_path / "b.tar"), "changing", "a.tar")
+    for source in (indexed, streamed):
+        with pytest.raises(fastload.DecodeError, match=r"s3://changing/a.tar:s3\): cannot read: s3://changing/a.tar"
+                                                       r": .*changed since it was indexed.*permanent, not retried"):
+            source.read(3)
+    assert indexed.retried == streamed.retried == 0
+    again = fastload.TarShards("s3://changing/a.tar", cache_dir=cache, storage_options=options, mode="indexed")
+    assert again.targets == [(n + 1) % 10 for n in range(6)] and again.read(3) == _jpeg(3)
+    with pytest.raises(FileNotFoundError, match=r"s3://changing/gone.tar: .*permanent, not retried"):
+        fastload.TarShards("s3://changing/gone.tar", cache_dir=cache, storage_options=options, backoff=5.0)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import fastload
-from fastload import tarshards
+from fastload import shardfiles, tarshards
 from fastload import transforms as T
 
 
@@ -133,9 +133,15 @@ class _RangeServer:
     """An HTTP server on 127.0.0.1 serving a folder with HEAD and Range requests (206), as object stores
     and CDNs do, counting ranged and whole GETs; ``drop`` makes it close the connection on the next n GETs
     without answering, ``stall`` makes it hold every GET that many seconds before answering, ``cut`` makes
-    the next n GETs send half their body, then wait ``cut_wait`` seconds and close the connection."""
+    the next n GETs send half their body, then wait ``cut_wait`` seconds and close the connection.
+    Like a real server it sends an ETag (the file's size and mtime) and honours If-Match (412), unless
+    ``etag`` is False; ``last_modified`` adds a Last-Modified header. Faults: ``truncate`` sends the next n
+    GETs' bodies cut in half with no Content-Length (the end of the body is the closed connection);
+    ``statuses`` answers the next requests (HEAD or GET), one each, with these error statuses;
+    ``ignore_range`` answers ranged GETs with 200 and the whole file. A query string is ignored."""
 
     def __init__(self, folder):
+        import email.utils
         import http.server
         import threading
         server = self
@@ -145,19 +151,37 @@ class _RangeServer:
                 pass
 
             def _body(self):
-                path = os.path.join(folder, self.path.lstrip("/"))
+                server.requests += 1
+                if server.statuses:
+                    self.send_error(server.statuses.pop(0))
+                    return None
+                path = os.path.join(folder, self.path.partition("?")[0].lstrip("/"))
                 if not os.path.isfile(path):
                     self.send_error(404)
                     return None
-                return open(path, "rb").read()
+                data = open(path, "rb").read()
+                stamp = os.stat(path).st_mtime_ns
+                self.version = {}
+                if server.etag:
+                    self.version["ETag"] = f'"{len(data)}-{stamp}"'
+                if server.last_modified:
+                    self.version["Last-Modified"] = email.utils.formatdate(stamp / 1e9, usegmt=True)
+                wanted = self.headers.get("If-Match")
+                if wanted and server.etag and wanted != self.version["ETag"]:
+                    self.send_error(412)
+                    return None
+                return data
+
+            def _version_headers(self):
+                for key, value in self.version.items():
+                    self.send_header(key, value)
 
             def do_HEAD(self):
                 data = self._body()
                 if data is not None:
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(data)))
-                    stamp = os.stat(os.path.join(folder, self.path.lstrip("/"))).st_mtime_ns
-                    self.send_header("ETag", f'"{len(data)}-{stamp}"')
+                    self._version_headers()
                     self.send_header("Accept-Ranges", "bytes")
                     self.end_headers()
 
@@ -178,7 +202,7 @@ class _RangeServer:
                 if server.stall:
                     import time
                     time.sleep(server.stall)
-                if ranged:
+                if ranged and not server.ignore_range:
                     start, _, end = ranged.removeprefix("bytes=").partition("-")
                     start, end = int(start), min(int(end) if end else len(data) - 1, len(data) - 1)
                     self.send_response(206)
@@ -187,6 +211,13 @@ class _RangeServer:
                 else:
                     self.send_response(200)
                     part = data
+                self._version_headers()
+                if server.truncate > 0:
+                    server.truncate -= 1
+                    self.end_headers()
+                    self.wfile.write(part[:len(part) // 2])
+                    self.close_connection = True
+                    return
                 self.send_header("Content-Length", str(len(part)))
                 self.end_headers()
                 if server.cut > 0:
@@ -201,6 +232,9 @@ class _RangeServer:
                 self.wfile.write(part)
 
         self.ranged, self.whole, self.drop, self.stall, self.cut, self.cut_wait = 0, 0, 0, 0.0, 0, 0.0
+        self.requests, self.truncate, self.statuses, self.ignore_range = 0, 0, [], False
+        self.etag, self.last_modified = True, False
+
         class Quiet(http.server.ThreadingHTTPServer):
             def handle_error(self, request, client_address):
                 pass  # a client that timed out on a stalled answer: the late write fails, as expected
@@ -357,3 +391,190 @@ def test_streaming_retries_a_dropped_fetch_and_ends_a_stalled_one_in_an_error_na
     with pytest.raises(fastload.DecodeError, match=r"train-001.tar:img0008\): cannot read: .*after 2 tries"):
         stalled.read(0)
     assert time.monotonic() - started < 10
+
+
+def _relabel(shard):
+    """Rewrite ``shard`` with every label one higher: the same size, the same image offsets, other labels
+    (a shard replaced on the server by another of the same size); its mtime moves 5 s on."""
+    with tarfile.open(shard) as archive:
+        members = [(m.name, archive.extractfile(m).read()) for m in archive if m.isfile()]
+    stamp = os.stat(shard).st_mtime_ns
+    with tarfile.open(shard, "w") as archive:
+        for name, payload in members:
+            if name.endswith(".cls"):
+                payload = str((int(payload) + 1) % 10).encode()
+            tarshards.add_member(archive, name, payload)
+    os.utime(shard, ns=(stamp + 5 * 10**9, stamp + 5 * 10**9))
+
+
+def test_a_streamed_shard_cut_short_without_content_length_is_fetched_again_never_cached_short(served_shards):
+    """A body that ends early with no Content-Length to say so (the connection closed) is retried, and a
+    shard that never arrives whole is an error naming its URL: never a shorter copy in the cache whose
+    missing samples vanish from the epoch (the size indexed is checked before the copy is renamed in)."""
+    server, tmp_path = served_shards
+    cache = tmp_path / "cache"
+    server.truncate = 1
+    source = fastload.TarShards(server.url + "/train-000.tar", cache_dir=str(cache), timeout=2.0, backoff=0.01)
+    assert server.truncate == 0 and source.retried >= 1
+    assert len(source.samples) == 8 and not source.problems
+    copies = [n for n in os.listdir(cache / "shards") if n.endswith(".copy")]
+    assert [os.path.getsize(cache / "shards" / n) for n in copies] == [(tmp_path / "www/train-000.tar").stat().st_size]
+    server.truncate = 100
+    with pytest.raises(shardfiles.RemoteError, match=r"train-001.tar: .*cut short.*after 3 tries"):
+        fastload.TarShards(server.url + "/train-001.tar", cache_dir=str(cache), timeout=2.0, retries=2,
+                           backoff=0.01)
+    assert len([n for n in os.listdir(cache / "shards") if n.endswith(".copy")]) == 1  # no short copy
+    assert not [n for n in os.listdir(cache / "shards") if n.endswith(".part")]
+
+
+def test_a_short_copy_in_the_cache_is_fetched_again_and_a_cut_refetch_is_each_samples_error(served_shards):
+    """A copy of the wrong size found in the cache (an older fastload's) is not read but fetched again; a
+    refetch mid-epoch that never arrives whole makes each of the shard's samples an error naming the URL,
+    which on_error="skip" reports one by one: none vanishes silently."""
+    server, tmp_path = served_shards
+    cache = tmp_path / "cache"
+    url = server.url + "/train-000.tar"
+    transform = T.Compose([T.Resize((8, 8)), T.ToDtype(torch.float32, scale=True)])
+    source = fastload.TarShards(url, transform, cache_dir=str(cache), timeout=2.0, retries=1, backoff=0.01)
+    source.cache.close()
+    name = source.cache.name(url, source.storage.versions[0])
+    data = open(name, "rb").read()
+    with open(name, "wb") as out:
+        out.write(data[:len(data) // 2])
+    whole = server.whole
+    again = fastload.TarShards(url, transform, cache_dir=str(cache), timeout=2.0, retries=1, backoff=0.01)
+    assert len(list(fastload.DataLoader(again, batch_size=4))) == 2 and server.whole == whole + 1
+    assert os.path.getsize(name) == len(data)
+    both = fastload.TarShards(server.url + "/train-{000..001}.tar", transform, cache_dir=str(cache), timeout=2.0,
+                              retries=1, backoff=0.01)
+    again.cache.close()
+    both.cache.close()
+    os.unlink(name)  # evicted: read again mid-epoch, and cut short every time
+    server.truncate = 100
+    loader = fastload.DataLoader(both, batch_size=4, on_error="skip")
+    assert sum(len(labels) for _, labels in loader) == 16  # train-001's samples, and as replacements
+    assert {entry[2] for entry in loader.stats.skipped} == {name for name, _ in both.samples[:8]}
+    assert all("train-000.tar" in str(entry) and "cut short" in str(entry) for entry in loader.stats.skipped)
+    with pytest.raises(fastload.DecodeError, match=r"train-000.tar:img000\d\): cannot read: .*cut short"):
+        list(fastload.DataLoader(both, batch_size=4))
+
+
+@pytest.mark.parametrize("version", ["etag", "last-modified"])
+def test_a_shard_replaced_by_one_of_the_same_size_is_indexed_again(served_shards, version):
+    """The cached index of a remote shard records its version -- the ETag, or from a server without ETags
+    its Last-Modified (fsspec's HTTP calls it ``Last-Modified``) -- so a shard replaced by another of the
+    same size is indexed again, its new labels read, in both modes."""
+    server, tmp_path = served_shards
+    server.etag, server.last_modified = version == "etag", version == "last-modified"
+    cache = str(tmp_path / "cache")
+    for mode in ("indexed", "streaming"):
+        old = fastload.TarShards(server.url + "/train-000.tar", cache_dir=cache, mode=mode)
+        _relabel(tmp_path / "www" / "train-000.tar")
+        new = fastload.TarShards(server.url + "/train-000.tar", cache_dir=cache, mode=mode)
+        assert new.targets == [(label + 1) % 10 for label in old.targets] != old.targets
+        assert new.targets == fastload.TarShards(str(tmp_path / "www" / "train-000.tar")).targets
+
+
+@pytest.mark.parametrize("version", ["etag", "last-modified"])
+def test_a_shard_replaced_mid_run_is_an_error_naming_it_never_wrong_labels(served_shards, version):
+    """Indexed, every ranged read checks the version indexed (If-Match with the ETag; the answer's ETag or
+    Last-Modified, and the size in its Content-Range): reads of a shard replaced since it was indexed are
+    errors naming the URL and saying it changed, not samples with the old index's labels. Streaming, a copy
+    fetched after the change is refused likewise (If-Match, or its Last-Modified)."""
+    server, tmp_path = served_shards
+    server.etag, server.last_modified = version == "etag", version == "last-modified"
+    url = server.url + "/train-000.tar"
+    indexed = fastload.TarShards(url, cache_dir=str(tmp_path / "cache"), mode="indexed", retries=1, backoff=0.01)
+    streamed = fastload.TarShards(url, cache_dir=str(tmp_path / "cache"), retries=1, backoff=0.01)
+    assert indexed.read(0)[:2] == b"\xff\xd8"
+    _relabel(tmp_path / "www" / "train-000.tar")
+    with pytest.raises(fastload.DecodeError, match=r"train-000.tar:img0001\): cannot read: .*" + url +
+                       r".*changed since it was indexed.*permanent, not retried"):
+        indexed.read(1)
+    assert indexed.retried == 0
+    # streaming: the index came from the indexed source's cache; the copy, fetched now, is of the new shard
+    with pytest.raises(fastload.DecodeError, match=r"img0001\): cannot read: .*changed since it was indexed"):
+        streamed.read(1)
+    assert not os.listdir(tmp_path / "cache" / "shards") or \
+        not [n for n in os.listdir(tmp_path / "cache" / "shards") if n.endswith((".copy", ".part"))]
+
+
+def test_server_errors_are_retried_at_open_and_read_and_403_404_are_permanent(served_shards):
+    """A 503 (then 200) when a shard is opened or read is retried with backoff; a 403 or a 404 is not,
+    and the error says "permanent"; a 503 that persists says "transient" and how many tries; all name the
+    URL."""
+    server, tmp_path = served_shards
+    url = server.url + "/train-000.tar"
+    options = dict(cache_dir=str(tmp_path / "cache"), retries=2, backoff=0.01)
+    server.statuses = [503, 503]  # HEAD, then fsspec's GET for the size: the open fails once
+    source = fastload.TarShards(url, mode="indexed", **options)
+    assert source.retried >= 1 and len(source.samples) == 8
+    server.statuses = [503]
+    assert source.read(0)[:2] == b"\xff\xd8" and source.retried >= 2
+    server.statuses, requests = [403] * 5, server.requests
+    with pytest.raises(fastload.DecodeError, match=r"img0001\): cannot read: .*" + url +
+                       r": HTTP 403 Forbidden \(permanent, not retried\)"):
+        source.read(1)
+    assert server.requests == requests + 1  # not retried
+    server.statuses, requests = [503] * 5, server.requests
+    with pytest.raises(fastload.DecodeError, match=r"cannot read: .*" + url + r": HTTP 503 Service Unavailable "
+                                                   r"\(transient, still failing after 3 tries\)"):
+        source.read(1)
+    assert server.requests == requests + 3
+    server.statuses = []
+    with pytest.raises(FileNotFoundError, match=r"train-999.tar: HTTP 404 Not Found \(permanent, not retried\)"):
+        fastload.TarShards(server.url + "/train-999.tar", **options)
+    server.statuses = [403, 403]
+    with pytest.raises(PermissionError, match=r"train-001.tar: HTTP 403 Forbidden \(permanent, not retried\)"):
+        fastload.TarShards(server.url + "/train-001.tar", **options)
+    server.statuses = [503, 503, 503]  # streaming: the open, then the whole GET
+    streamed = fastload.TarShards(server.url + "/train-002.tar", **options)
+    assert streamed.retried >= 1 and len(streamed.samples) == 7 and not server.statuses
+
+
+def test_a_server_that_ignores_range_still_gives_each_sample_its_own_bytes(served_shards):
+    """A server answering a ranged request with 200 and the whole file: the sample's bytes are sliced from
+    it (its size checked), not the whole shard given as the image."""
+    server, tmp_path = served_shards
+    server.ignore_range = True
+    remote = fastload.TarShards(server.url + "/train-{000..002}.tar", cache_dir=str(tmp_path / "cache"),
+                                mode="indexed")
+    local = fastload.TarShards(str(tmp_path / "www" / "train-{000..002}.tar"))
+    assert [remote.read(i) for i in (0, 5, 9, 22)] == [local.read(i) for i in (0, 5, 9, 22)]
+    assert server.ranged >= 4
+
+
+@pytest.mark.parametrize("mode", ["indexed", "streaming"])
+def test_a_presigned_url_with_a_long_query_is_cached_under_a_bounded_name(served_shards, mode):
+    """A 300-character query (a presigned URL) makes no cache file name too long: indexes and copies are
+    named by a readable tail and a hash, found again by the next run (signed anew: the signature is not
+    part of the name), so nothing is indexed or fetched twice."""
+    server, tmp_path = served_shards
+    cache = tmp_path / "cache"
+
+    def signed(signature):
+        return (f"{server.url}/train-000.tar?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=3600"
+                f"&X-Amz-Signature={signature * 300}")
+    first = fastload.TarShards(signed("a"), cache_dir=str(cache), mode=mode)
+    assert len(first.samples) == 8 and first.read(3) == fastload.TarShards(str(tmp_path / "www/train-000.tar")).read(3)
+    names = [name for _, _, files in os.walk(cache) for name in files]
+    assert names and max(len(name.encode()) for name in names) < 160
+    requests = server.ranged + server.whole
+    again = fastload.TarShards(signed("b"), cache_dir=str(cache), mode=mode)
+    assert again.targets == first.targets
+    assert server.ranged + server.whole == requests  # the index (and the copy) came from the cache
+
+
+def test_a_malformed_cached_index_is_rebuilt(image_folder, tmp_path):
+    """An index whose JSON lacks ``samples`` (or holds a list, or malformed entries) but names the shard's
+    size and mtime is rebuilt, not a KeyError."""
+    _pack(image_folder, tmp_path, per_shard=23)
+    shard = tmp_path / "train-000.tar"
+    good = fastload.TarShards(str(shard))
+    index = json.loads((tmp_path / "train-000.tar.idx.json").read_text())
+    for broken in ({k: v for k, v in index.items() if k != "samples"}, {**index, "samples": [["x"]]},
+                   {**index, "samples": None}, [index]):
+        (tmp_path / "train-000.tar.idx.json").write_text(json.dumps(broken))
+        assert fastload.TarShards(str(shard)).samples == good.samples
+        assert json.loads((tmp_path / "train-000.tar.idx.json").read_text()) == index
+

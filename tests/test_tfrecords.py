@@ -154,3 +154,19 @@ def test_a_name_feature_is_kept_per_record_and_its_index_is_its_own(tmp_path):
     cut.write_bytes(path.read_bytes()[:-(len(path.read_bytes()) - named.ranges[1][1]) + 5])
     short = fastload.TFRecords(str(cut), name_feature="image/filename")
     assert short.names == ["x.jpg", None] and 1 in short.problems
+
+
+def test_a_malformed_cached_index_is_rebuilt(image_folder, tmp_path):
+    """A cached index lacking ``records`` (or with malformed ones, or not a JSON object) is rebuilt, not a
+    KeyError."""
+    import json
+    _, _, paths = _write(image_folder, tmp_path, per_file=30)
+    good = fastload.TFRecords(paths[0])
+    place = paths[0] + ".fastload-idx.json"
+    index = json.loads(open(place).read())
+    for broken in ({k: v for k, v in index.items() if k != "records"}, {**index, "records": [[0, 1]]},
+                   {**index, "records": 3}, "records"):
+        with open(place, "w") as out:
+            json.dump(broken, out)
+        assert fastload.TFRecords(paths[0]).samples == good.samples
+        assert json.loads(open(place).read()) == index
