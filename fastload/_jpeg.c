@@ -73,36 +73,47 @@ static void setup_errors(struct jpeg_decompress_struct *cinfo, error_manager *er
     err->first_warning[0] = '\0';
 }
 
+typedef struct {
+    int width, height, components, color_space, progressive;
+} jpeg_info;
+
+/* The header's facts, without the GIL; 0 if libjpeg rejects it (its message in err). */
+static int read_info(const unsigned char *data, size_t length, jpeg_info *info, error_manager *err) {
+    struct jpeg_decompress_struct cinfo;
+    int ok = 1;
+    setup_errors(&cinfo, err);
+    jpeg_create_decompress(&cinfo);
+    if (setjmp(err->escape)) {
+        ok = 0;
+    } else {
+        jpeg_mem_src(&cinfo, data, (unsigned long)length);
+        jpeg_read_header(&cinfo, TRUE);
+        info->width = (int)cinfo.image_width;
+        info->height = (int)cinfo.image_height;
+        info->components = cinfo.num_components;
+        info->color_space = (int)cinfo.jpeg_color_space;
+        info->progressive = cinfo.progressive_mode ? 1 : 0;
+    }
+    jpeg_destroy_decompress(&cinfo);
+    return ok;
+}
+
 static PyObject *jpeg_header(PyObject *self, PyObject *args) {
     Py_buffer data;
-    struct jpeg_decompress_struct cinfo;
     error_manager err;
-    int failed = 0;
-    int width = 0, height = 0, components = 0, color_space = 0, progressive = 0;
+    jpeg_info info = {0, 0, 0, 0, 0};
+    int ok;
     if (!PyArg_ParseTuple(args, "y*", &data))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    setup_errors(&cinfo, &err);
-    jpeg_create_decompress(&cinfo);
-    if (setjmp(err.escape)) {
-        failed = 1;
-    } else {
-        jpeg_mem_src(&cinfo, (const unsigned char *)data.buf, (unsigned long)data.len);
-        jpeg_read_header(&cinfo, TRUE);
-        width = (int)cinfo.image_width;
-        height = (int)cinfo.image_height;
-        components = cinfo.num_components;
-        color_space = (int)cinfo.jpeg_color_space;
-        progressive = cinfo.progressive_mode ? 1 : 0;
-    }
-    jpeg_destroy_decompress(&cinfo);
+    ok = read_info((const unsigned char *)data.buf, (size_t)data.len, &info, &err);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
-    if (failed) {
+    if (!ok) {
         PyErr_SetString(PyExc_ValueError, err.message);
         return NULL;
     }
-    return Py_BuildValue("iiiii", width, height, components, color_space, progressive);
+    return Py_BuildValue("iiiii", info.width, info.height, info.components, info.color_space, info.progressive);
 }
 
 /* What decode_region did: OK, or why not. */
@@ -358,12 +369,69 @@ static size_t resample_region(const unsigned char *in, int in_w, int in_h, int c
  * resize its box (region coordinates) to resize_w x resize_h as Pillow would, keep the window, flip, and
  * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes x * scale[c] + shift[c]). With
  * warnings (corrupt data) `out` holds what libjpeg made of it; the caller lets Pillow judge the file. */
+/* Why a sample's steps cannot be run, or NULL: checked before the GIL is released. */
+static const char *invalid_sample(int scale_num, int left, int top, int width, int height, const sample_plan *plan,
+                                  size_t out_len, Py_ssize_t offset) {
+    const int *win = plan->window;
+    if (scale_num < 1 || scale_num > 16 || left < 0 || top < 0 || width < 1 || height < 1)
+        return "invalid scale or region";
+    if (!(0.0f <= plan->box[0] && plan->box[0] < plan->box[2] && plan->box[2] <= (float)width &&
+          0.0f <= plan->box[1] && plan->box[1] < plan->box[3] && plan->box[3] <= (float)height))
+        return "resize box outside the region";
+    if (plan->resize_w < 1 || plan->resize_h < 1 || win[0] < 0 || win[1] < 0 || win[2] < 1 || win[3] < 1 ||
+        win[0] + win[2] > plan->resize_w || win[1] + win[3] > plan->resize_h)
+        return "window outside the resized image";
+    if (plan->filter < FILTER_LANCZOS || plan->filter > FILTER_HAMMING || plan->kind < 0 || plan->kind > 1)
+        return "unsupported filter or output kind";
+    if (offset < 0 || (size_t)offset > out_len ||
+        out_len - (size_t)offset < (size_t)win[2] * win[3] * 3 * (plan->kind ? sizeof(float) : 1))
+        return "output too small for the window at its offset";
+    return NULL;
+}
+
+static double seconds_between(struct timespec from, struct timespec to) {
+    return (double)(to.tv_sec - from.tv_sec) + 1e-9 * (double)(to.tv_nsec - from.tv_nsec);
+}
+
+/* Decode the region, resample it and write the window into `out` (without the GIL). Returns the scratch
+ * bytes needed when `scratch` is too small (nothing done), else 0 with *status REGION_OK or why not. */
+static size_t run_sample(const unsigned char *data, size_t length, unsigned char *scratch, size_t scratch_len,
+                         int scale_num, int left, int top, int width, int height, const sample_plan *plan,
+                         unsigned char *out, int *status, region *result, double *decode_seconds) {
+    struct timespec started, decoded_at;
+    size_t decoded = aligned((size_t)width * height * 3 + 4); /* at most 3 channels; +4: read past (resample) */
+    *status = REGION_OK;
+    *decode_seconds = 0.0;
+    result->err.pub.num_warnings = 0;
+    if (decoded > scratch_len)
+        return decoded + aligned((size_t)plan->window[2] * plan->window[3] * 3 * 2);
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    *status = decode_region(data, length, scale_num, left, top, width, height, 0, scratch, decoded, result);
+    clock_gettime(CLOCK_MONOTONIC, &decoded_at);
+    *decode_seconds = seconds_between(started, decoded_at);
+    if (*status == REGION_OK && (result->width != width || result->height != height))
+        *status = REGION_OUTSIDE; /* the region must lie in the scaled image */
+    if (*status != REGION_OK || result->err.pub.num_warnings != 0)
+        return 0;
+    size_t needed = resample_region(scratch, width, height, result->channels, plan, scratch + decoded,
+                                    scratch_len - decoded, out);
+    return needed ? needed + decoded : 0;
+}
+
+/* sample(data, scratch, out, scale_num, (left, top, width, height), (x0, y0, x1, y1), (resize_w, resize_h),
+ *        (window x, y, width, height), filter, hflip, vflip, kind, scale, shift, offset)
+ *   -> (warnings, first_warning, seconds decoding) done, or an int: the bytes scratch needs (nothing done)
+ * One sample of the CPU fast path without the GIL: decode the region of the JPEG scaled by scale_num/8,
+ * resize its box (region coordinates) to resize_w x resize_h as Pillow would, keep the window, flip, and
+ * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes x * scale[c] + shift[c]). With
+ * warnings (corrupt data) `out` holds what libjpeg made of it; the caller lets Pillow judge the file. */
 static PyObject *jpeg_sample(PyObject *self, PyObject *args) {
     Py_buffer data, scratch, out;
     int scale_num, left, top, width, height, status = REGION_OK;
     sample_plan plan;
     region result;
     size_t needed = 0;
+    double decode_seconds = 0.0;
     Py_ssize_t offset;
     if (!PyArg_ParseTuple(args, "y*w*w*i(iiii)(ffff)(ii)(iiii)ippi(fff)(fff)n", &data, &scratch, &out, &scale_num,
                           &left, &top, &width, &height, &plan.box[0], &plan.box[1], &plan.box[2], &plan.box[3],
@@ -372,59 +440,25 @@ static PyObject *jpeg_sample(PyObject *self, PyObject *args) {
                           &plan.scale[1], &plan.scale[2], &plan.shift[0], &plan.shift[1], &plan.shift[2],
                           &offset))
         return NULL;
-    const char *invalid = NULL;
-    int *win = plan.window;
-    if (scale_num < 1 || scale_num > 16 || left < 0 || top < 0 || width < 1 || height < 1)
-        invalid = "invalid scale or region";
-    else if (!(0.0f <= plan.box[0] && plan.box[0] < plan.box[2] && plan.box[2] <= (float)width &&
-               0.0f <= plan.box[1] && plan.box[1] < plan.box[3] && plan.box[3] <= (float)height))
-        invalid = "resize box outside the region";
-    else if (plan.resize_w < 1 || plan.resize_h < 1 || win[0] < 0 || win[1] < 0 || win[2] < 1 || win[3] < 1 ||
-             win[0] + win[2] > plan.resize_w || win[1] + win[3] > plan.resize_h)
-        invalid = "window outside the resized image";
-    else if (plan.filter < FILTER_LANCZOS || plan.filter > FILTER_HAMMING || plan.kind < 0 || plan.kind > 1)
-        invalid = "unsupported filter or output kind";
-    else if (offset < 0 || offset > out.len ||
-             (size_t)(out.len - offset) < (size_t)win[2] * win[3] * 3 * (plan.kind ? sizeof(float) : 1))
-        invalid = "output too small for the window at its offset";
-    if (invalid != NULL) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&scratch);
-        PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_ValueError, invalid);
-        return NULL;
+    const char *invalid = invalid_sample(scale_num, left, top, width, height, &plan, (size_t)out.len, offset);
+    if (invalid == NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        needed = run_sample((const unsigned char *)data.buf, (size_t)data.len, (unsigned char *)scratch.buf,
+                            (size_t)scratch.len, scale_num, left, top, width, height, &plan,
+                            (unsigned char *)out.buf + offset, &status, &result, &decode_seconds);
+        Py_END_ALLOW_THREADS
     }
-    struct timespec started, decoded_at;
-    Py_BEGIN_ALLOW_THREADS
-    clock_gettime(CLOCK_MONOTONIC, &started);
-    decoded_at = started;
-    unsigned char *work = (unsigned char *)scratch.buf;
-    size_t decoded = aligned((size_t)width * height * 3 + 4); /* at most 3 channels; +4: read past (resample) */
-    if (decoded > (size_t)scratch.len) {
-        needed = decoded + aligned((size_t)win[2] * win[3] * 3 * 2);
-    } else {
-        status = decode_region((const unsigned char *)data.buf, (size_t)data.len, scale_num, left, top, width,
-                               height, 0, work, decoded, &result);
-        clock_gettime(CLOCK_MONOTONIC, &decoded_at);
-        if (status == REGION_OK && (result.width != width || result.height != height))
-            status = REGION_OUTSIDE; /* the region must lie in the scaled image */
-        if (status == REGION_OK && result.err.pub.num_warnings == 0) {
-            needed = resample_region(work, width, height, result.channels, &plan, work + decoded,
-                                     (size_t)scratch.len - decoded, (unsigned char *)out.buf + offset);
-            if (needed)
-                needed += decoded;
-        }
-    }
-    Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     PyBuffer_Release(&scratch);
     PyBuffer_Release(&out);
+    if (invalid != NULL) {
+        PyErr_SetString(PyExc_ValueError, invalid);
+        return NULL;
+    }
     if (needed)
         return PyLong_FromSize_t(needed);
     if (status != REGION_OK)
         return region_error(status, &result);
-    double decode_seconds =
-        (double)(decoded_at.tv_sec - started.tv_sec) + 1e-9 * (double)(decoded_at.tv_nsec - started.tv_nsec);
     return Py_BuildValue("isd", (int)result.err.pub.num_warnings, result.err.first_warning, decode_seconds);
 }
 
@@ -494,19 +528,12 @@ static PyObject *read_whole_file(PyObject *self, PyObject *args) {
  * its own. The walk follows the marker segments by their lengths (so a thumbnail inside APP1 is not counted)
  * and, after each SOS, the entropy-coded data to the next marker (0xFF then a byte other than 0x00, a fill
  * 0xFF or RST0-7), without the GIL. */
-static PyObject *count_scans(PyObject *self, PyObject *args) {
-    Py_buffer data;
-    Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "y*n", &data, &limit))
-        return NULL;
+static Py_ssize_t scans_of(const unsigned char *bytes, size_t length, Py_ssize_t limit) {
     Py_ssize_t scans = 0;
-    Py_BEGIN_ALLOW_THREADS
-    const unsigned char *bytes = (const unsigned char *)data.buf;
-    size_t length = (size_t)data.len, at = 2; /* after SOI */
+    size_t at = 2; /* after SOI */
     while (at + 4 <= length && scans <= limit) {
-        if (bytes[at] != 0xFF) { /* not a marker where one must be: libjpeg judges the file */
+        if (bytes[at] != 0xFF) /* not a marker where one must be: libjpeg judges the file */
             break;
-        }
         unsigned char marker = bytes[at + 1];
         if (marker == 0xFF) { /* fill byte */
             at++;
@@ -538,6 +565,16 @@ static PyObject *count_scans(PyObject *self, PyObject *args) {
                 break;
         }
     }
+    return scans;
+}
+
+static PyObject *count_scans(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t limit, scans;
+    if (!PyArg_ParseTuple(args, "y*n", &data, &limit))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    scans = scans_of((const unsigned char *)data.buf, (size_t)data.len, limit);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     return PyLong_FromSsize_t(scans);
@@ -570,13 +607,17 @@ static long next_randint(unsigned long long *state, long low, long high) {
  * Why: those draws were the largest
  * share of the GIL a loader thread holds per sample (about a fifth). Built with -ffp-contract=off, so no
  * fused multiply-add changes a value. */
-static PyObject *draw_resized_crop(PyObject *self, PyObject *args) {
-    unsigned long long seed, epoch, index, repeat;
-    long width, height;
+typedef struct {
     double scale_lo, scale_hi, log_lo, log_hi, ratio_min, ratio_max, hflip_p, vflip_p;
-    if (!PyArg_ParseTuple(args, "KKKKlldddddddd", &seed, &epoch, &index, &repeat, &width, &height, &scale_lo,
-                          &scale_hi, &log_lo, &log_hi, &ratio_min, &ratio_max, &hflip_p, &vflip_p))
-        return NULL;
+} crop_law;
+
+typedef struct {
+    long top, left, h, w;
+    int hflip, vflip;
+} crop_draw;
+
+static crop_draw draw_crop(unsigned long long seed, unsigned long long epoch, unsigned long long index,
+                           unsigned long long repeat, long width, long height, const crop_law *law) {
     /* rng.py adds GOLDEN to the seed without wrapping: the 65th bit of the sum reaches bit 34 in the first
      * xor-shift (what is above bit 63 is gone after the multiply) */
     unsigned long long first = seed + GOLDEN, carry = first < seed;
@@ -588,35 +629,190 @@ static PyObject *draw_resized_crop(PyObject *self, PyObject *args) {
     if (repeat)
         state = splitmix(state ^ (repeat + 5 * GOLDEN));
     double area = (double)(height * width);
-    long top = -1, left = 0, h = 0, w = 0;
-    for (int attempt = 0; attempt < 10 && top < 0; attempt++) {
-        double target_area = area * (scale_lo + (scale_hi - scale_lo) * next_random(&state));
-        double aspect_ratio = exp(log_lo + (log_hi - log_lo) * next_random(&state));
-        w = (long)nearbyint(sqrt(target_area * aspect_ratio));
-        h = (long)nearbyint(sqrt(target_area / aspect_ratio));
-        if (0 < w && w <= width && 0 < h && h <= height) {
-            top = next_randint(&state, 0, height - h + 1);
-            left = next_randint(&state, 0, width - w + 1);
+    crop_draw d = {-1, 0, 0, 0, 0, 0};
+    for (int attempt = 0; attempt < 10 && d.top < 0; attempt++) {
+        double target_area = area * (law->scale_lo + (law->scale_hi - law->scale_lo) * next_random(&state));
+        double aspect_ratio = exp(law->log_lo + (law->log_hi - law->log_lo) * next_random(&state));
+        d.w = (long)nearbyint(sqrt(target_area * aspect_ratio));
+        d.h = (long)nearbyint(sqrt(target_area / aspect_ratio));
+        if (0 < d.w && d.w <= width && 0 < d.h && d.h <= height) {
+            d.top = next_randint(&state, 0, height - d.h + 1);
+            d.left = next_randint(&state, 0, width - d.w + 1);
         }
     }
-    if (top < 0) { /* torchvision's fallback: the whole image, or its center at the nearest allowed ratio */
+    if (d.top < 0) { /* torchvision's fallback: the whole image, or its center at the nearest allowed ratio */
         double in_ratio = (double)width / (double)height;
-        if (in_ratio < ratio_min) {
-            w = width;
-            h = (long)nearbyint((double)width / ratio_min);
-        } else if (in_ratio > ratio_max) {
-            h = height;
-            w = (long)nearbyint((double)height * ratio_max);
+        if (in_ratio < law->ratio_min) {
+            d.w = width;
+            d.h = (long)nearbyint((double)width / law->ratio_min);
+        } else if (in_ratio > law->ratio_max) {
+            d.h = height;
+            d.w = (long)nearbyint((double)height * law->ratio_max);
         } else {
-            w = width;
-            h = height;
+            d.w = width;
+            d.h = height;
         }
-        top = (height - h) / 2;
-        left = (width - w) / 2;
+        d.top = (height - d.h) / 2;
+        d.left = (width - d.w) / 2;
     }
-    int hflip = hflip_p > 0 && next_random(&state) < hflip_p;
-    int vflip = vflip_p > 0 && next_random(&state) < vflip_p;
-    return Py_BuildValue("llllNN", top, left, h, w, PyBool_FromLong(hflip), PyBool_FromLong(vflip));
+    d.hflip = law->hflip_p > 0 && next_random(&state) < law->hflip_p;
+    d.vflip = law->vflip_p > 0 && next_random(&state) < law->vflip_p;
+    return d;
+}
+
+static PyObject *draw_resized_crop(PyObject *self, PyObject *args) {
+    unsigned long long seed, epoch, index, repeat;
+    long width, height;
+    crop_law law;
+    if (!PyArg_ParseTuple(args, "KKKKlldddddddd", &seed, &epoch, &index, &repeat, &width, &height, &law.scale_lo,
+                          &law.scale_hi, &law.log_lo, &law.log_hi, &law.ratio_min, &law.ratio_max, &law.hflip_p,
+                          &law.vflip_p))
+        return NULL;
+    crop_draw d = draw_crop(seed, epoch, index, repeat, width, height, &law);
+    return Py_BuildValue("llllNN", d.top, d.left, d.h, d.w, PyBool_FromLong(d.hflip), PyBool_FromLong(d.vflip));
+}
+
+/* The file's bytes in malloc'd memory, read without the GIL; NULL where it cannot be read here (the caller's
+ * Python read then words the error, or reads what has no size: a pipe, /proc). */
+static unsigned char *read_regular_file(const char *name, size_t *size) {
+    struct stat info;
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    unsigned char *bytes = NULL;
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0)
+        bytes = (unsigned char *)malloc((size_t)info.st_size);
+    size_t done = 0;
+    while (bytes != NULL && done < (size_t)info.st_size) {
+        ssize_t got = read(fd, bytes + done, (size_t)info.st_size - done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(bytes);
+            bytes = NULL;
+        } else if (got == 0) {
+            break; /* the file shrank while read */
+        } else {
+            done += (size_t)got;
+        }
+    }
+    close(fd);
+    if (bytes != NULL && done == 0) {
+        free(bytes);
+        bytes = NULL;
+    }
+    *size = done;
+    return bytes;
+}
+
+/* load_sample(path, scratch, out, offset, (seed, epoch, index, repeat), (max_pixels, max_scans, scale_lo,
+ *             scale_hi, log_ratio_lo, log_ratio_hi, ratio_min, ratio_max, hflip_p, vflip_p, out_w, out_h, dct,
+ *             filter, kind, (scale), (shift)))
+ *   -> (read seconds, decode seconds, total seconds): the sample is in `out` at `offset`;
+ *      bytes: the file's, not done (not a JPEG this route takes, over a limit, libjpeg warned or failed):
+ *             the caller's Python route takes the sample from these bytes and words any refusal;
+ *      None: the file could not be read here (the caller reads it, and words the error);
+ *      an int: the bytes `scratch` needs (nothing done).
+ * A RandomResizedCrop sample of the CPU fast path in one call with one release of the GIL: the file read,
+ * the header and its limits (decode.read_header's: the pixel cap, decode.MAX_SCANS), the crop and flips of
+ * the sample's stream (draw_crop), the geometry fastload.transforms and native_sample.steps compute
+ * (Geometry.region's DCT scale and 8-pixel margin), the region decode and the resample. Why: the separate
+ * calls left a loader thread ~15 us of Python per sample between them, under the GIL. */
+static PyObject *load_sample(PyObject *self, PyObject *args) {
+    PyObject *path;
+    Py_buffer scratch, out;
+    Py_ssize_t offset, max_pixels, max_scans;
+    unsigned long long seed, epoch, index, repeat;
+    crop_law law;
+    int out_w, out_h, dct;
+    sample_plan plan;
+    if (!PyArg_ParseTuple(args, "O&w*w*n(KKKK)(nndddddddd(ii)pii(fff)(fff))", PyUnicode_FSConverter, &path,
+                          &scratch, &out, &offset, &seed, &epoch, &index, &repeat, &max_pixels, &max_scans,
+                          &law.scale_lo, &law.scale_hi, &law.log_lo, &law.log_hi, &law.ratio_min, &law.ratio_max,
+                          &law.hflip_p, &law.vflip_p, &out_w, &out_h, &dct, &plan.filter, &plan.kind,
+                          &plan.scale[0], &plan.scale[1], &plan.scale[2], &plan.shift[0], &plan.shift[1],
+                          &plan.shift[2]))
+        return NULL;
+    enum { DONE, UNREAD, TAKE_BYTES, GROW } outcome = TAKE_BYTES;
+    size_t size = 0, needed = 0;
+    unsigned char *bytes;
+    double read_seconds = 0.0, decode_seconds = 0.0, total_seconds = 0.0;
+    const char *name = PyBytes_AS_STRING(path);
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec started, read_at, ended;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    bytes = read_regular_file(name, &size);
+    clock_gettime(CLOCK_MONOTONIC, &read_at);
+    read_seconds = seconds_between(started, read_at);
+    jpeg_info info;
+    error_manager err;
+    if (bytes == NULL) {
+        outcome = UNREAD;
+    } else if (size >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8 && read_info(bytes, size, &info, &err) &&
+               (info.color_space == JCS_GRAYSCALE || info.color_space == JCS_RGB ||
+                info.color_space == JCS_YCbCr) &&
+               info.width > 0 && info.height > 0 &&
+               (max_pixels < 0 || (long long)info.width * info.height <= (long long)max_pixels) &&
+               !(info.progressive && scans_of(bytes, size, max_scans) > max_scans)) {
+        long width = info.width, height = info.height;
+        crop_draw d = draw_crop(seed, epoch, index, repeat, width, height, &law);
+        double ratio = fmin((double)d.w / out_w, (double)d.h / out_h);
+        int reduction = !dct ? 1 : ratio >= 8 ? 8 : ratio >= 4 ? 4 : ratio >= 2 ? 2 : 1;
+        long left = d.left, top = d.top, right = d.left + d.w, bottom = d.top + d.h;
+        plan.box[0] = 0.0f;
+        plan.box[1] = 0.0f;
+        plan.box[2] = (float)d.w;
+        plan.box[3] = (float)d.h;
+        if (reduction != 1) { /* Geometry.region: the scaled source box and a margin past any filter's reach */
+            double l = (double)d.left / reduction, t = (double)d.top / reduction;
+            double r = (double)right / reduction, b = (double)bottom / reduction;
+            long scaled_w = (width + reduction - 1) / reduction, scaled_h = (height + reduction - 1) / reduction;
+            left = (long)floor(l) - 8 > 0 ? (long)floor(l) - 8 : 0;
+            top = (long)floor(t) - 8 > 0 ? (long)floor(t) - 8 : 0;
+            right = (long)ceil(r) + 8 < scaled_w ? (long)ceil(r) + 8 : scaled_w;
+            bottom = (long)ceil(b) + 8 < scaled_h ? (long)ceil(b) + 8 : scaled_h;
+            plan.box[0] = (float)(l - left);
+            plan.box[1] = (float)(t - top);
+            plan.box[2] = (float)(r - left);
+            plan.box[3] = (float)(b - top);
+        }
+        plan.resize_w = out_w;
+        plan.resize_h = out_h;
+        plan.window[0] = plan.window[1] = 0;
+        plan.window[2] = out_w;
+        plan.window[3] = out_h;
+        plan.hflip = d.hflip;
+        plan.vflip = d.vflip;
+        int scale_num = 8 / reduction, status;
+        region result;
+        if (invalid_sample(scale_num, (int)left, (int)top, (int)(right - left), (int)(bottom - top), &plan,
+                           (size_t)out.len, offset) == NULL) {
+            needed = run_sample(bytes, size, (unsigned char *)scratch.buf, (size_t)scratch.len, scale_num,
+                                (int)left, (int)top, (int)(right - left), (int)(bottom - top), &plan,
+                                (unsigned char *)out.buf + offset, &status, &result, &decode_seconds);
+            if (needed)
+                outcome = GROW;
+            else if (status == REGION_OK && result.err.pub.num_warnings == 0)
+                outcome = DONE;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ended);
+    total_seconds = seconds_between(started, ended);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&scratch);
+    PyBuffer_Release(&out);
+    Py_DECREF(path);
+    PyObject *answer;
+    if (outcome == DONE)
+        answer = Py_BuildValue("ddd", read_seconds, decode_seconds, total_seconds);
+    else if (outcome == GROW)
+        answer = PyLong_FromSize_t(needed);
+    else if (outcome == TAKE_BYTES)
+        answer = PyBytes_FromStringAndSize((const char *)bytes, (Py_ssize_t)size);
+    else
+        answer = Py_NewRef(Py_None);
+    free(bytes);
+    return answer;
 }
 
 static PyMethodDef methods[] = {
@@ -629,6 +825,9 @@ static PyMethodDef methods[] = {
      "sample(data, scratch, out, scale_num, region, box, size, window, filter, hflip, vflip, kind, scale, shift, "
      "offset) -> (warnings, first_warning, seconds decoding) or the required size of scratch"},
     {"read_file", read_whole_file, METH_VARARGS, "read_file(path) -> bytes, without the GIL"},
+    {"load_sample", load_sample, METH_VARARGS,
+     "load_sample(path, scratch, out, offset, (seed, epoch, index, repeat), settings) -> (read, decode, total "
+     "seconds) done, the file's bytes (not done), None (not read) or the bytes scratch needs"},
     {"count_scans", count_scans, METH_VARARGS, "count_scans(data, limit) -> scans of a JPEG, counted up to limit + 1"},
     {"draw_resized_crop", draw_resized_crop, METH_VARARGS,
      "draw_resized_crop(seed, epoch, index, repeat, width, height, scale_lo, scale_hi, log_ratio_lo, log_ratio_hi, "

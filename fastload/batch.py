@@ -27,6 +27,7 @@ from .buffers import BufferPool, LazyTake
 from .deliver import collate, to_device
 from .errors import DecodeError, ErrorPolicy
 from .pipeline import Job, Stages
+from .sources import Source
 from .transforms import Plan, RandomResizedCropGeometry
 
 
@@ -73,13 +74,15 @@ class SampleReader:
                              epoch_samples=len(order) * loader.batch_size)
         return EpochContext(epoch, loader.schedule.augment_seed, order, errors)
 
-    def read(self, index: int, repeat: int, ctx: EpochContext, report) -> tuple[str, Any, bytes, Any, Any]:
+    def read(self, index: int, repeat: int, ctx: EpochContext, report,
+             data: bytes | None = None) -> tuple[str, Any, bytes, Any, Any]:
         """(path, label, file bytes, header, geometry) of sample ``index`` in the context's epoch, its
-        augmentation drawn with ``repeat`` (``load_or_replace`` says which)."""
+        augmentation drawn with ``repeat`` (``load_or_replace`` says which); ``data``: its bytes, if read."""
         path, label = self.samples[index]
         report("read", path)
         started = time.perf_counter()
-        data = self.read_bytes(index)
+        if data is None:
+            data = self.read_bytes(index)
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
@@ -157,9 +160,12 @@ class FastPath(SampleReader):
                                                            pin=self.device if self.delivery is not None else None)
         self.dct = options.dct_scaling is True or (options.dct_scaling == "auto"
                                                    and isinstance(plan.geometry, RandomResizedCropGeometry))
-        # JPEGs go through one native call without the GIL where the plan allows (fastload.native_sample)
+        # JPEGs go through one native call without the GIL where the plan allows (fastload.native_sample);
+        # a RandomResizedCrop's files, read included (load_settings: None where not)
         self.native = native_sample.available(plan)
         self.native_kind = native_sample.FLOAT32_PLANES if self.direct else native_sample.UINT8_ROWS
+        self.load_settings = native_sample.load_settings(plan, self.native_kind, options.max_image_pixels,
+                                                         self.dct)
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         return Stages(self._jobs(batches, self.context(epoch, order)), in_flight=self.in_flight,
@@ -190,7 +196,19 @@ class FastPath(SampleReader):
         ``color_row`` receives the sample's color operations and factors,
         which the batch's finish applies.
         """
-        path, label, data, header, geometry = self.read(index, repeat, ctx, report)
+        data = None
+        if self.load_settings is not None and getattr(self.read_bytes, "__func__", None) is Source.read:
+            path = self.samples[index][0]  # a file (ImageFolder, FileList): read in the native call too
+            report("decode", path)
+            buffer = rows.array()
+            done = native_sample.load(path, (ctx.seed, ctx.epoch, index, repeat), self.load_settings, buffer,
+                                      row * buffer.strides[0])
+            if type(done) is tuple:
+                read, decoding, total = done
+                self.stats.add_sample(read, decoding, total - read - decoding)
+                return self.label(self.samples[index][1])
+            data = done  # its bytes, for the route below (None: not read; the read below says why)
+        path, label, data, header, geometry = self.read(index, repeat, ctx, report, data)
         t1 = time.perf_counter()
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))

@@ -11,6 +11,11 @@ a CenterCrop, flips, and the write into the sample's row of the batch
 (uint8, or float32 normalized) -- so Python is left with the file read,
 the header and the sample's random draws.
 
+For a RandomResizedCrop plan reading plain files, ``load`` goes one step
+further: ``fastload._jpeg.load_sample`` also reads the file, parses the
+header, applies its limits and draws the crop and flips from the sample's
+stream, so a sample costs its loader thread one call of Python.
+
 It takes what the region decoder takes (baseline and progressive JPEGs in
 YCbCr, RGB or gray) under a plan without rotation or affine steps or
 nearest-neighbour resizing, and crops that lie inside the image; for
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 from PIL import Image
 
-from .decode import Header, thread_scratch
+from .decode import MAX_SCANS, Header, thread_scratch
 from .transforms import Geometry, Plan
 
 try:
@@ -92,3 +97,31 @@ def sample(data: bytes, header: Header, geometry: Geometry, plan: Plan, reductio
             continue
         warnings, _, seconds = result
         return None if warnings else seconds
+
+
+def load_settings(plan: Plan, kind: int, max_pixels: int | None, dct: bool) -> tuple | None:
+    """What ``load`` passes for every sample of this plan, or None where ``load`` cannot take its samples
+    (not a RandomResizedCrop with flips only, or an extension without ``load_sample``)."""
+    if not (available(plan) and hasattr(_jpeg, "load_sample") and plan.native_draw):
+        return None
+    out_h, out_w = plan.geometry.size
+    scale, shift = (plan.scale, plan.shift) if kind == FLOAT32_PLANES else _NO_SCALE
+    return (-1 if max_pixels is None else max_pixels, MAX_SCANS, *plan.geometry.draw_arguments, plan.hflip_p,
+            plan.vflip_p, (out_w, out_h), dct, plan.resample, kind, tuple(scale), tuple(shift))
+
+
+def load(path: str, stream: tuple[int, int, int, int], settings: tuple, out, offset: int):
+    """Read, decode and augment the file at ``path`` into ``out`` at byte ``offset``, its crop and flips drawn
+    from ``stream`` (seed, epoch, index, repeat), in one native call without the GIL.
+
+    Returns (read, decode, total) seconds when done; else the file's bytes
+    (a file this route does not take: the Pillow route takes it from them,
+    and words any refusal), or None where the file could not be read here
+    (the caller's read words the error).
+    """
+    scratch = thread_scratch(1 << 20)
+    while True:
+        result = _jpeg.load_sample(path, scratch, out, offset, stream, settings)
+        if type(result) is not int:
+            return result
+        scratch = thread_scratch(result)  # the scratch is too small for this image: grow it and try again

@@ -70,6 +70,15 @@ class Stats:
         with self._lock:
             self.seconds[stage] += seconds
 
+    def add_sample(self, read: float, decode: float, augment: float) -> None:
+        """One sample's read, decode and augment seconds, under one lock (a loader thread's per-sample
+        bookkeeping is GIL time)."""
+        with self._lock:
+            seconds = self.seconds
+            seconds["read"] += read
+            seconds["decode"] += decode
+            seconds["augment"] += augment
+
     def waited(self, seconds: float) -> None:
         """The training loop waited this long for a batch."""
         self.add("wait", seconds)

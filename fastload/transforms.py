@@ -513,9 +513,10 @@ class Plan:
 
     @functools.cached_property
     def native_draw(self) -> bool:
-        """Whether ``draw`` takes the native route: a RandomResizedCrop, flips, no affine step or colors."""
-        return (draw_resized_crop is not None and isinstance(self.geometry, RandomResizedCropGeometry)
-                and self.affine is None and not self.color)
+        """Whether ``draw`` takes the native route: torchvision's RandomResizedCrop (not a front end's
+        subclass), flips, no affine step or colors."""
+        return (draw_resized_crop is not None and type(self.geometry) is RandomResizedCropGeometry
+                and self.affine is None and not self.color)  # a subclass (DALI's, rocAL's) draws its own way
 
     def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
         """This sample's geometry for a source image of ``width`` x ``height``."""

@@ -164,3 +164,65 @@ def test_runs_without_the_gil():
         counter.join()
     # holding the GIL, the counter would advance only at switch intervals; released, it runs throughout
     assert ticks[0] > 20_000 * elapsed, (ticks[0], elapsed, alone)
+
+
+@pytest.mark.parametrize("kind", [native_sample.UINT8_ROWS, native_sample.FLOAT32_PLANES])
+def test_load_equals_the_separate_steps_on_files(tmp_path, seed, kind):
+    """``load`` (read, header, draw, geometry and decode in one call) writes what read_header, Plan.draw,
+    native_sample.steps and sample write, for random sizes, gray and color, every filter, whole and
+    DCT-reduced decodes, and seeds whose first sum passes 2**64."""
+    rng = np.random.default_rng(seed)
+    scale, shift = (1 / 58.395, 1 / 57.12, 1 / 57.375), (-2.1179, -2.0357, -1.8044)
+    for trial in range(60):
+        path = tmp_path / f"{trial}.jpg"
+        path.write_bytes(_jpeg(rng, int(rng.integers(1, 700)), int(rng.integers(1, 700)), gray=trial % 6 == 0))
+        out_h, out_w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
+        plan = Plan(geometry=RandomResizedCropGeometry((out_h, out_w), (0.08, 1.0), (3 / 4, 4 / 3)),
+                    resample=FILTERS[trial % len(FILTERS)], hflip_p=0.5, output_size=(out_h, out_w),
+                    dtype=torch.float32, scale=scale, shift=shift, vflip_p=0.25)
+        dct = trial % 3 != 0
+        stream = (int(rng.choice([seed, 2**64 - 3])), trial % 4, trial, trial % 2)
+        settings = native_sample.load_settings(plan, kind, None, dct)
+        size = 3 * out_h * out_w * (4 if kind else 1)
+        got, expected = np.full(size + 5, 7, np.uint8), np.full(size + 5, 7, np.uint8)
+        assert isinstance(native_sample.load(str(path), stream, settings, got, 5), tuple)
+        data = path.read_bytes()
+        header = decode_stage.read_header(0, str(path), data)
+        geometry = plan.draw(header.width, header.height, *stream)
+        reduction = geometry.max_reduction if dct else 1
+        assert native_sample.sample(data, header, geometry, plan, reduction, expected, 5, kind) is not None
+        assert np.array_equal(got, expected), (trial, geometry, reduction)
+
+
+def test_load_hands_back_what_it_does_not_take(tmp_path):
+    """The file's bytes (the Pillow route then takes, or refuses, the sample) for what is not a JPEG it
+    decodes, is over a limit or made libjpeg warn; None for what it could not read (the caller's read says
+    why)."""
+    rng = np.random.default_rng(3)
+    plan = Plan(geometry=RandomResizedCropGeometry((32, 32), (0.08, 1.0), (3 / 4, 4 / 3)),
+                resample=Image.Resampling.BILINEAR, hflip_p=0.5, output_size=(32, 32), dtype=torch.uint8,
+                scale=None, shift=None)
+    out = np.zeros(32 * 32 * 3, np.uint8)
+    png, cmyk = io.BytesIO(), io.BytesIO()
+    Image.new("RGB", (60, 60)).save(png, "PNG")
+    Image.new("CMYK", (60, 60)).save(cmyk, "JPEG")
+    progressive = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (50, 60, 3), dtype=np.uint8)).save(progressive, "JPEG", progressive=True)
+    many = progressive.getvalue()
+    last = many.rfind(b"\xff\xda")
+    files = {"png.jpg": png.getvalue(), "cmyk.jpg": cmyk.getvalue(), "cut.jpg": _jpeg(rng, 300, 300, False)[:3000],
+             "scans.jpg": many[:last] + many[last:-2] * 120 + b"\xff\xd9", "big.jpg": _jpeg(rng, 120, 100, False)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    settings = native_sample.load_settings(plan, native_sample.UINT8_ROWS, 100 * 100, True)
+    for name, data in files.items():
+        assert native_sample.load(str(tmp_path / name), (0, 0, 0, 0), settings, out, 0) == data, name
+    (tmp_path / "empty.jpg").write_bytes(b"")
+    (tmp_path / "folder.jpg").mkdir()
+    for name in ("empty.jpg", "folder.jpg", "missing.jpg"):
+        assert native_sample.load(str(tmp_path / name), (0, 0, 0, 0), settings, out, 0) is None, name
+    unlimited = native_sample.load_settings(plan, native_sample.UINT8_ROWS, None, True)
+    assert isinstance(native_sample.load(str(tmp_path / "big.jpg"), (0, 0, 0, 0), unlimited, out, 0), tuple)
+    assert native_sample.load_settings(Plan(geometry=CenterCropGeometry((40, 40)), resample=Image.Resampling.BILINEAR,
+                                            hflip_p=0.0, output_size=(40, 40), dtype=torch.uint8, scale=None,
+                                            shift=None), native_sample.UINT8_ROWS, None, True) is None

@@ -72,3 +72,19 @@ def test_plan_draw_is_plan_sample_of_the_samples_stream():
             width, height = 50 + index * 7 % 900, 30 + index * 13 % 700
             assert plan.draw(width, height, 5, 2, index, index % 3) == plan.sample(
                 width, height, SampleRandom(5, 2, index, index % 3))
+
+
+def test_a_front_ends_crop_geometry_keeps_its_own_draw():
+    """DALI's and rocAL's crop geometries subclass RandomResizedCrop's and draw their own way: Plan.draw
+    must call their sample, never the native torchvision draw."""
+    import torch
+    from PIL import Image
+
+    from fastload.compat.dali.lowering import DaliRandomCropGeometry
+    from fastload.transforms import Plan
+    geometry = DaliRandomCropGeometry((64, 64), (0.08, 1.0), (3 / 4, 4 / 3))
+    plan = Plan(geometry=geometry, resample=Image.Resampling.BILINEAR, hflip_p=0.5, output_size=(64, 64),
+                dtype=torch.uint8, scale=None, shift=None)
+    assert not plan.native_draw
+    for index in range(50):
+        assert plan.draw(500, 375, 1, 0, index, 0) == plan.sample(500, 375, SampleRandom(1, 0, index, 0))
