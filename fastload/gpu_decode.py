@@ -54,6 +54,7 @@ _ALIASES = {"nvjpeg": "torchvision"}  # the torchvision backend's name before it
 ROCJPEG_MIN_SIZE = 64
 ROCJPEG_SUBSAMPLINGS = ("4:4:4", "4:2:2", "4:2:0", "4:0:0")
 _SOF_BASELINE = 0xC0
+_SOF_LOSSLESS = (0xC3, 0xC7, 0xCB, 0xCF)  # nvJPEG and rocJPEG refuse lossless JPEGs
 
 
 class CpuDecoder:
@@ -184,7 +185,8 @@ def _probe_torchcodec(device) -> None:
     """Decode ``probe_jpeg()`` on ``device`` with TorchCodec; raise, saying why, if it cannot."""
     import torch
     if not TorchCodecDecoder.installed():
-        raise Unavailable("torchcodec is not installed (pip install 'torch-fastload[torchcodec]', the release made for this torch)")
+        raise Unavailable("torchcodec is not installed (pip install 'torch-fastload[torchcodec]', the release made "
+                          "for this torch)")
     if not torch.cuda.is_available():
         raise Unavailable("no GPU (torch.cuda.is_available() is False)")
     from torchcodec.decoders import decode_jpeg
@@ -261,9 +263,12 @@ class TorchvisionGpuDecoder:
                 return False
             if components not in (1, 3):
                 return False
-        if b"\xff\xc3" in data[:65536]:  # SOF3: lossless
+        # the frame header's marker, not a search of the first 64 KB for SOF3 (80 us of GIL per image, and an
+        # EXIF thumbnail or ICC profile could hold the bytes)
+        frame = jpeg_frame(data)
+        if frame is None or frame.marker in _SOF_LOSSLESS:
             return False
-        return self.library != "rocjpeg" or rocjpeg_accepts(data)
+        return self.library != "rocjpeg" or rocjpeg_accepts(data, frame)
 
     def decode_many(self, encoded: list) -> list:
         """Decode a list of uint8 CPU tensors; raises if the library rejects the batch."""
@@ -272,10 +277,11 @@ class TorchvisionGpuDecoder:
         return torch.ops.image.decode_jpegs_cuda(encoded, ImageReadMode.RGB.value, self.device)
 
 
-def rocjpeg_accepts(data: bytes) -> bool:
+def rocjpeg_accepts(data: bytes, frame: JpegFrame | None = None) -> bool:
     """Whether rocJPEG's hardware path takes this JPEG: baseline 8-bit, at least 64x64, and 4:4:4, 4:2:2,
-    4:2:0 or grayscale. Anything else goes to the CPU fallback instead of failing a batch on the GPU."""
-    frame = jpeg_frame(data)
+    4:2:0 or grayscale. Anything else goes to the CPU fallback instead of failing a batch on the GPU.
+    ``frame``: its ``jpeg_frame``, if read already."""
+    frame = frame or jpeg_frame(data)
     return (frame is not None and frame.marker == _SOF_BASELINE and frame.precision == 8
             and frame.width >= ROCJPEG_MIN_SIZE and frame.height >= ROCJPEG_MIN_SIZE
             and frame.subsampling in ROCJPEG_SUBSAMPLINGS)

@@ -598,3 +598,16 @@ def test_the_dali_and_rocal_decoders_refuse_too_many_scans():
     with pytest.raises(ValueError, match="more than 100 scans"):
         dali_imageops.decode(data, "RGB")
     assert rocal_imageops.decode(_many_scans(20), "RGB", 1000, 1000).shape == (90, 120, 3)
+
+
+def test_gpu_decoders_refuse_lossless_by_the_frame_marker_not_by_bytes_in_metadata():
+    """nvJPEG and rocJPEG refuse lossless (SOF3) JPEGs: the frame header says which a JPEG is; the same
+    two bytes inside an APP segment (a thumbnail, an ICC profile) do not make one lossless."""
+    decoder = FakeGpuDecoder()
+    plain = _pillow_jpeg(64, 48)
+    app = b"\xff\xe2" + (2 + 6).to_bytes(2, "big") + b"\xff\xc3\x00\x11\xff\xc3"
+    with_bytes = plain[:2] + app + plain[2:]
+    sof0 = plain.find(b"\xff\xc0")
+    lossless = plain[:sof0] + b"\xff\xc3" + plain[sof0 + 2:]
+    assert decoder.accepts(plain) and decoder.accepts(with_bytes)
+    assert not decoder.accepts(lossless)
