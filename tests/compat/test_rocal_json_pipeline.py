@@ -15,7 +15,7 @@ from PIL import Image
 from conftest import kernels_on_cpu
 from fastload.compat.rocal import JsonPipeline
 from fastload.compat.rocal import imageops
-from fastload.compat.rocal.json_pipeline import run_fused
+from fastload.compat.rocal.json_pipeline import PipelineSpecError, run_fused
 from fastload.errors import DecodeError
 from fastload.sample_data import make_image
 
@@ -230,15 +230,15 @@ def test_bad_images_are_named_errors_or_returned():
     ({"pipeline": [{"operation": "Resize", "dest_width": 3, "is_output": True}]},
      r"operation 0 \(Resize\): missing parameter 'dest_height'"),
     ({"pipeline": [{"operation": "Resize", "dest_width": 3, "dest_height": "4", "is_output": True}]},
-     r"parameter 'dest_height' must be a non-negative integer, not '4'"),
+     r"parameter 'dest_height' must be a whole number from 1 to 4096, not '4'"),
     ({"pipeline": [{"operation": "Resize", "dest_width": 3, "dest_height": 4, "dest_widht": 5, "is_output": True}]},
      r"unknown parameter 'dest_widht'"),
     ({"pipeline": [{"operation": "Resize", "dest_width": 3, "dest_height": 4}]},
      r'the last operation \(Resize\) must have "is_output": true'),
     ({"pipeline": [{"operation": "Resize", "dest_width": 0, "dest_height": 4, "is_output": True}]},
-     "must not be 0"),
+     r"operation 0 \(Resize\): parameter 'dest_width' must be a whole number from 1 to 4096, not 0"),
     ({"pipeline": [{**RESNET50["pipeline"][1], "mean": [1, 2]}]}, "'mean' has one value or three"),
-    ({"pipeline": [{**RESNET50["pipeline"][1], "std_dev": [1, 0, 1]}]}, "'std_dev' has a 0"),
+    ({"pipeline": [{**RESNET50["pipeline"][1], "std_dev": [1, 0, 1]}]}, "'std_dev' has 0: each value must be at"),
 ])
 def test_malformed_pipelines_are_refused_saying_where(spec, message):
     with pytest.raises(ValueError, match=message):
@@ -254,3 +254,68 @@ def test_malformed_files_name_the_file(tmp_path):
         JsonPipeline(str(tmp_path / "p.txt"))
     with pytest.raises(FileNotFoundError):
         JsonPipeline(str(tmp_path / "missing.json"))
+
+
+CMN = RESNET50["pipeline"][1]
+
+
+@pytest.mark.parametrize("node, key, message", [
+    ({"operation": "Resize", "dest_width": 10 ** 9, "dest_height": 4}, "dest_width",
+     "must be a whole number from 1 to 4096, not 1000000000"),
+    ({**CMN, "crop_height": 4097}, "crop_height", "from 1 to 4096"),
+    ({"operation": "ResizeCropMirrorFixed", "dest_width": 8, "dest_height": 8, "crop_h": 8, "crop_w": 10 ** 5},
+     "crop_w", "from 1 to 4096"),
+    ({**CMN, "start_x": -0.5}, "start_x", "must be a number from 0 to 1, not -0.5"),
+    ({**CMN, "start_y": 1.5}, "start_y", "from 0 to 1"),
+    ({**CMN, "start_x": 1e308}, "start_x", "from 0 to 1"),  # crashed a request with an OverflowError
+    ({**CMN, "mean": [float("nan"), 0, 0]}, "mean", "must be a list of finite numbers"),
+    ({**CMN, "mean": [10 ** 400]}, "mean", "finite numbers of magnitude at most 1e\\+06, not \\[1000"),
+    ({**CMN, "std_dev": [float("inf")]}, "std_dev", "finite numbers"),
+    ({**CMN, "std_dev": [1, -2, 1]}, "std_dev", "'std_dev' has -2: each value must be at least 1e-06"),
+    ({"operation": "CropFixed", "crop_width": 8, "crop_height": 8, "crop_depth": 1, "crop_pos_x": -3,
+      "crop_pos_y": 0, "crop_pos_z": 0}, "crop_pos_x", "at least 0, not -3"),
+    ({"operation": "CropFixed", "crop_width": 8, "crop_height": 8, "crop_depth": 1, "crop_pos_x": 0,
+      "crop_pos_y": 0, "crop_pos_z": float("-inf")}, "crop_pos_z", "a finite number"),
+    ({"operation": "CropResizeFixed", "dest_width": 8, "dest_height": 8, "area": float("nan"), "aspect_ratio": 1,
+      "x_center_drift": 0, "y_center_drift": 0}, "area", "above 0 and at most 1"),
+    ({"operation": "CropResizeFixed", "dest_width": 8, "dest_height": 8, "area": 0.5, "aspect_ratio": 5e-324,
+      "x_center_drift": 0, "y_center_drift": 0}, "aspect_ratio", "from 0.001 to 1000"),
+    ({"operation": "CropResizeFixed", "dest_width": 8, "dest_height": 8, "area": 0.5, "aspect_ratio": 1,
+      "x_center_drift": -1, "y_center_drift": 0}, "x_center_drift", "from 0 to 1"),
+])
+def test_values_outside_the_bounds_are_refused_naming_file_operation_and_key(tmp_path, node, key, message):
+    """Sizes from 1 to MAX_SIDE, anchors and drifts from 0 to 1 (only those keep rocAL's window inside the
+    image), finite numbers, std_dev above 0: refused when the pipeline is made, so no request meets them."""
+    spec = {"pipeline": [{"operation": "Resize", "dest_width": 64, "dest_height": 64, "is_output": False},
+                         {**node, "is_output": True}]}
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(spec))  # (Python writes NaN and Infinity, which its reader accepts)
+    with pytest.raises(PipelineSpecError, match=message) as raised:
+        JsonPipeline(str(path))
+    error = raised.value
+    assert isinstance(error, ValueError)
+    assert (error.file, error.place, error.operation, error.key) == (str(path), 1, node["operation"], key)
+    assert str(error).startswith(f"{path}: operation 1 ({node['operation']}): ")
+    with pytest.raises(PipelineSpecError, match=f"the pipeline: operation 1 \\({node['operation']}\\)"):
+        JsonPipeline(spec)
+
+
+def test_the_bounds_themselves_are_accepted():
+    spec = {"pipeline": [{**CMN, "crop_width": 4096, "crop_height": 1, "start_x": 1, "start_y": 0,
+                          "std_dev": [1e-6, 1e6, 1], "mean": [-1e6, 0, 1e6], "is_output": True}]}
+    (out,) = JsonPipeline(spec)([jpeg(1, 40, 30)])
+    assert out.shape == (1, 4096, 3)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"pipeline": [{"operation": "Resize\xff"}]}', r"not UTF-8 text \(byte 35 is b'\\xff'\)"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"pipeline": [{"operation": "Resize", "dest_width": 1' + b"0" * 5000 + b"}]}", "not valid JSON"),
+    (b'{"pipeline": [', "not valid JSON"),
+])
+def test_unreadable_files_are_one_clear_error_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "p.json"
+    path.write_bytes(content)
+    with pytest.raises(PipelineSpecError, match=message) as raised:
+        JsonPipeline(str(path))
+    assert str(raised.value).startswith(f"{path}: ") and raised.value.file == str(path)

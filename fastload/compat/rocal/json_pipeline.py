@@ -19,9 +19,33 @@ API's semantics (rocAL/include/api/rocal_api_augmentation.h at ROCm/rocAL
 fixed-size buffer with the image at its top left. The last operation must be
 marked ``is_output``. One key is fastload's own: ``"output_dtype"`` ("uint8",
 "float16", "float32") on ResizeMirrorNormalize and CropMirrorNormalize, for a
-normalized model input (the backend's uint8 saturates it). A malformed file, an unknown operation, a missing or
-mistyped parameter, or an unknown one, is a ValueError naming the file, the
-operation's place and the key.
+normalized model input (the backend's uint8 saturates it).
+
+A file or dict the backend would refuse, or fastload cannot run, is a
+``PipelineSpecError`` (a ValueError) naming the file, the operation's place
+and name, and the key: a file that is not UTF-8 or not JSON (nested too deeply
+included), an unknown operation, a missing, mistyped or unknown parameter, or
+a value outside these bounds, checked when the pipeline is made so that no
+request can meet them:
+
+- output sizes (dest_width, dest_height, crop_width, crop_height, crop_w,
+  crop_h) are whole numbers from 1 to ``MAX_SIDE`` (4096): a decoded image is
+  at most 1000 x 1000, and a 4096 x 4096 x 3 float32 output is 201 MB per
+  image; 10^9 would make every call try to allocate gigabytes;
+- CropMirrorNormalize's start_x, start_y and CropResizeFixed's drifts are from
+  0 to 1. rocAL places the window at ``(size_t) nearbyintf(anchor * (side -
+  crop))`` (parameter_rocal_crop.cpp, RocalCropParam::fill_crop_dims) and clamps
+  nothing else: only an anchor in [0, 1] keeps the window inside the image (a
+  negative one is an undefined float-to-unsigned cast in C++, one above 1 starts
+  the window past the image's edge), so fastload refuses the others rather than
+  guess what rocAL's build would do;
+- CropFixed's crop_pos_x, crop_pos_y are pixel offsets of at least 0 (rocAL's
+  rule for one past the image, kept: it is 0); area is above 0 and at most 1,
+  aspect_ratio from 1/1000 to 1000 (past those no window fits a 1000-pixel
+  image);
+- mean and std_dev values are finite with magnitude at most 10^6, and std_dev at
+  least 10^-6 (never 0, never negative); NaN and Infinity (which Python's JSON
+  reader accepts) are refused, as is every non-finite number.
 
 Most pipelines are one crop of the decoded image resized with plain bilinear
 sampling, then a window of that, a mirror and a normalization: what
@@ -43,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -56,80 +81,134 @@ from fastload.kernels import augment
 from ...errors import DecodeError
 from . import imageops
 
-_UINT, _FLOAT, _FLOATS, _BOOL = "a non-negative integer", "a number", "a list of numbers", "true or false"
+MAX_SIDE = 4096  # the largest output side a pipeline may ask for (see the module's docstring)
+MAX_NORM = 1e6  # the largest magnitude of a mean or std_dev value, and 1 / the smallest std_dev
+_SIZE = f"a whole number from 1 to {MAX_SIDE}"
+_UINT, _FLOAT, _BOOL = "a non-negative integer", "a finite number", "true or false"
+_UNIT, _OFFSET = "a number from 0 to 1", "a finite number of at least 0"
+_AREA, _RATIO = "a number above 0 and at most 1", "a number from 0.001 to 1000"
+_FLOATS = f"a list of finite numbers of magnitude at most {MAX_NORM:g}"
 _DTYPE = '"uint8", "float16" or "float32"'
 OUTPUT_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32}
 
 # operation -> (required keys, optional keys, keys the backend reads nowhere and ignores)
 OPERATIONS: dict[str, tuple[dict, dict, frozenset]] = {
-    "Resize": ({"dest_width": _UINT, "dest_height": _UINT}, {"is_output": _BOOL}, frozenset()),
-    "ResizeMirrorNormalize": ({"dest_width": _UINT, "dest_height": _UINT, "mean": _FLOATS, "std_dev": _FLOATS},
+    "Resize": ({"dest_width": _SIZE, "dest_height": _SIZE}, {"is_output": _BOOL}, frozenset()),
+    "ResizeMirrorNormalize": ({"dest_width": _SIZE, "dest_height": _SIZE, "mean": _FLOATS, "std_dev": _FLOATS},
                               {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE}, frozenset()),
-    "CropResizeFixed": ({"dest_width": _UINT, "dest_height": _UINT, "area": _FLOAT, "aspect_ratio": _FLOAT,
-                         "x_center_drift": _FLOAT, "y_center_drift": _FLOAT}, {"is_output": _BOOL}, frozenset()),
-    "CropMirrorNormalize": ({"crop_height": _UINT, "crop_width": _UINT, "start_x": _FLOAT, "start_y": _FLOAT,
+    "CropResizeFixed": ({"dest_width": _SIZE, "dest_height": _SIZE, "area": _AREA, "aspect_ratio": _RATIO,
+                         "x_center_drift": _UNIT, "y_center_drift": _UNIT}, {"is_output": _BOOL}, frozenset()),
+    "CropMirrorNormalize": ({"crop_height": _SIZE, "crop_width": _SIZE, "start_x": _UNIT, "start_y": _UNIT,
                              "mean": _FLOATS, "std_dev": _FLOATS},
                             {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE},
                             frozenset({"crop_depth", "start_z"})),
-    "CropFixed": ({"crop_width": _UINT, "crop_height": _UINT, "crop_depth": _UINT, "crop_pos_x": _FLOAT,
-                   "crop_pos_y": _FLOAT, "crop_pos_z": _FLOAT}, {"is_output": _BOOL}, frozenset()),
-    "ResizeCropMirrorFixed": ({"dest_width": _UINT, "dest_height": _UINT, "crop_h": _UINT, "crop_w": _UINT},
+    "CropFixed": ({"crop_width": _SIZE, "crop_height": _SIZE, "crop_depth": _UINT, "crop_pos_x": _OFFSET,
+                   "crop_pos_y": _OFFSET, "crop_pos_z": _FLOAT}, {"is_output": _BOOL}, frozenset()),
+    "ResizeCropMirrorFixed": ({"dest_width": _SIZE, "dest_height": _SIZE, "crop_h": _SIZE, "crop_w": _SIZE},
                               {"is_output": _BOOL, "mirror": _BOOL}, frozenset()),
 }
 COLOR_FORMATS = {"RGB24": "RGB", "BGR24": "BGR", "U8": "GRAY"}
 MAX_DECODED = 1000  # the backend's external source: ROCAL_USE_USER_GIVEN_SIZE, 1000 x 1000
 
 
+class PipelineSpecError(ValueError):
+    """A JSON pipeline the backend would refuse or fastload cannot run. Its message names ``file`` (the
+    file's path, or "the pipeline" for a dict), the operation's ``place`` and ``operation`` name and the
+    ``key``, where there is one (None where not: a file that is not JSON has neither). A server answers it
+    as the client's error (400), never as its own (500)."""
+
+    def __init__(self, file: str, message: str, place: int | None = None, operation: str | None = None,
+                 key: str | None = None):
+        self.file, self.place, self.operation, self.key = file, place, operation, key
+        at = file if place is None else f"{file}: operation {place}" + (f" ({operation})" if operation else "")
+        super().__init__(f"{at}: {message}")
+
+
+def _real(value) -> float | None:
+    """``value`` as a finite float; None for a bool, a non-number, NaN, an infinity or an int past floats."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _typed(kind: str, value) -> bool:
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    real = _real(value)
+    if kind == _SIZE:
+        return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SIDE
     if kind == _UINT:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
     if kind == _FLOAT:
-        return number
+        return real is not None
+    if kind == _UNIT:
+        return real is not None and 0 <= real <= 1
+    if kind == _OFFSET:
+        return real is not None and real >= 0
+    if kind == _AREA:
+        return real is not None and 0 < real <= 1
+    if kind == _RATIO:
+        return real is not None and 1e-3 <= real <= 1e3
     if kind == _FLOATS:
-        return isinstance(value, list) and bool(value) and all(_typed(_FLOAT, v) for v in value)
+        return isinstance(value, list) and bool(value) and all(
+            (v := _real(item)) is not None and abs(v) <= MAX_NORM for item in value)
     if kind == _DTYPE:
-        return value in OUTPUT_DTYPES
+        return isinstance(value, str) and value in OUTPUT_DTYPES
     return isinstance(value, bool)
 
 
+def _shown(value) -> str:
+    """``value`` for a message, at most 80 characters (an int of 5000 digits has no repr)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
 def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
-    """The operations of a JSON pipeline (a dict as json.load gives it), checked: [(name, parameters)]."""
+    """The operations of a JSON pipeline (a dict as json.load gives it), checked: [(name, parameters)]. A
+    PipelineSpecError naming ``where``, the operation and the key for anything the module's docstring
+    refuses."""
     if not isinstance(spec, dict) or not isinstance(spec.get("pipeline"), list) or not spec["pipeline"]:
-        raise ValueError(f"{where}: expected an object with a non-empty \"pipeline\" list of operations")
+        raise PipelineSpecError(where, "expected an object with a non-empty \"pipeline\" list of operations",
+                                key="pipeline")
     operations = []
     for place, node in enumerate(spec["pipeline"]):
-        at = f"{where}: operation {place}"
         if not isinstance(node, dict) or not isinstance(node.get("operation"), str):
-            raise ValueError(f"{at}: expected an object with an \"operation\" name")
+            raise PipelineSpecError(where, "expected an object with an \"operation\" name", place,
+                                    key="operation")
         name = node["operation"]
         if name not in OPERATIONS:
-            raise ValueError(f"{at}: unknown operation {name!r} (known: {', '.join(OPERATIONS)})")
+            raise PipelineSpecError(where, f"unknown operation {_shown(name)} (known: {', '.join(OPERATIONS)})",
+                                    place, key="operation")
         required, optional, ignored = OPERATIONS[name]
-        at = f"{at} ({name})"
+
+        def refuse(key: str, message: str):
+            raise PipelineSpecError(where, message, place, name, key)
         for key, kind in required.items():
             if key not in node:
-                raise ValueError(f"{at}: missing parameter {key!r} ({kind})")
+                refuse(key, f"missing parameter {key!r} ({kind})")
         for key, value in node.items():
             kind = required.get(key) or optional.get(key)
             if key == "operation" or key in ignored:
                 continue
             if kind is None:
-                raise ValueError(f"{at}: unknown parameter {key!r} (parameters: "
-                                 f"{', '.join([*required, *optional])})")
+                refuse(key, f"unknown parameter {_shown(key)} (parameters: {', '.join([*required, *optional])})")
             if not _typed(kind, value):
-                raise ValueError(f"{at}: parameter {key!r} must be {kind}, not {value!r}")
+                refuse(key, f"parameter {key!r} must be {kind}, not {_shown(value)}")
         for key in ("mean", "std_dev"):
             if key in node and len(node[key]) not in (1, 3):
-                raise ValueError(f"{at}: {key!r} has one value or three (one per channel), not {len(node[key])}")
-        if 0 in node.get("std_dev", ()):
-            raise ValueError(f"{at}: 'std_dev' has a 0 (every output would divide by it)")
-        if name in ("Resize", "ResizeMirrorNormalize", "CropResizeFixed", "ResizeCropMirrorFixed") and \
-                (node["dest_width"] == 0 or node["dest_height"] == 0):
-            raise ValueError(f"{at}: dest_width and dest_height must not be 0")
+                refuse(key, f"{key!r} has one value or three (one per channel), not {len(node[key])}")
+        if any(float(v) < 1 / MAX_NORM for v in node.get("std_dev", ())):
+            refuse("std_dev", f"'std_dev' has {_shown(min(node['std_dev']))}: each value must be at least "
+                              f"{1 / MAX_NORM:g} (every output divides by it)")
         operations.append((name, {k: v for k, v in node.items() if k != "operation" and k not in ignored}))
     if not operations[-1][1].get("is_output", False):
-        raise ValueError(f"{where}: the last operation ({operations[-1][0]}) must have \"is_output\": true")
+        raise PipelineSpecError(where, f"the last operation ({operations[-1][0]}) must have \"is_output\": true",
+                                len(operations) - 1, operations[-1][0], "is_output")
     return operations
 
 
@@ -294,6 +373,27 @@ def run_fused(images: list[torch.Tensor], fused: Fused, device: torch.device,
     return torch.stack(outputs).to(device)
 
 
+def load(path: str) -> Any:
+    """A JSON pipeline file's contents: a PipelineSpecError naming ``path`` where it is not UTF-8 or not JSON
+    (nested too deeply, a number of more digits than Python reads, included); an OSError where it cannot be
+    read."""
+    with open(path, "rb") as file:
+        raw = file.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PipelineSpecError(path, f"not UTF-8 text (byte {error.start} is "
+                                      f"{raw[error.start:error.start + 1]!r}); a JSON pipeline is UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PipelineSpecError(path, f"not valid JSON: {error}") from None
+    except RecursionError:
+        raise PipelineSpecError(path, "not valid JSON for a pipeline: nested too deeply to read") from None
+    except ValueError as error:  # e.g. an integer of more digits than int() reads
+        raise PipelineSpecError(path, f"not valid JSON for a pipeline: {error}") from None
+
+
 class JsonPipeline:
     """A rocAL inference-server JSON pipeline: ``pipeline(images)`` maps encoded images (one per request)
     to one NHWC output tensor per image, on ``device``, ``batch`` at a time.
@@ -312,13 +412,8 @@ class JsonPipeline:
         if isinstance(path_or_dict, (str, os.PathLike)):
             path = os.fspath(path_or_dict)
             if not path.endswith(".json"):
-                raise ValueError(f"{path}: a JSON pipeline's file name ends in .json (as the backend requires)")
-            try:
-                with open(path) as file:
-                    spec = json.load(file)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}: not valid JSON: {error}") from None
-            self.operations = parse(spec, path)
+                raise PipelineSpecError(path, "a JSON pipeline's file name ends in .json (as the backend requires)")
+            self.operations = parse(load(path), path)
         else:
             self.operations = parse(path_or_dict)
         if color_format not in COLOR_FORMATS:
