@@ -240,20 +240,28 @@ class FileList(Source):
 
     def _parse(self) -> list[tuple[str, int]]:
         samples = []
-        with open(self.list_file, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                line = line.strip()
-                if not line or line.startswith("#"):
-                    continue
-                fields = line.rsplit(None, 1)
-                try:
-                    if len(fields) != 2:
-                        raise ValueError
-                    label = int(fields[1])
-                except ValueError:
-                    raise ValueError(f"{self.list_file}:{number}: expected 'path label' with an "
-                                     f"integer label, got {line!r}") from None
-                samples.append((os.path.join(self.root, fields[0]), label))
+        with open(self.list_file, "rb") as file:
+            raw = file.read()
+        # decoded line by line, so that a line that is not UTF-8 is named by its number; bytes.splitlines
+        # splits where text mode's universal newlines do (\n, \r\n, \r)
+        for number, data in enumerate(raw.splitlines(), start=1):
+            try:
+                line = data.decode("utf-8").strip()
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{self.list_file}:{number}: not UTF-8 text (byte {error.start + 1} of the "
+                                 f"line is {data[error.start:error.start + 1]!r}); a file list is UTF-8, "
+                                 f"its paths included") from None
+            if not line or line.startswith("#"):
+                continue
+            fields = line.rsplit(None, 1)
+            try:
+                if len(fields) != 2:
+                    raise ValueError
+                label = int(fields[1])
+            except ValueError:
+                raise ValueError(f"{self.list_file}:{number}: expected 'path label' with an "
+                                 f"integer label, got {line!r}") from None
+            samples.append((os.path.join(self.root, fields[0]), label))
         return samples
 
 

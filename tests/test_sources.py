@@ -54,6 +54,14 @@ def test_file_list_malformed_line_names_its_number(tmp_path, line):
         FileList(tmp_path / "list.txt")
 
 
+
+def test_file_list_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    (tmp_path / "list.txt").write_bytes(b"ok.jpg 0\r\n# c\rcaf\xe9.jpg 1\nlast.jpg 2\n")
+    with pytest.raises(ValueError, match=r"list.txt:3: not UTF-8 text \(byte 4 of the line is b'\\xe9'\)"):
+        FileList(tmp_path / "list.txt")
+    (tmp_path / "list.txt").write_bytes(b"ok.jpg 0\r\n# c\rcaf\xc3\xa9.jpg 1\n")  # the same lines, UTF-8
+    assert FileList(tmp_path / "list.txt", root="/r").samples == [("/r/ok.jpg", 0), ("/r/caf\u00e9.jpg", 1)]
+
 def test_sources_shard_by_rank_and_epoch(image_folder):
     shards = [ImageFolder(image_folder, shuffle=True, seed=1, rank=r, world_size=2) for r in range(2)]
     first = [s.shard() for s in shards]
