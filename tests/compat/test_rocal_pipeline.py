@@ -5,6 +5,7 @@ with only their imports changed, and rocAL's pipeline, epoch and iterator rules,
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -897,3 +898,45 @@ def test_rocals_decoder_script(tmp_path):
                                    resize_height=300))
     (images,) = pipe.run()
     assert np.array_equal(shown, images.batch.numpy())
+
+
+def _raw_uncompressed_batch(pixels):
+    """One batch of EXTSOURCE_RAW_UNCOMPRESSED ``pixels`` (two items alike) through fn.resize, as uint8."""
+    class Source:
+        def __iter__(self):
+            self.n = 2
+            return self
+
+        def __next__(self):
+            return [pixels, pixels], np.int32([1, 2]), [4, 4], [6, 6], 4, 6
+
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=0, seed=1, rocal_cpu=True, tensor_layout=types.NCHW)
+    with pipe:
+        images, _ = fn.external_source(source=Source(), mode=types.EXTSOURCE_RAW_UNCOMPRESSED, max_width=6,
+                                       max_height=4)
+        pipe.set_outputs(fn.resize(images, resize_width=6, resize_height=4, output_layout=types.NCHW,
+                                   output_dtype=types.UINT8))
+    pipe.build()
+    return next(iter(generic.ROCALClassificationIterator(pipe, device="cpu")))[0][0]
+
+
+def test_raw_uncompressed_pixels_of_another_type_are_never_wrapped():
+    """rocAL's binding casts each item to uint8 unchecked (pybind11's forcecast): 256 would be 0, 0.7 would be
+    0. Another type is taken where the cast is exact, and refused, naming the item and value, where not."""
+    pixels = np.arange(72, dtype=np.uint8).reshape(4, 6, 3) * 3
+    expected = _raw_uncompressed_batch(pixels)
+    assert np.array_equal(_raw_uncompressed_batch(pixels.astype(np.int64)), expected)
+    assert np.array_equal(_raw_uncompressed_batch(pixels.astype(np.float32)), expected)
+    wrapped = pixels.astype(np.int64)
+    wrapped[1, 2, 0] = 256
+    with pytest.raises(ValueError, match=r"item 0 of the batch has dtype int64 and 256 at \(1, 2, 0\): pixels "
+                                         r"are uint8"):
+        _raw_uncompressed_batch(wrapped)
+    for bad in (0.7, -1.0, float("nan"), 1e30):
+        fractional = pixels.astype(np.float64)
+        fractional[3, 5, 2] = bad
+        message = rf"item 0 of the batch has dtype float64 and {re.escape(repr(bad))} at \(3, 5, 2\)"
+        with pytest.raises(ValueError, match=message):
+            _raw_uncompressed_batch(fractional)
+    with pytest.raises(ValueError, match="has dtype <U1, not uint8 pixels"):
+        _raw_uncompressed_batch(np.full((4, 6, 3), "a"))

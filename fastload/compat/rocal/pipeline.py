@@ -123,6 +123,30 @@ def _refused(name: str, why: str):
     return method
 
 
+def _uint8_pixels(item, place: int) -> np.ndarray:
+    """An EXTSOURCE_RAW_UNCOMPRESSED item as the uint8 pixels rocAL reads. rocAL's binding takes each item
+    as ``py::array_t<unsigned char>`` (rocal_pybind.cpp, wrapperRocalExternalSourceFeedInput), whose
+    forcecast is numpy's unsafe cast: int64 256 becomes 0, float 0.7 becomes 0, a float past 255 is
+    undefined. An item of another numeric type is taken only where that cast is exact (every value a whole
+    number from 0 to 255: the pixels rocAL would read); any other item is a ValueError naming its place
+    in the batch, its type and the first value the cast would change, never a silent wrap."""
+    array = np.asarray(item)
+    if array.dtype == np.uint8:
+        return array
+    what = f"{PREFIX}: fn.external_source(mode=EXTSOURCE_RAW_UNCOMPRESSED): item {place} of the batch has " \
+           f"dtype {array.dtype}"
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{what}, not uint8 pixels")  # (strings, objects: no numeric cast to check)
+    with np.errstate(invalid="ignore"):
+        exact = np.isfinite(array) & (array >= 0) & (array <= 255) & (array == np.trunc(array))
+    if not exact.all():
+        at = np.unravel_index(int(np.flatnonzero(~exact)[0]), array.shape)
+        raise ValueError(f"{what} and {array[at].item()!r} at {tuple(int(i) for i in at)}: pixels are uint8 (rocAL "
+                         f"casts other types to uint8 unchecked, wrapping or truncating them); convert it "
+                         f"yourself, e.g. np.clip(x, 0, 255).round().astype(np.uint8)")
+    return array.astype(np.uint8)
+
+
 class Pipeline(dali_pipeline.Pipeline):
     """rocAL's pipeline: its arguments as in rocAL (``rocal_cpu=True`` for the CPU). ``tensor_layout``,
     ``tensor_dtype``, ``mean``, ``std`` and ``reverse_channels`` are kept for the iterators, which in rocAL
@@ -239,8 +263,8 @@ class Pipeline(dali_pipeline.Pipeline):
             values = [torch.from_numpy(np.array(item, dtype=np.uint8).reshape(-1)) for item in items]
         else:  # the pixels, each cut to its ROI (roi_height, roi_width)
             heights, widths = batch[2], batch[3]
-            values = [torch.from_numpy(np.array(item, dtype=np.uint8)[:int(h), :int(w)]).contiguous()
-                      for item, h, w in zip(items, heights, widths)]
+            values = [torch.from_numpy(_uint8_pixels(item, place)[:int(h), :int(w)]).contiguous()
+                      for place, (item, h, w) in enumerate(zip(items, heights, widths))]
         self._fed[op.id] = values
         if labels is None:
             return torch.zeros(self._batch_size, dtype=torch.int32)
