@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from fastload.cli import main
-from fastload.cli.inspect_data import jpeg_kind
+from fastload.cli.inspect_data import escape, jpeg_kind, unescape
 from fastload.cli.preview import grid_size
 
 from conftest import TESTDATA
@@ -61,6 +61,40 @@ def test_inspect_reports_every_bad_file_and_exits_nonzero(folder_with_bad_files,
     out = capsys.readouterr().out
     assert status == 1 and "2 file(s) will fail" in out and "cut.jpg" not in out
 
+
+
+def test_inspect_bad_list_escapes_names_that_are_not_utf8_or_hold_tabs_and_newlines(folder_with_bad_files,
+                                                                                     tmp_path, capsys):
+    r"""A name with a byte that is not UTF-8 crashed the bad list's write, and a tab or newline in a name broke
+    its rows: each field is now escaped (\\, \t, \n, \r, \xHH) into one UTF-8 line, unescape gives the bytes back."""
+    folder = os.fsencode(folder_with_bad_files / sorted(os.listdir(folder_with_bad_files))[0])
+    names = [b"caf\xe9 latin-1.jpg", b"tab\there.jpg", b"new\nline\\x41.jpg", b"cr\rand\xe2\x80\xa8.jpg"]
+    for name in names:
+        with open(os.path.join(folder, name), "wb") as file:
+            file.write(b"not an image")
+    bad_list = tmp_path / "bad.tsv"
+    status = main(["inspect", str(folder_with_bad_files), "--no-progress", "--bad-list", str(bad_list)])
+    out = capsys.readouterr().out
+    assert status == 1 and "6 file(s) will fail" in out
+    out.encode("utf-8")  # no surrogate escapes printed: a UTF-8 terminal shows them
+    assert "caf\\xe9 latin-1.jpg: not a readable image" in out and "tab\\there.jpg" in out
+    lines = bad_list.read_bytes().decode("utf-8").split("\n")
+    assert lines[-1] == "" and len(lines[:-1]) == 6
+    fields = [line.split("\t") for line in lines[:-1]]
+    assert all(len(row) == 2 for row in fields)
+    written = {unescape(path) for path, _ in fields}
+    assert {os.path.join(folder, name) for name in names} <= written
+    assert os.path.join(folder, b"new\nline\\x41.jpg") in written  # a backslash in a name stays one
+    assert all(os.path.exists(path) for path in written)
+
+
+@pytest.mark.parametrize("text", ["plain/path.jpg", "a\tb\nc\rd\\e", "\x00\x1f\x7f\x85\u2028\u2029 é 猫",
+                                  os.fsdecode(b"\xff\xfe\\x")])
+def test_bad_list_escape_round_trips(text):
+    field = escape(text)
+    assert not any(char in field for char in "\t\n\r\x85\u2028\u2029") and field.encode("utf-8")
+    assert unescape(field) == os.fsencode(text)
+    assert escape("plain/path.jpg") == "plain/path.jpg"
 
 @needs_photos
 def test_inspect_on_real_photos_counts_classes_and_formats(capsys):

@@ -1,4 +1,4 @@
-"""fastload inspect: what is in a dataset, and which files training will fail on.
+r"""fastload inspect: what is in a dataset, and which files training will fail on.
 
 Scans an image folder or a file list with the loader's own reading and
 decoding checks, in the loader's threads: counts per class, formats, the
@@ -9,6 +9,15 @@ pixel data passes); ``--deep`` decodes every file fully, as training would,
 and also lists JPEGs that libjpeg warns about but decodes (corrupt data).
 Exits with status 1 if any file would fail; ``--bad-list`` writes them as
 ``path<TAB>reason`` lines.
+
+The bad list is UTF-8 text, one line per file, its two fields escaped so that
+no name can break a row or the file's encoding (``escape``, undone by
+``unescape``): a backslash is ``\\``, a tab ``\t``, a newline ``\n``, a
+carriage return ``\r``, and every other byte of the name (``os.fsencode``)
+that is not valid UTF-8, a control character (0x00-0x1F, 0x7F) or part of
+U+0085, U+2028 or U+2029 (line breaks to some readers) is ``\xHH``, one per
+byte. Everything else is written as it is, so an ordinary path reads as
+itself. The printed report shows names the same way.
 """
 
 from __future__ import annotations
@@ -29,12 +38,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", help="an image folder (class sub-folders), a file list, tar shards (a path, "
                         "'train-*.tar', a brace pattern or a URL) or TFRecord files")
     parser.add_argument("--deep", action="store_true", help="decode every file fully (slower)")
-    parser.add_argument("--bad-list", metavar="FILE", help="write the failing files as path<TAB>reason lines")
+    parser.add_argument("--bad-list", metavar="FILE", help="write the failing files as path<TAB>reason lines "
+                        "(UTF-8; backslash, tab, newline, other control characters and bytes that are not "
+                        "UTF-8 escaped as \\\\, \\t, \\n, \\xHH)")
     parser.add_argument("--max-image-pixels", type=int, default=None,
                         help="the loader's pixel cap (default: Pillow's limit)")
     parser.add_argument("--workers", type=int, default=os.cpu_count(),
                         help="threads reading and decoding; default: the number of cores")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+_NAMED = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_UNNAMED = {"\x85", "\u2028", "\u2029"}
+
+
+def escape(text: str) -> str:
+    """``text`` (a path as os.fsdecode gives it, or a reason) as one bad-list field: see the module's
+    docstring. Bytes that were not UTF-8 (surrogate escapes) become ``\\xHH``, so the field is valid UTF-8."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in _NAMED:
+            out.append(_NAMED[char])
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or code == 0x7F or char in _UNNAMED:
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
+        elif 0xD800 <= code <= 0xDFFF:  # a lone surrogate no file system name decodes to
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def unescape(field: str) -> bytes:
+    """A bad-list field's original bytes (``os.fsdecode`` gives the path as fastload saw it)."""
+    out, i = bytearray(), 0
+    while i < len(field):
+        char = field[i]
+        if char != "\\":
+            out += char.encode("utf-8")
+            i += 1
+        elif field[i + 1:i + 2] == "x":
+            out.append(int(field[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out += {"\\": b"\\", "t": b"\t", "n": b"\n", "r": b"\r"}[field[i + 1]]
+            i += 2
+    return bytes(out)
 
 
 def jpeg_kind(data: bytes) -> str:
@@ -115,13 +166,13 @@ def run(args) -> int:
     failed = [r for r in reports if r["error"]]
     warned = [r for r in reports if r["warning"] and not r["error"]]
 
-    print(f"{args.data}: {len(reports)} files, {'fully decoded' if args.deep else 'headers checked'} "
+    print(f"{escape(args.data)}: {len(reports)} files, {'fully decoded' if args.deep else 'headers checked'} "
           f"in {elapsed:.1f} s")
     per_class = collections.Counter(r["label"] for r in reports)
     print(f"\n{'class':<32} {'label':>5} {'files':>7} {'failing':>7}")
     failing_per_class = collections.Counter(r["label"] for r in failed)
     for label in sorted(per_class):
-        name = classes[label] if classes else str(label)
+        name = escape(classes[label]) if classes else str(label)
         print(f"{name[:32]:<32} {label:>5} {per_class[label]:>7} {failing_per_class[label]:>7}")
     print(f"\n{'format':<32} {'files':>7}")
     for kind, count in collections.Counter(r["format"] or "unreadable" for r in reports).most_common():
@@ -134,15 +185,15 @@ def run(args) -> int:
     if warned:
         print(f"\n{len(warned)} file(s) decode with libjpeg warnings (corrupt data; delivered as decoded):")
         for r in warned:
-            print(f"  {r['path']}: {r['warning']}")
+            print(f"  {escape(r['path'])}: {escape(r['warning'])}")
     if failed:
         print(f"\n{len(failed)} file(s) will fail (raise, or be skipped and reported with on_error='skip'):")
         for r in failed:
-            print(f"  {r['path']}: {r['error']}")
+            print(f"  {escape(r['path'])}: {escape(r['error'])}")
     else:
         print("\nno file will fail" + ("" if args.deep else " at the header check (use --deep to decode them all)"))
     if args.bad_list:
-        with open(args.bad_list, "w") as out:
-            out.writelines(f"{r['path']}\t{r['error']}\n" for r in failed)
-        print(f"bad list: {args.bad_list} ({len(failed)} lines)")
+        with open(args.bad_list, "w", encoding="utf-8", newline="\n") as out:
+            out.writelines(f"{escape(r['path'])}\t{escape(r['error'])}\n" for r in failed)
+        print(f"bad list: {escape(args.bad_list)} ({len(failed)} lines)")
     return 1 if failed else 0
