@@ -1,49 +1,55 @@
-"""An HTTP inference server: image bytes in, top-5 classes out, requests batched for the model.
+"""An inference server on the Open Inference Protocol (KServe v2, as Triton speaks it), on aiohttp.
 
-What rocAL's backend does inside AMD's inference server, on its own: each
-POST /predict carries one encoded image; a ``Batcher`` thread gathers
-concurrent requests -- up to ``max_batch``, waiting at most ``max_wait_ms``
-after the first -- preprocesses them as one batch with a JSON pipeline
-(``fastload.compat.rocal.JsonPipeline``: one fused step for the batch, on the
-model's device) and runs the classifier on them as one batch. Preprocessing
-and the model take turns rather than running side by side: on a CPU the
-model's operators are parallel regions over all cores, and a request thread
-decoding beside them stalls every region (bench_serve, 2 cores, concurrency
-32, consecutive runs: 13.6 -> 14.7 requests/s, and the unbatched baseline's
-6.7 -> 10.8). A bad image or request gets a 4xx with the
-reason; GET /health says the server is up. ``close()`` stops taking
-connections and answers what is in flight before it returns.
+Models are rocAL JSON preprocessing pipelines (``JsonPipeline``), each optionally followed by a torchvision
+classifier. A model takes one input, ``images`` (BYTES, shape [N]: one encoded image an element), and gives
+``output`` (the pipeline's NHWC batch: UINT8, or FP16/FP32 where the pipeline's ``output_dtype`` asks) or,
+with a classifier, ``probabilities`` (FP32 [N, classes], the softmax of the logits; Triton's classification
+extension -- an output's ``"classification": k`` parameter -- turns that into the top k as BYTES
+``"probability:class"`` strings, as tritonclient's ``class_count`` asks).
 
-The HTTP stack is the standard library's ``ThreadingHTTPServer`` (a thread per
-connection): the model's batches, not the HTTP layer, bound the throughput on
-a CPU (benchmarks/bench_serve.py), and it adds no dependency. What it leaves
-to its users is done here: a connection idle or stalled for ``timeout_s`` is
-closed; a body is taken only with one plain Content-Length (a
-Transfer-Encoding is refused, so no proxy can smuggle a second request in the
-body) and only when it all arrived; ``Expect: 100-continue`` with a body over
-the limit gets its 413 first; HEAD works; errors are JSON; a client that
-goes away costs no traceback; and ``close()`` closes the idle keep-alive
-connections rather than wait for their clients.
+The REST API (https://github.com/kserve/open-inference-protocol, Triton's docs/protocol):
+GET /v2/health/live, /v2/health/ready, /v2 (server metadata), /v2/models/{m}[/versions/{v}] (model
+metadata), .../ready, .../stats (Triton's statistics extension), POST .../infer (JSON tensors, and Triton's
+binary tensor data extension: an ``Inference-Header-Content-Length`` header, the JSON header, then each
+binary tensor; BYTES elements as a 4-byte little-endian length and the bytes), POST /v2/repository/index,
+/v2/repository/models/{m}/load (``{"parameters": {"model": "pipeline.json", "batch": 8}}``, rocAL
+``workerLoad``'s equivalent; optional ``"classifier"``), .../unload; GET /metrics (Prometheus text, Triton's
+metric names); POST /predict (one image's bytes in, top-5 out: a convenience). Errors are ``{"error": ...}``
+with 400 (the request or its images), 404 (no such model or path), 405, 413, 503 (full: with Retry-After).
+
+How a request runs: its body is read under a deadline and a budget of bytes in flight; its images are
+decoded in a thread pool under a per-request time budget (a request whose images take longer gets 400
+and delays no one else more than its share of the pool); the decoded images go to the model's dynamic
+batcher (Triton's knobs: max_batch_size, max_queue_delay in microseconds, preferred batch sizes) which
+runs the pipeline's fused step and the classifier on batches, one batch at a time: on a CPU the model's
+operators use every core, and a request thread running beside them stalls them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import json
+import logging
+import math
+import os
 import queue
-import re
-import socket
+import struct
 import threading
 import time
-from concurrent.futures import Future
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlsplit
 
 import torch
+from aiohttp import web
 
 from .errors import DecodeError
+
+DTYPES = {torch.uint8: "UINT8", torch.float16: "FP16", torch.float32: "FP32"}
+PROTOCOL_EXTENSIONS = ["binary_tensor_data", "classification", "model_repository", "statistics"]
+log = logging.getLogger("fastload.serve")
 
 
 def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
@@ -80,23 +86,28 @@ def top5(logits: torch.Tensor) -> list[list[dict]]:
 
 
 class Batcher:
-    """One thread that runs ``process`` on batches of the items submitted to it: it takes the first waiting
-    item, then more until ``max_batch`` or ``max_wait_ms`` after the first, and answers each item's Future
-    with its element of ``process(items)`` (one per item; an exception there is raised by that item's Future
-    alone, one raised by ``process`` by every Future of the batch)."""
+    """One thread that runs ``process`` on batches of the items submitted to it (Triton's dynamic batcher):
+    it takes the first waiting item, then more until ``max_batch`` items, or a preferred batch size with
+    nothing more waiting, or ``max_wait_ms`` after the first, and answers each item's Future with its element
+    of ``process(items)`` (an exception there is raised by that item's Future alone, one raised by ``process``
+    by every Future of the batch). ``stats`` records each batch's size, queue and compute times."""
 
-    def __init__(self, process: Callable[[list], list], max_batch: int = 8, max_wait_ms: float = 5.0):
-        if max_batch < 1 or max_wait_ms < 0:
-            raise ValueError("max_batch must be positive and max_wait_ms not negative")
+    def __init__(self, process: Callable[[list], list], max_batch: int = 8, max_wait_ms: float = 5.0,
+                 preferred: tuple[int, ...] = (), stats: "ModelStats | None" = None):
+        if max_batch < 1 or max_wait_ms < 0 or any(not 1 <= p <= max_batch for p in preferred):
+            raise ValueError("max_batch must be positive, max_wait_ms not negative, preferred sizes in "
+                             "[1, max_batch]")
         self.process, self.max_batch, self.max_wait = process, max_batch, max_wait_ms / 1000
-        self.batches = 0  # how many batches the model ran (for /health and tests)
+        self.preferred = frozenset(preferred)
+        self.stats = stats
+        self.batches = 0  # how many batches ran (for tests and /health)
         self._queue: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
         self._thread.start()
 
     def submit(self, item) -> Future:
         future: Future = Future()
-        self._queue.put((item, future))
+        self._queue.put((item, future, time.perf_counter_ns()))
         return future
 
     def close(self) -> None:
@@ -112,6 +123,8 @@ class Batcher:
                 break
             batch, deadline = [first], time.monotonic() + self.max_wait
             while len(batch) < self.max_batch:
+                if len(batch) in self.preferred and self._queue.empty():
+                    break
                 try:
                     item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
@@ -123,84 +136,327 @@ class Batcher:
             self._answer(batch)
 
     def _answer(self, batch: list) -> None:
+        started = time.perf_counter_ns()
         try:
             with torch.inference_mode():
-                results = self.process([item for item, _ in batch])
+                results = self.process([item for item, _, _ in batch])
             self.batches += 1
         except Exception as error:  # process failed: every request of the batch gets the error
-            for _, future in batch:
-                future.set_exception(error)
-            return
-        if len(results) != len(batch):  # a broken process: no Future may wait forever
-            error = RuntimeError(f"{len(results)} results for a batch of {len(batch)}")
             results = [error] * len(batch)
-        for (_, future), result in zip(batch, results):
+        if len(results) != len(batch):  # a broken process: no Future may wait forever
+            results = [RuntimeError(f"{len(results)} results for a batch of {len(batch)}")] * len(batch)
+        if self.stats is not None:
+            self.stats.batch(len(batch), sum(started - t for _, _, t in batch), time.perf_counter_ns() - started)
+        for (_, future, _), result in zip(batch, results):
             if isinstance(result, BaseException):
                 future.set_exception(result)
             else:
                 future.set_result(result)
 
 
-class InferenceServer:
-    """The server: ``pipeline`` (a JsonPipeline) preprocesses, ``model`` classifies batches.
+@dataclass
+class ModelStats:
+    """Triton's statistics for one model (nanoseconds): requests answered and failed, images run, batches run,
+    and time queued (per image, summed) and computing (per batch)."""
+    success: list = field(default_factory=lambda: [0, 0])  # count, ns (whole request)
+    fail: list = field(default_factory=lambda: [0, 0])
+    queue: list = field(default_factory=lambda: [0, 0])
+    compute: list = field(default_factory=lambda: [0, 0])
+    inferences: int = 0
+    executions: int = 0
+    last_inference_ms: int = 0
+    batches: dict = field(default_factory=dict)  # batch size -> [count, ns]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def batch(self, size: int, queued_ns: int, compute_ns: int) -> None:
+        with self.lock:
+            self.inferences += size
+            self.executions += 1
+            self.queue[0] += size
+            self.queue[1] += queued_ns
+            self.compute[0] += size
+            self.compute[1] += compute_ns
+            counts = self.batches.setdefault(size, [0, 0])
+            counts[0] += 1
+            counts[1] += compute_ns
+            self.last_inference_ms = int(time.time() * 1000)
+
+    def request(self, ok: bool, ns: int) -> None:
+        with self.lock:
+            counts = self.success if ok else self.fail
+            counts[0] += 1
+            counts[1] += ns
+
+    def as_json(self, name: str, version: str) -> dict:
+        def duration(pair):
+            return {"count": pair[0], "ns": pair[1]}
+        with self.lock:
+            zero = {"count": 0, "ns": 0}
+            return {"name": name, "version": version, "last_inference": self.last_inference_ms,
+                    "inference_count": self.inferences, "execution_count": self.executions,
+                    "inference_stats": {"success": duration(self.success), "fail": duration(self.fail),
+                                        "queue": duration(self.queue), "compute_input": zero,
+                                        "compute_infer": duration(self.compute), "compute_output": zero},
+                    "batch_stats": [{"batch_size": size, "compute_input": zero,
+                                     "compute_infer": duration(pair), "compute_output": zero}
+                                    for size, pair in sorted(self.batches.items())]}
+
+
+class RequestError(Exception):
+    """An answer other than 200: its status and reason."""
+
+    def __init__(self, status: int, reason: str, headers: dict | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.headers = status, reason, headers or {}
+
+
+class Model:
+    """A served model: a JsonPipeline, optionally followed by a classifier, behind its dynamic batcher.
 
     Args:
-        pipeline: maps a list of encoded images to one (height, width, channels) tensor each, or with
-            ``on_error="return"`` the DecodeError of an image it cannot read (``JsonPipeline``), on the
-            model's device.
-        model: the classifier (float NCHW in, logits out).
-        host, port: where to listen (port 0: any free port; ``server.port`` says which).
-        max_batch, max_wait_ms: the batching (see ``Batcher``).
-        max_bytes: larger request bodies get 413.
-        timeout_s: a connection that sends nothing for this long (between requests or within one) is closed
-            (None: never).
+        name: the model's name in the API.
+        pipeline: a ``JsonPipeline``.
+        classifier: a torch module (float NCHW in, logits out), or None for the pipeline alone.
+        max_batch_size, max_queue_delay_us, preferred_batch_size: Triton's dynamic batching knobs (a request
+            of more images than max_batch_size is refused, as Triton does).
     """
 
-    def __init__(self, pipeline, model: torch.nn.Module, host: str = "127.0.0.1", port: int = 8000,
-                 max_batch: int = 8, max_wait_ms: float = 5.0, max_bytes: int = 20 << 20, name: str = "model",
-                 timeout_s: float | None = 30.0):
-        if timeout_s is not None and timeout_s <= 0:  # (0 would make the sockets non-blocking)
-            raise ValueError(f"timeout_s={timeout_s}: a number of seconds above 0, or None for no timeout")
-        self.pipeline, self.model, self.max_bytes, self.name = pipeline, model, max_bytes, name
-        self.batcher = Batcher(self._classify, max_batch, max_wait_ms)
-        self.requests = 0  # requests taken so far (each one's number names it in errors)
-        self.closing = False  # set by close(): answers say Connection: close, idle connections are shut
-        self._count = threading.Lock()
-        self._connections: set[_Handler] = set()  # the open ones
-        handler = type("Handler", (_Handler,), {"server_app": self, "timeout": timeout_s})
-        self.httpd = _HTTPServer((host, port), handler)
-        self.httpd.daemon_threads = False  # close() waits for the requests in flight
-        self.httpd.block_on_close = True
-        self.host, self.port = self.httpd.server_address[:2]
-        self._thread: threading.Thread | None = None
+    version = "1"
 
-    def start(self) -> "InferenceServer":
-        """Serve in a background thread (returns at once)."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="fastload-serve-http", daemon=True)
-        self._thread.start()
-        return self
+    def __init__(self, name: str, pipeline, classifier: torch.nn.Module | None = None, max_batch_size: int = 8,
+                 max_queue_delay_us: float = 5000, preferred_batch_size: tuple[int, ...] = ()):
+        self.name, self.pipeline, self.classifier, self.max_batch_size = name, pipeline, classifier, max_batch_size
+        self.stats = ModelStats()
+        self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
+                               self.stats)
+        if classifier is None:
+            self.output = ("output", DTYPES.get(pipeline.output_dtype, "FP32"), [-1, *pipeline.output_shape])
+        else:
+            with torch.inference_mode():
+                dummy = torch.zeros(pipeline.output_shape).to(pipeline.device)
+                classes = classifier(model_input([dummy])).shape[1]
+            self.output = ("probabilities", "FP32", [-1, classes])
 
-    def serve_forever(self) -> None:
-        self.httpd.serve_forever()
+    def metadata(self) -> dict:
+        name, dtype, shape = self.output
+        return {"name": self.name, "versions": [self.version], "platform": "fastload_json_pipeline" +
+                ("+torchvision" if self.classifier is not None else ""),
+                "inputs": [{"name": "images", "datatype": "BYTES", "shape": [-1]}],
+                "outputs": [{"name": name, "datatype": dtype, "shape": shape}]}
+
+    def _process(self, items: list[tuple[str, torch.Tensor]]) -> list:
+        """(name, decoded image) each: the pipeline's output (or probabilities) each, or its DecodeError."""
+        outputs = self.pipeline._process([(i, name, image) for i, (name, image) in enumerate(items)])
+        if self.classifier is None:
+            return outputs
+        good = [out for out in outputs if not isinstance(out, DecodeError)]
+        probabilities = iter(self.classifier(model_input(good)).float().softmax(dim=1).cpu() if good else [])
+        return [out if isinstance(out, DecodeError) else next(probabilities) for out in outputs]
 
     def close(self) -> None:
-        """Stop taking connections, answer the requests in flight (those received whole), stop reading
-        the others and the idle connections, stop the batcher.
-
-        Every connection's reading side is shut: one waiting for its next request, or for the rest of a
-        body trickling in, ends at once (a cut body is answered 400), where it would hold the shutdown until
-        its client's timeout; one whose request is with the model still writes its answer."""
-        self.httpd.shutdown()
-        with self._count:
-            self.closing = True
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.connection.shutdown(socket.SHUT_RD)
-        self.httpd.server_close()  # joins the request threads (block_on_close)
         self.batcher.close()
-        if self._thread is not None:
+
+
+def _parse_bytes_tensor(data: bytes) -> list[bytes]:
+    """Triton's binary BYTES tensor: each element a 4-byte little-endian length and its bytes."""
+    elements, offset = [], 0
+    while offset < len(data):
+        if offset + 4 > len(data):
+            raise RequestError(400, "a BYTES tensor ends inside an element's 4-byte length")
+        (length,) = struct.unpack_from("<I", data, offset)
+        offset += 4
+        if offset + length > len(data):
+            raise RequestError(400, f"a BYTES element of {length} bytes runs past the tensor's end")
+        elements.append(data[offset:offset + length])
+        offset += length
+    return elements
+
+
+def _flatten(data) -> list:
+    return [x for item in data for x in _flatten(item)] if isinstance(data, list) else [data]
+
+
+def parse_infer_request(body: bytes, header_length: str | None) -> tuple[dict, list[bytes]]:
+    """(the request's JSON, the images of its one BYTES input). JSON BYTES elements are base64 strings
+    (a JSON string cannot hold an image's bytes)."""
+    if header_length is not None:
+        if not header_length.isascii() or not header_length.isdigit() or int(header_length) > len(body):
+            raise RequestError(400, f"Inference-Header-Content-Length {header_length!r}: not a length within "
+                                    f"the {len(body)}-byte body")
+        header, binary = body[:int(header_length)], body[int(header_length):]
+    else:
+        header, binary = body, b""
+    try:
+        request = json.loads(header)
+    except (ValueError, RecursionError) as error:
+        raise RequestError(400, f"the inference request is not JSON: {error}") from None
+    if not isinstance(request, dict) or not isinstance(request.get("inputs"), list) or len(request["inputs"]) != 1:
+        raise RequestError(400, "expected {\"inputs\": [one BYTES tensor named \"images\"]}")
+    tensor = request["inputs"][0]
+    if not isinstance(tensor, dict) or tensor.get("datatype") != "BYTES":
+        raise RequestError(400, "the input must be a BYTES tensor of encoded images")
+    shape = tensor.get("shape")
+    if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise RequestError(400, f"the input's shape {shape!r}: a list of sizes")
+    size = (tensor.get("parameters") or {}).get("binary_data_size")
+    if size is not None:
+        if not isinstance(size, int) or size != len(binary):
+            raise RequestError(400, f"binary_data_size {size!r}, but {len(binary)} bytes follow the header")
+        images = _parse_bytes_tensor(binary)
+    else:
+        try:
+            images = [base64.b64decode(item, validate=True) for item in _flatten(tensor.get("data", []))]
+        except (ValueError, TypeError):
+            raise RequestError(400, "a JSON BYTES element must be the image's bytes in base64") from None
+    if math.prod(shape) != len(images):
+        raise RequestError(400, f"the input's shape {shape} holds {math.prod(shape)} elements, {len(images)} came")
+    return request, images
+
+
+def _encode_output(name: str, dtype: str, tensor: torch.Tensor | list[bytes], binary: bool, shape: list,
+                   parameters: dict | None = None) -> tuple[dict, bytes]:
+    """One output's JSON and its binary part (empty for JSON data)."""
+    out = {"name": name, "datatype": dtype, "shape": shape}
+    if parameters:
+        out["parameters"] = dict(parameters)
+    if dtype == "BYTES":
+        if binary:
+            data = b"".join(struct.pack("<I", len(x)) + x for x in tensor)
+        else:
+            out["data"] = [x.decode() for x in tensor]
+            return out, b""
+    elif binary:
+        data = tensor.contiguous().cpu().numpy().tobytes()  # (little-endian, as the protocol's binary data is)
+    else:
+        out["data"] = tensor.flatten().tolist()
+        return out, b""
+    out.setdefault("parameters", {})["binary_data_size"] = len(data)
+    return out, data
+
+
+class InferenceServer:
+    """The server: ``models`` by name, answered on the Open Inference Protocol (see the module's docstring).
+
+    ``InferenceServer(pipeline, classifier, ...)`` serves one classifier (``name``) behind one pipeline, as
+    before; ``models=[Model, ...]`` or ``repository`` (a folder of ``*.json`` pipelines, each a
+    preprocessing model named by its file name without ``.json``) serve more.
+
+    Args:
+        host, port: where to listen (port 0: any free port; ``server.port`` says which).
+        max_batch, max_wait_ms: the default model's max_batch_size and max queue delay.
+        max_bytes: larger request bodies get 413.
+        timeout_s: a connection that sends no request for this long is closed; a body must arrive within
+            max(timeout_s, its size at 64 KiB/s) or is answered 400 (None: never).
+        max_connections: a request on a connection past this many gets 503 with Retry-After.
+        max_inflight_bytes: request bodies being read or run, in bytes, at most; past it 503 + Retry-After.
+        decode_threads, decode_budget_s: the decode pool's size and one request's time for its images.
+        access_log: log one line per request (``fastload.serve.access``).
+    """
+
+    def __init__(self, pipeline=None, model: torch.nn.Module | None = None, host: str = "127.0.0.1",
+                 port: int = 8000, max_batch: int = 8, max_wait_ms: float = 5.0, max_bytes: int = 20 << 20,
+                 name: str = "model", timeout_s: float | None = 30.0, *, models: list[Model] = (),
+                 repository: str | None = None, max_connections: int = 512, max_inflight_bytes: int = 256 << 20,
+                 decode_threads: int | None = None, decode_budget_s: float = 10.0, access_log: bool = False,
+                 preferred_batch_size: tuple[int, ...] = ()):
+        if timeout_s is not None and timeout_s <= 0:
+            raise ValueError(f"timeout_s={timeout_s}: a number of seconds above 0, or None for no timeout")
+        self.host, self.port, self.max_bytes, self.timeout_s = host, port, max_bytes, timeout_s
+        self.max_connections, self.max_inflight_bytes = max_connections, max_inflight_bytes
+        self.decode_budget_s, self.access_log, self.repository = decode_budget_s, access_log, repository
+        self.models: dict[str, Model] = {}
+        self.name = name
+        if pipeline is not None:
+            self.models[name] = Model(name, pipeline, model, max_batch, max_wait_ms * 1000, preferred_batch_size)
+        for m in models:
+            self.models[m.name] = m
+        if repository is not None:
+            for file in sorted(os.listdir(repository)):
+                if file.endswith(".json") and file[:-5] not in self.models:
+                    self._load(file[:-5], {"model": file, "batch": max_batch})
+        self.requests = 0  # infer requests taken so far
+        self._inflight_bytes = 0
+        self._pool = ThreadPoolExecutor(decode_threads or min(8, (os.cpu_count() or 2) * 2),
+                                        thread_name_prefix="fastload-serve-decode")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    @property
+    def batcher(self) -> Batcher:
+        """The first model's batcher (what the one-model server's tests look at)."""
+        return next(iter(self.models.values())).batcher
+
+    # -- life cycle
+
+    def start(self) -> "InferenceServer":
+        """Listen, and serve in a background thread (returns once listening)."""
+        ready: Future = Future()
+        self._thread = threading.Thread(target=self._serve, args=(ready,), name="fastload-serve-http", daemon=True)
+        self._thread.start()
+        ready.result()
+        return self
+
+    def _serve(self, ready: Future) -> None:
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._loop.run_until_complete(self._start())
+        except BaseException as error:
+            ready.set_exception(error)
+            return
+        ready.set_result(None)
+        self._loop.run_forever()
+        self._loop.close()
+
+    async def _start(self) -> None:
+        self._closing = asyncio.Event()  # set by close(): bodies still arriving are answered 400 at once
+        app = web.Application(client_max_size=self.max_bytes, middlewares=[self._guard])
+        routes = web.RouteTableDef()
+        routes.get("/v2/health/live")(self._live)
+        routes.get("/v2/health/ready")(self._ready)
+        routes.get("/v2")(self._server_metadata)
+        for prefix in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
+            routes.get(prefix)(self._model_metadata)
+            routes.get(prefix + "/ready")(self._model_ready)
+            routes.get(prefix + "/stats")(self._model_stats)
+            routes.post(prefix + "/infer", expect_handler=self._expect)(self._infer)
+        routes.get("/v2/models/stats")(self._model_stats)
+        routes.post("/v2/repository/index")(self._index)
+        routes.post("/v2/repository/models/{model}/load")(self._repository_load)
+        routes.post("/v2/repository/models/{model}/unload")(self._repository_unload)
+        routes.get("/metrics")(self._metrics)
+        routes.post("/predict", expect_handler=self._expect)(self._predict)
+        routes.get("/health")(self._health)
+        app.add_routes(routes)
+        access = None
+        if self.access_log:
+            access = logging.getLogger("fastload.serve.access")
+            if not access.handlers:
+                access.addHandler(logging.StreamHandler())
+            access.setLevel(logging.INFO)
+        keepalive = self.timeout_s if self.timeout_s is not None else 3630
+        self._runner = web.AppRunner(app, access_log=access, handle_signals=False, keepalive_timeout=keepalive,
+                                     shutdown_timeout=10, max_line_size=8190, max_field_size=8190,
+                                     lingering_time=1.0)  # (reading an unread body past its answer: 10 s by default)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+        await site.start()
+        self._site = site
+        self.port = site._server.sockets[0].getsockname()[1]
+
+    def close(self) -> None:
+        """Stop taking connections, answer the requests in flight (up to 10 s), stop the batchers."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._closing.set)
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result()
+            self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
+        for m in list(self.models.values()):
+            m.close()
+        self._pool.shutdown(wait=True, cancel_futures=True)  # (a decode past its budget is waited for here)
 
     def __enter__(self) -> "InferenceServer":
         return self.start()
@@ -208,227 +464,279 @@ class InferenceServer:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def predict(self, data: bytes) -> tuple[int, dict]:
-        """(HTTP status, JSON answer) for one encoded image."""
-        with self._count:
-            self.requests += 1
-            number = self.requests
+    # -- limits
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler):
+        """503 + Retry-After past the connection or bytes-in-flight cap; every error as {"error": ...}."""
+        length = request.content_length or 0
+        connections = len(self._runner.server.connections)
+        if connections > self.max_connections:
+            return _error(503, f"{connections} connections open, the limit is {self.max_connections}: retry",
+                          {"Retry-After": "1", "Connection": "close"})
+        if length > self.max_bytes:
+            return _error(413, f"{length} bytes: the limit is {self.max_bytes}", {"Connection": "close"})
+        if self._inflight_bytes + length > self.max_inflight_bytes:
+            return _error(503, f"{self._inflight_bytes} request bytes in flight, the limit is "
+                               f"{self.max_inflight_bytes}: retry", {"Retry-After": "1", "Connection": "close"})
+        self._inflight_bytes += length
         try:
-            return HTTPStatus.OK, {"top5": self.batcher.submit((number, data)).result()}
-        except DecodeError as error:  # the image: "cannot decode: ...", "cannot preprocess: ..."
-            return HTTPStatus.BAD_REQUEST, {"error": error.reason}
-        except Exception as error:  # the server: the model, or preprocessing failing for the whole batch
-            return HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the server failed: {error}"}
+            return await handler(request)
+        except RequestError as error:
+            return _error(error.status, error.reason, error.headers)
+        except web.HTTPException as error:
+            if error.status < 400:
+                raise
+            headers = {k: v for k, v in error.headers.items() if k in ("Allow", "Retry-After")}
+            if error.status == 413:
+                return _error(413, f"{request.content_length} bytes: the limit is {self.max_bytes}", headers)
+            if error.status == 404:
+                return _error(404, f"no {request.path}: see GET /v2 and the Open Inference Protocol", headers)
+            if error.status == 405:
+                return _error(405, f"{request.method} {request.path}: use {error.headers.get('Allow')}", headers)
+            return _error(error.status, error.text or error.reason, headers)
+        finally:
+            self._inflight_bytes -= length
 
-    def _classify(self, requests: list[tuple[int, bytes]]) -> list:
-        """A batch of (request number, body): preprocessed as one batch, the readable ones classified as
-        one; each request's top-5, or the DecodeError saying why its image cannot be read or preprocessed."""
-        images = self.pipeline([body for _, body in requests], on_error="return",
-                               names=[f"request {number}" for number, _ in requests])
-        good = [image for image in images if not isinstance(image, DecodeError)]
-        answers = iter(top5(self.model(model_input(good))) if good else [])
-        return [image if isinstance(image, DecodeError) else next(answers) for image in images]
+    async def _expect(self, request: web.Request):
+        """Expect: 100-continue: a body over the limit is refused before the client sends it."""
+        if (request.content_length or 0) > self.max_bytes:
+            return _error(413, f"{request.content_length} bytes: the limit is {self.max_bytes}",
+                          {"Connection": "close"})
+        await _continue(request)
 
-
-class _HTTPServer(ThreadingHTTPServer):
-    request_queue_size = 1024  # the listen backlog: a burst of connections waits instead of being reset
-
-    def handle_error(self, request, client_address) -> None:
-        """A client that went away or went quiet is no server error; anything else is printed."""
-        import sys
-        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            super().handle_error(request, client_address)
-
-
-_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII digits only: str.isdigit() also takes "²"
-_ROUTES = {"/predict": "POST", "/health": "GET, HEAD"}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_app: InferenceServer
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        app = self.server_app
-        with app._count:
-            app._connections.add(self)
-            if app.closing:  # accepted just before close(): its reading side shut, as the others'
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.connection.shutdown(socket.SHUT_RD)
-
-    def finish(self) -> None:
-        with self.server_app._count:
-            self.server_app._connections.discard(self)
-        with contextlib.suppress(OSError):
-            super().finish()
-
-    def handle_one_request(self) -> None:
-        super().handle_one_request()
-        if self.server_app.closing:
-            self.close_connection = True
-
-    def log_message(self, format, *args) -> None:  # quiet: one line per request would swamp a terminal
-        pass
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The standard library's own refusals (a malformed request line, 414, 431, an unknown method's
-        501, 505, ...) as JSON like the others, closing the connection as it does; with a status line even
-        where the request line was too broken to say HTTP/1.x (the standard library then sends the bare body)."""
-        self.close_connection = True
-        if self.request_version == "HTTP/0.9":
-            self.request_version = "HTTP/1.0"
-        self._answer(code, {"error": f"{int(code)} {message or HTTPStatus(code).phrase}"},
-                     head=getattr(self, "command", None) == "HEAD")
-
-    def _answer(self, status: int, body: dict, allow: str | None = None, head: bool = False) -> None:
-        """A JSON answer; the connection closes after it where it must (or the server is closing)."""
-        if self.server_app.closing:
-            self.close_connection = True
-        data = json.dumps(body).encode()
+    async def _body(self, request: web.Request) -> bytes:
+        """The whole body, within max(timeout_s, its size at 64 KiB/s): else (or when the client stops
+        sending, or the server closes) 400 and the connection closed."""
+        length = request.content_length
+        deadline = None if self.timeout_s is None else max(self.timeout_s, (length or 0) / (64 << 10))
+        reading = asyncio.ensure_future(request.read())
+        closing = asyncio.ensure_future(self._closing.wait())
         try:
-            self.send_response(status)
-            if allow:
-                self.send_header("Allow", allow)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if not head:
-                self.wfile.write(data)
-            self.wfile.flush()
-        except (ConnectionError, TimeoutError):  # the client went away before its answer
-            self.close_connection = True
+            done, _ = await asyncio.wait({reading, closing}, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closing.cancel()
+        if reading in done and reading.exception() is None:
+            return reading.result()
+        reading.cancel()
+        why = ("the server is closing" if self._closing.is_set() else "the client stopped sending" if reading in done
+               else f"not within {deadline:g} s")
+        raise RequestError(400, f"the body ended after {request.content.total_bytes} of the {length} bytes its "
+                                f"Content-Length promised ({why})", {"Connection": "close"})
 
-    def _route(self) -> str | None:
-        """The path without its query, or None after answering 404."""
-        path = urlsplit(self.path).path
-        if path not in _ROUTES:
-            self._answer(HTTPStatus.NOT_FOUND, {"error": f"no {path}: POST /predict, GET /health"},
-                         head=self.command == "HEAD")
-        return path if path in _ROUTES else None
+    # -- the protocol
 
-    def _not_allowed(self, path: str) -> None:
-        self._answer(HTTPStatus.METHOD_NOT_ALLOWED,
-                     {"error": "POST the image's bytes to /predict" if path == "/predict" else
-                      f"{self.command} {path}: use {_ROUTES[path]}"}, allow=_ROUTES[path], head=self.command == "HEAD")
+    def _model(self, request: web.Request) -> Model:
+        name, version = request.match_info.get("model"), request.match_info.get("version")
+        model = self.models.get(name)
+        if model is None:
+            raise RequestError(404, f"no model {name!r} (loaded: {', '.join(self.models) or 'none'})")
+        if version not in (None, "", model.version):
+            raise RequestError(404, f"model {name!r} has no version {version!r} (versions: {model.version})")
+        return model
 
-    def do_GET(self, head: bool = False) -> None:
-        if self.headers.get("Content-Length", "0").strip() != "0" or "Transfer-Encoding" in self.headers:
-            self.close_connection = True  # a body is not read: it must not be taken for the next request
-        path = self._route()
-        if path == "/predict":
-            self._not_allowed(path)
-        elif path == "/health":
-            app = self.server_app
-            self._answer(HTTPStatus.OK, {"status": "ok", "model": app.name, "batches": app.batcher.batches,
-                                         "output_shape": list(app.pipeline.output_shape)}, head=head)
+    async def _live(self, request):
+        return web.json_response({"live": True})
 
-    def do_HEAD(self) -> None:
-        self.do_GET(head=True)
+    async def _ready(self, request):
+        return web.json_response({"ready": True})
 
-    def _other_method(self) -> None:
-        self.close_connection = True  # its body, if any, is not read
-        path = self._route()
-        if path is not None:
-            self._not_allowed(path)
+    async def _server_metadata(self, request):
+        from ._version import __version__
+        return web.json_response({"name": "fastload", "version": __version__, "extensions": PROTOCOL_EXTENSIONS})
 
-    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method
+    async def _model_metadata(self, request):
+        return web.json_response(self._model(request).metadata())
 
-    def do_POST(self) -> None:
-        length = self._body_length()
-        if length is None:
-            return
-        path = urlsplit(self.path).path
-        if path != "/predict" or length > self.server_app.max_bytes:
-            self._discard(length)  # read past it, so the client sees the answer, not a reset
-            self._refuse(path, length)
-            return
-        if length == 0:
-            self._answer(HTTPStatus.BAD_REQUEST, {"error": "an empty body: send the image's bytes"})
-            return
-        data, complete = self._read(length)
-        if not complete:  # the client stopped sending (closed, or quiet past the timeout)
-            self.close_connection = True
-            self._answer(HTTPStatus.BAD_REQUEST, {"error": f"the body ended after {len(data)} of the {length} "
-                                                           f"bytes its Content-Length promised"})
-            return
-        self._answer(*self.server_app.predict(data))
+    async def _model_ready(self, request):
+        self._model(request)
+        return web.json_response({"name": request.match_info["model"], "ready": True})
 
-    def _body_length(self) -> int | None:
-        """The body's length from its one Content-Length, or None after answering why it has none."""
-        if "Transfer-Encoding" in self.headers:  # chunked bodies are not read; with a Content-Length beside
-            self.close_connection = True  # it, a proxy may frame the message otherwise (request smuggling)
-            self._answer(HTTPStatus.NOT_IMPLEMENTED, {"error": "a Transfer-Encoding is not supported: send the "
-                                                               "image with a Content-Length"})
-            return None
-        values = self.headers.get_all("Content-Length") or []
-        if not values:
-            self.close_connection = True
-            self._answer(HTTPStatus.LENGTH_REQUIRED, {"error": "send the image with a Content-Length"})
-            return None
-        values = [value.strip(" \t") for value in values]
-        if len(set(values)) != 1 or not _DIGITS.fullmatch(values[0]):
-            self.close_connection = True
-            self._answer(HTTPStatus.BAD_REQUEST, {"error": f"Content-Length {', '.join(values)!r}: one number of "
-                                                           f"bytes expected"})
-            return None
-        return int(values[0])
+    async def _model_stats(self, request):
+        models = [self._model(request)] if "model" in request.match_info else list(self.models.values())
+        return web.json_response({"model_stats": [m.stats.as_json(m.name, m.version) for m in models]})
 
-    def handle_expect_100(self) -> bool:
-        """Answer before the client sends a body that will not be read: 404 or 405 off POST /predict, 413
-        over the limit, the header's error; else 100 Continue."""
-        path = urlsplit(self.path).path
-        if self.command != "POST":
-            return super().handle_expect_100()
-        if path != "/predict":
-            self.close_connection = True
-            self._refuse(path, 0)
-            return False
-        length = self._body_length()
-        if length is None:
-            return False
-        if length > self.server_app.max_bytes:
-            self.close_connection = True
-            self._refuse(path, length)
-            return False
-        return super().handle_expect_100()
-
-    def _refuse(self, path: str, length: int) -> None:
-        """The answer to a POST not taken (``length`` bytes to ``path``): 404 or 405 off /predict, else 413."""
-        if path == "/predict":
-            self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                         {"error": f"{length} bytes: the limit is {self.server_app.max_bytes}"})
-        elif path in _ROUTES:
-            self._not_allowed(path)
-        else:
-            self._route()
-
-    def _read(self, length: int, keep: bool = True) -> tuple[bytes, bool]:
-        """Up to ``length`` body bytes (``keep=False``: read and dropped, b"" returned), in pieces of at most
-        1 MiB, and whether all came: fewer where the client closes, goes quiet past the timeout, or sends
-        so slowly that the body would take longer than the timeout or 64 KiB/s (a trickle of a byte now
-        and then would hold the connection's thread as long as it liked)."""
-        pieces, got = [], 0
-        deadline = time.monotonic() + (max(self.timeout, length / (64 << 10)) if self.timeout else float("inf"))
+    async def _decode(self, model: Model, images: list[bytes], first: int) -> list:
+        """The images decoded in the pool, within the request's budget: (name, tensor) each."""
+        loop = asyncio.get_running_loop()
+        names = [f"request {first}" + (f" image {i}" if len(images) > 1 else "") for i in range(len(images))]
+        futures = [loop.run_in_executor(self._pool, model.pipeline._decode, data, i, name)
+                   for i, (data, name) in enumerate(zip(images, names))]
         try:
-            while got < length and time.monotonic() < deadline:
-                piece = self.rfile.read1(min(length - got, 1 << 20))  # what came: a timeout loses none
-                if not piece:
-                    break
-                got += len(piece)
-                if keep:
-                    pieces.append(piece)
-        except (ConnectionError, TimeoutError):
-            pass
-        return b"".join(pieces), got == length
+            decoded = await asyncio.wait_for(asyncio.gather(*futures), self.decode_budget_s)
+        except asyncio.TimeoutError:
+            raise RequestError(400, f"decoding the request's images took over its budget of "
+                                    f"{self.decode_budget_s:g} s") from None
+        for image in decoded:
+            if isinstance(image, DecodeError):
+                raise RequestError(400, image.reason if len(images) == 1 else f"{image.path}: {image.reason}")
+        return list(zip(names, decoded))
 
-    def _discard(self, length: int) -> None:
-        """Read a body not used; one over 256 MiB is not read. The connection closes unless all of it was."""
-        if length > 256 << 20:
-            self.close_connection = True
-            return
-        if not self._read(length, keep=False)[1]:
-            self.close_connection = True
+    async def _run(self, model: Model, images: list[bytes]) -> list:
+        self.requests += 1
+        if not images:
+            raise RequestError(400, "no images: send at least one")
+        if len(images) > model.max_batch_size:
+            raise RequestError(400, f"{len(images)} images in one request: model {model.name!r}'s "
+                                    f"max_batch_size is {model.max_batch_size}")
+        decoded = await self._decode(model, images, self.requests)
+        futures = [asyncio.wrap_future(model.batcher.submit(item)) for item in decoded]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        for result in results:
+            if isinstance(result, DecodeError):
+                raise RequestError(400, result.reason)
+            if isinstance(result, ValueError):
+                raise RequestError(400, str(result))
+            if isinstance(result, BaseException):
+                raise RequestError(500, f"the server failed: {result}")
+        return results
+
+    async def _infer(self, request: web.Request):
+        started = time.perf_counter_ns()
+        model = self._model(request)
+        ok = False
+        try:
+            body = await self._body(request)
+            infer, images = parse_infer_request(body, request.headers.get("Inference-Header-Content-Length"))
+            results = await self._run(model, images)
+            answer = self._infer_answer(model, infer, images, results)
+            ok = True
+            return answer
+        finally:
+            model.stats.request(ok, time.perf_counter_ns() - started)
+
+    def _infer_answer(self, model: Model, infer: dict, images: list, results: list) -> web.Response:
+        name, dtype, shape = model.output
+        batch = torch.stack(results)
+        shape = [len(images), *shape[1:]]
+        parameters = infer.get("parameters") or {}
+        wanted = infer.get("outputs") or [{"name": name}]
+        outputs, binary = [], []
+        for requested in wanted:
+            if not isinstance(requested, dict) or requested.get("name") != name:
+                raise RequestError(400, f"model {model.name!r} has one output, {name!r}")
+            params = requested.get("parameters") or {}
+            as_binary = bool(params.get("binary_data", parameters.get("binary_data_output", False)))
+            k = params.get("classification", 0)
+            if k:
+                if model.classifier is None or not isinstance(k, int) or k < 1:
+                    raise RequestError(400, "classification: a positive class count, on a classifier's output")
+                values, indices = batch.topk(min(k, batch.shape[1]), dim=1)
+                strings = [f"{v:f}:{i}".encode() for row_v, row_i in zip(values.tolist(), indices.tolist())
+                           for v, i in zip(row_v, row_i)]
+                out, data = _encode_output(name, "BYTES", strings, as_binary, [len(images), values.shape[1]])
+            else:
+                out, data = _encode_output(name, dtype, batch, as_binary, shape)
+            outputs.append(out)
+            binary.append(data)
+        header = {"model_name": model.name, "model_version": model.version, "outputs": outputs}
+        if "id" in infer:
+            header["id"] = infer["id"]
+        text = json.dumps(header).encode()
+        if not any(binary):
+            return web.Response(body=text, content_type="application/json")
+        return web.Response(body=text + b"".join(binary), content_type="application/octet-stream",
+                            headers={"Inference-Header-Content-Length": str(len(text))})
+
+    async def _predict(self, request: web.Request):
+        """POST /predict: one image's bytes, the first model's answer (top-5 with a classifier)."""
+        model = next(iter(self.models.values()))
+        body = await self._body(request)
+        if not body:
+            raise RequestError(400, "an empty body: send the image's bytes")
+        (result,) = await self._run(model, [body])
+        if model.classifier is None:
+            return web.json_response({"shape": list(result.shape), "datatype": model.output[1]})
+        values, indices = result.topk(min(5, result.shape[0]))
+        return web.json_response({"top5": [{"class": int(i), "probability": float(v)}
+                                           for v, i in zip(values, indices)]})
+
+    async def _health(self, request):
+        model = next(iter(self.models.values()))
+        return web.json_response({"status": "ok", "model": model.name, "batches": model.batcher.batches,
+                                  "output_shape": list(model.pipeline.output_shape)})
+
+    # -- the repository
+
+    def _load(self, name: str, parameters: dict) -> Model:
+        from .compat.rocal import JsonPipeline
+        file = parameters.get("model", f"{name}.json")
+        batch = parameters.get("batch", 8)
+        if not isinstance(file, str) or not isinstance(batch, int) or batch < 1:
+            raise RequestError(400, "parameters: \"model\" a pipeline file name, \"batch\" a positive integer")
+        if self.repository is None:
+            raise RequestError(400, "this server has no model repository (--repository) to load from")
+        root = os.path.realpath(self.repository)
+        path = os.path.realpath(os.path.join(root, file))
+        if os.path.commonpath([root, path]) != root:
+            raise RequestError(400, f"{file!r} is outside the model repository")
+        if not os.path.isfile(path):
+            raise RequestError(400, f"no pipeline {file!r} in the model repository")
+        try:
+            pipeline = JsonPipeline(path, batch=batch)
+            classifier = parameters.get("classifier")
+            classifier = load_model(classifier) if classifier else None
+            model = Model(name, pipeline, classifier, batch, float(parameters.get("max_queue_delay_us", 5000)))
+        except ValueError as error:
+            raise RequestError(400, str(error)) from None
+        old = self.models.pop(name, None)
+        self.models[name] = model
+        if old is not None:
+            old.close()
+        return model
+
+    async def _repository_load(self, request):
+        body = await self._body(request)
+        try:
+            parameters = (json.loads(body) if body else {}).get("parameters") or {}
+        except (ValueError, AttributeError):
+            raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}") from None
+        name = request.match_info["model"]
+        await asyncio.get_running_loop().run_in_executor(None, self._load, name, parameters)
+        return web.json_response({})
+
+    async def _repository_unload(self, request):
+        model = self.models.pop(request.match_info["model"], None)
+        if model is None:
+            raise RequestError(404, f"no model {request.match_info['model']!r} loaded")
+        await asyncio.get_running_loop().run_in_executor(None, model.close)
+        return web.json_response({})
+
+    async def _index(self, request):
+        index = [{"name": name, "version": m.version, "state": "READY"} for name, m in self.models.items()]
+        if self.repository is not None:
+            index += [{"name": f[:-5], "state": "UNAVAILABLE", "reason": "unloaded"}
+                      for f in sorted(os.listdir(self.repository)) if f.endswith(".json") and f[:-5] not in self.models]
+        return web.json_response(index)
+
+    async def _metrics(self, request):
+        lines = []
+        metrics = [("nv_inference_request_success", "counter", lambda s: s.success[0]),
+                   ("nv_inference_request_failure", "counter", lambda s: s.fail[0]),
+                   ("nv_inference_count", "counter", lambda s: s.inferences),
+                   ("nv_inference_exec_count", "counter", lambda s: s.executions),
+                   ("nv_inference_request_duration_us", "counter", lambda s: (s.success[1] + s.fail[1]) // 1000),
+                   ("nv_inference_queue_duration_us", "counter", lambda s: s.queue[1] // 1000),
+                   ("nv_inference_compute_infer_duration_us", "counter", lambda s: s.compute[1] // 1000)]
+        for metric, kind, value in metrics:
+            lines += [f"# TYPE {metric} {kind}"]
+            lines += [f'{metric}{{model="{m.name}",version="{m.version}"}} {value(m.stats)}'
+                      for m in self.models.values()]
+        lines += ["# TYPE fastload_inflight_request_bytes gauge", f"fastload_inflight_request_bytes "
+                  f"{self._inflight_bytes}", "# TYPE fastload_open_connections gauge",
+                  f"fastload_open_connections {len(self._runner.server.connections)}"]
+        return web.Response(body=("\n".join(lines) + "\n").encode(),
+                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+async def _continue(request: web.Request) -> None:
+    from aiohttp.web_urldispatcher import _default_expect_handler
+    await _default_expect_handler(request)
+
+
+def _error(status: int, reason: str, headers: dict | None = None) -> web.Response:
+    return web.json_response({"error": reason}, status=status, headers=headers)
+
+
+with contextlib.suppress(Exception):  # aiohttp logs each client that goes away; it is no server error
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)

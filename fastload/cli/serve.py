@@ -1,8 +1,11 @@
-"""Serve a torchvision classifier behind a rocAL JSON preprocessing pipeline over HTTP.
+"""Serve rocAL JSON preprocessing pipelines, and a torchvision classifier behind one, over the Open Inference
+Protocol (KServe v2 / Triton's HTTP API: tritonclient.http works against it).
 
-``fastload serve --pipeline p.json --model resnet50 --port 8000``: POST an
-image's bytes to /predict for its top-5 classes as JSON; GET /health.
-Concurrent requests are batched for the model (--max-batch, --max-wait-ms).
+``fastload serve --pipeline p.json --model resnet50 --port 8000`` serves ``resnet50`` (p.json, then the
+classifier: FP32 probabilities) and ``p`` (p.json alone); ``--repository DIR`` serves every ``*.json`` in DIR
+as a preprocessing model and lets POST /v2/repository/models/{name}/load load more. POST an image's bytes to
+/predict for its top-5 classes as JSON (a convenience). Concurrent requests are batched per model
+(--max-batch, --max-queue-delay-us, --preferred-batch-size).
 Weights come from --weights (a state_dict file) or are random; nothing is
 downloaded. Ctrl-C (or SIGTERM) answers what is in flight, then exits; a second
 one exits at once.
@@ -18,16 +21,28 @@ import threading
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pipeline", required=True, help="the JSON preprocessing pipeline (rocAL's format)")
-    parser.add_argument("--model", default="resnet50", help="a torchvision classifier")
+    parser.add_argument("--pipeline", help="the JSON preprocessing pipeline (rocAL's format)")
+    parser.add_argument("--model", default="resnet50", help="a torchvision classifier after --pipeline ('none': "
+                                                            "the pipeline alone)")
+    parser.add_argument("--repository", help="a folder of JSON pipelines, each served as a preprocessing model")
     parser.add_argument("--weights", help="its state_dict (torch.save file); default: random weights")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="the port to listen on")
     parser.add_argument("--max-batch", type=int, default=8,
                         help="requests per model batch (ResNet-50 on 2 CPU cores runs 8 at 35 ms an "
                              "image, 32 at 44, 1 at 79)")
-    parser.add_argument("--max-wait-ms", type=float, default=5.0,
-                        help="how long a batch waits for more requests after its first")
+    parser.add_argument("--max-queue-delay-us", type=float, default=5000,
+                        help="how long a batch waits for more images after its first (Triton's max_queue_delay_"
+                             "microseconds)")
+    parser.add_argument("--max-wait-ms", type=float, help="the same in milliseconds (the older option)")
+    parser.add_argument("--preferred-batch-size", type=int, nargs="*", default=[],
+                        help="batch sizes run at once when reached with nothing more waiting")
+    parser.add_argument("--max-connections", type=int, default=512, help="past it: 503 with Retry-After")
+    parser.add_argument("--max-inflight-bytes", type=int, default=256 << 20,
+                        help="request bytes being read or run at most; past it: 503 with Retry-After")
+    parser.add_argument("--decode-budget", type=_positive, default=10.0,
+                        help="seconds one request's images may take to decode (then 400 for it alone)")
+    parser.add_argument("--access-log", action="store_true", help="log one line per request to stderr")
     parser.add_argument("--max-bytes", type=int, default=20 << 20, help="largest request body in bytes")
     parser.add_argument("--timeout", type=_positive, default=30.0,
                         help="seconds a connection may send nothing (between requests or within one) before it "
@@ -45,25 +60,41 @@ def _positive(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.pipeline is None and args.repository is None:  # (before torch is imported: this answers at once)
+        print("fastload serve: error: the following arguments are required: --pipeline (or --repository)",
+              file=sys.stderr)
+        raise SystemExit(2)
     import torch
 
     from ..compat.rocal import JsonPipeline
-    from ..serve import InferenceServer, load_model
+    from ..serve import InferenceServer, Model, load_model
+    if args.max_wait_ms is not None:
+        args.max_queue_delay_us = args.max_wait_ms * 1000
     try:
-        pipeline = JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device)
-        model = load_model(args.model, args.weights).to(args.device)
-        server = InferenceServer(pipeline, model, args.host, args.port, args.max_batch, args.max_wait_ms,
-                                 args.max_bytes, name=args.model, timeout_s=args.timeout)
+        pipeline, model, models = None, None, []
+        if args.pipeline is not None:
+            pipeline = JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device)
+            stem = os.path.basename(args.pipeline)[:-5]
+            if args.model != "none":
+                model = load_model(args.model, args.weights).to(args.device)
+                models = [Model(stem, JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device), None,
+                                args.max_batch, args.max_queue_delay_us, tuple(args.preferred_batch_size))]
+        server = InferenceServer(pipeline, model, args.host, args.port, args.max_batch, args.max_queue_delay_us / 1000,
+                                 args.max_bytes, name=args.model if model is not None else stem,
+                                 timeout_s=args.timeout, models=models, repository=args.repository,
+                                 max_connections=args.max_connections, max_inflight_bytes=args.max_inflight_bytes,
+                                 decode_budget_s=args.decode_budget, access_log=args.access_log,
+                                 preferred_batch_size=tuple(args.preferred_batch_size))
     except (OSError, ValueError, RuntimeError) as error:
         raise SystemExit(f"fastload serve: {error}") from None
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    weights = args.weights or "random weights (no --weights)"
-    print(f"fastload serve: {args.model} ({weights}) behind {args.pipeline} on http://{server.host}:{server.port} "
-          f"(POST /predict with the image's bytes as the body, GET /health); Ctrl-C to stop", flush=True)
-    if pipeline.output_dtype == torch.uint8:
+    print(f"fastload serve: models {', '.join(server.models)} on http://{server.host}:{server.port} "
+          f"(Open Inference Protocol: GET /v2, POST /v2/models/<name>/infer; POST /predict with an image's bytes); "
+          f"Ctrl-C to stop", flush=True)
+    if model is not None and pipeline.output_dtype == torch.uint8:
         print(f"fastload serve: {args.pipeline}'s output is uint8 (mean/std applied to 0-255 pixels and saturated, "
               f"as rocAL's backend gives it); add \"output_dtype\": \"float32\" to its normalizing operation for a "
               f"model input", file=sys.stderr, flush=True)
