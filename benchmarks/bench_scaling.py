@@ -106,19 +106,24 @@ def _fallback_child(args) -> int:
 
 
 def _paths_child(args) -> int:
-    """Child: the per-image GIL time of the other paths' Python, one thread, nothing waiting (the fallback
+    """Child: the per-image GIL time of the paths' Python, one thread, nothing waiting (the fallback
     method, so an upper bound: what the timed code does without the GIL is counted unless subtracted).
 
+    - CPU fast path: a 1-thread loader with its native call per sample replaced by a no-op (what is left
+      is Python, all threads);
     - device path, reader stage (a sample made ready for the batched GPU decode: read, header, draw, the
       decoder's ``accepts``, the encoded tensor): ``_Prepare`` tasks run in a loop with a stand-in GPU
       decoder that takes every JPEG (nothing is decoded), less the file reads (GIL-free; ``stats``);
     - generic path bookkeeping (a map-style dataset through the thread pool and default_collate): a
       dataset returning a stored (tensor, label), ``num_workers=0``, less the dataset's own time.
     """
+    import types
+
     import torch
 
     import fastload
     from fastload import device as device_stage
+    from fastload import native_sample
     from fastload.gpu_decode import TorchvisionGpuDecoder
     loader = _make("fastload", args.root, args.batch_size, 1, "cpu")
     device_stage.KERNEL_DEVICE_TYPES = ("cuda", "cpu")  # let device="cpu" build the device path
@@ -161,7 +166,22 @@ def _paths_child(args) -> int:
     for _ in generic:
         pass
     wall = time.perf_counter() - started
-    print(json.dumps({"device path reader stage": device,
+    # the CPU fast path's Python around its one native call per sample: that call replaced by a no-op, a
+    # 1-thread loader's wall time per image is every thread's Python (loader thread, training loop, per
+    # batch work), all of it GIL time; the native call itself holds the GIL to parse its arguments (~1-2 us)
+    fast = _make("fastload", args.root, args.batch_size, 1, "cpu")
+    for _ in fast:  # warm-up epoch
+        pass
+    real, native_sample._jpeg = native_sample._jpeg, types.SimpleNamespace(load_sample=lambda *a: (0.0, 0.0, 0.0))
+    try:
+        images, started = 0, time.perf_counter()
+        for _, labels in fast:
+            images += len(labels)
+        stubbed = (time.perf_counter() - started) / images * 1e6
+    finally:
+        native_sample._jpeg = real
+    print(json.dumps({"cpu fast path, Python around the native call": {"wall_us": stubbed, "gil_us": stubbed},
+                      "device path reader stage": device,
                       "generic path bookkeeping": {"wall_us": wall / len(dataset) * 1e6,
                                                    "gil_us": (wall - own) / len(dataset) * 1e6}}), flush=True)
     return 0
@@ -273,7 +293,7 @@ def main(argv=None) -> int:
     for kind, value in gil.items():
         if kind != "method":
             print(f"  {kind:<16} {value:8.1f} us")
-    print("GIL held per image by the other paths' Python (fallback method, one thread; see _paths_child):")
+    print("GIL held per image by the paths' Python (fallback method, one thread; see _paths_child):")
     for kind, found in paths.items():
         print(f"  {kind:<28} {found['gil_us']:8.1f} us")
     if args.json:

@@ -796,6 +796,10 @@ static PyObject *load_sample(PyObject *self, PyObject *args) {
                 outcome = DONE;
         }
     }
+    if (outcome != TAKE_BYTES) { /* freed here: a file's worth of memory may be unmapped, a system call */
+        free(bytes);
+        bytes = NULL;
+    }
     clock_gettime(CLOCK_MONOTONIC, &ended);
     total_seconds = seconds_between(started, ended);
     Py_END_ALLOW_THREADS
