@@ -9,6 +9,11 @@ server preprocesses with a JSON pipeline (Resize 256x256, CropMirrorNormalize 22
 concurrent requests (--max-batch, --max-wait-ms); the baseline resizes with PIL (Resize 256, CenterCrop
 224) and torchvision's ToTensor/Normalize, and runs the model per request. Same model, same random
 weights (seed 0), same images.
+
+``--preprocess-only``: the preprocessing model alone (no classifier), on the Open Inference Protocol, with
+tritonclient.http as the load generator (binary BYTES input, binary FP32 output): ``fastload serve
+--model none`` (the JSON pipeline, dynamic batching) against the same server running PIL + torchvision per
+request (max batch 1, decoding in the server's thread pool), at each concurrency level in the same run.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class _PilPipeline:
     output_shape = (224, 224, 3)
 
     def __init__(self, device: str = "cpu"):
+        import torch
+        self.output_dtype = torch.float32
         from torchvision import transforms
         self.device = device
         self.transform = transforms.Compose([transforms.Resize((256, 256)), transforms.CenterCrop(224),
@@ -53,6 +60,18 @@ class _PilPipeline:
         except Exception as error:
             raise DecodeError(index, f"request {index}", str(error)) from error
         return self.transform(image).permute(1, 2, 0).to(self.device)  # HWC, as the server's model_input takes it
+
+    def _decode(self, data: bytes, index: int, name: str):
+        """The server's per-request step (in its decode pool): the whole preprocessing, or the DecodeError."""
+        from fastload.errors import DecodeError
+        try:
+            return self.one(data, index).contiguous()
+        except DecodeError as error:
+            return error
+
+    def _process(self, items: list) -> list:
+        """The server's batch step: already done per request."""
+        return [image for _, _, image in items]
 
     def __call__(self, images: list, on_error: str = "raise", names=None) -> list:
         """The server's batch call (one image at a time here: the baseline runs batches of 1)."""
@@ -73,8 +92,8 @@ def _serve_baseline(model_name: str, port: int, device: str = "cpu") -> None:
     import threading
 
     from fastload.serve import InferenceServer, load_model
-    server = InferenceServer(_PilPipeline(device), load_model(model_name).to(device), port=port, max_batch=1,
-                             max_wait_ms=0)
+    model = None if model_name == "none" else load_model(model_name).to(device)
+    server = InferenceServer(_PilPipeline(device), model, port=port, max_batch=1, max_wait_ms=0, name="pre")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.start()
@@ -112,6 +131,33 @@ def _measure(port: int, bodies: list[bytes], concurrency: int) -> dict:
     started = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         latencies = sorted(pool.map(lambda body: _post(port, body), bodies))
+    seconds = time.perf_counter() - started
+    return {"requests_per_s": len(bodies) / seconds, "p50_ms": 1000 * statistics.median(latencies),
+            "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]}
+
+
+def _measure_triton(port: int, model: str, bodies: list[bytes], concurrency: int) -> dict:
+    """The same with tritonclient.http: one client per thread, each request one image as a binary BYTES input,
+    its output asked for in binary."""
+    import threading
+
+    import numpy as np
+    import tritonclient.http as httpclient
+    local = threading.local()
+
+    def infer(body: bytes) -> float:
+        if not hasattr(local, "client"):
+            local.client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
+        tensor = httpclient.InferInput("images", [1], "BYTES")
+        tensor.set_data_from_numpy(np.array([body], dtype=object))
+        started = time.perf_counter()
+        local.client.infer(model, [tensor], outputs=[httpclient.InferRequestedOutput("output")])
+        return time.perf_counter() - started
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(infer, bodies[:concurrency]))  # warm-up
+        started = time.perf_counter()
+        latencies = sorted(pool.map(infer, bodies))
     seconds = time.perf_counter() - started
     return {"requests_per_s": len(bodies) / seconds, "p50_ms": 1000 * statistics.median(latencies),
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]}
@@ -174,6 +220,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model-only", default="", metavar="SIZES",
                         help="instead: the model alone, ms an image at these batch sizes (comma-separated), as "
                              "the server runs it, in its own layout and channels_last: the ceiling batching sets")
+    parser.add_argument("--preprocess-only", action="store_true",
+                        help="the preprocessing model alone, driven by tritonclient.http (see the docstring)")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: run the baseline server
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -194,11 +242,12 @@ def main(argv=None) -> int:
         pipeline = os.path.join(folder, "pipeline.json")
         with open(pipeline, "w") as file:
             json.dump(PIPELINE, file)
+        model = "none" if args.preprocess_only else args.model
         servers = {
-            "fastload": [sys.executable, "-m", "fastload", "serve", "--pipeline", pipeline, "--model", args.model,
+            "fastload": [sys.executable, "-m", "fastload", "serve", "--pipeline", pipeline, "--model", model,
                          "--port", "0", "--max-batch", str(args.max_batch), "--max-wait-ms", str(args.max_wait_ms),
                          "--device", args.device],
-            "baseline": [sys.executable, os.path.abspath(__file__), "--serve", "baseline", "--model", args.model,
+            "baseline": [sys.executable, os.path.abspath(__file__), "--serve", "baseline", "--model", model,
                          "--device", args.device],
         }
         # Both servers wait side by side (idle, they take no CPU) and are measured in turn at each level,
@@ -213,7 +262,9 @@ def main(argv=None) -> int:
             for round_ in range(args.rounds):
                 for concurrency in (int(c) for c in args.concurrency.split(",")):
                     for name in servers:
-                        result = _measure(ports[name], bodies, concurrency)
+                        result = (_measure_triton(ports[name], "pipeline" if name == "fastload" else "pre", bodies,
+                                                  concurrency) if args.preprocess_only else
+                                  _measure(ports[name], bodies, concurrency))
                         runs.setdefault((name, concurrency), []).append(result)
                         print(f"round {round_ + 1} {name:<9} concurrency {concurrency:>3}: {result}", flush=True)
         finally:
@@ -222,7 +273,9 @@ def main(argv=None) -> int:
                 process.wait(timeout=120)
         results = {key: _median(values) for key, values in runs.items()}
     print(f"\nmachine: {machine()}")
-    print(f"model {args.model} (random weights) on {args.device}, {args.requests} JPEG requests (500x375, 375x500, "
+    what = ("the preprocessing model alone (tritonclient.http, binary BYTES in, FP32 224x224x3 out), baseline PIL + "
+            "torchvision per request" if args.preprocess_only else f"model {args.model} (random weights)")
+    print(f"{what} on {args.device}, {args.requests} JPEG requests (500x375, 375x500, "
           f"640x480), 224x224 input; fastload: max batch {args.max_batch}, max wait {args.max_wait_ms} ms; "
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.rounds} round(s), the servers measured in "
           f"turn at each level\n")
