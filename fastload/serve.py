@@ -102,17 +102,26 @@ class Batcher:
         self.stats = stats
         self.batches = 0  # how many batches ran (for tests and /health)
         self._queue: queue.Queue = queue.Queue()
+        self._closed, self._closing = False, threading.Lock()
         self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
         self._thread.start()
 
     def submit(self, item) -> Future:
+        """``item``'s Future; a RuntimeError once closed (nothing would answer it)."""
         future: Future = Future()
-        self._queue.put((item, future, time.perf_counter_ns()))
+        with self._closing:
+            if self._closed:
+                raise RuntimeError("closed (the model was unloaded)")
+            self._queue.put((item, future, time.perf_counter_ns()))
         return future
 
     def close(self) -> None:
         """Answer everything submitted so far, then stop the thread."""
-        self._queue.put(None)
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
         self._thread.join()
 
     def _run(self) -> None:
@@ -202,7 +211,7 @@ class ModelStats:
                                     for size, pair in sorted(self.batches.items())]}
 
 
-class RequestError(Exception):
+class RequestError(ValueError):
     """An answer other than 200: its status and reason."""
 
     def __init__(self, status: int, reason: str, headers: dict | None = None):
@@ -370,10 +379,15 @@ class InferenceServer:
             self.models[name] = Model(name, pipeline, model, max_batch, max_wait_ms * 1000, preferred_batch_size)
         for m in models:
             self.models[m.name] = m
-        if repository is not None:
-            for file in sorted(os.listdir(repository)):
-                if file.endswith(".json") and file[:-5] not in self.models:
-                    self._load(file[:-5], {"model": file, "batch": max_batch})
+        try:
+            if repository is not None:
+                for file in sorted(os.listdir(repository)):
+                    if file.endswith(".json") and file[:-5] not in self.models:
+                        self._load(file[:-5], {"model": file, "batch": max_batch})
+        except BaseException:
+            for m in self.models.values():  # (their batcher threads)
+                m.close()
+            raise
         self.requests = 0  # infer requests taken so far
         self._inflight_bytes = 0
         self._pool = ThreadPoolExecutor(decode_threads or min(8, (os.cpu_count() or 2) * 2),
@@ -381,6 +395,7 @@ class InferenceServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._unloading: list[threading.Thread] = []  # models unloaded, answering what they hold
 
     @property
     def batcher(self) -> Batcher:
@@ -456,6 +471,8 @@ class InferenceServer:
             self._thread.join()
         for m in list(self.models.values()):
             m.close()
+        for closing in self._unloading:
+            closing.join()
         self._pool.shutdown(wait=True, cancel_futures=True)  # (a decode past its budget is waited for here)
 
     def __enter__(self) -> "InferenceServer":
@@ -580,7 +597,10 @@ class InferenceServer:
             raise RequestError(400, f"{len(images)} images in one request: model {model.name!r}'s "
                                     f"max_batch_size is {model.max_batch_size}")
         decoded = await self._decode(model, images, self.requests)
-        futures = [asyncio.wrap_future(model.batcher.submit(item)) for item in decoded]
+        try:
+            futures = [asyncio.wrap_future(model.batcher.submit(item)) for item in decoded]
+        except RuntimeError:
+            raise RequestError(404, f"model {model.name!r} was unloaded while its request was decoded") from None
         results = await asyncio.gather(*futures, return_exceptions=True)
         for result in results:
             if isinstance(result, DecodeError):
@@ -658,7 +678,7 @@ class InferenceServer:
 
     # -- the repository
 
-    def _load(self, name: str, parameters: dict) -> Model:
+    def _load(self, name: str, parameters: dict, swap: bool = True) -> Model:
         from .compat.rocal import JsonPipeline
         file = parameters.get("model", f"{name}.json")
         batch = parameters.get("batch", 8)
@@ -677,13 +697,23 @@ class InferenceServer:
             classifier = parameters.get("classifier")
             classifier = load_model(classifier) if classifier else None
             model = Model(name, pipeline, classifier, batch, float(parameters.get("max_queue_delay_us", 5000)))
+        except RequestError:
+            raise
         except ValueError as error:
             raise RequestError(400, str(error)) from None
-        old = self.models.pop(name, None)
-        self.models[name] = model
-        if old is not None:
-            old.close()
+        if swap:
+            self._swap(name, model)
         return model
+
+    def _swap(self, name: str, model: Model | None) -> None:
+        """``model`` (None: no model) served as ``name``; the one it replaces answers what it holds, then stops."""
+        old = self.models.pop(name, None)
+        if model is not None:
+            self.models[name] = model
+        if old is not None:
+            closing = threading.Thread(target=old.close, name="fastload-serve-unload")
+            closing.start()
+            self._unloading.append(closing)
 
     async def _repository_load(self, request):
         body = await self._body(request)
@@ -691,15 +721,17 @@ class InferenceServer:
             parameters = (json.loads(body) if body else {}).get("parameters") or {}
         except (ValueError, AttributeError):
             raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}") from None
+        if not isinstance(parameters, dict):
+            raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}")
         name = request.match_info["model"]
-        await asyncio.get_running_loop().run_in_executor(None, self._load, name, parameters)
+        model = await asyncio.get_running_loop().run_in_executor(None, self._load, name, parameters, False)
+        self._swap(name, model)  # (in the loop's thread, as every reader of self.models)
         return web.json_response({})
 
     async def _repository_unload(self, request):
-        model = self.models.pop(request.match_info["model"], None)
-        if model is None:
+        if request.match_info["model"] not in self.models:
             raise RequestError(404, f"no model {request.match_info['model']!r} loaded")
-        await asyncio.get_running_loop().run_in_executor(None, model.close)
+        self._swap(request.match_info["model"], None)
         return web.json_response({})
 
     async def _index(self, request):

@@ -22,6 +22,9 @@ from test_serve import PIPELINE, jpeg
 
 httpclient = pytest.importorskip("tritonclient.http")
 UINT8 = {"pipeline": [{"operation": "Resize", "dest_width": 24, "dest_height": 20, "is_output": True}]}
+HALF = {"pipeline": [{"operation": "ResizeMirrorNormalize", "dest_width": 16, "dest_height": 16, "mirror": False,
+                      "mean": [128, 128, 128], "std_dev": [64, 64, 64], "output_dtype": "float16",
+                      "is_output": True}]}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,8 @@ def server(tmp_path_factory, classifier):
     (repository / "pre2.json").write_text(json.dumps(PIPELINE))
     (repository / "broken.txt").write_text("{")
     models = [Model("pre", JsonPipeline(PIPELINE), max_batch_size=16, max_queue_delay_us=20_000),
-              Model("resnet18", JsonPipeline(PIPELINE), classifier, max_batch_size=16, max_queue_delay_us=20_000)]
+              Model("resnet18", JsonPipeline(PIPELINE), classifier, max_batch_size=16, max_queue_delay_us=20_000),
+              Model("half", JsonPipeline(HALF))]
     with InferenceServer(models=models, repository=str(repository), port=0) as running:
         running.unload = running.models.pop("pre2").close  # listed by the index as unloaded
         running.unload()
@@ -78,6 +82,7 @@ def test_health_and_metadata(server):
     assert pre["inputs"] == [{"name": "images", "datatype": "BYTES", "shape": [-1]}]
     assert pre["outputs"] == [{"name": "output", "datatype": "FP32", "shape": [-1, 64, 64, 3]}]
     assert triton.get_model_metadata("small", "1")["outputs"][0]["datatype"] == "UINT8"
+    assert triton.get_model_metadata("half")["outputs"][0]["datatype"] == "FP16"
     assert triton.get_model_metadata("resnet18")["outputs"] == [{"name": "probabilities", "datatype": "FP32",
                                                                  "shape": [-1, 1000]}]
     assert not triton.is_model_ready("nothing")
@@ -87,7 +92,8 @@ def test_health_and_metadata(server):
 def test_preprocessing_equals_the_pipeline(server, binary):
     images = [jpeg(1), jpeg(2), jpeg(3)]
     triton = client(server)
-    for model, pipeline in (("pre", JsonPipeline(PIPELINE)), ("small", JsonPipeline(UINT8))):
+    for model, pipeline in (("pre", JsonPipeline(PIPELINE)), ("small", JsonPipeline(UINT8)),
+                            ("half", JsonPipeline(HALF))):
         expected = torch.stack(pipeline(images)).numpy()
         output = httpclient.InferRequestedOutput(server.models[model].output[0], binary_data=binary)
         batched = triton.infer(model, [images_input(images, binary)], outputs=[output]).as_numpy(
@@ -215,3 +221,25 @@ def test_load_with_a_pipeline_the_checks_refuse_is_400(tmp_path):
         status, _, body = request(server.port, "POST", "/v2/repository/models/bad/load",
                                   json.dumps({"parameters": {"model": "bad.json"}}).encode())
         assert status == 400 and "dest_width" in json.loads(body)["error"] and "Traceback" not in body.decode()
+    with pytest.raises(ValueError, match="dest_width"):  # at start: the repository's pipelines are checked then
+        InferenceServer(models=[Model("ok", JsonPipeline(UINT8))], repository=str(tmp_path), port=0)
+
+
+def test_preferred_batch_sizes_run_without_waiting_for_the_delay():
+    """Triton's preferred_batch_size: a batch of a preferred size with nothing more waiting runs at once, not
+    after max_queue_delay."""
+    from fastload.serve import Batcher
+    sizes = []
+    batcher = Batcher(lambda items: sizes.append(len(items)) or items, max_batch=8, max_wait_ms=5000, preferred=(2,))
+    started = time.monotonic()
+    futures = [batcher.submit(i) for i in range(2)]
+    assert [f.result(timeout=10) for f in futures] == [0, 1] and time.monotonic() - started < 2 and sizes == [2]
+    batcher.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        batcher.submit(3)
+
+
+def test_the_access_log_can_be_turned_on(capfd):
+    with InferenceServer(models=[Model("m", JsonPipeline(UINT8))], port=0, access_log=True) as server:
+        assert request(server.port, "GET", "/v2/health/live")[0] == 200
+    assert '"GET /v2/health/live HTTP/1.1" 200' in capfd.readouterr().err
