@@ -160,6 +160,9 @@ def test_fastload_serve_command_starts_answers_and_stops_on_sigterm(tmp_path):
         port = int(line.split("http://127.0.0.1:")[1].split()[0])
         status, body = post(port, jpeg(3))
         assert status == 200 and len(body["top5"]) == 5
+        httpclient = pytest.importorskip("tritonclient.http")
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
+        assert client.is_server_live() and client.is_model_ready("resnet18") and client.is_model_ready("p")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0  # SIGTERM: out within 20 s
     finally:

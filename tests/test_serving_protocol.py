@@ -243,3 +243,17 @@ def test_the_access_log_can_be_turned_on(capfd):
     with InferenceServer(models=[Model("m", JsonPipeline(UINT8))], port=0, access_log=True) as server:
         assert request(server.port, "GET", "/v2/health/live")[0] == 200
     assert '"GET /v2/health/live HTTP/1.1" 200' in capfd.readouterr().err
+
+
+def test_trickling_headers_are_cut_at_the_timeout():
+    """Headers sent a line now and then, each within timeout_s, must still all arrive within timeout_s (the
+    HTTP stack's first-request deadline): one client cannot hold a connection open for ever."""
+    with InferenceServer(models=[Model("m", JsonPipeline(UINT8))], port=0, timeout_s=1) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+            sock.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n")
+            started = time.monotonic()
+            with pytest.raises(OSError):
+                while time.monotonic() - started < 10:
+                    sock.sendall(b"X-Slow: 1\r\n")
+                    time.sleep(0.3)
+            assert time.monotonic() - started < 5
