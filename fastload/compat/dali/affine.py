@@ -1,0 +1,112 @@
+"""DALI's ``fn.transforms``: 2x3 affine matrices (float32) for 2-D points, built as DALI builds them.
+
+A matrix maps a point ``p`` to ``M[:, :2] @ p + M[:, 2]``. ``center`` makes scale, rotation and shear
+act about that point. An optional input ``T`` (a 2x3 matrix, e.g. another transform's output) is
+combined with the new one: the new transform is applied after ``T`` (``new @ T``), or before it with
+``reverse_order=True`` (``T @ new``). ``combine`` applies its inputs in order (the first first).
+Angles are in degrees. Only 2-D is supported; any other argument or dimensionality is refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .graph import DataNode, Op
+from .operators import _device, _one, check_args
+
+
+def _vector(value, name: str) -> torch.Tensor:
+    v = torch.as_tensor(value, dtype=torch.float64).reshape(-1)
+    if v.numel() == 1:
+        v = v.repeat(2)
+    if v.numel() != 2:
+        raise NotImplementedError(f"fastload.compat.dali: fn.transforms {name} must have 2 values "
+                                  f"(only 2-D transforms are supported), got {v.numel()}")
+    return v
+
+
+def _square(m: torch.Tensor) -> torch.Tensor:
+    m = torch.as_tensor(m, dtype=torch.float64)
+    if tuple(m.shape) != (2, 3):
+        raise ValueError(f"fastload.compat.dali: fn.transforms expects 2x3 matrices, got {tuple(m.shape)}")
+    return torch.cat([m, torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64)])
+
+
+def _about(linear: torch.Tensor, center) -> torch.Tensor:
+    """The 3x3 matrix applying ``linear`` (2x2) about ``center``: x -> L (x - c) + c."""
+    m = torch.eye(3, dtype=torch.float64)
+    m[:2, :2] = linear
+    if center is not None:  # in float32, as DALI computes it (the cancellation is part of its result)
+        c, lin = _vector(center, "center").float(), linear.float()
+        m[:2, 2] = (c - lin @ c).double()
+    return m
+
+
+def _chain(new: torch.Tensor, previous, reverse_order: bool) -> torch.Tensor:
+    if previous is not None:
+        prev = _square(previous)
+        new = prev @ new if reverse_order else new @ prev
+    return new[:2].to(torch.float32)
+
+
+def _transform(operator: str, make, names: set):
+    def build(T=None, *, device=None, reverse_order=False, **args):
+        check_args(f"fn.transforms.{operator}", args, names)
+        inputs = [T] if T is not None else []
+
+        def run(ctx, op, *values, **a):
+            return _chain(make(**a), values[0] if values else None, bool(reverse_order))
+        for arg in args:  # DataNode arguments are per sample; plain values constant
+            if not isinstance(args[arg], DataNode):
+                args[arg] = tuple(args[arg]) if isinstance(args[arg], (list, tuple)) else args[arg]
+        return _one(Op(f"transforms.{operator}", run, inputs, dict(args), device=_device(inputs, device),
+                       layouts=("",), fusable=False))
+    build.__name__ = operator
+    build.__doc__ = f"``fn.transforms.{operator}`` ({', '.join(sorted(names))}; 2-D; per-sample arguments allowed)."
+    return build
+
+
+def _translation(offset):
+    m = torch.eye(3, dtype=torch.float64)
+    m[:2, 2] = _vector(offset, "offset")
+    return m
+
+
+def _scale(scale, center=None):
+    return _about(torch.diag(_vector(scale, "scale")), center)
+
+
+def _rotation(angle, center=None):
+    a = math.radians(float(torch.as_tensor(angle).reshape(-1)[0]))
+    return _about(torch.tensor([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]], dtype=torch.float64),
+                  center)
+
+
+def _shear(shear=None, angles=None, center=None):
+    if (shear is None) == (angles is None):
+        raise ValueError("fastload.compat.dali: fn.transforms.shear needs exactly one of shear and angles")
+    s = _vector(shear, "shear") if shear is not None else torch.tan(torch.deg2rad(_vector(angles, "angles")))
+    return _about(torch.tensor([[1.0, float(s[0])], [float(s[1]), 1.0]], dtype=torch.float64), center)
+
+
+translation = _transform("translation", _translation, {"offset"})
+scale = _transform("scale", _scale, {"scale", "center"})
+rotation = _transform("rotation", _rotation, {"angle", "center"})
+shear = _transform("shear", _shear, {"shear", "angles", "center"})
+
+
+def combine(*transforms, device=None, reverse_order=False, **args):
+    """``fn.transforms.combine``: the inputs applied in order (the first first), or in reverse order."""
+    check_args("fn.transforms.combine", args, set())
+    if len(transforms) < 2:
+        raise ValueError("fastload.compat.dali: fn.transforms.combine needs at least 2 transforms")
+
+    def run(ctx, op, *values):
+        m = torch.eye(3, dtype=torch.float64)
+        for value in values:
+            m = m @ _square(value) if reverse_order else _square(value) @ m
+        return m[:2].to(torch.float32)
+    return _one(Op("transforms.combine", run, list(transforms), {}, device=_device(transforms, device),
+                   layouts=("",), fusable=False))
