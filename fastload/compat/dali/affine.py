@@ -110,3 +110,48 @@ def combine(*transforms, device=None, reverse_order=False, **args):
         return m[:2].to(torch.float32)
     return _one(Op("transforms.combine", run, list(transforms), {}, device=_device(transforms, device),
                    layouts=("",), fusable=False))
+
+
+def _coord_transform(ctx, op, points, M=None, T=None, MT=None):
+    p = torch.as_tensor(points).to(torch.float32)
+    dim = p.shape[-1]
+    m = torch.eye(dim, dtype=torch.float32) if M is None else torch.as_tensor(M, dtype=torch.float32)
+    t = torch.zeros(dim, dtype=torch.float32)
+    if MT is not None:  # the block matrix [M T] (a fn.transforms output): its last column is T
+        mt = torch.as_tensor(MT, dtype=torch.float32)
+        if mt.numel() % (dim + 1):
+            raise ValueError(f"fastload.compat.dali: fn.coord_transform: MT of {mt.numel()} values does not "
+                             f"fit {dim}-D points")
+        mt = mt.reshape(-1, dim + 1)
+        m, t = mt[:, :dim], mt[:, dim]
+    elif m.numel() == 1:  # a scalar: that multiple of the identity
+        m = m.reshape(()) * torch.eye(dim, dtype=torch.float32)
+    elif m.numel() % dim == 0:
+        m = m.reshape(-1, dim)
+    else:
+        raise ValueError(f"fastload.compat.dali: fn.coord_transform: M of {m.numel()} values does not fit "
+                         f"{dim}-D points")
+    if T is not None:
+        t = torch.as_tensor(T, dtype=torch.float32).reshape(-1).expand(m.shape[0])
+    flat = p.reshape(-1, dim)
+    out = (flat.unsqueeze(1) * m.unsqueeze(0)).sum(-1) + t
+    return out.reshape(*p.shape[:-1], m.shape[0])
+
+
+def coord_transform(points, *, M=None, T=None, MT=None, device=None, dtype=None, **args):
+    """``fn.coord_transform``: each point ``p`` (the last axis) to ``M @ p + T`` in float32. ``M`` is a
+    matrix (rows of D values) or a scalar (a multiple of the identity); ``MT`` the block matrix [M T] (a
+    ``fn.transforms`` output). Arguments may be per sample. Output float32 (another ``dtype`` is refused)."""
+    if MT is not None and (M is not None or T is not None):
+        raise ValueError("fastload.compat.dali: fn.coord_transform: MT excludes M and T")
+    check_args("fn.coord_transform", args, set())
+    if dtype is not None:
+        raise NotImplementedError("fastload.compat.dali: fn.coord_transform does not support argument dtype "
+                                  "(float32 output only)")
+    settings = {}
+    for name, value in (("M", M), ("T", T), ("MT", MT)):
+        if value is not None:
+            settings[name] = value if isinstance(value, DataNode) else tuple(torch.as_tensor(
+                value, dtype=torch.float64).reshape(-1).tolist())
+    return _one(Op("coord_transform", _coord_transform, [points], settings, device=_device([points], device),
+                   layouts=(points.layout(),), fusable=False))
