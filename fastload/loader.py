@@ -61,7 +61,9 @@ class DataLoader(torch.utils.data.DataLoader):
             accelerator is).
         drop_last: as torch's.
         timeout: seconds to wait for a batch (0: no limit). A timeout ends the epoch at once: threads
-            stuck in a call are told to stop and are not waited for.
+            stuck in a call are told to stop and are not waited for. Also the most that shutdown
+            (``close()``, an exception or Ctrl-C leaving the loop, interpreter exit) waits for the threads
+            (0: ``fastload.pipeline.CLOSE_TIMEOUT``, 5 s); one still in a call is named in a warning.
         worker_init_fn: called with the worker id in each loader thread before it loads, with the
             process generators seeded as the worker's (and put back after the call).
         multiprocessing_context: accepted, as torch validates it, and unused: there are no processes.

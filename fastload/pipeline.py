@@ -29,10 +29,19 @@ is ``SKIP`` yields nothing (a worker whose iterator ran out before the
 batch it was given).
 
 Shutdown is explicit (``close()``) and automatic: on exhaustion, when the
-iterator is garbage-collected (after a ``break``), and at interpreter exit
-through ``threading._register_atexit``, which runs before Python joins
-non-daemon threads (plain ``atexit`` runs after, too late). Threads are
-non-daemon so none is killed inside a C decoder at exit.
+iterator is garbage-collected (after a ``break``, or an exception or
+Ctrl-C that leaves the training loop), on an error or KeyboardInterrupt
+raised while waiting for a batch, and at interpreter exit through
+``threading._register_atexit``, which runs before Python joins non-daemon
+threads (plain ``atexit`` runs after, too late). Every shutdown is bounded:
+``close()`` tells the threads to stop and waits for them at most the
+loader's ``timeout`` seconds in all (``CLOSE_TIMEOUT`` where ``timeout``
+is 0). A thread still inside a call then (a ``__getitem__`` blocked on a
+lock or a network read) is reported by a ``StuckThreadWarning`` naming the
+thread and the sample it is on, and left behind: threads are daemon
+threads, so a stuck one does not keep the interpreter from exiting. The
+exit hook joins every thread that can stop first, so only a thread that
+was already stuck can be cut short at exit.
 """
 
 from __future__ import annotations
@@ -42,15 +51,22 @@ import itertools
 import queue
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
+
+from .errors import StuckThreadWarning
 
 _LIVE: "weakref.WeakSet[ThreadPipeline]" = weakref.WeakSet()
 _COUNTER = itertools.count()
 THREAD_PREFIX = "fastload-"
 END = object()  # a job output meaning "the data ran out": iteration stops there
 SKIP = object()  # a job output meaning "nothing here": iteration goes on with the next job
+# How long close() waits for the threads in all when the loader's timeout is 0 (no limit on a batch): a
+# thread between two items stops at once, one in the middle of a sample's read or decode in milliseconds;
+# only a call that blocks (a stuck network read, a lock) outlives it. Read at each close().
+CLOSE_TIMEOUT = 5.0
 
 
 def _close_all_at_exit() -> None:
@@ -172,53 +188,61 @@ class ThreadPipeline:
         self._exhausted = False
         self._closed = False
         self._inits = _Inits(num_threads if thread_init is not None else 0)
+        # per thread, what it is doing now (None: waiting for work), for close() to name a stuck one
+        self._busy: list = [None] * (num_threads + 1)
         pipeline_id = next(_COUNTER)
         self._threads = [threading.Thread(target=self._work,
-                                          args=(self._queues[i], thread_init, i, self._inits),
-                                          name=f"{THREAD_PREFIX}{pipeline_id}-{i}")
+                                          args=(self._queues[i], thread_init, i, self._inits, self._busy),
+                                          name=f"{THREAD_PREFIX}{pipeline_id}-{i}", daemon=True)
                          for i in range(num_threads)]
         self._finishing: queue.SimpleQueue | None = None
         if serial_finish and num_threads:
             self._finishing = queue.SimpleQueue()
             self._finish_ahead = threading.Semaphore(serial_finish)
             self._threads.append(threading.Thread(
-                target=self._finish_in_order, args=(self._finishing, self._finish_ahead),
-                name=f"{THREAD_PREFIX}{pipeline_id}-finish"))
+                target=self._finish_in_order, args=(self._finishing, self._finish_ahead, self._busy),
+                name=f"{THREAD_PREFIX}{pipeline_id}-finish", daemon=True))
         _LIVE.add(self)
         for thread in self._threads:
             thread.start()
         self._init_error = self._inits.wait(timeout)
 
     @staticmethod
-    def _work(tasks: queue.SimpleQueue, thread_init, index: int, inits: "_Inits") -> None:
+    def _work(tasks: queue.SimpleQueue, thread_init, index: int, inits: "_Inits", busy: list) -> None:
         # A staticmethod holding only the queues: a running thread must not keep
         # the pipeline alive, or garbage collection could never close it.
         if thread_init is not None:
+            busy[index] = "worker_init_fn"
             try:
                 thread_init(index)  # worker info, torch's worker_init_fn(worker_id): once per thread
             except BaseException as error:
                 inits.done(error)
                 return
+            finally:
+                busy[index] = None
             inits.done(None)
         while True:
             item = tasks.get()
             if item is None:
                 return
             job, i = item
+            busy[index] = item
             job.run_item(i)
             # A waiting thread must not hold its last job: a failed job's error, once raised in the
             # training loop, references the pipeline (its traceback), which could then never be collected.
-            item = job = None
+            busy[index] = item = job = None
 
     @staticmethod
-    def _finish_in_order(jobs: queue.SimpleQueue, ahead: threading.Semaphore) -> None:
+    def _finish_in_order(jobs: queue.SimpleQueue, ahead: threading.Semaphore, busy: list) -> None:
         while True:
             job = jobs.get()
             if job is None:
                 return
             job.items_done.wait()
             ahead.acquire()  # released as the consumer takes a job, or by close()
+            busy[-1] = (job, None)
             job._finish()
+            busy[-1] = job = None
 
     def _fill(self) -> None:
         while not self._exhausted and len(self._in_flight) < self._max_in_flight:
@@ -251,6 +275,8 @@ class ThreadPipeline:
             return self._next_output()
         except _JobFailed as failed:  # that batch is dropped; the iteration can go on
             error = failed.error
+            if not isinstance(error, Exception):  # a KeyboardInterrupt or SystemExit in a task (no threads)
+                self.close()
         except _TimedOut as timed_out:
             self.close(join=False)
             error = RuntimeError(str(timed_out))
@@ -304,7 +330,9 @@ class ThreadPipeline:
         return self._length
 
     def close(self, join: bool = True) -> None:
-        """Stop queued work, stop and join every thread (``join=False``: do not wait for them). Idempotent."""
+        """Stop queued work, stop every thread and wait for them -- at most the ``timeout`` in all
+        (``CLOSE_TIMEOUT`` where it is 0); warn, naming each thread still running and the sample it is on
+        (``join=False``: do not wait). Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -319,14 +347,39 @@ class ThreadPipeline:
             self._finishing.put(None)
             for _ in range(self._max_in_flight + 1):
                 self._finish_ahead.release()
-        current = threading.current_thread()
-        for thread in self._threads if join else ():
-            if thread is not current:
-                thread.join()
         _LIVE.discard(self)
+        if join:
+            self._join()
+
+    def _join(self) -> None:
+        bound = self._timeout if self._timeout > 0 else CLOSE_TIMEOUT
+        deadline = time.monotonic() + bound
+        current = threading.current_thread()
+        for thread in self._threads:
+            if thread is not current:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [f"{thread.name} on {_doing(self._busy[i])}"
+                 for i, thread in enumerate(self._threads) if thread is not current and thread.is_alive()]
+        if stuck:
+            warnings.warn(f"fastload: {len(stuck)} loader thread(s) did not stop within {bound:g} s of close() "
+                          f"and are left running as daemon threads, each until its call returns: "
+                          f"{'; '.join(stuck)}", StuckThreadWarning, stacklevel=3)
 
     def __del__(self) -> None:
         self.close()
+
+
+def _doing(entry) -> str:
+    """What a thread's ``_busy`` entry says it is doing."""
+    if entry is None:
+        return "no sample (between two)"
+    if isinstance(entry, str):
+        return entry
+    job, i = entry
+    if i is None:
+        return "the finish step of a batch (collate / normalize / copy)"
+    stage, what = job.stages[i]
+    return f"{what or f'item {i} of a batch'} (stage '{stage}')"
 
 
 class _JobFailed(Exception):

@@ -1,9 +1,18 @@
 import gc
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
+import warnings
 
 import pytest
+import torch
 
+from fastload import DataLoader
+from fastload import pipeline as pipeline_module
+from fastload.errors import StuckThreadWarning
 from fastload.pipeline import END, THREAD_PREFIX, Job, ThreadPipeline
 
 
@@ -134,3 +143,149 @@ def test_an_error_that_leaves_the_loop_stops_the_threads_at_once():
         assert not fastload_threads()
     finally:
         gc.enable()
+
+
+# -- bounded shutdown: a thread stuck in user code never holds up close(), an error, Ctrl-C or exit --------------
+
+class Blocking(torch.utils.data.Dataset):
+    """Integers; ``__getitem__(stuck)`` blocks until ``release`` is set (a hung read, a deadlocked lock)."""
+
+    def __init__(self, size=16, stuck=5):
+        self.size, self.stuck = size, stuck
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        if index == self.stuck:
+            self.entered.set()
+            self.release.wait()
+        return index
+
+
+def _stuck_warnings_within(bound, call):
+    """Run ``call()`` on a helper thread; fail (instead of hanging) unless it returns within ``bound`` seconds
+    (and a little scheduling slack); the StuckThreadWarning messages it gave, and what it raised."""
+    raised = []
+
+    def run():
+        try:
+            call()
+        except BaseException as error:  # noqa: BLE001 -- handed to the test
+            raised.append(error)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        helper = threading.Thread(target=run, daemon=True)
+        helper.start()
+        helper.join(bound + 0.5)
+        assert not helper.is_alive(), f"did not return within {bound} s"
+    return [str(w.message) for w in caught if issubclass(w.category, StuckThreadWarning)], raised
+
+
+def _let_go(dataset):
+    """Release the stuck call and wait for its (abandoned) thread to end: no test leaves a thread behind."""
+    dataset.release.set()
+    for thread in fastload_threads():
+        thread.join(10)
+
+
+def test_close_of_a_stuck_job_returns_within_the_timeout_and_names_the_thread_and_item():
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(report):
+        report("decode", "/data/slow.jpg")
+        entered.set()
+        release.wait()
+    pipeline = ThreadPipeline(iter([Job([lambda r: 1], lambda r: r[0]), Job([stuck], lambda r: r)]), 1,
+                              max_in_flight=2, timeout=0.5)
+    try:
+        assert next(pipeline) == 1 and entered.wait(5)
+        stuck, _ = _stuck_warnings_within(0.5, pipeline.close)
+        assert len(stuck) == 1 and re.search(r"fastload-\d+-0 on /data/slow.jpg \(stage 'decode'\)", stuck[0])
+        assert [thread.daemon for thread in fastload_threads()] == [True]
+    finally:
+        release.set()
+        for thread in fastload_threads():
+            thread.join(10)
+
+
+def test_loader_close_with_a_worker_stuck_in_getitem_is_bounded_by_timeout():
+    dataset = Blocking()
+    loader = DataLoader(dataset, batch_size=2, num_workers=2, timeout=1)
+    try:
+        iterator = iter(loader)
+        assert next(iterator).tolist() == [0, 1]
+        assert dataset.entered.wait(5)
+        stuck, _ = _stuck_warnings_within(1, loader.close)
+        assert len(stuck) == 1 and re.search(r"fastload-\d+-\d on sample 5 \(stage 'dataset\[i\]'\)", stuck[0])
+    finally:
+        _let_go(dataset)
+
+
+def test_an_exception_in_the_loop_with_a_stuck_worker_returns_within_the_default_bound(monkeypatch):
+    """timeout=0 (no limit on a batch): leaving the loop still waits at most CLOSE_TIMEOUT."""
+    monkeypatch.setattr(pipeline_module, "CLOSE_TIMEOUT", 0.5, raising=False)
+    dataset = Blocking()
+
+    def train():
+        for _ in DataLoader(dataset, batch_size=2, num_workers=2):
+            assert dataset.entered.wait(5)
+            raise FloatingPointError("loss is nan")
+    try:
+        stuck, raised = _stuck_warnings_within(0.5, train)
+        assert len(stuck) == 1 and "on sample 5" in stuck[0]
+        assert [type(error) for error in raised] == [FloatingPointError]
+    finally:
+        _let_go(dataset)
+
+
+_STUCK_SCRIPT = '''
+import sys, threading, time, torch, fastload, fastload.pipeline
+fastload.pipeline.CLOSE_TIMEOUT = 1.0  # the bound where timeout=0 (default 5 s)
+class Blocking(torch.utils.data.Dataset):
+    entered = threading.Event()
+    def __len__(self):
+        return 16
+    def __getitem__(self, index):
+        if index == 5:
+            self.entered.set()
+            threading.Event().wait()  # never returns
+        return index
+loader = fastload.DataLoader(Blocking(), batch_size=2, num_workers=2, timeout=float(sys.argv[2]))
+iterator = iter(loader)
+next(iterator)
+Blocking.entered.wait()
+print("ready", flush=True)
+if sys.argv[1] == "interrupt":
+    for batch in iterator:  # waits for the stuck batch: Ctrl-C arrives here
+        pass
+'''
+
+
+@pytest.mark.parametrize("how, timeout", [("exit", 1.0), ("interrupt", 0.0)])
+def test_interpreter_exit_and_ctrl_c_return_within_the_bound_with_a_stuck_worker(tmp_path, how, timeout):
+    """A worker blocked forever in __getitem__: the interpreter still exits (the threads are daemon threads,
+    the exit hook waits at most the timeout), and Ctrl-C while waiting for its batch raises KeyboardInterrupt
+    within CLOSE_TIMEOUT; both name the stuck thread and sample."""
+    script = tmp_path / "stuck.py"
+    script.write_text(_STUCK_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script), how, str(timeout)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "ready\n", process.stderr.read() if process.poll() is not None else ""
+        started = time.monotonic()
+        if how == "interrupt":
+            time.sleep(0.2)
+            process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    bound = timeout or 1.0
+    assert time.monotonic() - started < bound + 3, stderr
+    assert "StuckThreadWarning" in stderr and "on sample 5 (stage 'dataset[i]')" in stderr, stderr
+    if how == "interrupt":
+        assert "KeyboardInterrupt" in stderr and process.returncode != 0, stderr
+    else:
+        assert process.returncode == 0, stderr
