@@ -50,18 +50,21 @@ def start_epoch(loader) -> ThreadPipeline:
 
 
 class Delivery:
-    """Called as each batch is handed over (``end``: the epoch ran out): the resume position, the end of the
-    stats' epoch, and torch's warning when an IterableDataset yields more than its ``len`` said."""
+    """Called as each batch is handed over (``end``: the epoch ran out; ``failed``: its error was raised
+    instead): the resume position, the end of the stats' epoch, and torch's warning when an IterableDataset
+    yields more than its ``len`` said."""
 
     def __init__(self, loader, end_stats: Callable[[], None]):
         self.loader, self.end_stats = loader, end_stats
         self.yielded = 0
 
-    def __call__(self, end: bool) -> None:
+    def __call__(self, end: bool, failed: bool = False) -> None:
         loader = self.loader
         loader.schedule.delivered(end)
         if end:
             self.end_stats()
+            return
+        if failed:  # consumed for the resume position; not yielded (torch counts only what it returns)
             return
         self.yielded += 1
         reported = loader._IterableDataset_len_called

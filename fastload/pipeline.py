@@ -11,7 +11,10 @@ its callers anyway) and must not run further ahead than its output slots.
 returned (the device path makes the consumer's stream wait for the batch).
 The consumer keeps at most ``max_in_flight`` jobs queued, takes their
 outputs in order, and re-raises a job's error in the training loop;
-``on_deliver(False)`` is called for each output handed over and
+``on_deliver(False)`` is called for each output handed over,
+``on_deliver(False, failed=True)`` for a batch whose error is raised in the
+training loop instead (it is consumed: torch's iterator has drawn its
+indices, so a state saved after it resumes after it), and
 ``on_deliver(True)`` once the data has run out (the loader's resume state).
 
 An error in a job (a dataset's, a collate_fn's, a bad file's) is raised
@@ -309,6 +312,8 @@ class ThreadPipeline:
             if self._finishing is not None:
                 self._finish_ahead.release()
             if job.error is not None:
+                if self._on_deliver is not None and isinstance(job.error, Exception):
+                    self._on_deliver(False, failed=True)  # consumed: torch's sampler has moved past it too
                 raise _JobFailed(job.error)
             if job.output is END:
                 self._ended()

@@ -191,3 +191,46 @@ def test_elastic_resume_at_another_world_size_in_real_processes(numbered_list, t
             [(1, epochs[1]) for epochs in resumed]:
         for label, image in delivered:
             assert torch.equal(image, reference[epoch][label]), (epoch, label)
+
+
+class _FailsAt(torch.utils.data.Dataset):
+    """Sample i is tensor([i]); sample ``bad`` raises."""
+
+    def __init__(self, size: int, bad: int):
+        self.size, self.bad = size, bad
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        if index == self.bad:
+            raise ValueError(f"sample {index} is broken")
+        return torch.tensor([index])
+
+
+def _through_a_failure(loader, after: int) -> list:
+    """The batches a loop that catches the failed batch's error and goes on sees, ``after`` of them past it."""
+    seen, iterator, failed = [], iter(loader), 0
+    while failed == 0 or len(seen) < failed + after:
+        try:
+            seen.append(next(iterator).flatten().tolist())
+        except ValueError:
+            failed = len(seen)
+    return seen, iterator
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_failed_batch_counts_as_consumed_as_under_torch(workers):
+    """torch's iterator draws a failed batch's indices before the error reaches the loop, so the loop goes on
+    with the next batch; a state saved after that resumes after it, never repeating a delivered batch."""
+    dataset = _FailsAt(20, bad=5)
+    expected, _ = _through_a_failure(torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=workers), 1)
+    assert expected == [[0, 1], [2, 3], [6, 7]]
+    loader = fastload.DataLoader(dataset, batch_size=2, num_workers=workers)
+    seen, iterator = _through_a_failure(loader, 1)
+    assert seen == expected
+    state = loader.state_dict()
+    del iterator
+    resumed = fastload.DataLoader(dataset, batch_size=2, num_workers=workers)
+    resumed.load_state_dict(state)
+    assert [batch.flatten().tolist() for batch in resumed][:2] == [[8, 9], [10, 11]]
