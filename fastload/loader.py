@@ -18,6 +18,7 @@ from torch.utils.data._utils.collate import default_collate, default_convert
 from torch.utils.data.dataloader import _InfiniteConstantSampler
 from torch.utils.data.distributed import DistributedSampler
 
+from . import fingerprint
 from .decode import DEFAULT_MAX_PIXELS
 from .epoch import start_epoch
 from .options import Options
@@ -224,11 +225,27 @@ class DataLoader(torch.utils.data.DataLoader):
         new ranks share the epoch's undelivered samples
         (``fastload.order.ResumedOrder``).
         """
-        return self.schedule.state_dict(self.batch_size, _length(self.dataset))
+        return {**self.schedule.state_dict(self.batch_size, _length(self.dataset)),
+                "fingerprint": self._fingerprint()}
 
     def load_state_dict(self, state: dict) -> None:
-        """Make the next iteration continue from ``state`` (from ``state_dict``, possibly of another process)."""
-        self.schedule.load_state_dict(state, self.batch_size, _length(self.dataset))
+        """Make the next iteration continue from ``state`` (from ``state_dict``, possibly of another process).
+        A state saved over other samples (names, labels, file sizes) or order settings (shuffle, sampler,
+        drop_last) is refused with a ValueError saying which (``fastload.fingerprint``)."""
+        schedule_state = {key: value for key, value in state.items() if key != "fingerprint"}
+        self.schedule.load_state_dict(schedule_state, self.batch_size, _length(self.dataset))
+        fingerprint.check(state.get("fingerprint"), self._fingerprint())
+
+    def _fingerprint(self) -> dict:
+        """The samples' part (cached for this sample list: it may stat every file) and the order's."""
+        samples = getattr(self.dataset, "samples", None)
+        key = (id(samples), len(samples) if isinstance(samples, list) else None)
+        if getattr(self, "_samples_fingerprint", (None,))[0] != key:
+            self._samples_fingerprint = (key, fingerprint.samples_part(self.dataset))
+        state = vars(self)
+        return {"samples": self._samples_fingerprint[1],
+                "order": {"shuffle": _shuffles(state), "drop_last": self.drop_last,
+                          "sampler": _name(state.get("sampler")), "batch_sampler": _name(state.get("batch_sampler"))}}
 
     def close(self) -> None:
         """Stop and join the threads of every iterator of this loader; ``stats`` ends the current epoch."""

@@ -234,3 +234,41 @@ def test_a_failed_batch_counts_as_consumed_as_under_torch(workers):
     resumed = fastload.DataLoader(dataset, batch_size=2, num_workers=workers)
     resumed.load_state_dict(state)
     assert [batch.flatten().tolist() for batch in resumed][:2] == [[8, 9], [10, 11]]
+
+
+def test_resume_refuses_other_samples_or_order_settings_saying_which(image_folder, tmp_path):
+    """A folder of the same count with one file swapped for another, a file replaced under its name by one
+    of another size, or another shuffle: the saved position would deliver samples twice and others never,
+    so load_state_dict refuses, naming what differs; a state from an older fastload loads with a warning."""
+    import shutil
+    import warnings
+
+    from fastload.fingerprint import ResumeStateWarning
+    root = tmp_path / "data"
+    shutil.copytree(image_folder, root)
+    loader = _source_loader(str(root), workers=0)
+    iterator = iter(loader)
+    next(iterator)
+    state = loader.state_dict()
+    del iterator
+    _source_loader(str(root), workers=0).load_state_dict(state)  # the same data and settings: taken
+
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    renamed = files[3].with_name("zz_" + files[3].name)  # same count, another name: a swapped file
+    files[3].rename(renamed)
+    with pytest.raises(ValueError, match="the sample list"):
+        _source_loader(str(root), workers=0).load_state_dict(state)
+    renamed.rename(files[3])
+    files[5].write_bytes(files[5].read_bytes() + b"\0" * 10)  # replaced under its name
+    with pytest.raises(ValueError, match="sizes"):
+        _source_loader(str(root), workers=0).load_state_dict(state)
+
+    tensors = torch.utils.data.TensorDataset(torch.arange(20))
+    shuffled = fastload.DataLoader(tensors, batch_size=4, shuffle=True)
+    with pytest.raises(ValueError, match="shuffle: saved True, now False"):
+        fastload.DataLoader(tensors, batch_size=4, shuffle=False).load_state_dict(shuffled.state_dict())
+    old = {key: value for key, value in shuffled.state_dict().items() if key != "fingerprint"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fastload.DataLoader(tensors, batch_size=4, shuffle=True).load_state_dict(old)
+    assert any(issubclass(w.category, ResumeStateWarning) for w in caught)
