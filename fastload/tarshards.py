@@ -73,7 +73,7 @@ def build_index(path: str | None, stream: BinaryIO | None = None) -> dict:
             "samples": [[key, members, texts.get(key, {})] for key, members in samples.items()]}
 
 
-def _describes(index: dict) -> bool:
+def is_whole_index(index: dict) -> bool:
     """Whether a cached index is one of this version, whole (a malformed one is rebuilt)."""
     samples = index.get("samples")
     return index.get("version") == INDEX_VERSION and "error" in index and isinstance(samples, list) and \
@@ -155,7 +155,7 @@ class TarShards(ShardedSource):
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
         samples: list[tuple[str, int]] = []
         for number, path in enumerate(self.shards):
-            index = self.storage.index(number, "shard-index", ".idx.json", _describes, build_index)
+            index = self.storage.index(number, "shard-index", ".idx.json", is_whole_index, build_index)
             for key, members, texts in index["samples"]:
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
                 label, problem = -1, None

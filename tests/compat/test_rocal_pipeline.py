@@ -940,3 +940,27 @@ def test_raw_uncompressed_pixels_of_another_type_are_never_wrapped():
             _raw_uncompressed_batch(fractional)
     with pytest.raises(ValueError, match="has dtype <U1, not uint8 pixels"):
         _raw_uncompressed_batch(np.full((4, 6, 3), "a"))
+
+
+def test_a_malformed_cached_webdataset_index_is_rebuilt(photos, tmp_path):
+    """An index file cut short or edited (here: of this version, without its samples) is built again, not a
+    KeyError (issue 36: the tar shards' rule, shared by rocAL's webdataset reader)."""
+    import json
+
+    from fastload.tarshards import INDEX_VERSION
+    image_path = str(tmp_path / "wds")
+    _webdataset_folder(image_path, photos)
+    with pytest.warns(UserWarning, match="not samples"):
+        _webdataset_pipeline(image_path)
+    cached = [os.path.join(d, f) for d, _, files in os.walk(tmp_path) for f in files if f.endswith(".idx.json")]
+    assert cached
+    for path in cached:  # the file's identity and version kept: only the samples are gone
+        with open(path) as file:
+            index = json.load(file)
+        assert index["version"] == INDEX_VERSION
+        del index["samples"]
+        with open(path, "w") as out:
+            json.dump(index, out)
+    with pytest.warns(UserWarning, match="not samples"):
+        pipe = _webdataset_pipeline(image_path)
+    assert len(ROCALClassificationIterator(pipe, display=0, device="cpu", device_id=0)) == 3

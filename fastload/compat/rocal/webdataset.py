@@ -34,7 +34,7 @@ import numpy as np
 
 from ...errors import DecodeError
 from ...shardfiles import ShardFiles
-from ...tarshards import INDEX_VERSION, build_index
+from ...tarshards import is_whole_index, build_index
 from .types import RocalMissingComponentsBehavior
 
 PREFIX = "fastload.compat.rocal"
@@ -90,7 +90,7 @@ class WebDatasetSamples:
         no_image = skipped = 0
         for number, path in enumerate(self.storage.paths):
             index = self.storage.index(number, "shard-index", ".idx.json",
-                                       lambda index: index.get("version") == INDEX_VERSION, build_index)
+                                       is_whole_index, build_index)  # a malformed cached index is rebuilt
             if index["error"] and not index["samples"]:
                 raise ValueError(f"{decoder}: {path}: not a readable tar ({index['error']}); rocAL reads every "
                                  f"entry of {folder} as one")
