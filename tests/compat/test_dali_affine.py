@@ -1,0 +1,107 @@
+"""fastload.compat.dali.affine against real DALI's CPU operators (issue 39 item 3, geometry chain).
+
+fn.transforms: translation, scale, rotation, shear and combine give DALI's 2x3 float32 matrices -- same
+shape, dtype and values within float32 rounding (4 ulps of the largest entry) -- for constant and
+per-sample (DataNode) arguments, about a ``center``, chained onto an input ``T`` in both orders; the rest
+of fn.transforms is refused by name. fn.coord_transform: points of awkward counts and 2-D/3-D through M (a
+matrix, a scalar, a per-sample DataNode) and T, or MT (a fn.transforms output): same shape, dtype and
+float32 values (within 2 ulps of the largest output)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastload.compat.dali as ours
+
+dali = pytest.importorskip("nvidia.dali")
+
+TRANSFORMS_BATCH = 5
+rng = np.random.default_rng(39)
+ANGLES = [rng.uniform(-180, 180, size=()).astype(np.float32) for _ in range(TRANSFORMS_BATCH)]
+OFFSETS = [rng.uniform(-50, 50, size=2).astype(np.float32) for _ in range(TRANSFORMS_BATCH)]
+
+POINTS_BATCH = 4
+rng = np.random.default_rng(3)
+POINTS2 = [rng.uniform(-100, 100, size=(n, 2)).astype(np.float32) for n in (1, 7, 13, 0)]
+POINTS3 = [rng.uniform(-10, 10, size=(n, 3)).astype(np.float32) for n in (5, 2, 11, 3)]
+MS = [rng.uniform(-2, 2, size=(2, 2)).astype(np.float32) for _ in range(POINTS_BATCH)]
+POINT_ANGLES = [np.float32(a) for a in rng.uniform(-90, 90, size=POINTS_BATCH)]
+
+
+def transforms_graph(mod):
+    fn = mod.fn
+    angle = fn.external_source(source=lambda: ANGLES, batch=True)
+    offset = fn.external_source(source=lambda: OFFSETS, batch=True)
+    t = fn.transforms.translation(offset=offset)
+    s = fn.transforms.scale(scale=[1.5, 0.25], center=[7.0, -3.5])
+    r = fn.transforms.rotation(angle=angle, center=[13.0, 29.0])
+    sh = fn.transforms.shear(shear=[0.3, -0.2], center=[2.0, 1.0])
+    sha = fn.transforms.shear(angles=[10.0, -25.0])
+    chained = fn.transforms.rotation(t, angle=33.0)
+    chained_rev = fn.transforms.scale(r, scale=[2.0, 3.0], reverse_order=True)
+    comb = fn.transforms.combine(t, s, r)
+    comb_rev = fn.transforms.combine(t, sh, r, reverse_order=True)
+    const = fn.transforms.translation(offset=[3.0, -4.0])
+    uniform = fn.transforms.scale(scale=[0.5, 0.5])
+    return t, s, r, sh, sha, chained, chained_rev, comb, comb_rev, const, uniform
+
+
+def coord_graph(mod):
+    fn = mod.fn
+    p2 = fn.external_source(source=lambda: POINTS2, batch=True)
+    p3 = fn.external_source(source=lambda: POINTS3, batch=True)
+    m = fn.external_source(source=lambda: MS, batch=True)
+    angle = fn.external_source(source=lambda: POINT_ANGLES, batch=True)
+    rot = fn.transforms.rotation(angle=angle, center=[5.0, -2.0])
+    return (fn.coord_transform(p2, MT=rot),
+            fn.coord_transform(p2, M=m, T=[1.5, -7.25]),
+            fn.coord_transform(p2, M=2.5, T=3.0),
+            fn.coord_transform(p3, M=[1, 2, 3, 4, 5, 6, 7, 8, 9], T=[0.5, 0.25, -1]),
+            fn.coord_transform(p3, M=[1, 0, 2, 0, 1, 1], T=[4, 5]),  # 3-D to 2-D
+            fn.coord_transform(p2))
+
+
+def run(mod, graph, batch: int) -> list[list[np.ndarray]]:
+    """Every output of ``graph`` built with ``mod`` (real DALI or fastload's), per sample, as arrays."""
+    @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        return graph(mod)
+    p = pipe()
+    p.build()
+    return [[np.array(out.at(i)) for i in range(batch)] for out in p.run()]
+
+
+def assert_matches_dali(graph, batch: int, ulps: int, shape=None) -> None:
+    """fastload's outputs have DALI's shapes (``shape`` when given), float32, and DALI's values within
+    ``ulps`` float32 ulps of each output's largest magnitude (at least 1)."""
+    theirs, mine = run(dali, graph, batch), run(ours, graph, batch)
+    assert len(theirs) == len(mine)
+    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
+        for i, (a, b) in enumerate(zip(a_out, b_out)):
+            assert a.shape == b.shape and (shape is None or a.shape == shape), (k, i, a.shape, b.shape)
+            assert a.dtype == b.dtype == np.float32, (k, i, b.dtype)
+            scale = max(1.0, float(np.abs(a).max())) if a.size else 1.0
+            np.testing.assert_allclose(b, a, rtol=0, atol=ulps * np.finfo(np.float32).eps * scale,
+                                       err_msg=f"output {k} sample {i}")
+
+
+def test_transforms_match_dali():
+    # DALI composes in float32/float64 internally: a few ulps of the magnitude
+    assert_matches_dali(transforms_graph, TRANSFORMS_BATCH, ulps=4, shape=(2, 3))
+
+
+def test_other_transforms_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match="fn.transforms.crop"):
+        ours.fn.transforms.crop
+    with pytest.raises(NotImplementedError, match="does not support argument"):
+        ours.fn.transforms.rotation(angle=1.0, axis=[0, 0, 1])
+
+
+def test_coord_transform_matches_dali():
+    assert_matches_dali(coord_graph, POINTS_BATCH, ulps=2)
+
+
+def test_coord_transform_refuses_dtype():
+    with pytest.raises(NotImplementedError, match="dtype"):
+        ours.fn.coord_transform(ours.fn.external_source(source=lambda: POINTS2, batch=True), dtype=ours.types.INT32)
