@@ -144,6 +144,20 @@ def numbered_list(image_folder, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture
+def quiet_iterators():
+    """Silence the warnings and logs both DALI and fastload's DALI layer give about iterator use (``size``
+    without ``reader_name``, resets before an epoch's end): tests comparing the two use it for each test
+    (``pytestmark = pytest.mark.usefixtures("quiet_iterators")``)."""
+    import logging
+    import warnings
+    logging.disable(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    logging.disable(logging.NOTSET)
+
+
 @pytest.fixture(autouse=True)
 def no_thread_survives():
     """Every test must leave no fastload thread running."""

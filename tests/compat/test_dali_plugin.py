@@ -5,8 +5,6 @@ which samples it holds) and must give the same batches, padding, lengths, epochs
 from __future__ import annotations
 
 import itertools
-import logging
-import warnings
 
 import numpy as np
 import pytest
@@ -24,14 +22,7 @@ import fastload.compat.dali.plugin.pytorch as ours_pt  # noqa: E402
 SIDES = {"dali": (dali_pt, dali_base), "ours": (ours_pt, ours_base)}
 
 
-@pytest.fixture(autouse=True)
-def quiet():
-    """Both sides warn about `size` without `reader_name` and log resets before an epoch's end."""
-    logging.disable(logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-    logging.disable(logging.NOTSET)
+pytestmark = pytest.mark.usefixtures("quiet_iterators")  # both sides warn and log about iterator use
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ epoch are compared; with an explicit seed the stream is DALI's sample for sample
 
 from __future__ import annotations
 
-import logging
-import warnings
 
 import pytest
 
@@ -22,13 +20,7 @@ from fastload.order import DaliLoaderRandom, ReaderOrder  # noqa: E402
 SIDES = {"dali": (dali, dali_pt), "ours": (ours, ours_pt)}
 
 
-@pytest.fixture(autouse=True)
-def quiet():
-    logging.disable(logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-    logging.disable(logging.NOTSET)
+pytestmark = pytest.mark.usefixtures("quiet_iterators")  # both sides warn and log about iterator use
 
 
 @pytest.fixture(scope="module")
