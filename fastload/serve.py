@@ -50,6 +50,7 @@ from .errors import DecodeError
 DTYPES = {torch.uint8: "UINT8", torch.float16: "FP16", torch.float32: "FP32"}
 PROTOCOL_EXTENSIONS = ["binary_tensor_data", "classification", "model_repository", "statistics"]
 log = logging.getLogger("fastload.serve")
+_CHARGED = "fastload.charged"  # a request's key: the bytes of its chunked body charged to the bytes in flight
 
 
 def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
@@ -494,8 +495,8 @@ class InferenceServer:
         if length > self.max_bytes:
             return _error(413, f"{length} bytes: the limit is {self.max_bytes}", {"Connection": "close"})
         if self._inflight_bytes + length > self.max_inflight_bytes:
-            return _error(503, f"{self._inflight_bytes} request bytes in flight, the limit is "
-                               f"{self.max_inflight_bytes}: retry", {"Retry-After": "1", "Connection": "close"})
+            full = self._full()
+            return _error(full.status, full.reason, full.headers)
         self._inflight_bytes += length
         try:
             return await handler(request)
@@ -513,7 +514,7 @@ class InferenceServer:
                 return _error(405, f"{request.method} {request.path}: use {error.headers.get('Allow')}", headers)
             return _error(error.status, error.text or error.reason, headers)
         finally:
-            self._inflight_bytes -= length
+            self._inflight_bytes -= length + request.get(_CHARGED, 0)
 
     async def _expect(self, request: web.Request):
         """Expect: 100-continue: a body over the limit is refused before the client sends it."""
@@ -527,7 +528,7 @@ class InferenceServer:
         sending, or the server closes) 400 and the connection closed."""
         length = request.content_length
         deadline = None if self.timeout_s is None else max(self.timeout_s, (length or 0) / (64 << 10))
-        reading = asyncio.ensure_future(request.read())
+        reading = asyncio.ensure_future(request.read() if length is not None else self._chunked(request))
         closing = asyncio.ensure_future(self._closing.wait())
         try:
             done, _ = await asyncio.wait({reading, closing}, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
@@ -535,11 +536,35 @@ class InferenceServer:
             closing.cancel()
         if reading in done and reading.exception() is None:
             return reading.result()
+        if reading in done and isinstance(reading.exception(), RequestError):
+            raise reading.exception()
         reading.cancel()
         why = ("the server is closing" if self._closing.is_set() else "the client stopped sending" if reading in done
                else f"not within {deadline:g} s")
         raise RequestError(400, f"the body ended after {request.content.total_bytes} of the {length} bytes its "
                                 f"Content-Length promised ({why})", {"Connection": "close"})
+
+    def _full(self) -> RequestError:
+        """The answer past the bytes-in-flight cap: 503, retry in a second."""
+        return RequestError(503, f"{self._inflight_bytes} request bytes in flight, the limit is "
+                                 f"{self.max_inflight_bytes}: retry", {"Retry-After": "1", "Connection": "close"})
+
+    async def _chunked(self, request: web.Request) -> bytes:
+        """A body without Content-Length (chunked), each piece charged to the bytes in flight as it arrives
+        (the guard has charged nothing for it: its size was unknown), so such bodies cannot get past the cap:
+        503 + Retry-After when a piece would, 413 past max_bytes. The guard gives the charge back."""
+        pieces, total = [], 0
+        while piece := await request.content.readany():
+            total += len(piece)
+            if total > self.max_bytes:
+                raise RequestError(413, f"a chunked body of over {self.max_bytes} bytes: the limit",
+                                   {"Connection": "close"})
+            if self._inflight_bytes + len(piece) > self.max_inflight_bytes:
+                raise self._full()
+            self._inflight_bytes += len(piece)
+            request[_CHARGED] = request.get(_CHARGED, 0) + len(piece)
+            pieces.append(piece)
+        return b"".join(pieces)
 
     # -- the protocol
 

@@ -205,6 +205,10 @@ def test_a_slow_image_fails_its_request_alone_and_caps_give_503():
             slow.get_result()
         status, headers, body = request(server.port, "POST", "/predict", b"x" * 60_000)
         assert status == 503 and headers["Retry-After"] == "1" and "bytes in flight" in json.loads(body)["error"]
+        chunked = iter([b"x" * 20_000] * 3)  # no Content-Length: charged piece by piece as it arrives
+        status, headers, body = request(server.port, "POST", "/predict", chunked)
+        assert status == 503 and headers["Retry-After"] == "1" and "bytes in flight" in json.loads(body)["error"]
+        assert server._inflight_bytes == 0  # every charge given back
         idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
         time.sleep(0.2)
         status, headers, body = request(server.port, "GET", "/v2/health/live")
