@@ -1,12 +1,20 @@
 """The generic paths: any dataset torch's DataLoader takes, with torch's samples and batches.
 
-``MapPath``: each loader thread calls ``dataset[i]`` (or ``__getitems__``,
-or a fastload source's ``load``) on its own copy of the dataset
-(``fastload.workers``), and ``collate_fn`` makes the batch.
+``MapPath``: batch k goes to loader thread ``k % num_workers``, as torch
+gives it to worker ``k % num_workers``; the thread calls ``dataset[i]`` for
+its samples in order (or ``__getitems__``, or a fastload source's ``load``)
+on its own copy of the dataset (``fastload.workers``), and ``collate_fn``
+makes the batch.
 ``IterablePath``: torch's rule for an IterableDataset with workers -- each
 worker iterates its own copy and batches what it yields, and the loader
 takes one batch from each worker in turn, skipping workers that ran out;
 without workers the training loop's thread iterates it once.
+
+In a loader thread, user code (``dataset[i]``, the iterator, ``collate_fn``)
+runs under ``workers.worker_draws()``: its torch draws come from that
+worker's generator, in the order a worker process makes them, so they are
+torch's draws, run to run, and the training loop's generator advances only
+as torch's does (the sampler's seed and the base seed, once an epoch).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from typing import Any, Iterator
 from .deliver import collate, to_device
 from .pipeline import END, SKIP, Job, Stages
 from .sources import Source
-from .workers import current_dataset
+from .workers import current_dataset, worker_draws
 
 
 def describe(dataset, index) -> str:
@@ -42,24 +50,27 @@ class MapPath:
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         loader = self.loader
-        return Stages(self._jobs(batches), in_flight=(loader.prefetch_factor or 2) * max(loader.num_workers, 1))
+        workers = loader.num_workers
+        return Stages(self._jobs(batches, workers), in_flight=(loader.prefetch_factor or 2) * max(workers, 1),
+                      pinned=bool(workers))
 
-    def _jobs(self, batches) -> Iterator[Job]:
+    def _jobs(self, batches, workers: int) -> Iterator[Job]:
         loader, dataset = self.loader, self.loader.dataset
         getitems = getattr(dataset, "__getitems__", None) if not isinstance(dataset, Source) else None
-        for batch in batches:
+        for k, batch in enumerate(batches):
             indices = [index for _, index in batch]
+            worker = k % workers if workers else None  # torch's round robin over its (all active) workers
             if not loader._auto_collation:
                 yield Job([_Load(dataset, indices[0], loader.stats)], _Collate(loader, indices, 1, single=True),
-                          what=[describe(dataset, indices[0])])
+                          what=[describe(dataset, indices[0])], worker=worker)
             elif getitems:
                 yield Job([_LoadMany(dataset, indices, loader.stats)],
                           _Collate(loader, indices, len(indices), single=True),
-                          what=[f"samples {indices}"])
+                          what=[f"samples {indices}"], worker=worker)
             else:
                 yield Job([_Load(dataset, index, loader.stats) for index in indices],
                           _Collate(loader, indices, len(indices)),
-                          what=[describe(dataset, index) for index in indices])
+                          what=[describe(dataset, index) for index in indices], worker=worker)
 
 
 class _Load:
@@ -74,7 +85,8 @@ class _Load:
         report("dataset[i]", what)
         started = time.perf_counter()
         try:
-            sample = self.fetch(dataset)
+            with worker_draws():
+                sample = self.fetch(dataset)
         except Exception as error:
             error.add_note(f"fastload: raised while loading {what} of {type(dataset).__name__} "
                            f"in loader thread {threading.current_thread().name}")
@@ -107,8 +119,9 @@ class _Collate:
     def __call__(self, results: list) -> Any:
         loader = self.loader
         started = time.perf_counter()
-        batch = collate(loader.collate_fn, results[0] if self.single else results,
-                        f"the batch of samples {self.what}" if isinstance(self.what, list) else self.what)
+        with worker_draws():  # a collate_fn that draws (CutMix, MixUp) draws as in its worker
+            batch = collate(loader.collate_fn, results[0] if self.single else results,
+                            f"the batch of samples {self.what}" if isinstance(self.what, list) else self.what)
         batch = to_device(batch, loader.device, loader.pin_memory)
         loader.stats.add("copy", time.perf_counter() - started)
         loader.stats.count_batch(self.count)
@@ -169,13 +182,14 @@ class _WorkerStreams:
         wanted = loader.batch_size if loader._auto_collation else 1
         items = []
         try:
-            if self.iterators[worker] is None:
-                self.iterators[worker] = iter(dataset)
-            while len(items) < wanted:  # next(), as torch's fetcher: islice would call iter() again
-                item = next(self.iterators[worker], END)
-                if item is END:
-                    break
-                items.append(item)
+            with worker_draws():
+                if self.iterators[worker] is None:
+                    self.iterators[worker] = iter(dataset)
+                while len(items) < wanted:  # next(), as torch's fetcher: islice would call iter() again
+                    item = next(self.iterators[worker], END)
+                    if item is END:
+                        break
+                    items.append(item)
         except Exception as error:
             error.add_note(f"fastload: raised while iterating {what} "
                            f"(loader thread {threading.current_thread().name})")

@@ -32,15 +32,32 @@ thing that keeps user code meaningful:
   as the same workers: each keeps its dataset copy, and ``worker_init_fn``
   runs only the first time, as in torch's persistent worker processes.
 
-What cannot be copied: draws that a dataset makes from the process-wide
-generators *while loading* (``torch.rand``, ``np.random``, ``random``)
-share them with the training loop and with the other threads, as threads
-must; use ``get_worker_info().rng`` for per-worker streams (torch 2.14 and later;
-older torch has no such generators, and a thread's WorkerInfo has none there either).
+* torch's CPU draws that user code makes in a loader thread without a
+  ``generator=`` (``torch.rand``, ``Tensor.uniform_``, torchvision's random
+  transforms) come from that worker's own generator, seeded as the worker
+  process's global generator is (``base_seed + id``, then whatever
+  ``worker_init_fn`` did to it), so they are the draws a worker process
+  makes: ``worker_draws()`` is a thread-local ``TorchFunctionMode`` that
+  hands the worker's generator to the random functions in ``RANDOM`` (the
+  generic paths enter it around ``dataset[i]``, an iterator's ``next`` and
+  ``collate_fn``). It is ``get_worker_info().rng.torch_generator`` (torch
+  2.14 and later), so ``torch.thread_safe_generator()`` draws from the same
+  stream.
+
+What cannot be made per thread: draws from numpy's and random's process-wide
+generators (``np.random``, ``random``), CUDA draws, and torch ops that take no
+``generator`` (dropout, rrelu) or that run inside a Python-level torch
+function the mode sees whole (``F.gumbel_softmax``, ``F.fractional_max_pool2d``)
+share the process's generators with the training loop and with the other
+threads, as threads must; ``torch.initial_seed()`` in a loader thread is the
+process's. Use ``get_worker_info().rng`` for per-worker numpy and random
+streams (torch 2.14 and later; older torch has no such generators, and a
+thread's WorkerInfo has none there either).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import threading
@@ -49,6 +66,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils.data._utils import worker as torch_worker
 
 from .sources import Source
@@ -108,22 +126,23 @@ class ThreadWorkers:
         """Run in loader thread ``index`` before it takes work (again each epoch, for persistent workers:
         then the worker is the one it was, and its worker_init_fn has run already)."""
         if index in self._infos:
-            _local.info = self._infos[index]
+            _local.info, _local.draws = self._infos[index]
             return
         seed = self.base_seed + index
         numpy_seed = torch_worker._generate_state(self.base_seed, index)
+        generator = torch.Generator().manual_seed(seed)  # the worker process's torch.manual_seed(seed)
         extra = {}
         if hasattr(torch_worker, "_RNG"):  # torch >= 2.14's per-worker generators (older torch has none)
-            extra["rng"] = torch_worker._RNG(random_generator=random.Random(seed),
-                                             torch_generator=torch.Generator().manual_seed(seed),
+            extra["rng"] = torch_worker._RNG(random_generator=random.Random(seed), torch_generator=generator,
                                              numpy_generator=np.random.default_rng(numpy_seed))
         _local.info = torch_worker.WorkerInfo(id=index, num_workers=self.num_workers, seed=seed,
                                               dataset=self._dataset_copy(), worker_method="thread", **extra)
+        _local.draws = WorkerDraws(generator)
         if self.worker_init_fn is not None:
-            self._run_worker_init_fn(index, seed, numpy_seed)
-        self._infos[index] = _local.info
+            self._run_worker_init_fn(index, seed, numpy_seed, generator, extra.get("rng"))
+        self._infos[index] = _local.info, _local.draws
 
-    def _run_worker_init_fn(self, index: int, seed: int, numpy_seed) -> None:
+    def _run_worker_init_fn(self, index: int, seed: int, numpy_seed, generator: torch.Generator, rng) -> None:
         with _process_rng_lock, _as_worker_process(seed, numpy_seed):
             try:
                 self.worker_init_fn(index)
@@ -131,6 +150,11 @@ class ThreadWorkers:
                 error.add_note(f"fastload: raised in worker_init_fn({index}) on loader thread "
                                f"{threading.current_thread().name}")
                 raise
+            # The worker's draws go on from where its worker_init_fn left the process's generators
+            # (a reseed included); numpy's global generator is another algorithm than rng.numpy_generator.
+            generator.set_state(torch.get_rng_state())
+            if rng is not None:
+                rng.random_generator.setstate(random.getstate())
 
     def _dataset_copy(self) -> Any:
         if not self.copy_dataset:
@@ -197,6 +221,57 @@ def _set_cuda_rng_state(state: tuple[str, Any]) -> None:
         torch.cuda.set_rng_state_all(value)
     elif kind == "queued" and not torch.cuda.is_initialized():
         vars(torch.cuda._lazy_seed_tracker).update(value)
+
+
+# torch's functions that draw from a CPU generator and take ``generator=`` (keyword-only in all of them)
+RANDOM = frozenset({
+    torch.rand, torch.randn, torch.randint, torch.randperm, torch.rand_like, torch.randn_like,
+    torch.randint_like, torch.normal, torch.bernoulli, torch.multinomial, torch.poisson, torch.binomial,
+    torch._standard_gamma, torch._sample_dirichlet,
+    torch.Tensor.uniform_, torch.Tensor.normal_, torch.Tensor.random_, torch.Tensor.bernoulli_,
+    torch.Tensor.bernoulli, torch.Tensor.exponential_, torch.Tensor.cauchy_, torch.Tensor.geometric_,
+    torch.Tensor.log_normal_, torch.Tensor.multinomial,
+})
+
+
+class WorkerDraws(TorchFunctionMode):
+    """While entered (in one thread: torch's mode stack is thread-local), a CPU draw in ``RANDOM`` made
+    without a generator draws from ``generator``, as if it were the process's global one."""
+
+    def __init__(self, generator: torch.Generator):
+        super().__init__()
+        self.generator = generator
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        if func in RANDOM and kwargs.get("generator") is None and _draws_on_cpu(args, kwargs):
+            kwargs["generator"] = self.generator
+        return func(*args, **kwargs)
+
+
+def _draws_on_cpu(args: tuple, kwargs: dict) -> bool:
+    """Whether a random function called with these arguments draws on the CPU: its ``out`` or ``device``,
+    else its first tensor argument's device (``Tensor.uniform_``'s self, a ``*_like``'s input), else the
+    default device (a factory)."""
+    where = kwargs.get("out")
+    if where is None:
+        where = kwargs.get("device")
+    if where is None:
+        where = next((arg for arg in args if isinstance(arg, torch.Tensor)), None)
+    if isinstance(where, torch.Tensor):
+        return where.device.type == "cpu"
+    if where is None:
+        where = torch.get_default_device()
+    return torch.device(where).type == "cpu"
+
+
+def worker_draws() -> Any:
+    """A context in which the calling loader thread's torch draws are its worker's (``WorkerDraws``); one
+    that does nothing in any other thread (the training loop's, with ``num_workers=0``, draws from the
+    process's generator, as torch's does)."""
+    draws = getattr(_local, "draws", None)
+    return contextlib.nullcontext() if draws is None else draws
 
 
 def no_worker_info() -> "_without_info":
