@@ -110,16 +110,33 @@ class COCOSamples:
         self.meta = [annotated[os.path.basename(path)] for path in kept]
 
 
+def load_instances(where: str) -> dict:
+    """A COCO instances json as a dict with its "images", "annotations" and "categories" lists (shared with
+    fastload.compat.dali's fn.readers.coco); OSError or ValueError (a KeyError, TypeError) as json gives."""
+    with open(where) as file:
+        data = json.load(file)
+    for key in ("images", "annotations", "categories"):
+        if not isinstance(data.get(key), list):
+            raise KeyError(f"no {key!r} list")
+    return data
+
+
+def category_numbers(categories: list) -> dict:
+    """Category id -> its number 1..N in the order the json lists them, as rocAL and DALI both remap labels:
+    a repeated id keeps its first place (std::map::insert / emplace)."""
+    order = {}
+    for n, category in enumerate(categories, 1):
+        order.setdefault(category["id"], n)
+    return order
+
+
 def _annotations(reader: COCOReader) -> dict:
     """file_name -> (image id, width, height, boxes) for the json's annotated images."""
     where = reader.annotations_file
     try:
-        with open(where) as file:
-            data = json.load(file)
+        data = load_instances(where)
         images = {image["id"]: image for image in data["images"]}
-        order = {}
-        for n, category in enumerate(data["categories"], 1):
-            order.setdefault(category["id"], n)  # a repeated id keeps its first place (std::map::insert)
+        order = category_numbers(data["categories"])
         annotated = {}
         for annotation in data["annotations"]:
             image = images.get(annotation["image_id"])

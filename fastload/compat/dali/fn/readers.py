@@ -1,5 +1,6 @@
-"""``fn.readers``: the file reader (DALI's other readers are not supported)."""
+"""``fn.readers``: the file reader and the COCO reader (DALI's other readers are not supported)."""
 
+from ..detection import readers_coco as coco  # noqa: F401
 from ..operators import readers_file as file  # noqa: F401
 
 from ..unsupported import refuse  # noqa: E402

@@ -3,7 +3,7 @@ arguments), each the ``fn`` function of the same operator."""
 
 from __future__ import annotations
 
-from .. import operators
+from .. import detection, operators
 
 
 def legacy(name: str, function, positional: tuple[str, ...] = ()):
@@ -42,6 +42,12 @@ Stack = legacy("Stack", operators.stack)
 CoinFlip = legacy("CoinFlip", operators.random_coin_flip)
 Uniform = legacy("Uniform", operators.random_uniform)
 ExternalSource = legacy("ExternalSource", operators.external_source, positional=("source", "num_outputs"))
+COCOReader = legacy("COCOReader", detection.readers_coco)
+ImageDecoderSlice = legacy("ImageDecoderSlice", detection.decoders_image_slice)
+RandomBBoxCrop = legacy("RandomBBoxCrop", detection.random_bbox_crop)
+BbFlip = legacy("BbFlip", detection.bb_flip)
+BoxEncoder = legacy("BoxEncoder", detection.box_encoder)
+Paste = legacy("Paste", detection.paste)
 
 from . import decoders, random, readers  # noqa: E402,F401
 

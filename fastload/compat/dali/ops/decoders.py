@@ -1,10 +1,11 @@
 """``ops.decoders``."""
 
-from .. import operators
+from .. import detection, operators
 from . import legacy
 
 Image = legacy("Image", operators.decoders_image)
 ImageRandomCrop = legacy("ImageRandomCrop", operators.decoders_image_random_crop)
+ImageSlice = legacy("ImageSlice", detection.decoders_image_slice)
 
 from ..unsupported import refuse  # noqa: E402
 

@@ -1,9 +1,10 @@
 """``ops.readers``."""
 
-from .. import operators
+from .. import detection, operators
 from . import legacy
 
 File = legacy("File", operators.readers_file)
+COCO = legacy("COCO", detection.readers_coco)
 
 from ..unsupported import refuse  # noqa: E402
 
