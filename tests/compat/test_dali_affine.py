@@ -2,8 +2,9 @@
 
 fn.transforms: translation, scale, rotation, shear and combine give DALI's 2x3 float32 matrices -- same
 shape, dtype and values within float32 rounding (4 ulps of the largest entry) -- for constant and
-per-sample (DataNode) arguments, about a ``center``, chained onto an input ``T`` in both orders; the rest
-of fn.transforms is refused by name. fn.coord_transform: points of awkward counts and 2-D/3-D through M (a
+per-sample (DataNode) arguments, about a ``center``, chained onto an input ``T`` in both orders;
+fn.transforms.crop likewise, in 1-D, 2-D and 3-D; the rest of fn.transforms is refused by name.
+fn.coord_transform: points of awkward counts and 2-D/3-D through M (a
 matrix, a scalar, a per-sample DataNode) and T, or MT (a fn.transforms output): same shape, dtype and
 float32 values (within 2 ulps of the largest output)."""
 
@@ -91,9 +92,36 @@ def test_transforms_match_dali():
     assert_matches_dali(transforms_graph, TRANSFORMS_BATCH, ulps=4, shape=(2, 3))
 
 
+CROP_STARTS = [rng.uniform(-1, 1, size=2).astype(np.float32) for _ in range(TRANSFORMS_BATCH)]
+
+
+def crop_graph(mod):
+    fn = mod.fn
+    start = fn.external_source(source=lambda: CROP_STARTS[:TRANSFORMS_BATCH], batch=True)
+    t = fn.transforms.translation(offset=[3.0, -4.0])
+    return (fn.transforms.crop(from_start=[0.9, 0.2], from_end=[0.1, 0.8], to_start=[10, 20], to_end=[0, 5]),
+            fn.transforms.crop(from_start=[0.9, 0.2], from_end=[0.1, 0.8], to_start=[10, 20], to_end=[0, 5],
+                               absolute=True),
+            fn.transforms.crop(from_start=start, to_start=[-3.0, 7.5], to_end=[17.0, 2.25]),  # per sample
+            fn.transforms.crop(t, to_end=[640.0, 480.0]),
+            fn.transforms.crop(t, from_start=[0.25, 0.5], to_end=[64.0, 48.0], reverse_order=True))
+
+
+def crop_nd_graph(mod):
+    fn = mod.fn
+    return (fn.transforms.crop(from_start=0.1, from_end=0.9, to_start=2.0, to_end=5.0),  # 1-D
+            fn.transforms.crop(to_start=[3.0, 1, 2], to_end=[4.0, 5, 6]))  # 3-D
+
+
+def test_transforms_crop_matches_dali():
+    # DALI computes the scale and offset in float32, as done here: within 4 ulps of the largest entry
+    assert_matches_dali(crop_graph, TRANSFORMS_BATCH, ulps=4, shape=(2, 3))
+    assert_matches_dali(crop_nd_graph, 1, ulps=4)
+
+
 def test_other_transforms_are_refused_by_name():
-    with pytest.raises(NotImplementedError, match="fn.transforms.crop"):
-        ours.fn.transforms.crop
+    with pytest.raises(NotImplementedError, match="fn.transforms.perspective"):
+        ours.fn.transforms.perspective
     with pytest.raises(NotImplementedError, match="does not support argument"):
         ours.fn.transforms.rotation(angle=1.0, axis=[0, 0, 1])
 

@@ -4,13 +4,15 @@ A matrix maps a point ``p`` to ``M[:, :2] @ p + M[:, 2]``. ``center`` makes scal
 act about that point. An optional input ``T`` (a 2x3 matrix, e.g. another transform's output) is
 combined with the new one: the new transform is applied after ``T`` (``new @ T``), or before it with
 ``reverse_order=True`` (``T @ new``). ``combine`` applies its inputs in order (the first first).
-Angles are in degrees. Only 2-D is supported; any other argument or dimensionality is refused.
+Angles are in degrees. ``crop`` (a box onto a box) has any dimensionality; the others only 2-D: any other
+argument or dimensionality (3-D rotations about an ``axis``, 3-D scales and shears) is refused.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .graph import DataNode, Op
@@ -95,6 +97,56 @@ translation = _transform("translation", _translation, {"offset"})
 scale = _transform("scale", _scale, {"scale", "center"})
 rotation = _transform("rotation", _rotation, {"angle", "center"})
 shear = _transform("shear", _shear, {"shear", "angles", "center"})
+
+
+def _crop_matrix(from_start, from_end, to_start, to_end, absolute: bool) -> torch.Tensor:
+    """The (n, n+1) float32 matrix mapping [from_start, from_end] onto [to_start, to_end] per dimension,
+    in float32 as DALI computes it (measured: its offsets carry float32 rounding, 0.2 * 25 - 5 = 4.8e-7).
+    The dimensionality is the longest argument's; single values repeat (all single: 1-D, as in DALI)."""
+    args = [np.asarray(torch.as_tensor(v, dtype=torch.float64).reshape(-1).numpy(), dtype=np.float32)
+            for v in (from_start, from_end, to_start, to_end)]
+    ndim = max(a.size for a in args)
+    if any(a.size not in (1, ndim) for a in args):
+        raise ValueError(f"fastload.compat.dali: fn.transforms.crop: arguments of {[a.size for a in args]} values "
+                         f"do not agree on the number of dimensions")
+    f_start, f_end, t_start, t_end = (np.broadcast_to(a, (ndim,)).copy() for a in args)
+    if absolute:  # start and end swapped where start > end
+        f_start, f_end = np.minimum(f_start, f_end), np.maximum(f_start, f_end)
+        t_start, t_end = np.minimum(t_start, t_end), np.maximum(t_start, t_end)
+    scale = (t_end - t_start) / (f_end - f_start)
+    m = np.zeros((ndim, ndim + 1), dtype=np.float32)
+    m[np.arange(ndim), np.arange(ndim)] = scale
+    m[:, ndim] = t_start - f_start * scale
+    return torch.from_numpy(m)
+
+
+def crop(T=None, *, from_start=(0.0,), from_end=(1.0,), to_start=(0.0,), to_end=(1.0,), absolute=False,
+         reverse_order=False, device=None, **args):
+    """``fn.transforms.crop``: the affine map of the box [from_start, from_end] onto [to_start, to_end]
+    (any dimensionality; per-sample arguments allowed), chained onto ``T`` like the other transforms."""
+    check_args("fn.transforms.crop", args, set())
+    settings = {}
+    for name, value in (("from_start", from_start), ("from_end", from_end), ("to_start", to_start),
+                        ("to_end", to_end)):
+        settings[name] = value if isinstance(value, DataNode) else tuple(
+            torch.as_tensor(value, dtype=torch.float64).reshape(-1).tolist())
+    inputs = [T] if T is not None else []
+
+    def run(ctx, op, *values, **a):
+        m = _crop_matrix(a["from_start"], a["from_end"], a["to_start"], a["to_end"], bool(absolute))
+        if not values:
+            return m
+        n = m.shape[0]
+        prev = torch.as_tensor(values[0], dtype=torch.float64)
+        if tuple(prev.shape) != (n, n + 1):
+            raise ValueError(f"fastload.compat.dali: fn.transforms.crop: a {n}-D crop cannot be chained onto a "
+                             f"{tuple(prev.shape)} matrix")
+        last = torch.zeros(1, n + 1, dtype=torch.float64)
+        last[0, n] = 1.0
+        new, prev = torch.cat([m.double(), last]), torch.cat([prev, last])
+        return (prev @ new if reverse_order else new @ prev)[:n].to(torch.float32)
+    return _one(Op("transforms.crop", run, inputs, settings, device=_device(inputs, device), layouts=("",),
+                   fusable=False))
 
 
 def combine(*transforms, device=None, reverse_order=False, **args):

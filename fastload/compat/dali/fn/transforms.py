@@ -1,6 +1,6 @@
-"""``fn.transforms``: 2x3 affine matrices for 2-D points (see ``affine``)."""
+"""``fn.transforms``: affine matrices, 2x3 for 2-D points (``crop``: any dimensionality; see ``affine``)."""
 
-from ..affine import combine, rotation, scale, shear, translation  # noqa: F401
+from ..affine import combine, crop, rotation, scale, shear, translation  # noqa: F401
 
 from ..unsupported import refuse  # noqa: E402
 
