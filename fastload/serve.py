@@ -167,11 +167,15 @@ class Batcher:
 @dataclass
 class ModelStats:
     """Triton's statistics for one model (nanoseconds): requests answered and failed, images run, batches run,
-    and time queued (per image, summed) and computing (per batch)."""
+    and time queued (per image, summed) and computing (per batch). compute_input is a request's decoding (its
+    images decoded in the pool: the input tensors made), compute_output the encoding of its answer, each per
+    request; both happen per request outside the batch, so batch_stats carry compute_infer alone."""
     success: list = field(default_factory=lambda: [0, 0])  # count, ns (whole request)
     fail: list = field(default_factory=lambda: [0, 0])
     queue: list = field(default_factory=lambda: [0, 0])
     compute: list = field(default_factory=lambda: [0, 0])
+    compute_input: list = field(default_factory=lambda: [0, 0])
+    compute_output: list = field(default_factory=lambda: [0, 0])
     inferences: int = 0
     executions: int = 0
     last_inference_ms: int = 0
@@ -192,8 +196,16 @@ class ModelStats:
             self.last_inference_ms = int(time.time() * 1000)
 
     def request(self, ok: bool, ns: int) -> None:
+        self._add(self.success if ok else self.fail, ns)
+
+    def made_input(self, ns: int) -> None:
+        self._add(self.compute_input, ns)
+
+    def made_output(self, ns: int) -> None:
+        self._add(self.compute_output, ns)
+
+    def _add(self, counts: list, ns: int) -> None:
         with self.lock:
-            counts = self.success if ok else self.fail
             counts[0] += 1
             counts[1] += ns
 
@@ -205,8 +217,10 @@ class ModelStats:
             return {"name": name, "version": version, "last_inference": self.last_inference_ms,
                     "inference_count": self.inferences, "execution_count": self.executions,
                     "inference_stats": {"success": duration(self.success), "fail": duration(self.fail),
-                                        "queue": duration(self.queue), "compute_input": zero,
-                                        "compute_infer": duration(self.compute), "compute_output": zero},
+                                        "queue": duration(self.queue),
+                                        "compute_input": duration(self.compute_input),
+                                        "compute_infer": duration(self.compute),
+                                        "compute_output": duration(self.compute_output)},
                     "batch_stats": [{"batch_size": size, "compute_input": zero,
                                      "compute_infer": duration(pair), "compute_output": zero}
                                     for size, pair in sorted(self.batches.items())]}
@@ -621,7 +635,9 @@ class InferenceServer:
         if len(images) > model.max_batch_size:
             raise RequestError(400, f"{len(images)} images in one request: model {model.name!r}'s "
                                     f"max_batch_size is {model.max_batch_size}")
+        decoding = time.perf_counter_ns()
         decoded = await self._decode(model, images, self.requests)
+        model.stats.made_input(time.perf_counter_ns() - decoding)
         try:
             futures = [asyncio.wrap_future(model.batcher.submit(item)) for item in decoded]
         except RuntimeError:
@@ -644,7 +660,9 @@ class InferenceServer:
             body = await self._body(request)
             infer, images = parse_infer_request(body, request.headers.get("Inference-Header-Content-Length"))
             results = await self._run(model, images)
+            encoding = time.perf_counter_ns()
             answer = self._infer_answer(model, infer, images, results)
+            model.stats.made_output(time.perf_counter_ns() - encoding)
             ok = True
             return answer
         finally:
@@ -774,7 +792,9 @@ class InferenceServer:
                    ("nv_inference_exec_count", "counter", lambda s: s.executions),
                    ("nv_inference_request_duration_us", "counter", lambda s: (s.success[1] + s.fail[1]) // 1000),
                    ("nv_inference_queue_duration_us", "counter", lambda s: s.queue[1] // 1000),
-                   ("nv_inference_compute_infer_duration_us", "counter", lambda s: s.compute[1] // 1000)]
+                   ("nv_inference_compute_input_duration_us", "counter", lambda s: s.compute_input[1] // 1000),
+                   ("nv_inference_compute_infer_duration_us", "counter", lambda s: s.compute[1] // 1000),
+                   ("nv_inference_compute_output_duration_us", "counter", lambda s: s.compute_output[1] // 1000)]
         for metric, kind, value in metrics:
             lines += [f"# TYPE {metric} {kind}"]
             lines += [f'{metric}{{model="{m.name}",version="{m.version}"}} {value(m.stats)}'

@@ -135,8 +135,12 @@ def test_32_concurrent_requests_are_answered_right_and_batched(server):
     assert after["execution_count"] - before["execution_count"] < 32  # batched
     assert after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"] == 32
     assert after["inference_stats"]["queue"]["ns"] > 0 and after["batch_stats"]
+    for phase in ("compute_input", "compute_output"):  # each request's decoding, and its answer's encoding
+        stats, earlier = after["inference_stats"][phase], before["inference_stats"][phase]
+        assert stats["count"] - earlier["count"] == 32 and stats["ns"] > earlier["ns"]
     metrics = request(server.port, "GET", "/metrics")[2].decode()
     assert 'nv_inference_request_success{model="pre",version="1"}' in metrics
+    assert 'nv_inference_compute_input_duration_us{model="pre",version="1"}' in metrics
 
 
 def test_bad_requests_get_4xx_with_a_reason(server):
