@@ -30,6 +30,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from PIL import Image
+
 PIPELINE = {"pipeline": [
     {"operation": "Resize", "dest_width": 256, "dest_height": 256},
     {"operation": "CropMirrorNormalize", "crop_height": 224, "crop_width": 224, "start_x": 0.5, "start_y": 0.5,
@@ -38,28 +40,58 @@ PIPELINE = {"pipeline": [
 
 
 class _PilPipeline:
-    """The baseline's preprocessing: PIL decode and resize, torchvision's ToTensor and Normalize, per request."""
+    """The baseline's preprocessing: PIL decode and resize, torchvision's ToTensor and Normalize, per request.
+
+    ``steps="rocal"`` (--preprocess-only): the JSON pipeline's own steps, done the way a PIL + torchvision
+    server would: the image brought to the size rocAL's decoder gives it (TurboJPEG's scale rule at 1000x1000:
+    500x375 -> 1000x750, 1600x1200 -> 1000x750), PIL's DCT reduction (``draft``) where it shrinks and its
+    bilinear resize for the rest, then torchvision's bilinear resize to 256x256 without antialiasing, the
+    224x224 window at the centre and the normalization on 0-255 pixels. Its outputs are the pipeline's
+    within the rounding of the two decoders' scaling (the benchmark prints the mean difference), so both
+    servers do the same work. ``steps="torchvision"`` (the classifier benchmark): Resize((256, 256)),
+    CenterCrop(224), ToTensor, Normalize, as a torchvision user writes it."""
 
     output_shape = (224, 224, 3)
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", steps: str = "torchvision"):
         import torch
         self.output_dtype = torch.float32
         from torchvision import transforms
         self.device = device
+        self.steps = steps
         self.transform = transforms.Compose([transforms.Resize((256, 256)), transforms.CenterCrop(224),
                                              transforms.ToTensor(),
                                              transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+        normalize = PIPELINE["pipeline"][1]
+        self.mean = torch.tensor(normalize["mean"]).view(3, 1, 1)
+        self.std = torch.tensor(normalize["std_dev"]).view(3, 1, 1)
+
+    def _rocal_steps(self, image):
+        from torchvision.transforms.v2 import functional as F
+
+        from fastload.compat.rocal.imageops import _tj_scale
+        width, height = image.size
+        scale = _tj_scale(width, height, 1000, 1000)
+        size = (-(-width * scale // 8), -(-height * scale // 8))
+        image.draft("RGB", size)  # PIL's DCT reduction, down to no less than the size
+        image = image.convert("RGB")
+        if image.size != size:
+            image = image.resize(size, Image.Resampling.BILINEAR)
+        tensor = F.resize(F.pil_to_tensor(image), [256, 256], antialias=False)
+        window = tensor[:, 16:240, 16:240]  # start_x = start_y = 0.5: round(0.5 * (256 - 224))
+        return (window.float() - self.mean) / self.std
 
     def one(self, data: bytes, index: int = 0):
-        from PIL import Image
-
         from fastload.errors import DecodeError
         try:
-            image = Image.open(io.BytesIO(data)).convert("RGB")
+            image = Image.open(io.BytesIO(data))
+            if self.steps == "rocal":
+                tensor = self._rocal_steps(image)
+            else:
+                tensor = self.transform(image.convert("RGB"))
         except Exception as error:
             raise DecodeError(index, f"request {index}", str(error)) from error
-        return self.transform(image).permute(1, 2, 0).to(self.device)  # HWC, as the server's model_input takes it
+        return tensor.permute(1, 2, 0).to(self.device)  # HWC, as the server's model_input takes it
 
     def _decode(self, data: bytes, index: int, name: str):
         """The server's per-request step (in its decode pool): the whole preprocessing, or the DecodeError."""
@@ -93,13 +125,30 @@ def _serve_baseline(model_name: str, port: int, device: str = "cpu") -> None:
 
     from fastload.serve import InferenceServer, load_model
     model = None if model_name == "none" else load_model(model_name).to(device)
-    server = InferenceServer(_PilPipeline(device), model, port=port, max_batch=1, max_wait_ms=0, name="pre")
+    steps = "rocal" if model is None else "torchvision"  # the preprocessing model alone: the pipeline's steps
+    server = InferenceServer(_PilPipeline(device, steps), model, port=port, max_batch=1, max_wait_ms=0, name="pre")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.start()
     print(f"serving on http://127.0.0.1:{server.port}", flush=True)
     stop.wait()
     server.close()
+
+
+IMAGE_SIZES = {"imagenet": [(500, 375), (375, 500), (640, 480)],
+               "camera": [(1600, 1200), (1200, 1600), (2048, 1536)]}
+
+
+def _baseline_difference(pipeline: str, bodies: list[bytes]) -> dict:
+    """How far the baseline's preprocessing is from the JSON pipeline's on the same bytes (in units of the
+    output, normalized pixels): the two do the same steps, and differ only where PIL's decoder and resize
+    scale an image where TurboJPEG's DCT does."""
+    import torch
+
+    from fastload.compat.rocal import JsonPipeline
+    ours, theirs = JsonPipeline(pipeline)(bodies), [_PilPipeline(steps="rocal").one(body) for body in bodies]
+    differences = torch.stack([(a.float() - b).abs() for a, b in zip(ours, theirs)])
+    return {"mean_abs": differences.mean().item(), "max_abs": differences.max().item()}
 
 
 def _start(command: list[str]) -> tuple[subprocess.Popen, int]:
@@ -222,6 +271,10 @@ def main(argv=None) -> int:
                              "the server runs it, in its own layout and channels_last: the ceiling batching sets")
     parser.add_argument("--preprocess-only", action="store_true",
                         help="the preprocessing model alone, driven by tritonclient.http (see the docstring)")
+    parser.add_argument("--images", choices=sorted(IMAGE_SIZES), default="imagenet",
+                        help="request images' sizes: imagenet (500x375, 375x500, 640x480: the pipeline's decode "
+                             "enlarges them to 1000x750 by rocAL's rule) or camera (1600x1200, 1200x1600, "
+                             "2048x1536: it shrinks them in the DCT)")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: run the baseline server
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -234,14 +287,16 @@ def main(argv=None) -> int:
     from fastload.cli.bench import machine
     from fastload.sample_data import make_image
     bodies = []
+    sizes = IMAGE_SIZES[args.images]
     for i in range(args.requests):
         out = io.BytesIO()
-        make_image(i, (500, 375, 640)[i % 3], (375, 500, 480)[i % 3]).save(out, "JPEG", quality=90)
+        make_image(i, *sizes[i % len(sizes)]).save(out, "JPEG", quality=90)
         bodies.append(out.getvalue())
     with tempfile.TemporaryDirectory() as folder:
         pipeline = os.path.join(folder, "pipeline.json")
         with open(pipeline, "w") as file:
             json.dump(PIPELINE, file)
+        difference = _baseline_difference(pipeline, bodies[:12]) if args.preprocess_only else None
         model = "none" if args.preprocess_only else args.model
         servers = {
             "fastload": [sys.executable, "-m", "fastload", "serve", "--pipeline", pipeline, "--model", model,
@@ -273,10 +328,14 @@ def main(argv=None) -> int:
                 process.wait(timeout=120)
         results = {key: _median(values) for key, values in runs.items()}
     print(f"\nmachine: {machine()}")
+    if difference is not None:
+        print(f"baseline vs pipeline outputs on 12 of the images: mean |difference| {difference['mean_abs']:.3f}, "
+              f"max {difference['max_abs']:.2f} (normalized units; 1 pixel level is about 0.017)")
     what = ("the preprocessing model alone (tritonclient.http, binary BYTES in, FP32 224x224x3 out), baseline PIL + "
             "torchvision per request" if args.preprocess_only else f"model {args.model} (random weights)")
-    print(f"{what} on {args.device}, {args.requests} JPEG requests (500x375, 375x500, "
-          f"640x480), 224x224 input; fastload: max batch {args.max_batch}, max wait {args.max_wait_ms} ms; "
+    shown = ", ".join(f"{w}x{h}" for w, h in sizes)
+    print(f"{what} on {args.device}, {args.requests} JPEG requests ({shown}), 224x224 input; fastload: max batch "
+          f"{args.max_batch}, max wait {args.max_wait_ms} ms; "
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.rounds} round(s), the servers measured in "
           f"turn at each level\n")
     print(f"{'concurrency':>11} {'fastload req/s':>15} {'p50 ms':>8} {'p99 ms':>8} {'baseline req/s':>15} "
@@ -288,7 +347,8 @@ def main(argv=None) -> int:
               f"{ours['requests_per_s'] / theirs['requests_per_s']:>5.2f}x")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"machine": machine(), "device": args.device, "cores": len(os.sched_getaffinity(0)),
+            json.dump({"machine": machine(), "device": args.device, "images": sizes, "difference": difference,
+                       "cores": len(os.sched_getaffinity(0)),
                        "results": {f"{k[0]}@{k[1]}": v for k, v in results.items()}}, out, indent=2)
     return 0
 
