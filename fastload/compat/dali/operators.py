@@ -195,7 +195,9 @@ def _pair(value) -> tuple:
 
 # ------------------------------------------------------------------------------------------- geometry
 
-_RESIZE_ARGS = {"resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "max_size", "mode"}
+_RESIZE_ARGS = {"resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "max_size", "mode",
+                "roi_start", "roi_end", "roi_relative", "subpixel_scale"}
+_ROI_ARGS = ("roi_start", "roi_end", "roi_relative")
 
 
 def _resize(ctx, op, image, interp_type="linear", antialias=True, dtype=None, **size):
@@ -204,7 +206,8 @@ def _resize(ctx, op, image, interp_type="linear", antialias=True, dtype=None, **
 
 def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter=None, antialias=True,
            dtype=None, **args):
-    """``fn.resize`` in DALI's size modes; the filter DALI picks (linear, antialiased when shrinking)."""
+    """``fn.resize`` in DALI's size modes; the filter DALI picks (linear, antialiased when shrinking); a
+    region of interest (``roi_start``/``roi_end``, pixels or ``roi_relative``) and ``subpixel_scale``."""
     check_args("fn.resize", args, _RESIZE_ARGS)
     _layout("fn.resize", images)
     if min_filter is not None or mag_filter is not None:
@@ -213,10 +216,14 @@ def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter
         else:
             raise NotImplementedError("fastload.compat.dali: fn.resize: different min_filter and mag_filter "
                                       "are not supported; use interp_type")
-    args = {k: _pair(v) if k == "size" and isinstance(v, (list, tuple)) else v for k, v in args.items()}
+    args = {k: _pair(v) if k in ("size", "roi_start", "roi_end") and isinstance(v, (list, tuple)) else v
+            for k, v in args.items()}
     settings = {"interp_type": interp_name(interp_type) if interp_type is not None else "linear",
                 "antialias": bool(antialias), "dtype": torch_dtype(dtype) if dtype is not None else None}
-    return _one(Op("resize", _resize, [images], {**settings, **args}, device=_device([images], device),
+    # a region of interest (roi_start/roi_end, (y, x), a reversed one flips) resamples part of the input; the
+    # fused plan's source box cannot flip, so lowering (which fuses ops named "resize") leaves it per sample
+    name = "resize_roi" if any(k in args for k in _ROI_ARGS) else "resize"
+    return _one(Op(name, _resize, [images], {**settings, **args}, device=_device([images], device),
                    layouts=(images.layout(),)))
 
 
