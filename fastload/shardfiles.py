@@ -7,11 +7,12 @@ same for both, and live here:
 
 * ``ShardFiles``: the list of files (paths, brace patterns, globs, URLs);
   each file's index, cached beside it or in a cache folder and rebuilt when
-  the file changes (local: size and mtime; remote: size and ETag or
-  last-modified); a byte range read with one ``pread``, one ranged request
-  (indexed mode), or a ``pread`` of the file's whole local copy in the
-  ``ShardCache`` (streaming mode, remote files); remote calls under a
-  timeout and retried with backoff, the retries counted.
+  the file changes (local: size and mtime; remote: size and ETag,
+  generation or version id, else last-modified); a byte range read with one
+  ``pread``, one ranged request (indexed mode), or a ``pread`` of the file's
+  whole local copy in the ``ShardCache`` (streaming mode, remote files),
+  each checked to be of the version indexed; remote calls under a timeout
+  and retried with backoff, the retries counted.
 * ``ShardedSource``: a source whose samples are byte ranges of those files,
   ordered as a folder (indexed) or as whole files per rank
   (``order.StreamOrder``, streaming).
@@ -65,6 +66,11 @@ class RemoteError(OSError):
 class ChangedError(RemoteError):
     """A remote file that is no longer the version indexed (its ETag, last-modified time or size differ):
     permanent; building the source again indexes the new version."""
+
+
+class UnversionedWarning(UserWarning):
+    """Remote files whose filesystem reports no version (no ETag, generation, version id or modification
+    time): only their size is checked, so one replaced by another of the same size is not detected."""
 
 
 class _Transient(OSError):
@@ -331,25 +337,63 @@ def _local_identity(path: str) -> dict:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
-def _remote_identity(fs, path: str) -> dict:
-    """Which version of a remote file this is: its size and ETag, or, from a server that gives none, its
-    last-modified time (fsspec's HTTP says ``Last-Modified``, s3fs ``LastModified``, gcsfs ``updated``)."""
-    info = fs.info(path)
+# What fsspec's filesystems report in info() that changes when an object is written again, by the name
+# fastload records it under. Strong: the ETag (HTTP, s3fs, gcsfs, adlfs), a number or id per write
+# (gcsfs ``generation``, adlfs ``version_id``, s3fs ``VersionId`` on a versioned bucket), a hash of the
+# content (gcsfs ``md5Hash``). Weak, recorded only where no strong one is given: the modification time
+# (HTTP ``Last-Modified``, s3fs ``LastModified``, adlfs ``last_modified``, gcsfs ``updated``, local and
+# SFTP ``mtime``, fsspec's memory filesystem ``created``).
+_STRONG = {"etag": ("ETag", "etag", "e_tag"), "generation": ("generation", "version_id", "VersionId"),
+           "hash": ("md5Hash",)}
+_MODIFIED = ("Last-Modified", "LastModified", "last_modified", "updated", "mtime", "modified", "created")
+_CALLED = {"etag": "ETag", "generation": "generation", "hash": "MD5", "modified": "last-modified time",
+           "size": "size"}
+
+
+def _identity(info: dict) -> dict:
+    """Which version of a remote file ``info`` (an fsspec ``info()``) describes: its size, and its ETag,
+    generation or version id and content hash where the filesystem reports them, else its last-modified
+    time; only the size where it reports none of these (``ShardFiles`` warns of those files)."""
     identity = {"size": info.get("size")}
-    etag = next((info[key] for key in ("ETag", "etag", "e_tag") if info.get(key)), None)
-    if etag is not None:
-        identity["etag"] = str(etag)
-    else:
-        modified = next((info[key] for key in ("Last-Modified", "LastModified", "last_modified", "updated", "mtime")
-                         if info.get(key) is not None), None)
+    for name, keys in _STRONG.items():
+        value = next((info[key] for key in keys if info.get(key) not in (None, "")), None)
+        if value is not None:
+            identity[name] = str(value)
+    if len(identity) == 1:
+        modified = next((info[key] for key in _MODIFIED if info.get(key) not in (None, "")), None)
         if modified is not None:
             identity["modified"] = str(modified)
     return identity
 
 
+def _remote_identity(fs, path: str) -> dict:
+    """``_identity`` of the remote file ``path`` as it is now (fsspec's listings cache, which a glob may
+    have filled, forgotten first: it would describe the file as it was)."""
+    fs.invalidate_cache(path)
+    return _identity(fs.info(path))
+
+
+async def _remote_identity_async(fs, path: str) -> dict:
+    fs.invalidate_cache(path)
+    return _identity(await fs._info(path))
+
+
+def _check_identity(url: str, identity: dict, now: dict) -> None:
+    """The file is still the version indexed: every part of ``identity`` that the filesystem reports (ETag,
+    generation, hash, last-modified time, size) is the same ``now``; else a ChangedError naming the URL and
+    what differs. For filesystems without a checked GET of their own: called after each read, so the bytes
+    read are of the version indexed (a change before the read shows now; one after it did not affect it)."""
+    for key in ("etag", "generation", "hash", "modified", "size"):
+        if key in identity and now.get(key) != identity[key]:
+            raise ChangedError(f"{url}: changed since it was indexed ({_CALLED[key]} {identity[key]} -> "
+                               f"{now.get(key)}); build the source again to index the new version")
+
+
 def _version(identity: dict) -> str:
-    """Which version of a file an identity describes: its size and ETag (or last-modified time, or mtime)."""
-    return f"{identity.get('size')}-{identity.get('etag', identity.get('modified', identity.get('mtime_ns')))}"
+    """Which version of a file an identity describes, for a cache file's name: its size and ETag (and
+    generation, hash), or last-modified time, or mtime."""
+    return "-".join(str(identity.get(key)) for key in ("size", "etag", "generation", "hash", "modified", "mtime_ns")
+                    if key == "size" or key in identity)
 
 
 class ShardFiles:
@@ -388,6 +432,7 @@ class ShardFiles:
                                 cache_limit, lock_timeout=lock_timeout) if self.mode == "streaming" and remote else None
         self.versions: list[str] = [""] * len(self.paths)  # per file: its size and ETag (or mtime), once indexed
         self.identities: list[dict] = [{} for _ in self.paths]  # per file: the version indexed, which reads check
+        self._warned = False  # of a remote file that reports no version (UnversionedWarning), once
 
     def index(self, number: int, kind: str, suffix: str, describes: Callable[[dict], bool],
               build: Callable[[str | None, BinaryIO | None], dict]) -> dict:
@@ -402,6 +447,13 @@ class ShardFiles:
         if is_remote(path):
             identity = self.with_retries(lambda: _remote_identity(*self.filesystem(path)), path)
             places = [cache_name(fallback, path.replace("://", "/"), suffix)]
+            if len(identity) == 1 and not self._warned:
+                self._warned = True
+                import warnings
+                warnings.warn(f"{self.owner}: {path} reports no version (no ETag, generation, version id or "
+                              f"modification time): only its size is checked, so a file replaced by another of "
+                              f"the same size while it is read is not detected (nor any other such file of this "
+                              f"source)", UnversionedWarning, stacklevel=2)
         else:
             identity = _local_identity(path)
             places = [path + suffix, cache_name(fallback, os.path.abspath(path), suffix)]
@@ -415,6 +467,8 @@ class ShardFiles:
                 counted.drain()  # (a tar's end may leave padding unread)
             # a body cut short at a member's or record's end would index as a shorter file, without error
             _check_version(path, identity, None, None, counted.count, declared=False)
+            if _getter(fs) is None:  # and the file read is the version whose identity the index records
+                _check_identity(path, identity, _remote_identity(fs, inner))
             return index
 
         def built() -> dict:
@@ -440,14 +494,34 @@ class ShardFiles:
             fs, inner = self.filesystem(path)
             get, identity = _getter(fs), self.identities[number]
             if get is None:
-                return self.with_retries(lambda: fs.cat_file(inner, start=offset, end=offset + size), path)
+                return self.with_retries(lambda: self._checked_read(fs, inner, number, offset, size), path)
             from fsspec.asyn import sync
             return self.with_retries(lambda: sync(fs.loop, get, fs, inner, identity, offset, size), path)
         descriptor = os.open(path, os.O_RDONLY)
         try:
+            identity = self.identities[number]
+            if identity:  # the file opened is the one indexed (an fstat: a microsecond)
+                stat = os.fstat(descriptor)
+                now = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+                if now != identity:
+                    raise ChangedError(f"{path}: changed since it was indexed (size, mtime {identity['size']}, "
+                                       f"{identity['mtime_ns']} -> {now['size']}, {now['mtime_ns']}); build the "
+                                       f"source again to index the new version")
             return os.pread(descriptor, size, offset)
         finally:
             os.close(descriptor)
+
+    def _checked_read(self, fs, inner: str, number: int, offset: int, size: int) -> bytes:
+        """A ranged read through a filesystem without a checked GET of fastload's (GCS, Azure, memory, SFTP,
+        ...): fsspec's ``cat_file``, then the file's version asked for again and compared with the one
+        indexed (``_check_identity``: one metadata request per read), and the bytes counted."""
+        path, identity = self.paths[number], self.identities[number]
+        data = fs.cat_file(inner, start=offset, end=offset + size)
+        _check_identity(path, identity, _remote_identity(fs, inner))
+        expected = max(0, min(size, (identity.get("size") or 1 << 62) - offset))
+        if len(data) < expected:
+            raise _Transient(f"{path}: a ranged read ended after {len(data)} of {expected} bytes (cut short)")
+        return data
 
     def descriptor(self, number: int) -> int:
         """Streaming: an open descriptor of remote file ``number``'s whole local copy, fetched (with
@@ -466,6 +540,7 @@ class ShardFiles:
         if get is None:
             fs.get_file(inner, part)
             _check_version(path, identity, None, None, os.path.getsize(part), declared=False)
+            _check_identity(path, identity, _remote_identity(fs, inner))  # after: the copy is of that version
             return
         from fsspec.asyn import sync
         with open(part, "wb") as out:
@@ -488,6 +563,7 @@ class ShardFiles:
         get = _getter(fs)
         if get is None:
             await fs._get_file(inner, part)
+            _check_identity(self.paths[number], self.identities[number], await _remote_identity_async(fs, inner))
             return
         with open(part, "wb") as out:
             await get(fs, inner, self.identities[number], None, 0, out)

@@ -231,3 +231,136 @@ def test_an_s3_object_replaced_mid_run_is_an_error_naming_it_and_a_new_source_in
     assert again.targets == [(n + 1) % 10 for n in range(6)] and again.read(3) == _jpeg(3)
     with pytest.raises(FileNotFoundError, match=r"s3://changing/gone.tar: .*permanent, not retried"):
         fastload.TarShards("s3://changing/gone.tar", cache_dir=cache, storage_options=options, backoff=5.0)
+
+
+class _VersionedMemory:
+    """Factories of fsspec filesystems on a memory store of their own, registered under a test protocol,
+    whose ``info()`` reports what gcsfs, adlfs, a local disk or nothing at all reports of an object's
+    version; ``fail`` holds errors that the next listings (glob) raise, one each."""
+
+    @staticmethod
+    def make(style: str):
+        import base64
+        import datetime
+        import hashlib
+
+        import fsspec
+        from fsspec.implementations.memory import MemoryFileSystem
+        protocol = f"fake{style}"
+
+        class Versioned(MemoryFileSystem):
+            store, pseudo_dirs, writes, fail = {}, [""], {}, []
+            cachable = False
+
+            @classmethod
+            def _strip_protocol(cls, path):
+                return super()._strip_protocol(str(path).removeprefix(f"{protocol}://"))
+
+            def pipe_file(self, path, value, **kwargs):
+                path = self._strip_protocol(path)
+                super().pipe_file(path, value, **kwargs)
+                self.writes[path] = self.writes.get(path, 0) + 1
+
+            def info(self, path, **kwargs):
+                info = super().info(path, **kwargs)
+                path = self._strip_protocol(path)
+                if info["type"] != "file":
+                    return info
+                count, data = self.writes.get(path, 0), self.store[path].getvalue()
+                stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=count)
+                info.pop("created")
+                if style == "gcs":  # gcsfs's keys
+                    info.update(generation=str(1700000000000000 + count), etag=f"CJ{count}EAE=",
+                                updated=stamp.isoformat(), metageneration="1",
+                                md5Hash=base64.b64encode(hashlib.md5(data).digest()).decode())
+                elif style == "azure":  # adlfs's
+                    info.update(etag=f'"0x8DC{count:08X}"', last_modified=stamp, version_id=stamp.isoformat() + "Z")
+                elif style == "local":  # fsspec's local filesystem's
+                    info.update(mtime=stamp.timestamp(), created=stamp.timestamp())
+                return info  # "none": size and type alone
+
+            def glob(self, path, **kwargs):
+                if self.fail:
+                    raise self.fail.pop(0)
+                return super().glob(path, **kwargs)
+        Versioned.__name__ = f"Versioned_{style}"
+        Versioned.protocol = protocol
+        fsspec.register_implementation(protocol, Versioned, clobber=True)
+        return Versioned(), protocol
+
+
+def _shard(labels_plus: int = 0) -> bytes:
+    buffer = io.BytesIO()
+    import tarfile
+
+    from fastload import tarshards
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for n in range(6):
+            tarshards.add_member(archive, f"s{n}.jpg", _jpeg(n))
+            tarshards.add_member(archive, f"s{n}.cls", str((n + labels_plus) % 10).encode())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("style", ["gcs", "azure", "local"])
+def test_an_object_replaced_mid_run_on_other_filesystems_is_an_error_naming_it_or_indexed_again(style, tmp_path):
+    """On a filesystem without fastload's checked GET (GCS, Azure, memory, local through fsspec), every ranged
+    read and every fetch of a whole copy checks afterwards that the object is still the version indexed
+    (generation / MD5 / ETag, version id / ETag, mtime, and size): an object replaced by one of the same size
+    and other labels is an error naming it, in both modes, never read under the old index's labels; a
+    source built again indexes the new version."""
+    fs, protocol = _VersionedMemory.make(style)
+    url = f"{protocol}://bucket/{style}/a.tar"
+    fs.pipe_file(url, _shard())
+    cache = str(tmp_path / "cache")
+    indexed = fastload.TarShards(url, cache_dir=cache, mode="indexed", retries=1, backoff=0.01)
+    streamed = fastload.TarShards(url, cache_dir=cache, mode="streaming", retries=1, backoff=0.01)
+    assert indexed.targets == streamed.targets == list(range(6)) and indexed.read(2) == _jpeg(2)
+    assert streamed.read(2) == _jpeg(2)  # from the copy fetched when it was indexed
+    fs.pipe_file(url, _shard(1))  # the same size, other labels
+    assert len(_shard(1)) == len(_shard())
+    with pytest.raises(fastload.DecodeError, match=r"a.tar:s3\): cannot read: " + url +
+                       r": .*changed since it was indexed.*permanent, not retried"):
+        indexed.read(3)
+    assert streamed.read(3) == _jpeg(3)  # the copy is of the version indexed: still right
+    streamed.cache.close()
+    for name in os.listdir(tmp_path / "cache" / "shards"):
+        os.unlink(tmp_path / "cache" / "shards" / name)  # evicted: the next read fetches the new version
+    with pytest.raises(fastload.DecodeError, match=r"cannot read: .*" + url + r": .*changed since it was indexed"):
+        streamed.read(3)
+    assert not [n for n in os.listdir(tmp_path / "cache" / "shards") if n.endswith((".copy", ".part"))]
+    for mode in ("indexed", "streaming"):
+        again = fastload.TarShards(url, cache_dir=cache, mode=mode)
+        assert again.targets == [(n + 1) % 10 for n in range(6)] and again.read(3) == _jpeg(3)
+
+
+def test_a_filesystem_that_reports_no_version_is_warned_of_and_checked_by_size(tmp_path):
+    """An object whose filesystem reports only its size: the source warns once that a replacement of the
+    same size would go undetected (UnversionedWarning naming the URL); a replacement of another size is
+    still an error naming it."""
+    fs, protocol = _VersionedMemory.make("none")
+    urls = [f"{protocol}://bucket/{n}.tar" for n in range(2)]
+    for url in urls:
+        fs.pipe_file(url, _shard())
+    with pytest.warns(shardfiles.UnversionedWarning, match=urls[0] + r" reports no version.*only its size") as caught:
+        source = fastload.TarShards(f"{protocol}://bucket/{{0..1}}.tar", cache_dir=str(tmp_path), mode="indexed",
+                                    retries=1, backoff=0.01)
+    assert len([w for w in caught if w.category is shardfiles.UnversionedWarning]) == 1
+    fs.pipe_file(urls[0], _shard() + b"\0" * 512)
+    with pytest.raises(fastload.DecodeError, match=urls[0] + r": changed since it was indexed \(size"):
+        source.read(1)
+
+
+def test_a_local_shard_replaced_mid_run_is_an_error_naming_it(tmp_path):
+    """A local shard rewritten after it was indexed (same size, other labels) is an error naming it: each read
+    compares the opened file's size and mtime with the ones indexed."""
+    shard = tmp_path / "a.tar"
+    shard.write_bytes(_shard())
+    source = fastload.TarShards(str(shard))
+    assert source.read(1) == _jpeg(1)
+    stamp = shard.stat().st_mtime_ns
+    shard.write_bytes(_shard(1))
+    os.utime(shard, ns=(stamp + 10**9, stamp + 10**9))
+    with pytest.raises(fastload.DecodeError, match=r"a.tar:s2\): cannot read: .*a.tar: changed since it was indexed"):
+        source.read(2)
+    assert fastload.TarShards(str(shard)).targets == [(n + 1) % 10 for n in range(6)]
+
