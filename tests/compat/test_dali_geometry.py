@@ -238,3 +238,13 @@ def test_resize_roi_matches_dali():
     # imageops.resize reproduces DALI's CPU resampler (tests/compat/test_dali_imageops.py): equal, the float
     # output too (measured)
     assert_matches_dali(resize_roi_graph)
+
+
+def test_legacy_ops_are_the_same_operators():
+    def graph(mod):
+        img = images(mod.fn)
+        return (mod.ops.WarpAffine(matrix=[0.5, 0.1, 2.0, -0.2, 1.5, 1.0], fill_value=3)(img),
+                mod.ops.Slice(start=[1, 0], shape=[2, 2], out_of_bounds_policy="pad")(img),
+                mod.ops.Pad(axes=[0], shape=[48])(img),
+                mod.ops.ColorSpaceConversion(image_type=mod.types.RGB, output_type=mod.types.BGR)(img))
+    assert_matches_dali(graph)

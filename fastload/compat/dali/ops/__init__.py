@@ -3,7 +3,7 @@ arguments), each the ``fn`` function of the same operator."""
 
 from __future__ import annotations
 
-from .. import detection, operators
+from .. import detection, geometry, operators
 
 
 def legacy(name: str, function, positional: tuple[str, ...] = ()):
@@ -48,6 +48,11 @@ RandomBBoxCrop = legacy("RandomBBoxCrop", detection.random_bbox_crop)
 BbFlip = legacy("BbFlip", detection.bb_flip)
 BoxEncoder = legacy("BoxEncoder", detection.box_encoder)
 Paste = legacy("Paste", detection.paste)
+WarpAffine = legacy("WarpAffine", geometry.warp_affine)
+Slice = legacy("Slice", geometry.slice)
+Pad = legacy("Pad", geometry.pad)
+PeekImageShape = legacy("PeekImageShape", geometry.peek_image_shape)
+ColorSpaceConversion = legacy("ColorSpaceConversion", geometry.color_space_conversion)
 
 from . import decoders, random, readers  # noqa: E402,F401
 
