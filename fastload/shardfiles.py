@@ -11,8 +11,8 @@ same for both, and live here:
   generation or version id, else last-modified); a byte range read with one
   ``pread``, one ranged request (indexed mode), or a ``pread`` of the file's
   whole local copy in the ``ShardCache`` (streaming mode, remote files),
-  each checked to be of the version indexed; remote calls under a timeout
-  and retried with backoff, the retries counted.
+  each checked to be of the version indexed; remote calls (listings too)
+  under a timeout and retried with backoff, the retries counted.
 * ``ShardedSource``: a source whose samples are byte ranges of those files,
   ordered as a folder (indexed) or as whole files per rank
   (``order.StreamOrder``, streaming).
@@ -267,6 +267,35 @@ class _Counted:
         return self.count
 
 
+def with_retries(call, what: str, retries: int, backoff: float, on_retry: Callable[[], None] | None = None):
+    """``call()``, tried again after ``backoff``, twice that, ... on a transient failure (``is_transient``:
+    a 5xx, 408, 425 or 429 answer, a reset connection, a timeout, a body cut short); a permanent one (a
+    404, a 403, another 4xx, a changed file) is raised at once. Either way the error names ``what`` (the
+    URL) and says which: "permanent, not retried" (a FileNotFoundError for 404/410, PermissionError for
+    401/403, ChangedError, else RemoteError), or "transient ... after N tries" (RemoteError). A bad URL
+    or a missing fsspec backend is fsspec's own error. ``on_retry()`` is called before each new try."""
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except Exception as error:  # aiohttp's and botocore's errors, timeouts, OSError
+            status = http_status(error)
+            if not is_transient(error):
+                if isinstance(error, (ImportError, ValueError, TypeError)) or \
+                        (status is None and not isinstance(error, OSError)):
+                    raise  # a bad URL, a missing backend: fsspec's message says it
+                kind = (FileNotFoundError if status in (404, 410) else PermissionError if status in (401, 403)
+                        else ChangedError if status == 412 else RemoteError) if status is not None \
+                    else type(error) if isinstance(error, (FileNotFoundError, PermissionError, RemoteError)) \
+                    else RemoteError
+                raise kind(f"{what}: {_reason(error, what, status)} (permanent, not retried)") from error
+            if attempt == retries:
+                raise RemoteError(f"{what}: {_reason(error, what, status)} (transient, still failing after "
+                                  f"{attempt + 1} tries)") from error
+            if on_retry is not None:
+                on_retry()
+            time.sleep(backoff * 2 ** attempt)
+
+
 def is_remote(url: str) -> bool:
     return "://" in url and not url.startswith("file://")
 
@@ -302,9 +331,11 @@ def filesystem(url: str, timeout: float, storage_options: dict | None = None):
 
 
 def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards",
-                storage_options: dict | None = None) -> list[str]:
+                storage_options: dict | None = None, retries: int = 3, backoff: float = 0.25,
+                on_retry: Callable[[], None] | None = None) -> list[str]:
     """``urls`` (a path or URL, a brace pattern, a glob, or a list of them) as the list of files; errors
-    name ``owner``."""
+    name ``owner``. A remote glob's listing is retried as reads are (``with_retries``: a transient failure
+    ``retries`` times after ``backoff``, twice that, ..., a permanent one not)."""
     patterns = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
     paths: list[str] = []
     for pattern in map(os.fspath, patterns):
@@ -321,7 +352,8 @@ def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards",
                 found = [name]
             elif remote:
                 fs, path = filesystem(name, timeout, storage_options)
-                found = sorted(fs.unstrip_protocol(p) for p in fs.glob(path))
+                listed = with_retries(lambda: fs.glob(path), name, retries, backoff, on_retry)
+                found = sorted(fs.unstrip_protocol(p) for p in listed)
             else:
                 found = sorted(glob.glob(name))
             if not found:
@@ -423,7 +455,7 @@ class ShardFiles:
         self.retried = 0  # remote calls tried again, over this object's life
         self._retried_lock = threading.Lock()
         self._filesystems: dict = {}  # protocol -> its fsspec filesystem (see filesystem)
-        self.paths = shard_paths(urls, timeout, owner, self.storage_options)
+        self.paths = shard_paths(urls, timeout, owner, self.storage_options, retries, backoff, self._count_retry)
         remote = any(map(is_remote, self.paths))
         self.mode = mode or ("streaming" if remote else "indexed")
         if self.mode not in MODES:
@@ -579,32 +611,12 @@ class ShardFiles:
         return fs, fs._strip_protocol(path)
 
     def with_retries(self, call, what: str):
-        """``call()``, tried again after ``backoff``, twice that, ... on a transient failure (``is_transient``:
-        a 5xx, 408, 425 or 429 answer, a reset connection, a timeout, a body cut short); a permanent one (a
-        404, a 403, another 4xx, a changed file) is raised at once. Either way the error names ``what`` (the
-        URL) and says which: "permanent, not retried" (a FileNotFoundError for 404/410, PermissionError for
-        401/403, ChangedError, else RemoteError), or "transient ... after N tries" (RemoteError). A bad URL
-        or a missing fsspec backend is fsspec's own error."""
-        for attempt in range(self.retries + 1):
-            try:
-                return call()
-            except Exception as error:  # aiohttp's and botocore's errors, timeouts, OSError
-                status = http_status(error)
-                if not is_transient(error):
-                    if isinstance(error, (ImportError, ValueError, TypeError)) or \
-                            (status is None and not isinstance(error, OSError)):
-                        raise  # a bad URL, a missing backend: fsspec's message says it
-                    kind = (FileNotFoundError if status in (404, 410) else PermissionError if status in (401, 403)
-                            else ChangedError if status == 412 else RemoteError) if status is not None \
-                        else type(error) if isinstance(error, (FileNotFoundError, PermissionError, RemoteError)) \
-                        else RemoteError
-                    raise kind(f"{what}: {_reason(error, what, status)} (permanent, not retried)") from error
-                if attempt == self.retries:
-                    raise RemoteError(f"{what}: {_reason(error, what, status)} (transient, still failing after "
-                                      f"{attempt + 1} tries)") from error
-                with self._retried_lock:
-                    self.retried += 1
-                time.sleep(self.backoff * 2 ** attempt)
+        """``call()`` under this object's retries and backoff (module ``with_retries``), the retries counted."""
+        return with_retries(call, what, self.retries, self.backoff, self._count_retry)
+
+    def _count_retry(self) -> None:
+        with self._retried_lock:
+            self.retried += 1
 
     def __getstate__(self) -> dict:
         """A copy for another process (a torch DataLoader's worker under spawn): no lock, no filesystem."""

@@ -364,3 +364,40 @@ def test_a_local_shard_replaced_mid_run_is_an_error_naming_it(tmp_path):
         source.read(2)
     assert fastload.TarShards(str(shard)).targets == [(n + 1) % 10 for n in range(6)]
 
+
+def _http_error(status: int):
+    """The error fsspec's HTTP filesystem raises for an answer of ``status`` (aiohttp's)."""
+    import aiohttp
+    import multidict
+    import yarl
+    url = yarl.URL("https://store.example/listed/")
+    headers = multidict.CIMultiDictProxy(multidict.CIMultiDict())
+    return aiohttp.ClientResponseError(aiohttp.RequestInfo(url, "GET", headers, url), (), status=status,
+                                       message="from the fake store")
+
+
+def test_a_remote_glob_is_retried_on_transient_errors_and_not_on_permanent_ones(tmp_path):
+    """Listing remote shards (a glob) is retried with backoff as opens and reads are: a 503, a 429, a reset
+    connection or a timeout is tried again, and counted; a 403 or a missing bucket is raised at once, saying
+    "permanent, not retried"; a transient error on every try says how many tries, all naming the pattern."""
+    fs, protocol = _VersionedMemory.make("gcs")
+    for n in range(3):
+        fs.pipe_file(f"{protocol}://listed/{n}.tar", _shard())
+    pattern = f"{protocol}://listed/*.tar"
+    options = dict(cache_dir=str(tmp_path), mode="indexed", retries=4, backoff=0.01)
+    fs.fail[:] = [_http_error(503), _http_error(429), ConnectionResetError("reset by peer"), TimeoutError()]
+    source = fastload.TarShards(pattern, **options)
+    assert len(source.storage.paths) == 3 and len(source.samples) == 18 and not fs.fail
+    assert source.retried == 4
+    fs.fail[:] = [_http_error(403), _http_error(503)]
+    with pytest.raises(PermissionError, match=r"listed/\*.tar: HTTP 403 Forbidden.*\(permanent, not retried\)"):
+        fastload.TarShards(pattern, **options)
+    assert len(fs.fail) == 1  # tried once
+    fs.fail[:] = [FileNotFoundError("no such bucket"), _http_error(503)]
+    with pytest.raises(FileNotFoundError, match=r"listed/\*.tar: .*no such bucket \(permanent, not retried\)"):
+        fastload.TarShards(pattern, **options)
+    fs.fail[:] = [_http_error(503)] * 3
+    with pytest.raises(shardfiles.RemoteError, match=r"listed/\*.tar: HTTP 503 .*transient, still failing after "
+                                                     r"2 tries"):
+        fastload.TarShards(pattern, **{**options, "retries": 1})
+    fs.fail.clear()
