@@ -1,0 +1,234 @@
+"""The image operations DALI's automatic augmentations are built of that fastload's ``fn`` lacks, as graph
+builders: ``op(data, param, ...)`` adds one ``Op`` whose per-sample work is below, in torch.
+
+DALI writes these augmentations as chains of its operators (``fn.warp_affine`` over ``fn.transforms``,
+``fn.experimental.filter``, ``fn.experimental.equalize``, ``fn.reductions`` and arithmetic); each is one
+operator here, computing what that chain computes for a uint8 HWC image, in the same float32 steps
+(tests/compat/test_dali_auto_aug.py compares every one with real DALI, pixel by pixel):
+
+- shear / translation: DALI's ``fn.warp_affine(matrix, inverse_map=False)`` of a shear about the origin or a
+  translation. The forward matrix is inverted (exactly: both inverses are exact in float32) and each output
+  pixel centre is mapped back, walked along the row in float32 as DALI's warp does (``imageops._walk_row``);
+  bilinear or nearest, ``fill_value`` outside (or the nearest border pixel when None). The warp is local to
+  this module: ``fn.warp_affine`` (geometry.py) was being written alongside it.
+- contrast: PIL's contrast enhancement about the channel-weighted mean (0.299, 0.587, 0.114) of the
+  per-channel means, ``center + (x - center) * factor``, rounded as ``fn.cast_like`` rounds.
+- sharpness: a 3x3 correlation with the (float32) kernel the parameter is, border reflected without repeating
+  the edge (DALI's filter default), accumulated row by row with fused multiply-adds in float32 and rounded to
+  nearest with ties to even (both measured: plain float32 sums, or rounding ties away, miss a few pixels).
+- equalize: OpenCV's histogram equalisation per channel (DALI follows it, not PIL).
+- auto_contrast, posterize, solarize, solarize_add, invert: the arithmetic DALI's augmentations do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..graph import DataNode, Op, constant
+from ..imageops import _convert_sat, _walk_row
+from ..operators import _device, _layout, _one
+from ..types import interp_name
+
+_F32 = np.float32
+
+
+def _param(param) -> DataNode:
+    """A parameter as an operator input: a DataNode (per sample) as is, a constant array as a constant node."""
+    return param if isinstance(param, DataNode) else constant(np.asarray(param))
+
+
+def _image_op(name: str, data, param, impl, **settings):
+    """One per-sample operator ``impl(image, param, **settings)`` on an HWC image (computed on the CPU)."""
+    _layout(f"auto_aug {name}", data)
+    inputs = [data] if param is None else [data, _param(param)]
+
+    def run(ctx, op, image, *rest, **a):
+        value = rest[0].cpu() if rest and isinstance(rest[0], torch.Tensor) else (rest[0] if rest else None)
+        if image.dtype != torch.uint8:
+            raise NotImplementedError(f"fastload.compat.dali: auto_aug {name} of {image.dtype} images is not "
+                                      f"supported (uint8, as DALI's augmentations expect)")
+        return impl(image.cpu(), value, **a)
+    return _one(Op(f"auto_aug.{name}", run, inputs, settings, device=_device([data], None),
+                   layouts=(data.layout(),), fusable=False))
+
+
+# ------------------------------------------------------------------------------------------------ warp
+
+def warp_forward(image: torch.Tensor, forward: np.ndarray, fill_value, interp: str) -> torch.Tensor:
+    """``image`` warped by the 2x3 input-to-output ``forward`` map (DALI's warp_affine with
+    inverse_map=False), output the input's size. The inverse is taken in float64 and rounded to float32,
+    which is DALI's float32 inverse for the shears and translations used here (their inverses are exact)."""
+    height, width = image.shape[:2]
+    a = forward[:, :2].astype(np.float64)
+    inv_a = np.linalg.inv(a)
+    m = np.concatenate([inv_a, -(inv_a @ forward[:, 2:].astype(np.float64))], axis=1).astype(_F32)
+    ys = np.arange(height, dtype=_F32) + _F32(0.5)
+    row_x = (m[0, 0] * _F32(0.5) + m[0, 2]) + m[0, 1] * ys
+    row_y = (m[1, 0] * _F32(0.5) + m[1, 2]) + m[1, 1] * ys
+    src_x = torch.from_numpy(_walk_row(row_x, m[0, 0], width))
+    src_y = torch.from_numpy(_walk_row(row_y, m[1, 0], width))
+    pixels = image.float()
+    fill = None if fill_value is None else float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
+
+    def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
+        values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
+        if fill is None:
+            return values
+        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
+        return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
+
+    if interp == "nn":
+        return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), image.dtype)
+    fx, fy = src_x - 0.5, src_y - 0.5
+    x0, y0 = torch.floor(fx), torch.floor(fy)
+    qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
+    x0, y0 = x0.long(), y0.long()
+    top = tap(y0, x0) * (1 - qx) + tap(y0, x0 + 1) * qx
+    bottom = tap(y0 + 1, x0) * (1 - qx) + tap(y0 + 1, x0 + 1) * qx
+    return _convert_sat(top + (bottom - top) * qy, image.dtype)
+
+
+def _interp(interp_type) -> str:
+    interp = interp_name(interp_type) if interp_type is not None else "linear"
+    if interp not in ("nn", "linear"):
+        raise NotImplementedError(f"fastload.compat.dali: auto_aug warps with interp_type INTERP_NN or "
+                                  f"INTERP_LINEAR only (DALI's documented choices), got {interp_type}")
+    return interp
+
+
+def shear(data, shear, fill_value=128, interp_type=None):
+    """``fn.warp_affine(data, fn.transforms.shear(shear=shear), inverse_map=False)``: x' = x + s_x y,
+    y' = y + s_y x, about the origin (the top-left corner)."""
+    def impl(image, s, fill_value, interp):
+        s = np.asarray(s, dtype=_F32).reshape(-1)
+        forward = np.array([[1, s[0], 0], [s[1], 1, 0]], dtype=_F32)
+        return warp_forward(image, forward, fill_value, interp)
+    return _image_op("shear", data, shear, impl, fill_value=fill_value, interp=_interp(interp_type))
+
+
+def translate(data, offset, fill_value=128, interp_type=None, scale_by=None):
+    """``fn.warp_affine(data, fn.transforms.translation(offset=offset), inverse_map=False)``; with
+    ``scale_by`` (the image shape's extent along the offset's axis: a number or a per-sample DataNode), the
+    offset is ``offset * scale_by`` in float32, as DALI's ``rel_offset * shape[axis]``."""
+    def impl(image, offset, fill_value, interp, extent=None):
+        o = np.asarray(offset, dtype=_F32).reshape(-1)
+        if extent is not None:
+            o = (o * _F32(extent)).astype(_F32)
+        forward = np.array([[1, 0, o[0]], [0, 1, o[1]]], dtype=_F32)
+        return warp_forward(image, forward, fill_value, interp)
+    settings = {"fill_value": fill_value, "interp": _interp(interp_type)}
+    if scale_by is not None:
+        settings["extent"] = scale_by  # a DataNode becomes a per-sample argument
+    return _image_op("translate", data, offset, impl, **settings)
+
+
+# ----------------------------------------------------------------------------------------------- colour
+
+def _cast_like(values: torch.Tensor) -> torch.Tensor:
+    return _convert_sat(values, torch.uint8)
+
+
+def contrast(data, factor):
+    """PIL's contrast about the weighted mean of the per-channel means (DALI: reductions.mean, times the
+    weights, reductions.sum, then ``center + (x - center) * factor`` cast like the input)."""
+    def impl(image, factor):
+        flat = image.reshape(-1, image.shape[-1]).to(torch.float64)
+        means = (flat.sum(0) / flat.shape[0]).to(torch.float32)
+        weighted = means * torch.tensor([0.299, 0.587, 0.114], dtype=torch.float32)[:means.numel()]
+        center = weighted[0]
+        for value in weighted[1:]:
+            center = center + value
+        f = torch.as_tensor(factor, dtype=torch.float32).reshape(())
+        return _cast_like(center + (image.float() - center) * f)
+    return _image_op("contrast", data, factor, impl)
+
+
+def sharpen(data, kernel):
+    """``fn.experimental.filter(data, kernel)`` with a 3x3 kernel: correlation, borders reflected (101)."""
+    def impl(image, kernel):
+        k = torch.as_tensor(kernel, dtype=torch.float32).reshape(3, 3)
+        height, width = image.shape[:2]
+        rows = _reflect101(torch.arange(-1, height + 1), height)
+        cols = _reflect101(torch.arange(-1, width + 1), width)
+        padded = image.double()[rows][:, cols]
+        out = torch.zeros(image.shape, dtype=torch.float32)
+        for dy in range(3):
+            for dx in range(3):
+                # a fused multiply-add into a float32 sum, row by row: the product of a pixel and a float32
+                # weight and its sum with a float32 are exact in float64, so this is one rounding, as fmaf's
+                out = (padded[dy:dy + height, dx:dx + width] * float(k[dy, dx]) + out.double()).float()
+        return torch.round(out).clamp(0, 255).to(torch.uint8)  # to nearest, ties to even (measured)
+    return _image_op("sharpness", data, kernel, impl)
+
+
+def _reflect101(index: torch.Tensor, size: int) -> torch.Tensor:
+    if size == 1:
+        return torch.zeros_like(index)
+    period = 2 * size - 2
+    index = index.remainder(period)
+    return torch.where(index >= size, period - index, index)
+
+
+def equalize(data):
+    """OpenCV's equalizeHist per channel: the cumulative histogram past the first occupied level, scaled
+    by 255 / (pixels not at that level) and rounded; a one-level channel stays as it is."""
+    def impl(image, _):
+        channels = []
+        for c in range(image.shape[-1]):
+            values = image[..., c].reshape(-1).long()
+            hist = torch.bincount(values, minlength=256)
+            total = values.numel()
+            first = int(torch.nonzero(hist)[0]) if total else 0
+            if total == 0 or int(hist[first]) == total:
+                channels.append(image[..., c])
+                continue
+            scale = _F32(255) / _F32(total - int(hist[first]))
+            cumulative = torch.cumsum(hist, 0) - hist[first]
+            lut = np.rint(cumulative.numpy().astype(_F32) * scale).clip(0, 255).astype(np.uint8)
+            lut[:first + 1] = 0
+            channels.append(torch.from_numpy(lut)[values].reshape(image.shape[:-1]))
+        return torch.stack(channels, -1)
+    return _image_op("equalize", data, None, impl)
+
+
+def auto_contrast(data):
+    """Each channel stretched to 0..255: ``(x - lo) * (255 / (hi - lo))`` in float32, rounded; a flat
+    channel (hi == lo) is left as it is."""
+    def impl(image, _):
+        flat = image.reshape(-1, image.shape[-1])
+        lo, hi = flat.min(0).values, flat.max(0).values
+        diff = hi - lo
+        stretch = diff > 0
+        div = torch.where(stretch, diff, torch.tensor(255, dtype=torch.uint8)).float()
+        scale = torch.tensor(255.0, dtype=torch.float32) / div
+        shifted = image - torch.where(stretch, lo, torch.tensor(0, dtype=torch.uint8))
+        return _cast_like(shifted.float() * scale)
+    return _image_op("auto_contrast", data, None, impl)
+
+
+def posterize(data, mask):
+    """``data & mask`` (the mask keeps the top bits)."""
+    return _image_op("posterize", data, mask,
+                     lambda image, mask: image & torch.as_tensor(mask).to(torch.uint8).reshape(()))
+
+
+def solarize(data, threshold):
+    """Values at or above ``threshold`` inverted (255 - x), the rest kept."""
+    def impl(image, threshold):
+        t = torch.as_tensor(threshold, dtype=torch.float32).reshape(())
+        return torch.where(image.float() < t, image, 255 - image)
+    return _image_op("solarize", data, threshold, impl)
+
+
+def solarize_add(data, shift):
+    """Values below 128 raised by ``shift`` (uint8 arithmetic; shifts stay below 128), the rest kept."""
+    def impl(image, shift):
+        s = torch.as_tensor(shift).to(torch.uint8).reshape(())
+        return torch.where(image < 128, image + s, image)
+    return _image_op("solarize_add", data, shift, impl)
+
+
+def invert(data):
+    """``255 - data``."""
+    return _image_op("invert", data, None, lambda image, _: 255 - image)
