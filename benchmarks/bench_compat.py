@@ -21,6 +21,22 @@ times, alternating their order, and the ratios are the medians of each
 round's ratios (loaders of one round ran within seconds of each other). Run
 with no arguments it first generates the built-in sample folder (2,000
 JPEGs).
+
+``--pipeline detection`` runs a detection pipeline instead, on real DALI's
+CPU operators and on fastload.compat.dali (``DETECTION_LOADERS``), over a
+generated COCO set (``--coco-images`` JPEGs of 240-480 pixels a side, one to
+six boxes each, written once under the temporary folder): DALI's SSD
+training chain (docs/examples/use_cases/pytorch/single_stage_detector):
+fn.readers.coco (ratio, ltrb, skip_empty, random_shuffle), random_bbox_crop
+(SSD's thresholds, scaling [0.3, 1], aspect [0.5, 2], 50 attempts),
+decoders.image_slice of the window, a coin-flip fn.flip with fn.bb_flip on
+its boxes, resize to 300x300, crop_mirror_normalize to float32 CHW, and
+fn.box_encoder onto 1,083 anchors (so every output is dense); batches are
+taken with ``run()``. The cropped images are also zoomed out with fn.paste
+(ratio 1.5, then resized to 150x150) into a second image output, as SSD's
+"expand" step does to an image (its boxes would need fn.bbox_paste, which
+fastload does not have). A quick check that it runs: ``--pipeline detection
+--coco-images 16 --batch-size 4 --epochs 1 --rounds 1``.
 """
 
 from __future__ import annotations
@@ -38,6 +54,104 @@ LOADERS = ("dali", "fastload.compat.dali", "fastload")
 # fastload.compat.rocal, and the native loader with the same transform as torchvision names it
 ROCAL_LOADERS = ("fastload.compat.rocal", "fastload.compat.rocal+dct", "fastload-rocal-recipe")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+DETECTION_LOADERS = ("dali-detection", "fastload.compat.dali-detection")
+
+
+def coco_sample(count: int, root: str | None = None) -> tuple[str, str]:
+    """A generated COCO set of ``count`` JPEGs (random sizes and pixels, one to six boxes each, four
+    categories): (image folder, annotations file); written once, reused when already there."""
+    import tempfile
+
+    import numpy as np
+    from PIL import Image
+    root = root or os.path.join(tempfile.gettempdir(), f"fastload-bench-coco-{count}")
+    folder, annotations = os.path.join(root, "images"), os.path.join(root, "instances.json")
+    if os.path.exists(annotations):
+        return folder, annotations
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(2026)
+    images, boxes = [], []
+    for k in range(count):
+        h, w = (int(v) for v in rng.integers(240, 481, 2))
+        ramp = np.linspace(0, 255, w, dtype=np.float32)[None, :, None] * rng.uniform(0.2, 1.0, 3)
+        pixels = (ramp + rng.normal(0, 20, (h, w, 3))).clip(0, 255).astype(np.uint8)  # compresses like a photo
+        name = f"{k:06d}.jpg"
+        Image.fromarray(pixels).save(os.path.join(folder, name), quality=90)
+        images.append({"id": k + 1, "file_name": name, "width": w, "height": h})
+        for _ in range(int(rng.integers(1, 7))):
+            bw, bh = float(rng.uniform(10, w / 2)), float(rng.uniform(10, h / 2))
+            x, y = float(rng.uniform(0, w - bw)), float(rng.uniform(0, h - bh))
+            boxes.append({"id": len(boxes) + 1, "image_id": k + 1, "bbox": [x, y, bw, bh], "iscrowd": 0,
+                          "area": bw * bh, "category_id": int(rng.integers(1, 5))})
+    with open(annotations + ".part", "w") as out:
+        json.dump({"images": images, "annotations": boxes,
+                   "categories": [{"id": c, "name": f"c{c}"} for c in range(1, 5)]}, out)
+    os.replace(annotations + ".part", annotations)
+    return folder, annotations
+
+
+def _anchors() -> list[float]:
+    """1,083 ltrb anchors: a 19x19 grid of centres, three sizes each."""
+    anchors = []
+    for i in range(19):
+        for j in range(19):
+            cx, cy = (j + 0.5) / 19, (i + 0.5) / 19
+            for size in (0.1, 0.3, 0.6):
+                anchors += [max(cx - size / 2, 0.0), max(cy - size / 2, 0.0), min(cx + size / 2, 1.0),
+                            min(cy + size / 2, 1.0)]
+    return anchors
+
+
+def _detection_pipeline(lib, root: str, batch_size: int, workers: int):
+    """DALI's SSD training chain (see the module docstring) with ``lib``'s operators over ``root``'s
+    images/ and instances.json (``coco_sample``)."""
+    images_dir, annotations = os.path.join(root, "images"), os.path.join(root, "instances.json")
+    fn, types = lib.fn, lib.types
+    anchors = _anchors()
+
+    @lib.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=12)
+    def ssd():
+        jpegs, boxes, labels = fn.readers.coco(file_root=images_dir, annotations_file=annotations, skip_empty=True,
+                                               ratio=True, ltrb=True, random_shuffle=True, name="Reader")
+        anchor, shape, boxes, labels = fn.random_bbox_crop(
+            boxes, labels, aspect_ratio=[0.5, 2.0], thresholds=[0.0, 0.1, 0.3, 0.5, 0.7, 0.9],
+            scaling=[0.3, 1.0], bbox_layout="xyXY", allow_no_crop=True, num_attempts=50)
+        images = fn.decoders.image_slice(jpegs, anchor, shape, device="cpu", output_type=types.RGB)
+        zoomed = fn.paste(images, ratio=1.5, fill_value=(104, 117, 123), paste_x=0.25, paste_y=0.75)
+        coin = fn.random.coin_flip(probability=0.5)
+        images = fn.flip(images, horizontal=coin)
+        boxes = fn.bb_flip(boxes, ltrb=True, horizontal=coin)
+        images = fn.resize(images, resize_x=300, resize_y=300)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+        zoomed = fn.resize(zoomed, resize_x=150, resize_y=150)
+        encoded_boxes, encoded_labels = fn.box_encoder(boxes, labels, anchors=anchors, criteria=0.5)
+        return images, encoded_boxes, encoded_labels, zoomed
+
+    pipe = ssd()
+    pipe.build()
+    return pipe
+
+
+class _RunBatches:
+    """A pipeline read with ``run()`` as ``measure`` reads a loader: (images, encoded boxes) per batch; an
+    epoch is the reader's epoch size in whole batches."""
+
+    def __init__(self, pipe, batch_size: int):
+        import numpy as np
+        self.pipe, self.batch_size, self.np = pipe, batch_size, np
+        meta = pipe.reader_meta("Reader")
+        self.batches = max(1, meta["epoch_size"] // batch_size)
+        loader = getattr(pipe, "_loader", None)
+        self.stats = loader.stats if loader is not None else None
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def __iter__(self):
+        for _ in range(self.batches):
+            images, boxes, _labels, _zoomed = self.pipe.run()
+            yield self.np.asarray(images.as_tensor()), self.np.asarray(boxes.as_tensor())
 
 
 def _resnet50_pipeline(lib, root: str, batch_size: int, workers: int):
@@ -116,6 +230,12 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
     import torch
 
     import fastload
+    if name in DETECTION_LOADERS:
+        if name == "dali-detection":
+            import nvidia.dali as lib
+        else:
+            import fastload.compat.dali as lib
+        return _RunBatches(_detection_pipeline(lib, root, batch_size, workers), batch_size)
     if name.startswith("fastload.compat.rocal"):  # "+dct": with fastload's dct_scaling="auto"
         from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
         extra = {"dct_scaling": "auto"} if name.endswith("+dct") else {}
@@ -152,7 +272,11 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
-    parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--loaders", help=f"default: {','.join(LOADERS)}; with --pipeline detection, "
+                                          f"{','.join(DETECTION_LOADERS)}")
+    parser.add_argument("--pipeline", choices=("resnet50", "detection"), default="resnet50")
+    parser.add_argument("--coco-images", type=int, default=500, help="size of the generated COCO set "
+                                                                     "(--pipeline detection)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of every loader, alternating their order")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one loader, print JSON
@@ -162,11 +286,15 @@ def main(argv=None) -> int:
         loader = _make_loader(args.one, args.root, args.batch_size, args.workers)
         print(json.dumps(measure(args.one, loader, args.epochs, "cpu", True)))
         return 0
+    detection = args.pipeline == "detection"
     root = args.root
-    if root is None:
+    if detection:  # a folder holding images/ and instances.json
+        root = os.path.dirname(coco_sample(args.coco_images, root)[0])
+    elif root is None:
         from fastload.sample_data import sample_folder
         root = sample_folder(args.images)
-    names = args.loaders.split(",")
+    names = (args.loaders or ",".join(DETECTION_LOADERS if detection else LOADERS)).split(",")
+    peer = "dali-detection" if detection else "dali"
     rounds = []
     for round_number in range(args.rounds):
         order = names if round_number % 2 == 0 else names[::-1]
@@ -177,8 +305,11 @@ def main(argv=None) -> int:
             results[name] = run_in_child(name, command)
         rounds.append(results)
     print(f"\nmachine: {machine()}")
-    print(f"data: {root}; batch {args.batch_size}, {args.workers} threads; DALI's ResNet-50 training pipeline "
-          f"(random-crop decode, resize 224, crop_mirror_normalize float32 CHW, coin-flip mirror); "
+    what = ("DALI's SSD training chain (coco reader, random_bbox_crop, image_slice, paste, flip + bb_flip, "
+            "resize 300, crop_mirror_normalize, box_encoder)" if detection else
+            "DALI's ResNet-50 training pipeline (random-crop decode, resize 224, crop_mirror_normalize float32 "
+            "CHW, coin-flip mirror)")
+    print(f"data: {root}; batch {args.batch_size}, {args.workers} threads; {what}; "
           f"{args.epochs} timed epochs, {args.rounds} rounds\n")
     print(f"{'round':<6} " + " ".join(f"{name:>22}" for name in names) + " (images/s)")
     for number, results in enumerate(rounds, 1):
@@ -193,7 +324,7 @@ def main(argv=None) -> int:
         median = statistics.median(r[name]["images_per_s"] for r in rounds)
         peak = max(r[name]["peak_mb"] for r in rounds)
         native = "fastload-rocal-recipe" if name in ROCAL_LOADERS else "fastload"
-        print(f"{name:<22} {median:>12.0f} {ratio('dali'):>8} {ratio(native):>10} {peak:>15.0f}")
+        print(f"{name:<22} {median:>12.0f} {ratio(peer):>8} {ratio(native):>10} {peak:>15.0f}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"machine": machine(), "rounds": rounds}, out, indent=2)
