@@ -3,7 +3,8 @@
 fn.transforms: translation, scale, rotation, shear and combine give DALI's 2x3 float32 matrices -- same
 shape, dtype and values within float32 rounding (4 ulps of the largest entry) -- for constant and
 per-sample (DataNode) arguments, about a ``center``, chained onto an input ``T`` in both orders;
-fn.transforms.crop likewise, in 1-D, 2-D and 3-D; the rest of fn.transforms is refused by name.
+fn.transforms.crop likewise, in 1-D, 2-D and 3-D; 1-D and 3-D translation, scale, rotation (about a
+per-sample axis) and shear likewise (nd_graph); any other name or argument is refused.
 fn.coord_transform: points of awkward counts and 2-D/3-D through M (a
 matrix, a scalar, a per-sample DataNode) and T, or MT (a fn.transforms output): same shape, dtype and
 float32 values (within 2 ulps of the largest output)."""
@@ -119,11 +120,34 @@ def test_transforms_crop_matches_dali():
     assert_matches_dali(crop_nd_graph, 1, ulps=4)
 
 
+AXES = [rng.uniform(-1, 1, size=3).astype(np.float32) for _ in range(TRANSFORMS_BATCH)]
+
+
+def nd_graph(mod):
+    fn = mod.fn
+    angle = fn.external_source(source=lambda: ANGLES, batch=True)
+    axis = fn.external_source(source=lambda: AXES, batch=True)
+    t3 = fn.transforms.translation(offset=[1.0, 2.0, 3.0])
+    return (fn.transforms.translation(offset=3.0),  # 1-D, as DALI infers it
+            fn.transforms.scale(scale=2.0, ndim=2),
+            fn.transforms.scale(scale=[1.0, 2.0, 3.0], center=[1.0, 1.0, 1.0]),
+            fn.transforms.rotation(angle=angle, axis=axis, center=[1.0, 2.0, 3.0]),  # per-sample axis
+            fn.transforms.rotation(t3, angle=30.0, axis=[0.0, 1.0, 0.0]),
+            fn.transforms.shear(shear=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
+            fn.transforms.shear(t3, angles=[10.0, 20, 30, 40, 5, 6], center=[1.0, 0, 2], reverse_order=True),
+            fn.transforms.scale(t3, scale=0.5),  # a scalar takes the input's dimensionality
+            fn.transforms.combine(t3, fn.transforms.rotation(angle=angle, axis=[0.0, 0.0, 1.0])))
+
+
+def test_nd_transforms_match_dali():
+    assert_matches_dali(nd_graph, TRANSFORMS_BATCH, ulps=4)
+
+
 def test_other_transforms_are_refused_by_name():
     with pytest.raises(NotImplementedError, match="fn.transforms.perspective"):
         ours.fn.transforms.perspective
     with pytest.raises(NotImplementedError, match="does not support argument"):
-        ours.fn.transforms.rotation(angle=1.0, axis=[0, 0, 1])
+        ours.fn.transforms.rotation(angle=1.0, axis=[0, 0, 1], degrees=True)
 
 
 def test_coord_transform_matches_dali():

@@ -1,11 +1,12 @@
-"""DALI's ``fn.transforms``: 2x3 affine matrices (float32) for 2-D points, built as DALI builds them.
+"""DALI's ``fn.transforms``: affine matrices (float32) for 1-D, 2-D and 3-D points, built as DALI builds them.
 
-A matrix maps a point ``p`` to ``M[:, :2] @ p + M[:, 2]``. ``center`` makes scale, rotation and shear
-act about that point. An optional input ``T`` (a 2x3 matrix, e.g. another transform's output) is
-combined with the new one: the new transform is applied after ``T`` (``new @ T``), or before it with
-``reverse_order=True`` (``T @ new``). ``combine`` applies its inputs in order (the first first).
-Angles are in degrees. ``crop`` (a box onto a box) has any dimensionality; the others only 2-D: any other
-argument or dimensionality (3-D rotations about an ``axis``, 3-D scales and shears) is refused.
+An n-D matrix is (n, n+1): it maps a point ``p`` to ``M[:, :n] @ p + M[:, n]``. The dimensionality is
+the arguments' (an ``offset`` of 3 values: 3-D; a single value: 1-D, as in DALI), or ``ndim``, or the
+input ``T``'s; rotation is 2-D, or 3-D about an ``axis``; shear takes 2 values (2-D) or 6 (3-D).
+``center`` makes scale, rotation and shear act about that point. An optional input ``T`` (another
+transform's output) is combined with the new one: the new transform is applied after ``T``
+(``new @ T``), or before it with ``reverse_order=True`` (``T @ new``). ``combine`` applies its inputs in
+order (the first first). ``crop`` maps a box onto a box. Angles are in degrees.
 """
 
 from __future__ import annotations
@@ -19,38 +20,48 @@ from .graph import DataNode, Op
 from .operators import _device, _one, check_args
 
 
-def _vector(value, name: str) -> torch.Tensor:
+def _vector(value, name: str, n: int | None = None) -> torch.Tensor:
+    """``value`` as float64 values: ``n`` of them (a single value repeated), or as many as given."""
     v = torch.as_tensor(value, dtype=torch.float64).reshape(-1)
-    if v.numel() == 1:
-        v = v.repeat(2)
-    if v.numel() != 2:
-        raise NotImplementedError(f"fastload.compat.dali: fn.transforms {name} must have 2 values "
-                                  f"(only 2-D transforms are supported), got {v.numel()}")
+    if n is not None and v.numel() == 1:
+        v = v.repeat(n)
+    if n is not None and v.numel() != n:
+        raise ValueError(f"fastload.compat.dali: fn.transforms {name} must have {n} values, got {v.numel()}")
+    if v.numel() not in (1, 2, 3):
+        raise NotImplementedError(f"fastload.compat.dali: fn.transforms {name} of {v.numel()} values: only 1-D, "
+                                  f"2-D and 3-D transforms are supported")
     return v
 
 
 def _square(m: torch.Tensor) -> torch.Tensor:
     m = torch.as_tensor(m, dtype=torch.float64)
-    if tuple(m.shape) != (2, 3):
-        raise ValueError(f"fastload.compat.dali: fn.transforms expects 2x3 matrices, got {tuple(m.shape)}")
-    return torch.cat([m, torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64)])
+    n = m.shape[0] if m.dim() == 2 else 0
+    if m.dim() != 2 or tuple(m.shape) != (n, n + 1):
+        raise ValueError(f"fastload.compat.dali: fn.transforms expects (n, n+1) matrices, got {tuple(m.shape)}")
+    last = torch.zeros(1, n + 1, dtype=torch.float64)
+    last[0, n] = 1.0
+    return torch.cat([m, last])
 
 
 def _about(linear: torch.Tensor, center) -> torch.Tensor:
-    """The 3x3 matrix applying ``linear`` (2x2) about ``center``: x -> L (x - c) + c."""
-    m = torch.eye(3, dtype=torch.float64)
-    m[:2, :2] = linear
+    """The square matrix applying ``linear`` (n x n) about ``center``: x -> L (x - c) + c."""
+    n = linear.shape[0]
+    m = torch.eye(n + 1, dtype=torch.float64)
+    m[:n, :n] = linear
     if center is not None:  # in float32, as DALI computes it (the cancellation is part of its result)
-        c, lin = _vector(center, "center").float(), linear.float()
-        m[:2, 2] = (c - lin @ c).double()
+        c, lin = _vector(center, "center", n).float(), linear.float()
+        m[:n, n] = (c - lin @ c).double()
     return m
 
 
 def _chain(new: torch.Tensor, previous, reverse_order: bool) -> torch.Tensor:
     if previous is not None:
         prev = _square(previous)
+        if prev.shape != new.shape:
+            raise ValueError(f"fastload.compat.dali: fn.transforms: a {new.shape[0] - 1}-D transform cannot be "
+                             f"chained onto a {prev.shape[0] - 1}-D one")
         new = prev @ new if reverse_order else new @ prev
-    return new[:2].to(torch.float32)
+    return new[:-1].to(torch.float32)
 
 
 def _transform(operator: str, make, names: set):
@@ -59,43 +70,72 @@ def _transform(operator: str, make, names: set):
         inputs = [T] if T is not None else []
 
         def run(ctx, op, *values, **a):
-            return _chain(make(**a), values[0] if values else None, bool(reverse_order))
+            previous = values[0] if values else None
+            hint = int(torch.as_tensor(previous).shape[0]) if previous is not None else None
+            return _chain(make(hint=hint, **a), previous, bool(reverse_order))
         for arg in args:  # DataNode arguments are per sample; plain values constant
             if not isinstance(args[arg], DataNode):
                 args[arg] = tuple(args[arg]) if isinstance(args[arg], (list, tuple)) else args[arg]
         return _one(Op(f"transforms.{operator}", run, inputs, dict(args), device=_device(inputs, device),
                        layouts=("",), fusable=False))
     build.__name__ = operator
-    build.__doc__ = f"``fn.transforms.{operator}`` ({', '.join(sorted(names))}; 2-D; per-sample arguments allowed)."
+    build.__doc__ = f"``fn.transforms.{operator}`` ({', '.join(sorted(names))}; per-sample arguments allowed)."
     return build
 
 
-def _translation(offset):
-    m = torch.eye(3, dtype=torch.float64)
-    m[:2, 2] = _vector(offset, "offset")
+def _dims(value, ndim, hint) -> int:
+    """The dimensionality: ``ndim`` when given, else the argument's length when above 1, else the input's."""
+    if ndim is not None:
+        return int(ndim)
+    count = torch.as_tensor(value).numel()
+    return count if count > 1 or hint is None else hint
+
+
+def _translation(offset, ndim=None, hint=None):
+    n = _dims(offset, ndim, hint)
+    m = torch.eye(n + 1, dtype=torch.float64)
+    m[:n, n] = _vector(offset, "offset", n)
     return m
 
 
-def _scale(scale, center=None):
-    return _about(torch.diag(_vector(scale, "scale")), center)
+def _scale(scale, center=None, ndim=None, hint=None):
+    n = _dims(scale, ndim, hint)
+    if ndim is None and torch.as_tensor(scale).numel() == 1 and center is not None:
+        n = torch.as_tensor(center).numel()  # a scalar scale about an n-D centre
+    return _about(torch.diag(_vector(scale, "scale", n)), center)
 
 
-def _rotation(angle, center=None):
+def _rotation(angle, axis=None, center=None, hint=None):
     a = math.radians(float(torch.as_tensor(angle).reshape(-1)[0]))
-    return _about(torch.tensor([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]], dtype=torch.float64),
-                  center)
+    c, s = math.cos(a), math.sin(a)
+    if axis is None:
+        return _about(torch.tensor([[c, -s], [s, c]], dtype=torch.float64), center)
+    k = _vector(axis, "axis", 3)
+    norm = float(torch.linalg.vector_norm(k))
+    if norm == 0:
+        raise ValueError("fastload.compat.dali: fn.transforms.rotation: the axis must not be zero")
+    k = k / norm  # Rodrigues: cos I + sin [k]x + (1 - cos) k k^T (right-handed, as DALI's)
+    cross = torch.tensor([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]], dtype=torch.float64)
+    return _about(c * torch.eye(3, dtype=torch.float64) + s * cross + (1 - c) * torch.outer(k, k), center)
 
 
-def _shear(shear=None, angles=None, center=None):
+def _shear(shear=None, angles=None, center=None, hint=None):
     if (shear is None) == (angles is None):
         raise ValueError("fastload.compat.dali: fn.transforms.shear needs exactly one of shear and angles")
-    s = _vector(shear, "shear") if shear is not None else torch.tan(torch.deg2rad(_vector(angles, "angles")))
-    return _about(torch.tensor([[1.0, float(s[0])], [float(s[1]), 1.0]], dtype=torch.float64), center)
+    v = torch.as_tensor(shear if shear is not None else angles, dtype=torch.float64).reshape(-1)
+    if v.numel() not in (2, 6):
+        raise NotImplementedError(f"fastload.compat.dali: fn.transforms.shear takes 2 values (2-D) or 6 (3-D), "
+                                  f"got {v.numel()}")
+    s = v if shear is not None else torch.tan(torch.deg2rad(v))
+    n = 2 if v.numel() == 2 else 3
+    linear = torch.eye(n, dtype=torch.float64)
+    linear[~torch.eye(n, dtype=torch.bool)] = s  # row by row: the off-diagonal entries
+    return _about(linear, center)
 
 
-translation = _transform("translation", _translation, {"offset"})
-scale = _transform("scale", _scale, {"scale", "center"})
-rotation = _transform("rotation", _rotation, {"angle", "center"})
+translation = _transform("translation", _translation, {"offset", "ndim"})
+scale = _transform("scale", _scale, {"scale", "center", "ndim"})
+rotation = _transform("rotation", _rotation, {"angle", "axis", "center"})
 shear = _transform("shear", _shear, {"shear", "angles", "center"})
 
 
@@ -134,17 +174,7 @@ def crop(T=None, *, from_start=(0.0,), from_end=(1.0,), to_start=(0.0,), to_end=
 
     def run(ctx, op, *values, **a):
         m = _crop_matrix(a["from_start"], a["from_end"], a["to_start"], a["to_end"], bool(absolute))
-        if not values:
-            return m
-        n = m.shape[0]
-        prev = torch.as_tensor(values[0], dtype=torch.float64)
-        if tuple(prev.shape) != (n, n + 1):
-            raise ValueError(f"fastload.compat.dali: fn.transforms.crop: a {n}-D crop cannot be chained onto a "
-                             f"{tuple(prev.shape)} matrix")
-        last = torch.zeros(1, n + 1, dtype=torch.float64)
-        last[0, n] = 1.0
-        new, prev = torch.cat([m.double(), last]), torch.cat([prev, last])
-        return (prev @ new if reverse_order else new @ prev)[:n].to(torch.float32)
+        return _chain(_square(m), values[0] if values else None, bool(reverse_order))
     return _one(Op("transforms.crop", run, inputs, settings, device=_device(inputs, device), layouts=("",),
                    fusable=False))
 
@@ -156,10 +186,13 @@ def combine(*transforms, device=None, reverse_order=False, **args):
         raise ValueError("fastload.compat.dali: fn.transforms.combine needs at least 2 transforms")
 
     def run(ctx, op, *values):
-        m = torch.eye(3, dtype=torch.float64)
-        for value in values:
-            m = m @ _square(value) if reverse_order else _square(value) @ m
-        return m[:2].to(torch.float32)
+        squares = [_square(value) for value in values]
+        if any(m.shape != squares[0].shape for m in squares):
+            raise ValueError("fastload.compat.dali: fn.transforms.combine: the transforms differ in dimensionality")
+        m = torch.eye(squares[0].shape[0], dtype=torch.float64)
+        for square in squares:
+            m = m @ square if reverse_order else square @ m
+        return m[:-1].to(torch.float32)
     return _one(Op("transforms.combine", run, list(transforms), {}, device=_device(transforms, device),
                    layouts=("",), fusable=False))
 
