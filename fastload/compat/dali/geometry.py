@@ -35,12 +35,13 @@ def _flat(value, name: str) -> tuple:
 
 
 def _inverse_2x3(m: np.ndarray) -> np.ndarray:
-    """The inverse of the affine map [A t] (float32 in and out): [A^-1, -A^-1 t]. DALI inverts its
-    float32 matrix (``mat::inv``) when ``inverse_map=False``; it is done here in float64 and rounded,
-    which can differ from DALI's float32 inverse in the last bit of an entry."""
-    a = m[:, :2].astype(np.float64)
-    inv = np.linalg.inv(a)
-    return np.concatenate([inv, -(inv @ m[:, 2:].astype(np.float64))], axis=1).astype(_F32)
+    """The inverse of the affine map [A t]: [A^-1, -A^-1 t], in float32 as DALI's ``affine_mat_inv``
+    computes it when ``inverse_map=False`` (the 2x2 inverse by its adjugate over the determinant)."""
+    a, b, c, d = m[0, 0], m[0, 1], m[1, 0], m[1, 1]
+    inv_det = _F32(1) / (a * d - b * c)
+    inv = np.array([[d * inv_det, -b * inv_det], [-c * inv_det, a * inv_det]], dtype=_F32)
+    t = -(inv[:, 0] * m[0, 2] + inv[:, 1] * m[1, 2])
+    return np.concatenate([inv, t[:, None]], axis=1).astype(_F32)
 
 
 def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None, interp: str = "linear",
