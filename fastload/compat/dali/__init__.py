@@ -10,10 +10,11 @@ docs/dali-unsupported.md; anything else raises NotImplementedError naming it
 """
 
 from . import fn, ops, pipeline, plugin, tensors, types  # noqa: F401
+from . import auto_aug  # noqa: F401,E402  (after fn: its augmentations are built of fn's operators)
 from .pipeline import Pipeline, pipeline_def  # noqa: F401
 from .unsupported import refuse
 
 __version__ = "2.4.0"  # the DALI release whose behaviour this layer follows
-__all__ = ["Pipeline", "pipeline_def", "fn", "ops", "pipeline", "plugin", "tensors", "types"]
+__all__ = ["Pipeline", "pipeline_def", "auto_aug", "fn", "ops", "pipeline", "plugin", "tensors", "types"]
 
 __getattr__ = refuse(__name__, "nvidia.dali")  # any other name: NotImplementedError naming it
