@@ -16,8 +16,6 @@ away from zero, then clamped to the type's range.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import io
 import math
@@ -29,19 +27,15 @@ import torch
 from PIL import Image, ImageOps
 
 from ...decode import MAX_SCANS, count_scans
-
-_F32 = np.float32
+from ..float32 import F32 as _F32
+from ..float32 import fma as _fma
+from ..float32 import libm_float as _libm_float
+from ..float32 import nearest_f32 as _f32_exact
+from ..float32 import round_c as _round_c
+from ..float32 import round_half_away as _round_half_away
 
 # --------------------------------------------------------------------------------------------
 # Conversions
-
-
-def _round_half_away(x: torch.Tensor) -> torch.Tensor:
-    """C's round(): nearest, halves away from zero (torch.round goes to even)."""
-    rounded = torch.round(x)
-    whole = torch.trunc(x)
-    tie = (x - whole).abs() == 0.5
-    return torch.where(tie, whole + torch.sign(x), rounded)
 
 
 def _to_float16(x: torch.Tensor) -> torch.Tensor:
@@ -283,12 +277,6 @@ def random_crop_window(height: int, width: int, rng, area: Tuple[float, float] =
     return y, x, h, w
 
 
-def _round_c(value) -> float:
-    """C's roundf/round on a scalar: halves away from zero."""
-    return math.copysign(math.floor(abs(float(value)) + 0.5), float(value)) \
-        if abs(float(value)) < 2 ** 52 else float(value)
-
-
 # --------------------------------------------------------------------------------------------
 # Resize: output size
 
@@ -489,29 +477,6 @@ def _sinc(x: np.ndarray) -> np.ndarray:
 
 def _sinf(x: np.ndarray) -> np.ndarray:
     return _libm_float("sin", x)
-
-
-@functools.lru_cache(maxsize=None)
-def _libm():
-    try:
-        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        for name in ("sinf", "cosf"):
-            getattr(libm, name).restype, getattr(libm, name).argtypes = ctypes.c_float, [ctypes.c_float]
-        return libm
-    except (OSError, AttributeError):
-        return None
-
-
-def _libm_float(name: str, x: np.ndarray) -> np.ndarray:
-    """The C library's float sinf/cosf, which DALI calls: glibc's are not always correctly rounded
-    (10 of the 193 Lanczos table entries differ by one ulp from a rounded double sin). Falls back
-    to the rounded double result where libm cannot be loaded."""
-    x = np.asarray(x, dtype=_F32)
-    libm = _libm()
-    if libm is None:
-        return getattr(np, name)(x.astype(np.float64)).astype(_F32)
-    function = getattr(libm, name + "f")
-    return np.array([function(float(v)) for v in x.ravel()], dtype=_F32).reshape(x.shape)
 
 
 def _rescaled(anchor, scale, n, support):
@@ -852,11 +817,6 @@ def flip(image: torch.Tensor, horizontal: int = 1, vertical: int = 0, layout: st
     return image.flip(dims) if dims else image.clone()
 
 
-def _fma(a: float, b: float, c: float) -> float:
-    """a * b + c rounded once (C's fma; Python's math.fma needs 3.13)."""
-    return float(Fraction(a) * Fraction(b) + Fraction(c))
-
-
 def _next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
@@ -1027,13 +987,6 @@ def _mat3(a, b):
             acc = acc + a[i][1] * b[1][j]
             out[i][j] = acc + a[i][2] * b[2][j]
     return out
-
-
-def _f32_exact(value: Fraction):
-    """The float32 nearest to an exact rational (ties to even)."""
-    guess = _F32(float(value))
-    candidates = [np.nextafter(guess, _F32(-np.inf)), guess, np.nextafter(guess, _F32(np.inf))]
-    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(np.int32)) & 1))
 
 
 def _inverse3(matrix: np.ndarray) -> np.ndarray:

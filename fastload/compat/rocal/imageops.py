@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..float32 import expf, fmaf
+
 # rocAL keeps these extensions (any case) and files with none (rocAL/source/readers/file_source_reader.cpp,
 # rocAL/source/meta_data/label_reader_folders.cpp: the text after the last '.', lower-cased)
 EXTENSIONS = frozenset({"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp", "wav"})
@@ -393,14 +395,6 @@ _SEPARABLE = {"cubic": (2.0, False), "lanczos": (3.0, True), "gaussian": (1.0, T
 SEPARABLE_ROUNDING = "nearest"
 
 
-def _fma(a, b, c) -> np.ndarray:
-    """float32 a * b + c rounded once, as _mm_fmadd_ps and the multiply-adds the build contracts (clang's
-    -ffp-contract=on with -mfma): the product of two float32 values is exact in float64, so one float64
-    add then the float32 rounding gives it (a double rounding could differ only at an exact float32 tie
-    of the float64 sum)."""
-    return (np.asarray(a, np.float32).astype(np.float64) * np.float32(b) + np.float32(c)).astype(np.float32)
-
-
 def _filter_value(kind: str, x: np.ndarray) -> np.ndarray:
     """RPP's coefficient functions (resize.cpp: compute_bicubic/lanczos3/gaussian/triangular_coefficient)
     in float32 as its build computes them: clang fuses a multiply feeding an add within an expression
@@ -412,19 +406,19 @@ def _filter_value(kind: str, x: np.ndarray) -> np.ndarray:
         a = np.abs(x)
         square = (a * a).astype(f32)
         # x*x*(-0.5f*x + 2.5f) - 4.0f*x + 2.0f: fma(x*x, fma(-0.5, x, 2.5), -(4x)) + 2
-        far = (_fma(square, _fma(a, -0.5, 2.5), -(f32(4) * a)) + f32(2)).astype(f32)
-        near = _fma(square, _fma(a, 1.5, -2.5), 1)  # x*x*(1.5f*x - 2.5f) + 1
+        far = (fmaf(square, fmaf(a, -0.5, 2.5), -(f32(4) * a)) + f32(2)).astype(f32)
+        near = fmaf(square, fmaf(a, 1.5, -2.5), 1)  # x*x*(1.5f*x - 2.5f) + 1
         return np.where(a >= 2, f32(0), np.where(a > 1, far, near)).astype(f32)
     if kind == "lanczos":
         def sinc(v):
             v = (v.astype(np.float64) * np.pi).astype(f32)
             with np.errstate(invalid="ignore", divide="ignore"):
-                small = _fma(-(v * v).astype(f32), f32(1.0) / f32(6), f32(1))  # 1.0f - x*x*ONE_OVER_6
+                small = fmaf(-(v * v).astype(f32), f32(1.0) / f32(6), f32(1))  # 1.0f - x*x*ONE_OVER_6
                 return np.where(np.abs(v) < f32(1e-5), small, (np.sin(v.astype(np.float64)).astype(f32) / v))
         third = (x * f32(0.333333)).astype(f32)
         return np.where(np.abs(x) >= 3, f32(0), (sinc(x) * sinc(third)).astype(f32)).astype(f32)
     if kind == "gaussian":
-        return np.exp(((x * x).astype(f32) * f32(-4.0)).astype(np.float64)).astype(f32)
+        return expf((x * x).astype(f32) * f32(-4.0))
     return np.maximum(f32(1) - np.abs(x), f32(0)).astype(f32)
 
 
@@ -441,7 +435,7 @@ def _separable_axis(size: int, out: int, kind: str) -> tuple[np.ndarray, np.ndar
         radius, scale = f32(base) * ratio, f32(1) / ratio
     taps = int(np.ceil(f32(2) * radius))
     offset = (ratio - f32(1)) * f32(0.5) - radius
-    where = _fma(np.arange(out, dtype=f32), ratio, offset)  # compute_resize_src_loc
+    where = fmaf(np.arange(out, dtype=f32), ratio, offset)  # compute_resize_src_loc
     first = np.ceil(where)
     weight = (first - where).astype(f32) - radius
     coefficients = np.stack([_filter_value(kind, ((weight + f32(k)) * scale).astype(f32)) for k in range(taps)], 1)
@@ -482,7 +476,7 @@ def _gray_reads_past(size: int, out: int, kind: str) -> bool:
 def _rpp_separable(image: torch.Tensor, width: int, height: int, kind: str) -> torch.Tensor:
     """RPP's separable resize (cubic, Lanczos-3, Gaussian, triangular): a vertical pass into float32, then
     a horizontal one, each summing its taps in order with fused multiply-adds, taps clamped to the image
-    (compute_separable_vertical/horizontal_resample: ``_fma``, here on float64 tensors holding float32
+    (compute_separable_vertical/horizontal_resample: ``fmaf``, here on float64 tensors holding float32
     values); uint8 outputs rounded half to even and saturated (``SEPARABLE_ROUNDING``). A one-channel
     image whose filter would read past its rows (``_gray_reads_past``) is a ValueError."""
     one_channel = image.dim() == 2 or image.shape[2] == 1
@@ -710,16 +704,9 @@ def vignette(image: torch.Tensor, intensity: float) -> torch.Tensor:
     gain = _fast_exp(((j * j + i * i).astype(f32) * m).astype(f32))
     vector = width & ~15
     if vector < width:
-        def expf(v):  # correctly rounded, as glibc's expf (numpy's float32 exp is off by up to 2 ulp)
-            return np.exp(v.astype(np.float64)).astype(f32)
         gain[:, vector:] = expf((i * i * m).astype(f32)) * expf((j[:, vector:] * j[:, vector:] * m).astype(f32))
     gain = torch.from_numpy(gain)
     return image.float() * (gain[..., None] if image.dim() == 3 else gain)
-
-
-def _fma(a, b, c) -> np.ndarray:
-    """fmaf in float32: the product and sum exact in float64, rounded once more to float32."""
-    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
 
 
 def lens_remap_tables(height: int, width: int, camera: list, distortion: list) -> tuple[np.ndarray, np.ndarray]:
@@ -761,10 +748,10 @@ def lens_remap_tables(height: int, width: int, camera: list, distortion: list) -
     x2, y2 = (x * x).astype(f32), (y * y).astype(f32)
     r2 = (x2 + y2).astype(f32)
     xy2 = (f32(2) * (x * y).astype(f32)).astype(f32)
-    kr = (_fma(_fma(_fma(k[2], r2, k[1]), r2, k[0]), r2, f32(1))
-          / _fma(_fma(_fma(k[5], r2, k[4]), r2, k[3]), r2, f32(1))).astype(f32)
-    columns = _fma(m[0], _fma(p[1], _fma(f32(2), x2, r2), _fma(x, kr, (p[0] * xy2).astype(f32))), m[2])
-    source_rows = _fma(m[4], _fma(p[0], _fma(f32(2), y2, r2), _fma(y, kr, (p[1] * xy2).astype(f32))), m[5])
+    kr = (fmaf(fmaf(fmaf(k[2], r2, k[1]), r2, k[0]), r2, f32(1))
+          / fmaf(fmaf(fmaf(k[5], r2, k[4]), r2, k[3]), r2, f32(1))).astype(f32)
+    columns = fmaf(m[0], fmaf(p[1], fmaf(f32(2), x2, r2), fmaf(x, kr, (p[0] * xy2).astype(f32))), m[2])
+    source_rows = fmaf(m[4], fmaf(p[0], fmaf(f32(2), y2, r2), fmaf(y, kr, (p[1] * xy2).astype(f32))), m[5])
     return source_rows, columns
 
 
@@ -787,7 +774,7 @@ def remap_bilinear(image: torch.Tensor, rows: np.ndarray, columns: np.ndarray) -
     taps = [source[top, left], source[top, right], source[bottom, left], source[bottom, right]]
     value = (taps[0] * weights[0][..., None]).astype(f32)
     for tap, weight in zip(taps[1:], weights[1:]):
-        value = _fma(tap, weight[..., None], value)
+        value = fmaf(tap, weight[..., None], value)
     value[outside] = 0
     out = torch.from_numpy(value)
     return out if image.dim() == 3 else out[..., 0]
