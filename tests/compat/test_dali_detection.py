@@ -97,15 +97,14 @@ COCO_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(COCO_CASES))
-def test_coco_reader_matches_dali(coco, case):
+def test_coco_reader_matches_dali(coco):
+    """Every case in one test: each test's teardown collects garbage for a second (conftest)."""
     root, annotations = coco
-    args = COCO_CASES[case]
+    for case, args in sorted(COCO_CASES.items()):
+        def graph(mod, args=args):
+            return tuple(mod.fn.readers.coco(file_root=root, annotations_file=annotations, name="Reader", **args))
 
-    def graph(mod):
-        return tuple(mod.fn.readers.coco(file_root=root, annotations_file=annotations, name="Reader", **args))
-
-    assert_same(run(dali, graph, 4, 5), run(ours, graph, 4, 5), case)
+        assert_same(run(dali, graph, 4, 5), run(ours, graph, 4, 5), case)
 
 
 def test_coco_reader_meta_and_ops(coco):
@@ -123,11 +122,20 @@ def test_coco_reader_meta_and_ops(coco):
     assert meta(dali) == meta(ours)
 
 
-def test_coco_reader_refuses_masks(coco):
+def test_what_is_not_done_is_refused_by_name(coco):
     root, annotations = coco
     for name in ("pixelwise_masks", "polygon_masks", "masks"):
         with ours.pipeline.Pipeline(batch_size=1, device_id=None), pytest.raises(NotImplementedError, match=name):
             ours.fn.readers.coco(file_root=root, annotations_file=annotations, **{name: True})
+    with ours.pipeline.Pipeline(batch_size=1, device_id=None):
+        data = ours.fn.external_source(source=lambda: JPEGS[:1], batch=True)
+        with pytest.raises(NotImplementedError, match="rel_start"):
+            ours.fn.decoders.image_slice(data, rel_start=[0.1, 0.1], rel_shape=[0.5, 0.5])
+        boxes = ours.fn.external_source(source=lambda: CROP_BOXES[:1], batch=True)
+        with pytest.raises(NotImplementedError, match="crop_shape"):
+            ours.fn.random_bbox_crop(boxes, crop_shape=[10, 10], input_shape=[20, 20], allow_no_crop=False)
+        with pytest.raises(NotImplementedError, match="3-D"):
+            ours.fn.random_bbox_crop(boxes, aspect_ratio=[0.5, 2, 0.5, 2, 0.5, 2])
 
 
 # ------------------------------------------------------------------------------------------ box operators
@@ -221,21 +229,14 @@ def test_image_slice_matches_dali():
     assert_same(run(dali, graph, BATCH), run(ours, graph, BATCH), "image_slice")
 
 
-def test_image_slice_refuses_named_arguments():
-    with ours.pipeline.Pipeline(batch_size=1, device_id=None):
-        data = ours.fn.external_source(source=lambda: JPEGS[:1], batch=True)
-        with pytest.raises(NotImplementedError, match="rel_start"):
-            ours.fn.decoders.image_slice(data, rel_start=[0.1, 0.1], rel_shape=[0.5, 0.5])
-
-
 # ------------------------------------------------------------------------------------------ random_bbox_crop
 
 CROP_BATCH = 32
 CROP_BOXES = [_random_boxes(int(n), True) for n in np.random.default_rng(8).integers(1, 8, CROP_BATCH)]
 CROP_LABELS = [np.arange(len(b), dtype=np.int32) + 10 for b in CROP_BOXES]
 CROP_CASES = {
-    "ssd": dict(aspect_ratio=[0.5, 2.0], thresholds=[0.1, 0.3, 0.5, 0.7, 0.9], scaling=[0.3, 1.0],
-                bbox_layout="xyXY", allow_no_crop=True, num_attempts=50),
+    "ssd": dict(aspect_ratio=[0.5, 2.0], thresholds=[0.0, 0.1, 0.3], scaling=[0.3, 1.0], bbox_layout="XYxy",
+                allow_no_crop=True, num_attempts=50, all_boxes_above_threshold=False),
     "prune": dict(aspect_ratio=[0.75, 1.33], thresholds=[0.0, 0.2], scaling=[0.2, 0.9], bbox_prune_threshold=0.3,
                   allow_no_crop=False, num_attempts=20, threshold_type="overlap"),
     "prune0_xywh": dict(aspect_ratio=[1.0, 1.0], thresholds=[0.0], scaling=[0.4, 0.8], bbox_prune_threshold=0.0,
@@ -256,13 +257,17 @@ def _as_layout(boxes, layout):
     return [detection.write_boxes(b, layout) for b in boxes]
 
 
-@pytest.mark.parametrize("case", sorted(CROP_CASES))
-def test_random_bbox_crop_keeps_dalis_boxes(case):
+def test_random_bbox_crop_keeps_dalis_boxes():
+    for case in sorted(CROP_CASES):
+        _keeps_dalis_boxes(CROP_CASES[case])
+
+
+def _keeps_dalis_boxes(args):
     """For the window DALI drew, fastload keeps, maps and labels the boxes as DALI did, exactly."""
-    args = CROP_CASES[case]
     layout = args.get("bbox_layout", "xyXY")
     boxes = _as_layout(CROP_BOXES, layout)
     anchors, shapes, out_boxes, out_labels, indices = run(dali, _crop_graph(args, boxes), CROP_BATCH)
+    compared = 0
     for i in range(CROP_BATCH):
         window = np.concatenate([anchors[i], anchors[i] + shapes[i]]).astype(np.float32)
         read = detection.read_boxes(boxes[i], layout)
@@ -273,6 +278,8 @@ def test_random_bbox_crop_keeps_dalis_boxes(case):
         np.testing.assert_array_equal(detection.write_boxes(kept, layout), out_boxes[i], err_msg=f"sample {i}")
         np.testing.assert_array_equal(where.astype(np.int32), indices[i])
         np.testing.assert_array_equal(CROP_LABELS[i][where], out_labels[i])
+        compared += 1
+    assert compared >= CROP_BATCH // 3
 
 
 def _crop_stats(mod, args, iterations):
@@ -308,8 +315,27 @@ def test_random_bbox_crop_follows_dalis_rules_and_distribution():
     assert abs(kept[cropped].mean() - theirs_kept[theirs_cropped].mean()) < 0.5
 
 
-def test_random_bbox_crop_refuses_fixed_crop_shape():
-    with ours.pipeline.Pipeline(batch_size=1, device_id=None):
-        boxes = ours.fn.external_source(source=lambda: CROP_BOXES[:1], batch=True)
-        with pytest.raises(NotImplementedError, match="crop_shape"):
-            ours.fn.random_bbox_crop(boxes, crop_shape=[10, 10], input_shape=[20, 20], allow_no_crop=False)
+
+
+def test_ssd_chain_runs_as_dalis(coco):
+    """DALI's SSD training chain through the reader's loader threads: each output has DALI's shape and
+    dtype for every sample (the random windows differ, so the values are not compared)."""
+    root, annotations = coco
+
+    def graph(mod):
+        fn = mod.fn
+        jpegs, boxes, labels = fn.readers.coco(file_root=root, annotations_file=annotations, skip_empty=True,
+                                               ratio=True, ltrb=True, random_shuffle=True, name="Reader")
+        anchor, shape, boxes, labels = fn.random_bbox_crop(boxes, labels, aspect_ratio=[0.5, 2.0], scaling=[0.3, 1.0],
+                                                           thresholds=[0.0, 0.1, 0.3, 0.5], num_attempts=50)
+        images = fn.decoders.image_slice(jpegs, anchor, shape)
+        zoomed = fn.paste(images, ratio=2.0, fill_value=(104, 117, 123))
+        coin = fn.random.coin_flip()
+        images = fn.flip(images, horizontal=coin)
+        boxes = fn.bb_flip(boxes, ltrb=True, horizontal=coin)
+        images = fn.crop_mirror_normalize(fn.resize(images, resize_x=32, resize_y=32), mean=[128.0], std=[64.0])
+        return (images, *fn.box_encoder(boxes, labels, anchors=ANCHORS), fn.resize(zoomed, resize_x=16, resize_y=16))
+
+    theirs, mine = run(dali, graph, 4, 2), run(ours, graph, 4, 2)
+    for a_out, b_out in zip(theirs, mine):
+        assert [(a.shape, a.dtype) for a in a_out] == [(b.shape, b.dtype) for b in b_out]

@@ -260,45 +260,50 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
     to the larger extent), refused outside the aspect-ratio range, placed uniformly; a window whose metric
     (the smallest IoU or overlap over the boxes, or the largest without ``all_boxes_above_threshold``) beats
     the best so far or reaches the threshold becomes the candidate, valid when it reaches the threshold
-    and keeps a box. As in DALI's source, the attempts of a round all run; the last candidate stands."""
+    and keeps a box. As in DALI's source, the attempts of a round all run and the last candidate stands, so
+    a round's windows are drawn and measured together (the draws are fastload's, in its own order)."""
     options = [(False, F32(t)) for t in s.thresholds] + ([(True, F32(0))] if s.allow_no_crop else [])
     ar_lo, ar_hi = F32(s.aspect_ratio[0]), F32(s.aspect_ratio[1])
     sc_lo, sc_hi = float(s.scaling[0]), float(s.scaling[1])
     limit = s.total_num_attempts if s.total_num_attempts > 0 else MAX_ATTEMPTS
+    n = s.num_attempts
     count, best = 0, F32(-1.0)
     crop, kept, indices, success = np.array([0, 0, 1, 1], F32), boxes, np.arange(len(boxes)), False
     while not success and count < limit:
         no_crop, threshold = options[rng.randint(0, len(options))]
         if no_crop:
             return np.array([0, 0, 1, 1], F32), boxes, np.arange(len(boxes))
-        for _ in range(s.num_attempts):
-            count += 1
-            shape = np.array([rng.uniform(sc_lo, sc_hi), rng.uniform(sc_lo, sc_hi)], F32)
-            if ar_lo == ar_hi:
-                largest = shape.max()
-                d0, d1 = (1, 0) if rng.random() < 0.5 else (0, 1)  # std::random_shuffle of (0, 1)
-                # shape[d1] = shape[d0] * fixed[d1][d0]: fixed[1][0] = float(1.0 / ar), fixed[0][1] = ar
-                factor = F32(1.0 / float(ar_lo)) if (d0, d1) == (0, 1) else ar_lo
-                shape[d1] = shape[d0] * factor
-                shape = (largest * shape) / shape.max()
-            ratio = shape[0] / shape[1]
-            if not (ar_lo <= ratio <= ar_hi):
+        count += n
+        draws = np.array([rng.random() for _ in range(5 * n)]).reshape(n, 5)
+        shape = (sc_lo + (sc_hi - sc_lo) * draws[:, :2]).astype(F32)  # uniform_real_distribution<float>
+        if ar_lo == ar_hi:
+            largest = shape.max(1)
+            # std::random_shuffle of the dimensions (0, 1), then shape[d1] = shape[d0] * fixed[d1][d0], where
+            # fixed[1][0] = float(1.0 / ar) and fixed[0][1] = ar; then rescaled to the larger extent
+            swapped = draws[:, 2] < 0.5
+            shape[~swapped, 1] = shape[~swapped, 0] * F32(1.0 / float(ar_lo))
+            shape[swapped, 0] = shape[swapped, 1] * ar_lo
+            shape = (largest[:, None] * shape) / shape.max(1)[:, None]
+        ratio = shape[:, 0] / shape[:, 1]
+        shaped = (ratio >= ar_lo) & (ratio <= ar_hi)
+        anchor = ((F32(1) - shape).astype(np.float64) * draws[:, 3:5]).astype(F32)
+        windows = np.concatenate([anchor, anchor + shape], 1).astype(F32)
+        if len(boxes):
+            values = (iou if s.metric == "iou" else overlap)(windows[:, None, :], boxes[None, :, :])
+            metrics = values.min(1) if s.all_boxes_above_threshold else values.max(1)
+        else:
+            metrics = np.zeros(n, F32)
+        candidate = None
+        for i in np.nonzero(shaped)[0]:
+            valid = metrics[i] >= threshold
+            if metrics[i] <= best and not valid:
                 continue
-            anchor = np.array([rng.uniform(0.0, float(F32(1) - shape[0])),
-                               rng.uniform(0.0, float(F32(1) - shape[1]))], F32)
-            window = np.concatenate([anchor, anchor + shape]).astype(F32)
-            if len(boxes):
-                values = iou(window, boxes) if s.metric == "iou" else overlap(window, boxes)
-                metric = values.min() if s.all_boxes_above_threshold else values.max()
-            else:
-                metric = F32(0)
-            valid = metric >= threshold
-            if metric <= best and not valid:
-                continue
-            best = metric
-            crop = window
-            kept, indices = crop_boxes(window, boxes, s.prune_threshold)
-            success = bool(valid and len(kept))
+            best, candidate, candidate_valid = metrics[i], i, valid
+        if candidate is None:
+            continue
+        crop = windows[candidate]
+        kept, indices = crop_boxes(crop, boxes, s.prune_threshold)
+        success = bool(candidate_valid and len(kept))
     if not success and s.total_num_attempts <= 0:
         raise RuntimeError(f"{PREFIX}: fn.random_bbox_crop found no valid window in {MAX_ATTEMPTS} attempts "
                            f"(DALI would loop forever: give total_num_attempts or allow_no_crop)")
@@ -496,9 +501,14 @@ def paste(images, *, ratio, fill_value=(0, 0, 0), paste_x=0.5, paste_y=0.5, min_
             raise ValueError(f"fn.paste: the image has {image.shape[2]} channels, fill_value {len(fill)}")
         height, width = image.shape[0], image.shape[1]
         new_h, new_w, top, left = paste_geometry(height, width, ratio, paste_x, paste_y, min_canvas_size)
-        canvas = torch.tensor(fill, dtype=torch.uint8).expand(new_h, new_w, len(fill)).clone()
-        canvas[top:top + height, left:left + width] = image[: new_h - top, : new_w - left]
-        return canvas
+        # in numpy: a row broadcast down the canvas and one block copy (torch's strided uint8 copies of
+        # the same are ten times slower)
+        row = np.empty((new_w, len(fill)), np.uint8)
+        row[:] = fill
+        canvas = np.empty((new_h, new_w, len(fill)), np.uint8)
+        canvas[:] = row
+        canvas[top:top + height, left:left + width] = image.numpy()[: new_h - top, : new_w - left]
+        return torch.from_numpy(canvas)
 
     settings = {"ratio": ratio, "paste_x": paste_x, "paste_y": paste_y, "min_canvas_size": min_canvas_size}
     return _one(Op("paste", run, [images], settings, device=_device([images], device), layouts=("HWC",),
@@ -579,8 +589,9 @@ def decoders_image_slice(data, anchor=None, shape=None, *, device="cpu", output_
                 raise ValueError(f"fn.decoders.image_slice: slice window (start {start}, shape {size}) is out "
                                  f"of bounds of the image {list(image.shape)} (DALI's out_of_bounds_policy "
                                  f"'error')")
-        return image[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
-                     start[2]:start[2] + size[2]].contiguous()
+        window = image.numpy()[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
+                               start[2]:start[2] + size[2]]
+        return torch.from_numpy(np.ascontiguousarray(window))  # numpy's copy: torch's strided uint8 one is slow
 
     return _one(Op("decoders.image_slice", run, [data, anchor, shape], {}, device=device, layouts=("HWC",),
                    fusable=False))
