@@ -125,3 +125,10 @@ def test_refusals_name_themselves():
         return ours.fn.sphere(x, interp_type=ours.types.INTERP_CUBIC)
     with pytest.raises(NotImplementedError, match="fn.sphere supports interp_type"):
         cubic()
+
+    @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def on_gpu():
+        x = ours.fn.external_source(source=lambda: IMAGES[:1], batch=True, layout="HWC")
+        return ours.fn.jpeg_compression_distortion(x.gpu())
+    with pytest.raises(NotImplementedError, match="fn.jpeg_compression_distortion on the GPU is not supported"):
+        on_gpu()

@@ -16,6 +16,7 @@ below are the ones measured there, not guessed:
 - ``jpeg_compression_distortion``: DALI's CPU operator encodes with OpenCV (libjpeg-turbo, 4:2:0,
   baseline quantisation tables scaled by ``quality`` clamped to 1..100) and decodes; Pillow's
   libjpeg-turbo does the same encode and decode, which gave identical pixels for every quality tried.
+  On the GPU it is refused: DALI's GPU operator is its own CUDA codec, whose pixels are not these.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import math
 import numpy as np
 import torch
 
+from ..float32 import libm_float
 from .graph import Op
-from .imageops import _convert_sat, _libm_float
+from .imageops import _convert_sat
 from .operators import _device, _layout, _one, check_args
 from .types import interp_name
 
@@ -91,7 +93,7 @@ def erase_image(image: torch.Tensor, *, anchor=(), shape=(), axes_order=(), fill
         fill_tensor = torch.tensor([_static_cast(v, image.dtype) for v in fill], dtype=image.dtype)
         view = [1] * image.dim()
         view[channel_axis] = len(fill)
-        fill_tensor = fill_tensor.reshape(view)
+        fill_tensor = fill_tensor.reshape(view).to(image.device)
     else:
         fill_tensor = torch.tensor(_static_cast(fill[0], image.dtype), dtype=image.dtype)
     for region in range(len(shape) // naxes):
@@ -183,8 +185,8 @@ def water_points(height: int, width: int, ampl_x, ampl_y, freq_x, freq_y, phase_
     """The source point of each output pixel in fn.water (float32, integer pixel coordinates); the x wave
     depends on the row only and the y wave on the column only, so libm is called once per row and column."""
     rows, cols = np.arange(height, dtype=_F32), np.arange(width, dtype=_F32)
-    wave_x = _F32(ampl_x) * _libm_float("sin", _F32(freq_x) * rows + _F32(phase_x))
-    wave_y = _F32(ampl_y) * _libm_float("cos", _F32(freq_y) * cols + _F32(phase_y))
+    wave_x = _F32(ampl_x) * libm_float("sin", _F32(freq_x) * rows + _F32(phase_x))
+    wave_y = _F32(ampl_y) * libm_float("cos", _F32(freq_y) * cols + _F32(phase_y))
     src_x = cols[None, :] + wave_x[:, None]
     src_y = rows[:, None] + wave_y[None, :]
     return src_x.astype(_F32), src_y.astype(_F32)
@@ -217,6 +219,7 @@ def _displacement(operator: str, points, names: set):
                                           f"supported (uint8 or float32, as DALI)")
             if not int(mask):
                 return image.clone()
+            image = image.cpu()  # computed on the CPU (a "gpu" operator's output goes back to the GPU)
             src_x, src_y = points(image.shape[0], image.shape[1], **a)
             return sample_at(image, src_x, src_y, _fill_of(fill_value, image.dtype), interp)
         return _one(Op(operator, run, [images], settings, device=_device([images], device),
@@ -260,11 +263,17 @@ def jpeg_compression_distortion(images, *, quality=50, device=None, **args):
     uint8 images (HWC) or sequences of them (FHWC)."""
     check_args("fn.jpeg_compression_distortion", args, set())
     layout = _layout("fn.jpeg_compression_distortion", images, ("HWC", "FHWC"))
+    if _device([images], device) != "cpu":  # DALI's GPU operator is its own CUDA codec: other pixels
+        raise NotImplementedError("fastload.compat.dali: fn.jpeg_compression_distortion on the GPU is not "
+                                  "supported (DALI's GPU operator is its own CUDA encoder, whose pixels differ "
+                                  "from its CPU operator's libjpeg-turbo ones, which fastload gives): run it "
+                                  "before .gpu()")
 
     def run(ctx, op, image, quality):
         if image.dtype != torch.uint8 or image.shape[-1] != 3:
             raise NotImplementedError("fastload.compat.dali: fn.jpeg_compression_distortion takes RGB uint8 "
                                       f"images (3 channels), got {image.dtype} with shape {tuple(image.shape)}")
+        image = image.cpu()
         if layout == "FHWC":
             return torch.stack([jpeg_distort(frame, quality) for frame in image]) if len(image) else image.clone()
         return jpeg_distort(image, quality)

@@ -7,10 +7,9 @@ operator here, computing what that chain computes for a uint8 HWC image, in the 
 (tests/compat/test_dali_auto_aug.py compares every one with real DALI, pixel by pixel):
 
 - shear / translation: DALI's ``fn.warp_affine(matrix, inverse_map=False)`` of a shear about the origin or a
-  translation. The forward matrix is inverted (exactly: both inverses are exact in float32) and each output
-  pixel centre is mapped back, walked along the row in float32 as DALI's warp does (``imageops._walk_row``);
-  bilinear or nearest, ``fill_value`` outside (or the nearest border pixel when None). The warp is local to
-  this module: ``fn.warp_affine`` (geometry.py) was being written alongside it.
+  translation, on ``geometry``'s warp (the matrix inverted in float32, each output pixel centre mapped back
+  along the row as DALI walks it; bilinear or nearest, ``fill_value`` outside, or the nearest border pixel
+  when None).
 - contrast: PIL's contrast enhancement about the channel-weighted mean (0.299, 0.587, 0.114) of the
   per-channel means, ``center + (x - center) * factor``, rounded as ``fn.cast_like`` rounds.
 - sharpness: a 3x3 correlation with the (float32) kernel the parameter is, border reflected without repeating
@@ -25,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ...float32 import fmaf
+from .. import geometry
 from ..graph import DataNode, Op, constant
-from ..imageops import _convert_sat, _walk_row
+from ..imageops import _convert_sat
 from ..operators import _device, _layout, _one
 from ..types import interp_name
 
@@ -56,37 +57,12 @@ def _image_op(name: str, data, param, impl, **settings):
 # ------------------------------------------------------------------------------------------------ warp
 
 def warp_forward(image: torch.Tensor, forward: np.ndarray, fill_value, interp: str) -> torch.Tensor:
-    """``image`` warped by the 2x3 input-to-output ``forward`` map (DALI's warp_affine with
-    inverse_map=False), output the input's size. The inverse is taken in float64 and rounded to float32,
-    which is DALI's float32 inverse for the shears and translations used here (their inverses are exact)."""
+    """``image`` warped by the 2x3 input-to-output ``forward`` map, output the input's size: DALI's
+    ``warp_affine(inverse_map=False)``, which inverts the matrix in float32 (``geometry._inverse_2x3``)
+    and samples as ``geometry.warp`` does."""
     height, width = image.shape[:2]
-    a = forward[:, :2].astype(np.float64)
-    inv_a = np.linalg.inv(a)
-    m = np.concatenate([inv_a, -(inv_a @ forward[:, 2:].astype(np.float64))], axis=1).astype(_F32)
-    ys = np.arange(height, dtype=_F32) + _F32(0.5)
-    row_x = (m[0, 0] * _F32(0.5) + m[0, 2]) + m[0, 1] * ys
-    row_y = (m[1, 0] * _F32(0.5) + m[1, 2]) + m[1, 1] * ys
-    src_x = torch.from_numpy(_walk_row(row_x, m[0, 0], width))
-    src_y = torch.from_numpy(_walk_row(row_y, m[1, 0], width))
-    pixels = image.float()
-    fill = None if fill_value is None else float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
-
-    def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
-        values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
-        if fill is None:
-            return values
-        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
-        return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
-
-    if interp == "nn":
-        return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), image.dtype)
-    fx, fy = src_x - 0.5, src_y - 0.5
-    x0, y0 = torch.floor(fx), torch.floor(fy)
-    qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
-    x0, y0 = x0.long(), y0.long()
-    top = tap(y0, x0) * (1 - qx) + tap(y0, x0 + 1) * qx
-    bottom = tap(y0 + 1, x0) * (1 - qx) + tap(y0 + 1, x0 + 1) * qx
-    return _convert_sat(top + (bottom - top) * qy, image.dtype)
+    return geometry.warp(image, geometry._inverse_2x3(np.asarray(forward, dtype=_F32)), height, width,
+                         fill_value=fill_value, interp=interp)
 
 
 def _interp(interp_type) -> str:
@@ -151,14 +127,12 @@ def sharpen(data, kernel):
         height, width = image.shape[:2]
         rows = _reflect101(torch.arange(-1, height + 1), height)
         cols = _reflect101(torch.arange(-1, width + 1), width)
-        padded = image.double()[rows][:, cols]
-        out = torch.zeros(image.shape, dtype=torch.float32)
+        padded = image.numpy().astype(_F32)[rows.numpy()][:, cols.numpy()]
+        out = np.zeros(image.shape, dtype=_F32)
         for dy in range(3):
-            for dx in range(3):
-                # a fused multiply-add into a float32 sum, row by row: the product of a pixel and a float32
-                # weight and its sum with a float32 are exact in float64, so this is one rounding, as fmaf's
-                out = (padded[dy:dy + height, dx:dx + width] * float(k[dy, dx]) + out.double()).float()
-        return torch.round(out).clamp(0, 255).to(torch.uint8)  # to nearest, ties to even (measured)
+            for dx in range(3):  # a fused multiply-add per tap into a float32 sum, row by row (measured)
+                out = fmaf(padded[dy:dy + height, dx:dx + width], k[dy, dx].item(), out)
+        return torch.round(torch.from_numpy(out)).clamp(0, 255).to(torch.uint8)  # ties to even (measured)
     return _image_op("sharpness", data, kernel, impl)
 
 
