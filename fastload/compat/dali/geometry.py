@@ -2,9 +2,11 @@
 ``fn.peek_image_shape`` and ``fn.color_space_conversion``, per sample, as DALI 2.4's CPU operators compute
 them (tests/compat/test_dali_geometry.py compares each with real DALI, output by output).
 
-They run per sample in the loader threads (``execution.GraphPath``); none is lowered to the fused plan:
-the plan's geometry is a crop box resized with antialiasing, which a general affine warp (bilinear, no
-antialias, DALI's float32 row walk) is not, so fusing it would give other pixels.
+They run per sample in the loader threads (``execution.GraphPath``); none is lowered to the fused plan.
+The fused kernel's warp (``kernels.augment.Warp``) is torchvision's: it follows a resize, reads zeros
+outside the image where DALI without ``fill_value`` clamps to the border, and rounds nearest-neighbour
+taps half to even where DALI floors; with a ``fill_value`` and bilinear taps it would agree with DALI's
+only to float32 rounding. Per sample, the results are DALI's.
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ def warp_affine(images, matrix=None, *, size=None, fill_value=None, interp_type=
         matrix = _flat(matrix, "matrix")
         if len(matrix) != 6:
             raise ValueError(f"fn.warp_affine: `matrix` must have 6 elements, got {len(matrix)}")
+    if isinstance(interp_type, DataNode):
+        raise NotImplementedError("fastload.compat.dali: fn.warp_affine: a per-sample interp_type is not supported")
     interp = interp_name(interp_type) if interp_type is not None else "linear"
     if interp not in ("nn", "linear"):
         raise ValueError("fn.warp_affine: only nearest and linear interpolation is supported (as in DALI)")
@@ -466,11 +470,19 @@ def _ycbcr_to_rgb(x: torch.Tensor) -> torch.Tensor:
     return imageops._convert_sat(torch.stack([r, g, b], -1), torch.uint8)
 
 
+def _rgb_to_gray(rgb: torch.Tensor) -> torch.Tensor:
+    """RGB (uint8) to luma as OpenCV's cvtColor(RGB2GRAY), which DALI's CPU operator calls: 15-bit fixed
+    point, (9798 R + 19235 G + 3735 B + 2^14) >> 15 (0.299, 0.587, 0.114; measured equal on 16,384 pixels)."""
+    x = rgb.to(torch.int64)
+    y = (x[..., 0] * 9798 + x[..., 1] * 19235 + x[..., 2] * 3735 + (1 << 14)) >> 15
+    return y.to(torch.uint8).unsqueeze(-1)
+
+
 def convert_color(image: torch.Tensor, source: str, target: str) -> torch.Tensor:
     """One uint8 image (channels last) from colour space ``source`` to ``target``: RGB/BGR swap channels,
-    GRAY to colour repeats the channel, colour to GRAY is the JPEG luma 0.299 R + 0.587 G + 0.114 B
-    (imageops._rgb_to_gray), YCbCr is BT.601 studio range (imageops._rgb_to_ycbcr and its exact inverse),
-    GRAY <-> YCbCr rescales Y (Cb = Cr = 128)."""
+    GRAY to colour repeats the channel, colour to GRAY is OpenCV's fixed-point luma (``_rgb_to_gray``),
+    YCbCr is BT.601 studio range (imageops._rgb_to_ycbcr and its exact inverse), GRAY <-> YCbCr rescales
+    Y (Cb = Cr = 128)."""
     if source == target:
         return image.clone()
     if source == "GRAY":
@@ -488,7 +500,7 @@ def convert_color(image: torch.Tensor, source: str, target: str) -> torch.Tensor
     if target == "BGR":
         return rgb.flip(-1).contiguous()
     if target == "GRAY":
-        return imageops._rgb_to_gray(rgb).unsqueeze(-1)
+        return _rgb_to_gray(rgb)
     return imageops._rgb_to_ycbcr(rgb)
 
 
@@ -496,8 +508,8 @@ _SPACES = {"RGB": 3, "BGR": 3, "YCbCr": 3, "GRAY": 1}
 
 
 def color_space_conversion(images, *, image_type, output_type, device=None, **args):
-    """``fn.color_space_conversion`` between RGB, BGR, YCbCr (BT.601 studio range) and GRAY (JPEG luma),
-    on uint8 images (channels last), with DALI's float32 coefficients; other types and spaces refused."""
+    """``fn.color_space_conversion`` between RGB, BGR, YCbCr (BT.601 studio range) and GRAY (OpenCV's luma),
+    on uint8 images (channels last), as DALI's CPU operator computes them; other types and spaces refused."""
     check_args("fn.color_space_conversion", args, set())
     source, target = image_type_name(image_type), image_type_name(output_type)
     for kind in (source, target):
