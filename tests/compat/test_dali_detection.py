@@ -223,8 +223,15 @@ def test_image_slice_matches_dali():
         data = fn.external_source(source=lambda: JPEGS, batch=True)
         anchor = fn.external_source(source=lambda: ANCHOR, batch=True)
         shape = fn.external_source(source=lambda: SHAPE, batch=True)
+        absolute = fn.external_source(source=lambda: [np.float32([2.5, 1.5])] * BATCH, batch=True)
+        extent = fn.external_source(source=lambda: [np.float32([4.4, 5.5])] * BATCH, batch=True)
+        int_anchor = fn.external_source(source=lambda: [np.int32([1, 2])] * BATCH, batch=True)
+        int_extent = fn.external_source(source=lambda: [np.int32([5, 3])] * BATCH, batch=True)
         return (fn.decoders.image_slice(data, anchor, shape),
                 fn.decoders.image_slice(data, anchor, shape, axis_names="HW"),
+                fn.decoders.image_slice(data, absolute, extent, normalized_anchor=False, normalized_shape=False),
+                fn.decoders.image_slice(data, absolute, shape, normalized_anchor=False),
+                fn.decoders.image_slice(data, int_anchor, int_extent),
                 mod.ops.decoders.ImageSlice(device="cpu")(data, anchor, shape))
     assert_same(run(dali, graph, BATCH), run(ours, graph, BATCH), "image_slice")
 

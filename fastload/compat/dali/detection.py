@@ -17,6 +17,7 @@ fixed ``crop_shape`` / ``input_shape`` and 3-D boxes; image_slice's named slice 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,7 @@ def coco_samples(file_root: str, annotations_file: str, *, ltrb: bool, ratio: bo
             per_image.setdefault(int(annotation["image_id"]), []).append((box, label))
     except (OSError, KeyError, TypeError, ValueError) as error:
         raise ValueError(f"fn.readers.coco: {annotations_file}: {type(error).__name__}: {error}") from None
-    if images is None:
+    if not images:  # DALI reads an empty list as none given
         infos_in_order = sorted(infos, key=lambda info: info[0])
         names = [info[1] for info in infos_in_order]
         infos = infos_in_order
@@ -244,6 +245,7 @@ class BBoxCropSettings:
     allow_no_crop: bool
     all_boxes_above_threshold: bool
     prune_threshold: float | None
+    quiet: bool = False
 
 
 # DALI loops until a window is valid when total_num_attempts is not given; a sample that can never have one
@@ -304,6 +306,10 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
         crop = windows[candidate]
         kept, indices = crop_boxes(crop, boxes, s.prune_threshold)
         success = bool(candidate_valid and len(kept))
+    if not success and s.total_num_attempts > 0 and not s.quiet:
+        warnings.warn(f"{PREFIX}: fn.random_bbox_crop: could not find a valid cropping window to satisfy the "
+                      f"specified requirements (attempted {count} times); using the best cropping window so far "
+                      f"(best_metric={float(best)}), as DALI does", stacklevel=2)
     if not success and s.total_num_attempts <= 0:
         raise RuntimeError(f"{PREFIX}: fn.random_bbox_crop found no valid window in {MAX_ATTEMPTS} attempts "
                            f"(DALI would loop forever: give total_num_attempts or allow_no_crop)")
@@ -346,10 +352,10 @@ def random_bbox_crop(boxes, labels=None, *, thresholds=(0.0,), threshold_type="i
         raise ValueError("Minimum number of attempts must be greater than zero")
     settings = BBoxCropSettings(thresholds, threshold_type, aspect, scale, layout, int(num_attempts),
                                 int(total_num_attempts), bool(allow_no_crop), bool(all_boxes_above_threshold),
-                                None if bbox_prune_threshold is None else float(bbox_prune_threshold))
+                                None if bbox_prune_threshold is None else float(bbox_prune_threshold), bool(quiet))
 
     def run(ctx, op, box_values, *label_values):
-        values = box_values.numpy()
+        values = box_values.cpu().numpy()
         if values.ndim != 2 or values.shape[1] not in (4, 6):
             raise ValueError(f"fn.random_bbox_crop: boxes must be [N, 4], got {list(values.shape)}")
         if values.shape[1] == 6:
@@ -362,7 +368,7 @@ def random_bbox_crop(boxes, labels=None, *, thresholds=(0.0,), threshold_type="i
             given = label_values[0]
             if given.shape[0] != len(read):
                 raise ValueError(f"Unexpected number of labels. Expected: {len(read)}, got {given.shape[0]}")
-            out.append(given[torch.from_numpy(indices)].contiguous())
+            out.append(given[torch.from_numpy(indices).to(given.device)].contiguous())
         if output_bbox_indices:
             out.append(torch.from_numpy(indices.astype(np.int32)))
         return tuple(out)
@@ -382,7 +388,7 @@ def bb_flip(boxes, *, ltrb=False, horizontal=1, vertical=0, device=None, **args)
     def run(ctx, op, values, horizontal, vertical):
         if values.numel() % 4:
             raise ValueError(f"fn.bb_flip: {values.numel()} coordinates are not whole boxes of 4")
-        corners = read_boxes(values.numpy(), layout, check=False)
+        corners = read_boxes(values.cpu().numpy(), layout, check=False)
         if int(horizontal):
             corners[:, [0, 2]] = F32(1) - corners[:, [2, 0]]
         if int(vertical):
@@ -455,8 +461,8 @@ def box_encoder(boxes, labels, *, anchors, criteria=0.5, offset=False, scale=1.0
         raise ValueError("fn.box_encoder: stds must not be 0")
 
     def run(ctx, op, box_values, label_values):
-        values = box_values.numpy().astype(F32).reshape(-1, 4)
-        labels_np = label_values.numpy().astype(np.int32).reshape(-1)
+        values = box_values.cpu().numpy().astype(F32).reshape(-1, 4)
+        labels_np = label_values.cpu().numpy().astype(np.int32).reshape(-1)
         if len(labels_np) != len(values):
             raise ValueError(f"fn.box_encoder: {len(values)} boxes but {len(labels_np)} labels")
         encoded, encoded_labels = encode_boxes(values, labels_np, anchor_boxes, float(criteria), bool(offset),
@@ -507,7 +513,7 @@ def paste(images, *, ratio, fill_value=(0, 0, 0), paste_x=0.5, paste_y=0.5, min_
         row[:] = fill
         canvas = np.empty((new_h, new_w, len(fill)), np.uint8)
         canvas[:] = row
-        canvas[top:top + height, left:left + width] = image.numpy()[: new_h - top, : new_w - left]
+        canvas[top:top + height, left:left + width] = image.cpu().numpy()[: new_h - top, : new_w - left]
         return torch.from_numpy(canvas)
 
     settings = {"ratio": ratio, "paste_x": paste_x, "paste_y": paste_y, "min_canvas_size": min_canvas_size}
@@ -589,7 +595,7 @@ def decoders_image_slice(data, anchor=None, shape=None, *, device="cpu", output_
                 raise ValueError(f"fn.decoders.image_slice: slice window (start {start}, shape {size}) is out "
                                  f"of bounds of the image {list(image.shape)} (DALI's out_of_bounds_policy "
                                  f"'error')")
-        window = image.numpy()[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
+        window = image.cpu().numpy()[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
                                start[2]:start[2] + size[2]]
         return torch.from_numpy(np.ascontiguousarray(window))  # numpy's copy: torch's strided uint8 one is slow
 
