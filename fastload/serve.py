@@ -16,6 +16,7 @@ binary tensor; BYTES elements as a 4-byte little-endian length and the bytes), P
 ``workerLoad``'s equivalent; optional ``"classifier"``), .../unload; GET /metrics (Prometheus text, Triton's
 metric names); POST /predict (one image's bytes in, top-5 out: a convenience). Errors are ``{"error": ...}``
 with 400 (the request or its images), 404 (no such model or path), 405, 413, 503 (full: with Retry-After).
+``grpc_port`` adds the protocol's gRPC API (fastload/serve_grpc.py) on the same loop, models and limits.
 
 How a request runs: its body is read under a deadline and a budget of bytes in flight; its images are
 decoded in a thread pool under a per-request time budget (a request whose images take longer gets 400
@@ -50,6 +51,7 @@ from .errors import DecodeError
 DTYPES = {torch.uint8: "UINT8", torch.float16: "FP16", torch.float32: "FP32"}
 PROTOCOL_EXTENSIONS = ["binary_tensor_data", "classification", "model_repository", "statistics"]
 log = logging.getLogger("fastload.serve")
+ONE_INPUT = "expected {\"inputs\": [one BYTES tensor named \"images\"]}"  # (either protocol's request)
 _CHARGED = "fastload.charged"  # a request's key: the bytes of its chunked body charged to the bytes in flight
 
 
@@ -198,6 +200,16 @@ class ModelStats:
     def request(self, ok: bool, ns: int) -> None:
         self._add(self.success if ok else self.fail, ns)
 
+    @contextlib.contextmanager
+    def counted(self):
+        """A request, from here to the block's end: a success, or a failure if the block raises."""
+        started, ok = time.perf_counter_ns(), False
+        try:
+            yield
+            ok = True
+        finally:
+            self.request(ok, time.perf_counter_ns() - started)
+
     def made_input(self, ns: int) -> None:
         self._add(self.compute_input, ns)
 
@@ -268,6 +280,28 @@ class Model:
                 "inputs": [{"name": "images", "datatype": "BYTES", "shape": [-1]}],
                 "outputs": [{"name": name, "datatype": dtype, "shape": shape}]}
 
+    def answer(self, results: list, wanted: list[tuple[str | None, object]]) -> list[tuple[str, str, list, object]]:
+        """A request's outputs, on either protocol: ``results`` (the batcher's, one an image) as each requested
+        output (``wanted``: its name and its ``classification`` parameter, 0 for none; empty: the model's
+        output), as (name, datatype, shape, the batch or, with classification k, the top k of each row as
+        BYTES ``"probability:class"`` strings)."""
+        name, dtype, shape = self.output
+        batch = torch.stack(results)
+        answers = []
+        for requested, k in wanted or [(name, 0)]:
+            if requested != name:
+                raise RequestError(400, f"model {self.name!r} has one output, {name!r}")
+            if k:
+                if self.classifier is None or not isinstance(k, int) or k < 1:
+                    raise RequestError(400, "classification: a positive class count, on a classifier's output")
+                values, indices = batch.topk(min(k, batch.shape[1]), dim=1)
+                strings = [f"{v:f}:{i}".encode() for row_v, row_i in zip(values.tolist(), indices.tolist())
+                           for v, i in zip(row_v, row_i)]
+                answers.append((name, "BYTES", [len(results), values.shape[1]], strings))
+            else:
+                answers.append((name, dtype, [len(results), *shape[1:]], batch))
+        return answers
+
     def _process(self, items: list[tuple[str, torch.Tensor]]) -> list:
         """(name, decoded image) each: the pipeline's output (or probabilities) each, or its DecodeError."""
         outputs = self.pipeline._process([(i, name, image) for i, (name, image) in enumerate(items)])
@@ -281,7 +315,7 @@ class Model:
         self.batcher.close()
 
 
-def _parse_bytes_tensor(data: bytes) -> list[bytes]:
+def parse_bytes_tensor(data: bytes) -> list[bytes]:
     """Triton's binary BYTES tensor: each element a 4-byte little-endian length and its bytes."""
     elements, offset = [], 0
     while offset < len(data):
@@ -315,26 +349,36 @@ def parse_infer_request(body: bytes, header_length: str | None) -> tuple[dict, l
     except (ValueError, RecursionError) as error:
         raise RequestError(400, f"the inference request is not JSON: {error}") from None
     if not isinstance(request, dict) or not isinstance(request.get("inputs"), list) or len(request["inputs"]) != 1:
-        raise RequestError(400, "expected {\"inputs\": [one BYTES tensor named \"images\"]}")
+        raise RequestError(400, ONE_INPUT)
     tensor = request["inputs"][0]
-    if not isinstance(tensor, dict) or tensor.get("datatype") != "BYTES":
+    if not isinstance(tensor, dict):
         raise RequestError(400, "the input must be a BYTES tensor of encoded images")
-    shape = tensor.get("shape")
-    if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and s >= 0 for s in shape):
-        raise RequestError(400, f"the input's shape {shape!r}: a list of sizes")
-    size = (tensor.get("parameters") or {}).get("binary_data_size")
-    if size is not None:
-        if not isinstance(size, int) or size != len(binary):
-            raise RequestError(400, f"binary_data_size {size!r}, but {len(binary)} bytes follow the header")
-        images = _parse_bytes_tensor(binary)
-    else:
+
+    def elements() -> list[bytes]:
+        size = (tensor.get("parameters") or {}).get("binary_data_size")
+        if size is not None:
+            if not isinstance(size, int) or size != len(binary):
+                raise RequestError(400, f"binary_data_size {size!r}, but {len(binary)} bytes follow the header")
+            return parse_bytes_tensor(binary)
         try:
-            images = [base64.b64decode(item, validate=True) for item in _flatten(tensor.get("data", []))]
+            return [base64.b64decode(item, validate=True) for item in _flatten(tensor.get("data", []))]
         except (ValueError, TypeError):
             raise RequestError(400, "a JSON BYTES element must be the image's bytes in base64") from None
+
+    return request, images_input(tensor.get("datatype"), tensor.get("shape"), elements)
+
+
+def images_input(datatype, shape, elements: Callable[[], list[bytes]]) -> list[bytes]:
+    """The images of a request's one input, on either protocol: its datatype BYTES, its shape a list of sizes
+    holding as many elements as ``elements()`` (which reads them out of the request) gives."""
+    if datatype != "BYTES":
+        raise RequestError(400, "the input must be a BYTES tensor of encoded images")
+    if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise RequestError(400, f"the input's shape {shape!r}: a list of sizes")
+    images = elements()
     if math.prod(shape) != len(images):
         raise RequestError(400, f"the input's shape {shape} holds {math.prod(shape)} elements, {len(images)} came")
-    return request, images
+    return images
 
 
 def _encode_output(name: str, dtype: str, tensor: torch.Tensor | list[bytes], binary: bool, shape: list,
@@ -343,19 +387,20 @@ def _encode_output(name: str, dtype: str, tensor: torch.Tensor | list[bytes], bi
     out = {"name": name, "datatype": dtype, "shape": shape}
     if parameters:
         out["parameters"] = dict(parameters)
-    if dtype == "BYTES":
-        if binary:
-            data = b"".join(struct.pack("<I", len(x)) + x for x in tensor)
-        else:
-            out["data"] = [x.decode() for x in tensor]
-            return out, b""
-    elif binary:
-        data = tensor.contiguous().cpu().numpy().tobytes()  # (little-endian, as the protocol's binary data is)
-    else:
-        out["data"] = tensor.flatten().tolist()
+    if not binary:
+        out["data"] = [x.decode() for x in tensor] if dtype == "BYTES" else tensor.flatten().tolist()
         return out, b""
+    data = raw_tensor(dtype, tensor)
     out.setdefault("parameters", {})["binary_data_size"] = len(data)
     return out, data
+
+
+def raw_tensor(dtype: str, tensor: torch.Tensor | list[bytes]) -> bytes:
+    """An output's bytes as both protocols send them raw (HTTP's binary data, gRPC's raw_output_contents):
+    little-endian elements; a BYTES element as a 4-byte little-endian length and its bytes."""
+    if dtype == "BYTES":
+        return b"".join(struct.pack("<I", len(x)) + x for x in tensor)
+    return tensor.contiguous().cpu().numpy().tobytes()
 
 
 class InferenceServer:
@@ -375,6 +420,8 @@ class InferenceServer:
         max_inflight_bytes: request bodies being read or run, in bytes, at most; past it 503 + Retry-After.
         decode_threads, decode_budget_s: the decode pool's size and one request's time for its images.
         access_log: log one line per request (``fastload.serve.access``).
+        grpc_port: also serve the protocol's gRPC API there (``fastload.serve_grpc``; 0: any free port,
+            ``server.grpc_port`` says which; None: HTTP alone), on the same loop, models and limits.
     """
 
     def __init__(self, pipeline=None, model: torch.nn.Module | None = None, host: str = "127.0.0.1",
@@ -382,10 +429,11 @@ class InferenceServer:
                  name: str = "model", timeout_s: float | None = 30.0, *, models: list[Model] = (),
                  repository: str | None = None, max_connections: int = 512, max_inflight_bytes: int = 256 << 20,
                  decode_threads: int | None = None, decode_budget_s: float = 10.0, access_log: bool = False,
-                 preferred_batch_size: tuple[int, ...] = ()):
+                 preferred_batch_size: tuple[int, ...] = (), grpc_port: int | None = None):
         if timeout_s is not None and timeout_s <= 0:
             raise ValueError(f"timeout_s={timeout_s}: a number of seconds above 0, or None for no timeout")
         self.host, self.port, self.max_bytes, self.timeout_s = host, port, max_bytes, timeout_s
+        self.grpc_port, self._grpc = grpc_port, None
         self.max_connections, self.max_inflight_bytes = max_connections, max_inflight_bytes
         self.decode_budget_s, self.access_log, self.repository = decode_budget_s, access_log, repository
         self.models: dict[str, Model] = {}
@@ -473,6 +521,17 @@ class InferenceServer:
         await site.start()
         self._site = site
         self.port = site._server.sockets[0].getsockname()[1]
+        if self.grpc_port is not None:
+            from .serve_grpc import start_grpc
+            try:
+                self._grpc, self.grpc_port = await start_grpc(self, self.host, self.grpc_port)
+            except BaseException:
+                await self._runner.cleanup()
+                raise
+
+    async def _stop(self) -> None:
+        """Both APIs stop taking requests and answer those in flight, together, within 10 s."""
+        await asyncio.gather(self._runner.cleanup(), *([self._grpc.stop(10)] if self._grpc is not None else []))
 
     def close(self) -> None:
         """Stop taking connections, answer the requests in flight (up to 10 s), stop the batchers."""
@@ -481,7 +540,7 @@ class InferenceServer:
         self._stopped = True
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._closing.set)
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result()
+            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result()
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
         for m in list(self.models.values()):
@@ -508,12 +567,9 @@ class InferenceServer:
                           {"Retry-After": "1", "Connection": "close"})
         if length > self.max_bytes:
             return _error(413, f"{length} bytes: the limit is {self.max_bytes}", {"Connection": "close"})
-        if self._inflight_bytes + length > self.max_inflight_bytes:
-            full = self._full()
-            return _error(full.status, full.reason, full.headers)
-        self._inflight_bytes += length
         try:
-            return await handler(request)
+            with self.in_flight(length):
+                return await handler(request)
         except RequestError as error:
             return _error(error.status, error.reason, error.headers)
         except web.HTTPException as error:
@@ -528,7 +584,19 @@ class InferenceServer:
                 return _error(405, f"{request.method} {request.path}: use {error.headers.get('Allow')}", headers)
             return _error(error.status, error.text or error.reason, headers)
         finally:
-            self._inflight_bytes -= length + request.get(_CHARGED, 0)
+            self._inflight_bytes -= request.get(_CHARGED, 0)
+
+    @contextlib.contextmanager
+    def in_flight(self, size: int):
+        """``size`` request bytes charged to the bytes in flight (both protocols') until the block ends; past
+        the cap: 503."""
+        if self._inflight_bytes + size > self.max_inflight_bytes:
+            raise self._full()
+        self._inflight_bytes += size
+        try:
+            yield
+        finally:
+            self._inflight_bytes -= size
 
     async def _expect(self, request: web.Request):
         """Expect: 100-continue: a body over the limit is refused before the client sends it."""
@@ -582,14 +650,26 @@ class InferenceServer:
 
     # -- the protocol
 
-    def _model(self, request: web.Request) -> Model:
-        name, version = request.match_info.get("model"), request.match_info.get("version")
+    def find_model(self, name: str, version: str | None = None) -> Model:
+        """The model ``name`` (``version``: None or "" for its one version); 404 if there is none."""
         model = self.models.get(name)
         if model is None:
             raise RequestError(404, f"no model {name!r} (loaded: {', '.join(self.models) or 'none'})")
         if version not in (None, "", model.version):
             raise RequestError(404, f"model {name!r} has no version {version!r} (versions: {model.version})")
         return model
+
+    def server_metadata(self) -> dict:
+        from ._version import __version__
+        return {"name": "fastload", "version": __version__, "extensions": PROTOCOL_EXTENSIONS}
+
+    def statistics(self, name: str | None = None, version: str | None = None) -> list[dict]:
+        """Triton's statistics of model ``name`` (None or "": of every model)."""
+        models = [self.find_model(name, version)] if name else list(self.models.values())
+        return [m.stats.as_json(m.name, m.version) for m in models]
+
+    def _model(self, request: web.Request) -> Model:
+        return self.find_model(request.match_info.get("model"), request.match_info.get("version"))
 
     async def _live(self, request):
         return web.json_response({"live": True})
@@ -598,8 +678,7 @@ class InferenceServer:
         return web.json_response({"ready": True})
 
     async def _server_metadata(self, request):
-        from ._version import __version__
-        return web.json_response({"name": "fastload", "version": __version__, "extensions": PROTOCOL_EXTENSIONS})
+        return web.json_response(self.server_metadata())
 
     async def _model_metadata(self, request):
         return web.json_response(self._model(request).metadata())
@@ -609,8 +688,8 @@ class InferenceServer:
         return web.json_response({"name": request.match_info["model"], "ready": True})
 
     async def _model_stats(self, request):
-        models = [self._model(request)] if "model" in request.match_info else list(self.models.values())
-        return web.json_response({"model_stats": [m.stats.as_json(m.name, m.version) for m in models]})
+        return web.json_response({"model_stats": self.statistics(request.match_info.get("model"),
+                                                                 request.match_info.get("version"))})
 
     async def _decode(self, model: Model, images: list[bytes], first: int) -> list:
         """The images decoded in the pool, within the request's budget: (name, tensor) each."""
@@ -628,7 +707,9 @@ class InferenceServer:
                 raise RequestError(400, image.reason if len(images) == 1 else f"{image.path}: {image.reason}")
         return list(zip(names, decoded))
 
-    async def _run(self, model: Model, images: list[bytes]) -> list:
+    async def run(self, model: Model, images: list[bytes]) -> list:
+        """A request's images through ``model``, on either protocol: decoded in the pool within the request's
+        budget, then run by the model's batcher; its result for each image (errors as RequestError)."""
         self.requests += 1
         if not images:
             raise RequestError(400, "no images: send at least one")
@@ -653,43 +734,25 @@ class InferenceServer:
         return results
 
     async def _infer(self, request: web.Request):
-        started = time.perf_counter_ns()
         model = self._model(request)
-        ok = False
-        try:
+        with model.stats.counted():
             body = await self._body(request)
             infer, images = parse_infer_request(body, request.headers.get("Inference-Header-Content-Length"))
-            results = await self._run(model, images)
+            results = await self.run(model, images)
             encoding = time.perf_counter_ns()
-            answer = self._infer_answer(model, infer, images, results)
+            answer = self._infer_answer(model, infer, results)
             model.stats.made_output(time.perf_counter_ns() - encoding)
-            ok = True
             return answer
-        finally:
-            model.stats.request(ok, time.perf_counter_ns() - started)
 
-    def _infer_answer(self, model: Model, infer: dict, images: list, results: list) -> web.Response:
-        name, dtype, shape = model.output
-        batch = torch.stack(results)
-        shape = [len(images), *shape[1:]]
-        parameters = infer.get("parameters") or {}
-        wanted = infer.get("outputs") or [{"name": name}]
+    def _infer_answer(self, model: Model, infer: dict, results: list) -> web.Response:
+        default = (infer.get("parameters") or {}).get("binary_data_output", False)
+        wanted = [r if isinstance(r, dict) else {} for r in infer.get("outputs") or []]
+        parameters = [r.get("parameters") or {} for r in wanted]
+        answers = model.answer(results, [(r.get("name"), p.get("classification", 0))
+                                         for r, p in zip(wanted, parameters)])
         outputs, binary = [], []
-        for requested in wanted:
-            if not isinstance(requested, dict) or requested.get("name") != name:
-                raise RequestError(400, f"model {model.name!r} has one output, {name!r}")
-            params = requested.get("parameters") or {}
-            as_binary = bool(params.get("binary_data", parameters.get("binary_data_output", False)))
-            k = params.get("classification", 0)
-            if k:
-                if model.classifier is None or not isinstance(k, int) or k < 1:
-                    raise RequestError(400, "classification: a positive class count, on a classifier's output")
-                values, indices = batch.topk(min(k, batch.shape[1]), dim=1)
-                strings = [f"{v:f}:{i}".encode() for row_v, row_i in zip(values.tolist(), indices.tolist())
-                           for v, i in zip(row_v, row_i)]
-                out, data = _encode_output(name, "BYTES", strings, as_binary, [len(images), values.shape[1]])
-            else:
-                out, data = _encode_output(name, dtype, batch, as_binary, shape)
+        for (name, dtype, shape, tensor), params in zip(answers, parameters or [{}]):
+            out, data = _encode_output(name, dtype, tensor, bool(params.get("binary_data", default)), shape)
             outputs.append(out)
             binary.append(data)
         header = {"model_name": model.name, "model_version": model.version, "outputs": outputs}
@@ -707,7 +770,7 @@ class InferenceServer:
         body = await self._body(request)
         if not body:
             raise RequestError(400, "an empty body: send the image's bytes")
-        (result,) = await self._run(model, [body])
+        (result,) = await self.run(model, [body])
         if model.classifier is None:
             return web.json_response({"shape": list(result.shape), "datatype": model.output[1]})
         values, indices = result.topk(min(5, result.shape[0]))
@@ -758,6 +821,24 @@ class InferenceServer:
             closing.start()
             self._unloading.append(closing)
 
+    async def repository_load(self, name: str, parameters: dict) -> None:
+        """Load (or reload) model ``name`` from the repository: ``parameters`` as ``_load`` takes them."""
+        model = await asyncio.get_running_loop().run_in_executor(None, self._load, name, parameters, False)
+        self._swap(name, model)  # (in the loop's thread, as every reader of self.models)
+
+    def repository_unload(self, name: str) -> None:
+        if name not in self.models:
+            raise RequestError(404, f"no model {name!r} loaded")
+        self._swap(name, None)
+
+    def repository_index(self) -> list[dict]:
+        """Every model: loaded (READY), or a repository file not loaded (UNAVAILABLE)."""
+        index = [{"name": name, "version": m.version, "state": "READY"} for name, m in self.models.items()]
+        if self.repository is not None:
+            index += [{"name": f[:-5], "state": "UNAVAILABLE", "reason": "unloaded"}
+                      for f in sorted(os.listdir(self.repository)) if f.endswith(".json") and f[:-5] not in self.models]
+        return index
+
     async def _repository_load(self, request):
         body = await self._body(request)
         try:
@@ -766,23 +847,15 @@ class InferenceServer:
             raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}") from None
         if not isinstance(parameters, dict):
             raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}")
-        name = request.match_info["model"]
-        model = await asyncio.get_running_loop().run_in_executor(None, self._load, name, parameters, False)
-        self._swap(name, model)  # (in the loop's thread, as every reader of self.models)
+        await self.repository_load(request.match_info["model"], parameters)
         return web.json_response({})
 
     async def _repository_unload(self, request):
-        if request.match_info["model"] not in self.models:
-            raise RequestError(404, f"no model {request.match_info['model']!r} loaded")
-        self._swap(request.match_info["model"], None)
+        self.repository_unload(request.match_info["model"])
         return web.json_response({})
 
     async def _index(self, request):
-        index = [{"name": name, "version": m.version, "state": "READY"} for name, m in self.models.items()]
-        if self.repository is not None:
-            index += [{"name": f[:-5], "state": "UNAVAILABLE", "reason": "unloaded"}
-                      for f in sorted(os.listdir(self.repository)) if f.endswith(".json") and f[:-5] not in self.models]
-        return web.json_response(index)
+        return web.json_response(self.repository_index())
 
     async def _metrics(self, request):
         lines = []

@@ -1,0 +1,209 @@
+"""fastload.serve_grpc: the Open Inference Protocol's gRPC API, driven by tritonclient.grpc (and the protocol's
+generated stub for what that client does not send) against a server on 127.0.0.1 serving both APIs on ephemeral
+ports."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from fastload.compat.rocal import JsonPipeline
+from fastload.serve import InferenceServer, Model, model_input
+
+from test_serve import PIPELINE, jpeg
+
+grpcclient = pytest.importorskip("tritonclient.grpc")
+import grpc  # noqa: E402  (installed with tritonclient.grpc)
+from tritonclient.grpc import service_pb2 as pb, service_pb2_grpc  # noqa: E402
+from tritonclient.utils import InferenceServerException  # noqa: E402
+
+UINT8 = {"pipeline": [{"operation": "Resize", "dest_width": 24, "dest_height": 20, "is_output": True}]}
+
+
+def tiny_classifier() -> torch.nn.Module:
+    """A classifier in miniature (float NCHW in, 10 logits out): what the server does with one is the test."""
+    with torch.random.fork_rng():
+        torch.manual_seed(5)
+        return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(12, 10)).eval()
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Models ``pre`` (PIPELINE, FP32), ``small`` (a uint8 resize), ``cls`` (PIPELINE then a classifier), and
+    ``pre2`` loaded from a repository folder."""
+    repository = tmp_path
+    (repository / "pre2.json").write_text(json.dumps(PIPELINE))
+    models = [Model("pre", JsonPipeline(PIPELINE), max_batch_size=4), Model("small", JsonPipeline(UINT8)),
+              Model("cls", JsonPipeline(PIPELINE), tiny_classifier())]
+    with InferenceServer(models=models, repository=str(repository), port=0, grpc_port=0) as running:
+        yield running
+
+
+def client(server) -> grpcclient.InferenceServerClient:
+    return grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+
+
+def stub(server):
+    """The protocol's own stub, for requests tritonclient.grpc does not make."""
+    return service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}"))
+
+
+def images_input(images: list[bytes]):
+    tensor = grpcclient.InferInput("images", [len(images)], "BYTES")
+    tensor.set_data_from_numpy(np.array(images, dtype=object))  # (sent in raw_input_contents)
+    return tensor
+
+
+def fails(code: str, reason: str, call, *args, **kwargs) -> None:
+    with pytest.raises(InferenceServerException) as raised:
+        call(*args, **kwargs)
+    assert raised.value.status() == f"StatusCode.{code}" and reason in raised.value.message(), raised.value
+
+
+def test_health_and_metadata(server):
+    triton = client(server)
+    assert triton.is_server_live() and triton.is_server_ready() and triton.is_model_ready("pre")
+    assert not triton.is_model_ready("nothing") and not triton.is_model_ready("pre", "7")
+    metadata = triton.get_server_metadata(as_json=True)
+    assert metadata["name"] == "fastload" and "model_repository" in metadata["extensions"]
+    pre = triton.get_model_metadata("pre")
+    assert [(i.name, i.datatype, list(i.shape)) for i in pre.inputs] == [("images", "BYTES", [-1])]
+    assert [(o.name, o.datatype, list(o.shape)) for o in pre.outputs] == [("output", "FP32", [-1, 64, 64, 3])]
+    assert triton.get_model_metadata("small", "1").outputs[0].datatype == "UINT8"
+    assert list(triton.get_model_metadata("cls").outputs[0].shape) == [-1, 10]
+    fails("NOT_FOUND", "no model 'nothing'", triton.get_model_metadata, "nothing")
+    fails("NOT_FOUND", "no version '7'", triton.get_model_metadata, "pre", "7")
+
+
+def test_infer_equals_the_pipeline(server):
+    images = [jpeg(1), jpeg(2), jpeg(3)]
+    triton = client(server)
+    for model, spec in (("pre", PIPELINE), ("small", UINT8)):
+        expected = torch.stack(JsonPipeline(spec)(images)).numpy()
+        batched = triton.infer(model, [images_input(images)], request_id="7")
+        assert batched.get_response().id == "7" and batched.get_response().model_version == "1"
+        output = batched.as_numpy("output")
+        assert output.dtype == expected.dtype and np.array_equal(output, expected)
+        assert np.array_equal(triton.infer(model, [images_input(images[1:2])]).as_numpy("output"), expected[1:2])
+    # the input in contents.bytes_contents (tritonclient sends raw_input_contents), the output still raw
+    request = pb.ModelInferRequest(model_name="small", inputs=[pb.ModelInferRequest.InferInputTensor(
+        name="images", datatype="BYTES", shape=[2], contents=pb.InferTensorContents(bytes_contents=images[:2]))])
+    response = stub(server).ModelInfer(request)
+    assert list(response.outputs[0].shape) == [2, 20, 24, 3]
+    output = np.frombuffer(response.raw_output_contents[0], np.uint8).reshape(2, 20, 24, 3)
+    assert np.array_equal(output, torch.stack(JsonPipeline(UINT8)(images[:2])).numpy())
+
+
+def test_the_classifier_and_the_classification_parameter(server):
+    images = [jpeg(seed) for seed in range(4)]
+    with torch.inference_mode():
+        local = tiny_classifier()(model_input([JsonPipeline(PIPELINE).one(i) for i in images])).softmax(1)
+    probabilities = client(server).infer("cls", [images_input(images)]).as_numpy("probabilities")
+    assert probabilities.shape == (4, 10) and np.allclose(probabilities, local.numpy(), atol=1e-5)
+    top = client(server).infer("cls", [images_input(images)],
+                               outputs=[grpcclient.InferRequestedOutput("probabilities", class_count=3)])
+    classes = top.as_numpy("probabilities")
+    assert classes.shape == (4, 3) and [int(row[0].split(b":")[1]) for row in classes] == local.argmax(1).tolist()
+    fails("INVALID_ARGUMENT", "classification", client(server).infer, "pre", [images_input(images[:1])],
+          outputs=[grpcclient.InferRequestedOutput("output", class_count=3)])
+
+
+def test_errors_are_status_codes_with_the_rest_reasons(server):
+    triton, good = client(server), jpeg(4)
+    fails("INVALID_ARGUMENT", "cannot decode", triton.infer, "pre", [images_input([good, b"not an image"])])
+    fails("NOT_FOUND", "no model 'nothing'", triton.infer, "nothing", [images_input([good])])
+    fails("INVALID_ARGUMENT", "max_batch_size is 4", triton.infer, "pre", [images_input([good] * 5)])
+    fails("INVALID_ARGUMENT", "has one output, 'output'", triton.infer, "pre", [images_input([good])],
+          outputs=[grpcclient.InferRequestedOutput("logits")])
+    floats = grpcclient.InferInput("images", [1], "FP32")
+    floats.set_data_from_numpy(np.zeros(1, np.float32))
+    fails("INVALID_ARGUMENT", "BYTES tensor", triton.infer, "pre", [floats])
+    raw = pb.ModelInferRequest(model_name="pre", inputs=[pb.ModelInferRequest.InferInputTensor(
+        name="images", datatype="BYTES", shape=[2])], raw_input_contents=[b"\x04\x00\x00\x00abcd"])
+    with pytest.raises(grpc.RpcError) as raised:
+        stub(server).ModelInfer(raw)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "holds 2 elements" in raised.value.details()
+
+
+def test_statistics_are_the_rest_apis(server):
+    triton = client(server)
+    before = triton.get_inference_statistics("small", as_json=True)["model_stats"][0]
+    triton.infer("small", [images_input([jpeg(5), jpeg(6)])])
+    after = triton.get_inference_statistics("small", as_json=True)["model_stats"][0]
+    assert int(after["inference_count"]) - int(before.get("inference_count", 0)) == 2
+    assert int(after["inference_stats"]["success"]["count"]) == int(
+        before["inference_stats"].get("success", {}).get("count", 0)) + 1
+    assert int(after["inference_stats"]["compute_output"]["ns"]) > 0 and after["batch_stats"]
+    rest = server.statistics("small")[0]  # what GET /v2/models/small/stats answers
+    assert rest["inference_count"] == int(after["inference_count"])
+    every = triton.get_inference_statistics(as_json=True)["model_stats"]
+    assert {"pre", "small", "cls", "pre2"} <= {m["name"] for m in every}
+    fails("NOT_FOUND", "no model 'nothing'", triton.get_inference_statistics, "nothing")
+
+
+def test_the_repository_loads_and_unloads(server):
+    triton = client(server)
+    triton.unload_model("pre2")
+    assert not triton.is_model_ready("pre2")
+    index = triton.get_model_repository_index(as_json=True)["models"]
+    assert {"name": "pre2", "state": "UNAVAILABLE", "reason": "unloaded"} in index
+    fails("NOT_FOUND", "no model 'pre2' loaded", triton.unload_model, "pre2")
+    triton.load_model("pre2")  # pre2.json by default
+    assert triton.is_model_ready("pre2")
+    parameters = {"model": pb.ModelRepositoryParameter(string_param="pre2.json"),
+                  "batch": pb.ModelRepositoryParameter(int64_param=2)}
+    stub(server).RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="loaded", parameters=parameters))
+    assert server.models["loaded"].max_batch_size == 2
+    output = triton.infer("loaded", [images_input([jpeg(9)])]).as_numpy("output")
+    assert np.array_equal(output[0], JsonPipeline(PIPELINE).one(jpeg(9)).numpy())
+    with pytest.raises(grpc.RpcError) as raised:
+        stub(server).RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="x", parameters={
+            "model": pb.ModelRepositoryParameter(string_param="../x.json")}))
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "outside" in raised.value.details()
+    triton.unload_model("loaded")
+    ready = [m.name for m in stub(server).RepositoryIndex(pb.RepositoryIndexRequest(ready=True)).models]
+    assert "loaded" not in ready and "pre" in ready
+
+
+class _SlowPipeline(JsonPipeline):
+    def _decode(self, data, index, name):
+        if data.startswith(b"SLOW"):
+            time.sleep(0.6)
+        return super()._decode(data, index, name)
+
+
+def test_limits_answer_resource_exhausted_and_close_stops_grpc():
+    """The REST API's limits, as gRPC status codes; close() stops the gRPC server with the HTTP one; a gRPC
+    port another socket holds is refused at start."""
+    model = Model("m", _SlowPipeline(UINT8), max_batch_size=4, max_queue_delay_us=0)
+    with InferenceServer(models=[model], port=0, grpc_port=0, max_connections=1, max_bytes=100_000,
+                         max_inflight_bytes=30_000, decode_budget_s=5) as server:
+        triton = client(server)
+        fails("RESOURCE_EXHAUSTED", "bytes in flight", triton.infer, "m", [images_input([b"x" * 40_000])])
+        fails("RESOURCE_EXHAUSTED", "larger than max", triton.infer, "m", [images_input([b"x" * 200_000])])
+        answered = threading.Event()
+        triton.async_infer("m", [images_input([b"SLOW"])], lambda result, error: answered.set())
+        time.sleep(0.2)
+        fails("RESOURCE_EXHAUSTED", "1 RPCs in flight, the limit is 1", triton.is_server_live)
+        assert answered.wait(10)
+        assert triton.infer("m", [images_input([jpeg(1)])]).as_numpy("output").shape == (1, 20, 24, 3)
+        assert server._inflight_bytes == 0
+        port = server.grpc_port
+    started = time.monotonic()
+    with pytest.raises(InferenceServerException):
+        grpcclient.InferenceServerClient(f"127.0.0.1:{port}").is_server_live(client_timeout=2)
+    assert time.monotonic() - started < 5
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = InferenceServer(models=[Model("m", JsonPipeline(UINT8))], port=0, grpc_port=taken.getsockname()[1])
+        with pytest.raises(OSError, match="cannot serve gRPC"):
+            server.start()
+        for m in server.models.values():
+            m.close()
