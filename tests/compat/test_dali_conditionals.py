@@ -168,7 +168,7 @@ def test_variable_changed_in_one_branch_keeps_its_value_in_the_other(root):
             before, count = images, labels * 0
             if labels[0] == 2:
                 images = lib.fn.flip(images)
-                unused = images  # assigned in one branch only, never used after: fine (as in DALI)
+                unused = images  # noqa: F841  (assigned in one branch only, never used after: fine, as in DALI)
                 pair = (images, labels)
             else:
                 labels = labels + 5

@@ -187,10 +187,10 @@ def test_resize_then_crop_mirror_normalize_moves_the_boxes_as_rocals_meta_nodes(
             sx, sy = 300 / decoded[n][0], 300 / decoded[n][1]
             scale = 0.75 if sample == 2 else 1.0
             for box in IMAGES[sample][2]:
-                l, t, r, b = ltrb(box, scale * sx, scale * sy)
-                inside = max(0, min(r, 224) - max(l, 0)) * max(0, min(b, 224) - max(t, 0))
-                if (r - l) * (b - t) > 0 and inside >= 0.25 * (r - l) * (b - t):
-                    clipped = [max(l, 0), max(t, 0), min(r, 224), min(b, 224)]
+                left, t, r, b = ltrb(box, scale * sx, scale * sy)
+                inside = max(0, min(r, 224) - max(left, 0)) * max(0, min(b, 224) - max(t, 0))
+                if (r - left) * (b - t) > 0 and inside >= 0.25 * (r - left) * (b - t):
+                    clipped = [max(left, 0), max(t, 0), min(r, 224), min(b, 224)]
                     if mirror:
                         clipped = [224 - clipped[2], clipped[1], 224 - clipped[0], clipped[3]]
                     kept.append((clipped, CATEGORIES.index(box[4]) + 1))

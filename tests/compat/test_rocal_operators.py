@@ -660,7 +660,8 @@ def test_snow_stamps_rpps_flake_and_rain_blends_rpps_drops():
     out = imageops.snow(image, 2.0, torch.Generator().manual_seed(5))
     flakes = int(np.float32(2.0) / np.float32(100) * 53 * 37 * 3)
     generator = torch.Generator().manual_seed(5)
-    rows, cols = torch.randint(0, 37, (flakes,), generator=generator), torch.randint(0, 53, (flakes,), generator=generator)
+    rows = torch.randint(0, 37, (flakes,), generator=generator)
+    cols = torch.randint(0, 53, (flakes,), generator=generator)
     expected = image.numpy().astype(np.int32)
     for row, col in zip(rows.tolist(), cols.tolist()):
         if row + 5 < 37 and col + 5 < 53:

@@ -13,7 +13,6 @@ import fastload.compat.rocal.types as types
 from fastload.compat.rocal.pipeline import Pipeline
 from fastload.compat.rocal.plugin.generic import ROCALGenericIterator
 from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
-from fastload.errors import DecodeError
 
 
 def write_frames(folder, count: int, tone: int, size=(20, 12), start: int = 0, prefix: str = "f"):

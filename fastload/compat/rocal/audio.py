@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import io
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np

@@ -73,8 +73,8 @@ def _offsets(idx: str, size: int) -> list[int]:
             if not fields:
                 continue
             if len(fields) != 2 or not all(re.fullmatch(r"-?[0-9]+", f) for f in fields):
-                raise ValueError(f"{PREFIX}: readers.mxnet: {idx} line {number} is not 'key offset' ({line.strip()!r}); "
-                                 f"rocAL stops reading the index there")
+                raise ValueError(f"{PREFIX}: readers.mxnet: {idx} line {number} is not 'key offset' "
+                                 f"({line.strip()!r}); rocAL stops reading the index there")
             offsets.append(int(fields[1]))
     if not offsets:
         raise ValueError(f"{PREFIX}: readers.mxnet: {idx} lists no record")

@@ -15,9 +15,9 @@ loader numpy_loader.cpp, numpy_source_evaluator.cpp):
   origin; fastload zeroes the rest (rocAL leaves what the buffer held before).
 * ``output_layout`` says how rocAL's operators see the array: NHWC (height, width, channels) and NCHW
   (channels, height, width) make a 3-D array an image that fn.resize and the other image operators
-  take (fastload's take uint8 ones with 1 or 3 channels, one count for all files); NONE (the default), the volume layouts, and NHWC or NCHW over more
-  than three dimensions (which rocAL's test reads, its image bookkeeping on the wrong axes) leave it an
-  array, for fn.log1p and the iterators. The numpy reader has no labels:
+  take (fastload's take uint8 ones with 1 or 3 channels, one count for all files); NONE (the default), the
+  volume layouts, and NHWC or NCHW over more than three dimensions (which rocAL's test reads, its image
+  bookkeeping on the wrong axes) leave it an array, for fn.log1p and the iterators. The numpy reader has no labels:
   ``ROCALNumpyIterator`` returns the arrays alone.
 * Sharding and padding are the file reader's (fastload's ``RocalOrder``). Shuffling differs: rocAL
   re-seeds a generator with the reader's ``seed`` each epoch and applies that one permutation again to
@@ -95,7 +95,8 @@ def _header(path: str) -> tuple[tuple[int, ...], str, bool]:
                          f"arrays only")
     name = TYPES.get(dtype.str[1:])
     if name is None:
-        why = " (its type table maps i1, but its tensors have no int8 size: tensor.cpp)" if dtype.str[1:] == "i1" else ""
+        why = (" (its type table maps i1, but its tensors have no int8 size: tensor.cpp)" if dtype.str[1:] == "i1"
+               else "")
         raise ValueError(f"{PREFIX}: readers.numpy: {path}: type {dtype} is not one rocAL reads{why} "
                          f"({', '.join(TYPES.values())})")
     if not shape:

@@ -69,7 +69,8 @@ def _av():
     try:
         import av
     except ImportError as error:
-        raise ImportError(f"{PREFIX}: fn.readers.video decodes with PyAV: pip install 'torch-fastload[video]'") from error
+        raise ImportError(f"{PREFIX}: fn.readers.video decodes with PyAV: pip install "
+                          f"'torch-fastload[video]'") from error
     return av
 
 
@@ -87,8 +88,9 @@ def properties(path: str) -> tuple[int, int, int, Fraction]:
     if not rate:
         raise ValueError(f"{PREFIX}: readers.video: {path}: its stream gives no frame rate")
     if start:
-        raise ValueError(f"{PREFIX}: readers.video: {path}: its stream starts at {float(start * stream.time_base):g} s, "
-                         f"not 0; rocAL's seeks (frame / frame rate) would land on other frames")
+        raise ValueError(f"{PREFIX}: readers.video: {path}: its stream starts at "
+                         f"{float(start * stream.time_base):g} s, not 0; rocAL's seeks (frame / frame rate) would "
+                         f"land on other frames")
     return (*shape, Fraction(rate))
 
 
