@@ -401,3 +401,53 @@ def test_a_remote_glob_is_retried_on_transient_errors_and_not_on_permanent_ones(
                                                      r"2 tries"):
         fastload.TarShards(pattern, **{**options, "retries": 1})
     fs.fail.clear()
+
+
+def test_a_prefetch_on_an_asynchronous_filesystem_never_caches_a_replaced_object(tmp_path):
+    """Streaming read-ahead on an asynchronous filesystem (gcsfs, adlfs: fsspec's event loop) checks the
+    version after the fetch as the synchronous fetch does: a copy of an object replaced since it was indexed
+    is never renamed into the cache, and the read that follows is an error naming it."""
+    import concurrent.futures
+
+    from fsspec.asyn import AsyncFileSystem
+
+    class AsyncStore(AsyncFileSystem):
+        protocol, cachable, store, writes = "fakeasync", False, {}, {}
+
+        @classmethod
+        def _strip_protocol(cls, path):
+            return str(path).removeprefix("fakeasync://").strip("/")
+
+        def put(self, path, data):
+            path = self._strip_protocol(path)
+            self.store[path], self.writes[path] = data, self.writes.get(path, 0) + 1
+
+        async def _info(self, path, **kwargs):
+            path = self._strip_protocol(path)
+            if path not in self.store:
+                raise FileNotFoundError(path)
+            return {"name": path, "size": len(self.store[path]), "type": "file",
+                    "generation": str(self.writes[path])}
+
+        async def _cat_file(self, path, start=None, end=None, **kwargs):
+            return self.store[self._strip_protocol(path)][start:end]
+
+        async def _get_file(self, rpath, lpath, **kwargs):
+            with open(lpath, "wb") as out:
+                out.write(self.store[self._strip_protocol(rpath)])
+    import fsspec
+    fsspec.register_implementation("fakeasync", AsyncStore, clobber=True)
+    url = "fakeasync://bucket/a.tar"
+    AsyncStore().put(url, _shard())
+    source = fastload.TarShards(url, cache_dir=str(tmp_path), mode="streaming", retries=1, backoff=0.01)
+    assert source.targets == list(range(6))
+    source.cache.close()
+    shards = tmp_path / "shards"
+    for name in os.listdir(shards):
+        os.unlink(shards / name)  # evicted
+    AsyncStore().put(url, _shard(1))  # the same size, other labels
+    source.storage.prefetch([0])
+    concurrent.futures.wait(list(source.cache._pending.values()), timeout=10)
+    assert not [n for n in os.listdir(shards) if n.endswith((".copy", ".part"))]
+    with pytest.raises(fastload.DecodeError, match=r"cannot read: " + url + r": .*changed since it was indexed"):
+        source.read(3)
