@@ -3,10 +3,11 @@
 Per augmentation: every augmentation of DALI's suite -- with its default range and the ranges the
 AutoAugment, RandAugment and TrivialAugment suites give it -- called with per-sample magnitude bins and
 signs (``core.signed_bin`` of fed values), gives DALI's pixels exactly (tolerance 0) on random images
-of awkward sizes. ``core.select`` picks the augmentation DALI's does per sample. Distributions:
-policies whose augmentations write down what ran (which, in which order, at which signed magnitude)
-run over 600 samples in both; each outcome's frequency agrees with DALI's within 0.065 (over 4
-standard deviations of the difference of two such frequencies), and with the exact probability.
+of awkward sizes and on two-frame videos (FHWC). ``core.select`` picks the augmentation DALI's does per
+sample. Distributions: policies whose augmentations write down what ran (which, in which order, at
+which signed magnitude) run over 600 samples in both; each outcome's frequency agrees with DALI's within
+0.065 (over 4 standard deviations of the difference of two such frequencies), and with the exact
+probability where it is simple (TrivialAugment).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ def auto_aug(mod, name):
     return importlib.import_module(f"{mod.__name__}.auto_aug.{name}")
 
 
-def run(mod, images, graph, conditionals=False, batch=None):
+def run(mod, images, graph, conditionals=False, batch=None, layout="HWC"):
     batch = batch or len(images)
 
     @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=7, enable_conditionals=conditionals)
     def pipe():
-        x = mod.fn.external_source(source=lambda: images, batch=True, layout="HWC")
+        x = mod.fn.external_source(source=lambda: images, batch=True, layout=layout)
         return graph(mod, x)
     p = pipe()
     p.build()
@@ -76,7 +77,13 @@ def variants(mod):
     ]
 
 
-def test_every_augmentation_matches_dali():
+VIDEOS = [np.stack([im, im[::-1, ::-1]]) for im in IMAGES]  # FHWC: two frames each
+
+
+@pytest.mark.parametrize("kind", ["images", "videos"])
+def test_every_augmentation_matches_dali(kind):
+    samples = IMAGES if kind == "images" else VIDEOS
+
     def graph(mod, x):
         core = auto_aug(mod, "core")
         bins, signs, shapes = fed(mod, BINS), fed(mod, SIGNS), fed(mod, SHAPES)
@@ -86,7 +93,8 @@ def test_every_augmentation_matches_dali():
             outs.append(aug(x, magnitude_bin=core.signed_bin(bins, random_sign=signs), num_magnitude_bins=11,
                             **extra))
         return tuple(outs)
-    theirs, mine = run(dali, IMAGES, graph), run(ours, IMAGES, graph)
+    layout = "HWC" if kind == "images" else "FHWC"
+    theirs, mine = run(dali, samples, graph, layout=layout), run(ours, samples, graph, layout=layout)
     names = [name for name, _, _ in variants(ours)]
     for name, a_out, b_out in zip(names, theirs, mine):
         for i, (a, b) in enumerate(zip(a_out, b_out)):

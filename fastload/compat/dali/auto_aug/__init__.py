@@ -3,7 +3,7 @@ RandAugment (``rand_augment``) and TrivialAugment Wide (``trivial_augment``), th
 (``augmentations``) and the building blocks (``core``: ``@augmentation``, ``Policy``, ``select``,
 ``signed_bin``), with DALI's policies, magnitude ranges and random draws (distributions, not DALI's
 numbers: the draws come from fastload's per-sample streams). Each augmentation gives DALI's pixels for a
-given magnitude (tests/compat/test_dali_auto_aug.py). Images: uint8 HWC; DALI's FHWC videos are refused.
+given magnitude (tests/compat/test_dali_auto_aug.py). Images: uint8 HWC, or FHWC videos frame by frame.
 """
 
 from . import augmentations, auto_augment, core, rand_augment, trivial_augment  # noqa: F401

@@ -1,8 +1,8 @@
 """DALI's standard suite of augmentations (``nvidia.dali.auto_aug.augmentations``), used by AutoAugment,
 RandAugment and TrivialAugment: the same names, default magnitude ranges, random negation and
-magnitude-to-parameter mappings, so a policy built of them draws the same parameters. Each runs on
-fastload's operators (``fn.rotate``, ``fn.brightness_contrast``, ``fn.hsv``) or on the ones in
-``operations`` (the warps, filters and histogram work DALI chains its own operators for).
+magnitude-to-parameter mappings, so a policy built of them draws the same parameters. Each runs on an
+operator of ``operations`` (fastload's rotate, brightness and hsv numerics, and the warps, filters and
+histogram work DALI chains its own operators for), on HWC images or FHWC sequences frame by frame.
 
 A parameter mapping is applied once per magnitude (``core.Augmentation``), so these are plain numpy.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import operators
 from ..unsupported import refuse
 from . import operations
 from .core import augmentation
@@ -65,8 +64,8 @@ def translate_y_no_shape(data, offset, fill_value=128, interp_type=None):
 
 @augmentation(mag_range=(0, 30), randomly_negate=True)
 def rotate(data, angle, fill_value=128, interp_type=None, rotate_keep_size=True):
-    return operators.rotate(data, angle=angle, fill_value=fill_value, interp_type=interp_type,
-                            keep_size=rotate_keep_size)
+    return operations.rotate(data, angle, fill_value=fill_value, interp_type=interp_type,
+                             keep_size=rotate_keep_size)
 
 
 def shift_enhance_range(magnitude):
@@ -77,7 +76,7 @@ def shift_enhance_range(magnitude):
 
 @augmentation(mag_range=(0, 0.9), randomly_negate=True, mag_to_param=shift_enhance_range)
 def brightness(data, parameter):
-    return operators.brightness_contrast(data, brightness=parameter)
+    return operations.brightness(data, parameter)
 
 
 @augmentation(mag_range=(0, 0.9), randomly_negate=True, mag_to_param=shift_enhance_range)
@@ -88,7 +87,7 @@ def contrast(data, parameter):
 
 @augmentation(mag_range=(0, 0.9), randomly_negate=True, mag_to_param=shift_enhance_range)
 def color(data, parameter):
-    return operators.hsv(data, saturation=parameter)
+    return operations.saturation(data, parameter)
 
 
 def sharpness_kernel(magnitude):

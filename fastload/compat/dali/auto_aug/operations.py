@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ...float32 import fmaf
-from .. import geometry
+from .. import geometry, imageops
 from ..graph import DataNode, Op, constant
 from ..imageops import _convert_sat
 from ..operators import _device, _layout, _one
@@ -40,8 +40,9 @@ def _param(param) -> DataNode:
 
 
 def _image_op(name: str, data, param, impl, **settings):
-    """One per-sample operator ``impl(image, param, **settings)`` on an HWC image (computed on the CPU)."""
-    _layout(f"auto_aug {name}", data)
+    """One per-sample operator ``impl(image, param, **settings)`` on an HWC image, or on each frame of an FHWC
+    sequence (DALI's augmentations take videos and treat each frame as an image), computed on the CPU."""
+    layout = _layout(f"auto_aug {name}", data, ("HWC", "FHWC"))
     inputs = [data] if param is None else [data, _param(param)]
 
     def run(ctx, op, image, *rest, **a):
@@ -49,9 +50,34 @@ def _image_op(name: str, data, param, impl, **settings):
         if image.dtype != torch.uint8:
             raise NotImplementedError(f"fastload.compat.dali: auto_aug {name} of {image.dtype} images is not "
                                       f"supported (uint8, as DALI's augmentations expect)")
-        return impl(image.cpu(), value, **a)
+        image = image.cpu()
+        if layout == "FHWC":
+            return torch.stack([impl(frame, value, **a) for frame in image]) if len(image) else image.clone()
+        return impl(image, value, **a)
     return _one(Op(f"auto_aug.{name}", run, inputs, settings, device=_device([data], None),
-                   layouts=(data.layout(),), fusable=False))
+                   layouts=(data.layout() or "HWC",), fusable=False))
+
+
+def _number(value) -> float:
+    return float(torch.as_tensor(value).reshape(-1)[0])
+
+
+def rotate(data, angle, fill_value=128, interp_type=None, keep_size=True):
+    """``fn.rotate(data, angle=angle, fill_value=..., keep_size=...)`` (``imageops.rotate``), per frame."""
+    interp = interp_name(interp_type) if interp_type is not None else "linear"
+    return _image_op("rotate", data, angle, lambda image, angle, **a: imageops.rotate(image, _number(angle), **a),
+                     fill_value=fill_value, keep_size=bool(keep_size), interp_type=interp)
+
+
+def brightness(data, factor):
+    """``fn.brightness(data, brightness=factor)``: ``x * factor``, rounded (``imageops.brightness_contrast``)."""
+    return _image_op("brightness", data, factor,
+                     lambda image, f: imageops.brightness_contrast(image, brightness=_number(f)))
+
+
+def saturation(data, factor):
+    """``fn.saturation(data, saturation=factor)``: DALI's YIQ chroma scaling (``imageops.hsv``)."""
+    return _image_op("color", data, factor, lambda image, f: imageops.hsv(image, saturation=_number(f)))
 
 
 # ------------------------------------------------------------------------------------------------ warp
