@@ -1,10 +1,12 @@
-"""The image operations DALI's automatic augmentations are built of that fastload's ``fn`` lacks, as graph
-builders: ``op(data, param, ...)`` adds one ``Op`` whose per-sample work is below, in torch.
+"""The image operations DALI's automatic augmentations are built of, as graph builders: ``op(data, param, ...)``
+adds one ``Op`` whose per-sample work is below, in torch, taking the parameter as an input (a per-sample
+DataNode or a constant) and running frame by frame on FHWC videos.
 
 DALI writes these augmentations as chains of its operators (``fn.warp_affine`` over ``fn.transforms``,
-``fn.experimental.filter``, ``fn.experimental.equalize``, ``fn.reductions`` and arithmetic); each is one
-operator here, computing what that chain computes for a uint8 HWC image, in the same float32 steps
-(tests/compat/test_dali_auto_aug.py compares every one with real DALI, pixel by pixel):
+``fn.experimental.filter``, ``fn.experimental.equalize``, ``fn.reductions`` and arithmetic, which fastload's
+``fn`` mostly lacks); each is one operator here, computing what that chain computes for a uint8 image, in the
+same float32 steps (tests/compat/test_dali_auto_aug.py compares every one with real DALI, pixel by pixel).
+rotate, brightness and color reuse ``imageops``' rotate, brightness_contrast and hsv, which match DALI's.
 
 - shear / translation: DALI's ``fn.warp_affine(matrix, inverse_map=False)`` of a shear about the origin or a
   translation, on ``geometry``'s warp (the matrix inverted in float32, each output pixel centre mapped back
