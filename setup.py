@@ -65,6 +65,10 @@ setup(
         # fastload serve runs on aiohttp, which fsspec[http] (a runtime requirement) already installs: this
         # extra only names it, with the oldest release whose server limits and shutdown fastload uses
         "serve": ["aiohttp>=3.9"],
+        # fastload serve --grpc-port: tritonclient[grpc] carries the protocol's generated stubs (service_pb2,
+        # service_pb2_grpc: nothing to compile here) and installs grpcio, whose grpc.aio server runs on the HTTP
+        # server's event loop
+        "grpc": ["tritonclient[grpc]>=2.40"],
         # What the test suite needs besides the runtime (contributors; pinned where a release changes results):
         # pytest-xdist: the suite runs in 2 processes (-n 2);
         # triton: the fused kernel's tests run in its interpreter (TRITON_INTERPRET=1), also beside a CPU torch;
@@ -75,12 +79,13 @@ setup(
         # moto[server] + s3fs: tests/test_shardfiles.py reads shards from a real S3-compatible endpoint on
         # 127.0.0.1 (moto's server mode, as s3fs's own tests do); s3fs pinned to the fsspec release it is made
         # with (unpinned, pip backtracks to s3fs 0.4, which cannot take an endpoint)
-        # tritonclient[http]: tests/test_serving_protocol.py drives fastload serve with Triton's own client
+        # tritonclient[http] and [grpc]: tests/test_serving_protocol.py and test_serve_grpc.py drive fastload serve
+        # with Triton's own clients
         # torchcodec is left out: each release needs its own torch, and its tests skip without it
         "test": ["pytest", "pytest-timeout", "pytest-xdist>=3.6", "matplotlib", "triton; platform_system == 'Linux'",
                  "lightning>=2.5", "accelerate>=1.10", "nvidia-dali-cuda130==2.4.0", "webdataset>=1.0.2",
                  "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av>=14", "lmdb>=1.4", "soundfile>=0.12",
-                 "tritonclient[http]>=2.40"],
+                 "tritonclient[http,grpc]>=2.40"],
     },
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

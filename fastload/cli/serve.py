@@ -1,5 +1,6 @@
 """Serve rocAL JSON preprocessing pipelines, and a torchvision classifier behind one, over the Open Inference
-Protocol (KServe v2 / Triton's HTTP API: tritonclient.http works against it).
+Protocol (KServe v2 / Triton's HTTP API: tritonclient.http works against it; with --grpc-port its gRPC API
+too, for tritonclient.grpc).
 
 ``fastload serve --pipeline p.json --model resnet50 --port 8000`` serves ``resnet50`` (p.json, then the
 classifier: FP32 probabilities) and ``p`` (p.json alone); ``--repository DIR`` serves every ``*.json`` in DIR
@@ -28,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", help="its state_dict (torch.save file); default: random weights")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    parser.add_argument("--grpc-port", type=int,
+                        help="also serve the protocol's gRPC API on this port (Triton's is 8001; needs "
+                             "tritonclient[grpc]: pip install 'torch-fastload[grpc]')")
     parser.add_argument("--max-batch", type=int, default=8,
                         help="requests per model batch (ResNet-50 on 2 CPU cores runs 8 at 35 ms an "
                              "image, 32 at 44, 1 at 79)")
@@ -84,14 +88,18 @@ def run(args: argparse.Namespace) -> int:
                                  timeout_s=args.timeout, models=models, repository=args.repository,
                                  max_connections=args.max_connections, max_inflight_bytes=args.max_inflight_bytes,
                                  decode_budget_s=args.decode_budget, access_log=args.access_log,
-                                 preferred_batch_size=tuple(args.preferred_batch_size))
+                                 preferred_batch_size=tuple(args.preferred_batch_size), grpc_port=args.grpc_port)
     except (OSError, ValueError, RuntimeError) as error:
         raise SystemExit(f"fastload serve: {error}") from None
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server.start()
-    print(f"fastload serve: models {', '.join(server.models)} on http://{server.host}:{server.port} "
+    try:
+        server.start()
+    except (OSError, ImportError) as error:  # a port in use, or gRPC asked for without grpcio
+        raise SystemExit(f"fastload serve: {error}") from None
+    grpc = f" and grpc://{server.host}:{server.grpc_port}" if server.grpc_port is not None else ""
+    print(f"fastload serve: models {', '.join(server.models)} on http://{server.host}:{server.port}{grpc} "
           f"(Open Inference Protocol: GET /v2, POST /v2/models/<name>/infer; POST /predict with an image's bytes); "
           f"Ctrl-C to stop", flush=True)
     if model is not None and pipeline.output_dtype == torch.uint8:
