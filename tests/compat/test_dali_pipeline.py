@@ -843,3 +843,112 @@ def test_stack_names_its_new_axis_as_dali():
     for axis, name in ((0, "F"), (0, "C"), (2, "S"), (-1, "S")):
         (theirs, their_layout), (mine, my_layout) = _on_both(stacked)
         assert np.array_equal(mine, theirs) and my_layout == their_layout, (axis, name)
+
+
+# -- DALI's scheduled API, parallel external sources and copy_to_external (its SSD example's loop) --------
+
+def _scheduled(pipe, runs, outputs=1):
+    """What DALI's SSD example loop gets: schedule_run, share_outputs, release_outputs (the first
+    ``outputs`` outputs); "stop" for a StopIteration."""
+    got = []
+    for _ in range(runs):
+        try:
+            pipe.schedule_run()
+            got.append([out.as_array().tolist() for out in pipe.share_outputs()[:outputs]])
+            pipe.release_outputs()
+        except StopIteration:
+            got.append("stop")
+    return got
+
+
+def test_scheduled_api_matches_dali(jpeg_folder):
+    data = [np.full((2,), i, np.int32) for i in range(6)]
+
+    def define(lib, depth):
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=depth)
+        def pipe():
+            def batches():
+                for k in range(3):
+                    yield data[2 * k:2 * k + 2]
+            return lib.fn.external_source(source=batches)
+        return pipe()
+
+    for depth in (1, 2):
+        theirs, mine = define(dali, depth), define(ours, depth)
+        theirs.build()
+        assert _scheduled(mine, 5) == _scheduled(theirs, 5)
+    theirs, mine = define(dali, 2), define(ours, 2)
+    theirs.build()
+    for pipe in (theirs, mine):
+        with pytest.raises(StopIteration):  # nothing scheduled yet
+            pipe.share_outputs()
+        pipe.schedule_run(), pipe.schedule_run()
+        assert [pipe.share_outputs()[0].as_array()[:, 0].tolist() for _ in range(2)] == [[0, 1], [2, 3]]
+        with pytest.raises(RuntimeError, match="Mixing pipeline API type"):
+            pipe.run()
+    theirs, mine = define(dali, 2), define(ours, 2)
+    theirs.build()
+    for pipe in (theirs, mine):
+        pipe.run()
+        with pytest.raises(RuntimeError, match="Mixing pipeline API type"):
+            pipe.schedule_run()
+    theirs, mine = reader_pipeline(dali, jpeg_folder), reader_pipeline(ours, jpeg_folder)
+    theirs.build()
+    assert _scheduled(mine, 4) == _scheduled(theirs, 4)
+
+
+def _sample(info):
+    """A parallel per-sample callback: a function of its SampleInfo only, as DALI asks (module level: DALI's
+    workers import it)."""
+    return np.full((info.idx_in_batch + 1,), info.idx_in_epoch * 10 + info.iteration, np.int16)
+
+
+def test_parallel_external_source_and_start_py_workers_match_dali():
+    def define(lib):
+        @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None, py_num_workers=2, py_start_method="fork",
+                          prefetch_queue_depth=2)
+        def pipe():
+            return lib.fn.external_source(source=_sample, batch=False, parallel=True, dtype=lib.types.INT16)
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    for pipe in (theirs, mine):
+        pipe.start_py_workers()  # before build(), as DALI asks for fork
+        pipe.start_py_workers()  # again: nothing to do
+        pipe.build()
+        assert pipe.py_num_workers == 2 and pipe.py_start_method == "fork"
+    for _ in range(3):
+        t, m = theirs.run()[0], mine.run()[0]
+        assert [m.at(i).tolist() for i in range(3)] == [t.at(i).tolist() for i in range(3)]
+
+
+def test_copy_to_external_matches_dali():
+    import ctypes
+
+    def define(lib):
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=1)
+        def pipe():
+            dense = lib.fn.external_source(source=lambda: [np.arange(6, dtype=np.float32).reshape(2, 3) + i
+                                                           for i in range(2)])
+            ragged = lib.fn.external_source(source=lambda: [np.arange(i + 2, dtype=np.uint16) for i in range(2)])
+            return dense, ragged
+        return pipe()
+
+    def copies(pipe):
+        dense, ragged = pipe.run()
+        whole, part, sample = np.zeros((2, 2, 3), np.float32), np.zeros(5, np.uint16), np.zeros((2, 3), np.float32)
+        for out, array in ((dense, whole), (ragged, part), (dense[1], sample)):
+            assert out.copy_to_external(ctypes.c_void_p(array.ctypes.data)) is None
+        return whole.tolist(), part.tolist(), sample.tolist()
+
+    theirs = define(dali)
+    theirs.build()
+    mine = define(ours)
+    assert copies(mine) == copies(theirs)
+    out = mine.run()[0]
+    target = torch.zeros(2, 2, 3)
+    out.copy_to_external(target.data_ptr())  # an int address too (DALI crashes on one)
+    assert target.tolist() == out.as_array().tolist()
+    for bad in (None, "x", ctypes.c_void_p(None)):  # DALI crashes the process on these
+        with pytest.raises(TypeError, match="copy_to_external"):
+            out.copy_to_external(bad)

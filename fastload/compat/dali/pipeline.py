@@ -13,6 +13,7 @@ prefetched. A pipeline fed by external sources runs its graph when
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import random
@@ -65,6 +66,8 @@ class Pipeline:
         depth = prefetch_queue_depth
         self._prefetch_queue_depth = depth if isinstance(depth, int) else int(depth["cpu_size"])
         self._exec_dynamic = exec_dynamic
+        self._exec_pipelined = bool(exec_pipelined)
+        self._py_num_workers, self._py_start_method = py_num_workers, py_start_method
         # checked on every batch, as DALI does (_DECLARED)
         self._declared = {"output_dtype": output_dtype, "output_layout": output_layout, "output_ndim": output_ndim}
         self._outputs: list[DataNode] | None = None
@@ -78,6 +81,11 @@ class Pipeline:
         self._iterators: dict[int, object] = {}
         self._iteration = self._epoch = 0
         self._built = False
+        # DALI's scheduled API: batches run by schedule_run() and not yet taken by share_outputs()
+        self._scheduled: collections.deque = collections.deque()
+        self._first_schedule = True  # the epoch's first schedule_run() runs prefetch_queue_depth batches
+        self._last_iter = False  # a source ran out while scheduling: nothing more is scheduled until reset()
+        self._api: str | None = None  # "run" or "scheduled": DALI refuses to mix them
         self.unfused: str | None = None  # why the graph runs operator by operator (None: it is fused)
         self._dct_scaling = dct_scaling
 
@@ -88,6 +96,9 @@ class Pipeline:
     device_id = property(lambda self: self._device_id)
     seed = property(lambda self: self._seed)
     exec_dynamic = property(lambda self: self._exec_dynamic)
+    exec_pipelined = property(lambda self: self._exec_pipelined)
+    py_num_workers = property(lambda self: self._py_num_workers)
+    py_start_method = property(lambda self: self._py_start_method)
     prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
 
     # -- definition
@@ -197,9 +208,30 @@ class Pipeline:
                           f"{', '.join(sorted({op.name for op in gpu_ops}))}) run on the CPU", stacklevel=3)
         return torch.device("cpu")
 
+    def start_py_workers(self) -> None:
+        """DALI starts the worker processes of ``external_source(parallel=True)`` here (before CUDA is
+        initialized, for ``py_start_method="fork"``). fastload starts no processes: such a source's callback
+        is called in the pipeline's process, in order, so its batches are the ones DALI's workers give (DALI
+        asks parallel callbacks to depend only on their SampleInfo / BatchInfo). Builds the pipeline, as
+        DALI builds its graph here; calling it again, or after ``build()``, does nothing."""
+        self.build()
+
     # -- running
     def run(self) -> tuple:
         """The next batch: one TensorList per output (StopIteration when an external source ran out)."""
+        self._use_api("run")
+        return self._next_outputs()
+
+    def _use_api(self, api: str) -> None:
+        """DALI refuses to mix ``run()`` with ``schedule_run()`` / ``share_outputs()`` on one pipeline."""
+        if self._api is None:
+            self._api = api
+        elif self._api != api:
+            names = {"run": "PipelineAPIType.BASIC", "scheduled": "PipelineAPIType.SCHEDULED"}
+            raise RuntimeError(f"Mixing pipeline API type. Currently used: {names[self._api]}, but trying to "
+                               f"use {names[api]}")
+
+    def _next_outputs(self) -> tuple:
         self.build()
         self._iteration += 1
         if self._loader is not None:
@@ -242,16 +274,45 @@ class Pipeline:
             outputs[at] = TensorList.from_batch(tensor, layout, device)
         return tuple(outputs)
 
+    # DALI's scheduled API (its SSD example's loop: schedule_run, share_outputs, ..., release_outputs)
     def schedule_run(self) -> None:
-        """Accepted for DALI's manual prefetching protocol; fastload prefetches by itself."""
+        """Run the next batch (the epoch's first call: ``prefetch_queue_depth`` of them, as DALI's
+        pipelined executor prefetches) for ``share_outputs()`` to return; a source that runs out ends the
+        scheduling until ``reset()``, and ``share_outputs()`` then raises StopIteration once the batches
+        already run are taken."""
+        self.build()
+        self._use_api("scheduled")
+        runs = self._prefetch_queue_depth if self._first_schedule and self._exec_pipelined else 1
+        self._first_schedule = False
+        for _ in range(runs):
+            if self._last_iter:
+                return
+            try:
+                self._scheduled.append(self._next_outputs())
+            except StopIteration:
+                self._last_iter = True
 
-    def outputs(self) -> tuple:
-        return self.run()
+    def share_outputs(self, cuda_stream=None) -> tuple:
+        """The oldest batch ``schedule_run()`` ran (StopIteration when there is none, as in DALI). Its
+        TensorLists stay valid after ``release_outputs()``, as DALI's do with its default executor."""
+        self._use_api("scheduled")
+        if not self._scheduled:
+            raise StopIteration
+        return self._scheduled.popleft()
 
-    share_outputs = outputs
+    def outputs(self, cuda_stream=None) -> tuple:
+        """DALI's ``release_outputs()`` then ``share_outputs()``."""
+        self.release_outputs()
+        return self.share_outputs(cuda_stream)
 
     def release_outputs(self) -> None:
-        pass
+        """Accepted as DALI's: fastload's outputs are torch tensors, freed when nothing refers to them."""
+        self.build()
+        self._use_api("scheduled")
+
+    def empty(self) -> bool:
+        """Whether no batch is scheduled and not yet taken (DALI's)."""
+        return not self._scheduled
 
     def _run_external(self) -> tuple:
         self.iter_setup()
@@ -303,6 +364,7 @@ class Pipeline:
         """After an external source ran out: start its next epoch."""
         self._epoch += 1
         self._iteration = 0
+        self._first_schedule, self._last_iter = True, False
 
     # -- readers
     def _reader_spec(self, name):

@@ -7,10 +7,16 @@ A sample (``out[i]``) and a dense batch (``out.as_tensor()``) are a
 ``TensorCPU`` or ``TensorGPU``: a torch tensor (a view, no copy) whose
 ``shape`` can also be called as DALI's method, with DALI's ``as_cpu()``; its
 ``dtype``, ``layout`` and ``ndim`` stay torch's. ``at(i)`` and
-``as_array()`` give numpy arrays, as in DALI.
+``as_array()`` give numpy arrays, as in DALI. ``copy_to_external(ptr)``
+copies a tensor, or a list's samples back to back, to memory at a raw
+address (a ``ctypes.c_void_p``, as DALI takes it; an int address too), as
+DALI's plugins and its SSD example's ``feed_ndarray`` do.
 """
 
 from __future__ import annotations
+
+import contextlib
+import ctypes
 
 import numpy as np
 import torch
@@ -45,6 +51,12 @@ class _Tensor(torch.Tensor):
 
     def as_cpu(self) -> "TensorCPU":
         return self.as_subclass(torch.Tensor).cpu().as_subclass(TensorCPU)
+
+    def copy_to_external(self, ptr, cuda_stream=None, non_blocking: bool = False,
+                         use_copy_kernel: bool = False) -> None:
+        """Copy this tensor's bytes to the memory at ``ptr`` (host memory for a TensorCPU, GPU memory for a
+        TensorGPU, on ``cuda_stream`` or torch's current stream), as DALI's."""
+        _copy_out([self.as_subclass(torch.Tensor)], ptr, cuda_stream, non_blocking)
 
 
 class TensorCPU(_Tensor):
@@ -155,6 +167,13 @@ class TensorList:
     def data_ptr(self) -> int:
         return self.as_tensor().data_ptr()
 
+    def copy_to_external(self, ptr, cuda_stream=None, non_blocking: bool = False,
+                         use_copy_kernel: bool = False) -> None:
+        """Copy the samples' bytes, one after another, to the memory at ``ptr`` (host memory for a
+        TensorListCPU, GPU memory for a TensorListGPU, on ``cuda_stream`` or torch's current stream), as
+        DALI's: samples of different shapes too."""
+        _copy_out([self._dense] if self._dense is not None else self.tensors, ptr, cuda_stream, non_blocking)
+
 
 class TensorListCPU(TensorList):
     """A batch output in host memory (DALI's ``TensorListCPU``); ``TensorListCPU(array_or_list, layout)``
@@ -175,6 +194,43 @@ class TensorListGPU(TensorList):
                 and not isinstance(tensors[0], torch.Tensor):
             tensors, dense = _from_data(tensors, "cuda")
         super().__init__(tensors, layout, "gpu" if device == "cpu" else device, dense)
+
+
+def _address(ptr) -> int:
+    """A destination address: a ``ctypes.c_void_p`` (DALI's type) or an int (DALI crashes on one; so would
+    a None or a string, which fastload refuses)."""
+    address = ptr.value if isinstance(ptr, ctypes.c_void_p) else ptr
+    if isinstance(address, bool) or not isinstance(address, int) or address <= 0:
+        raise TypeError(f"copy_to_external: the destination must be a non-null ctypes.c_void_p (or an int "
+                        f"address), not {ptr!r}")
+    return address
+
+
+def _copy_out(tensors: list[torch.Tensor], ptr, cuda_stream, non_blocking: bool) -> None:
+    """Copy ``tensors``' bytes back to back to the address ``ptr``, on the tensors' device."""
+    address = _address(ptr)
+    chunks = [value.contiguous().reshape(-1).view(torch.uint8) for value in tensors]
+    if not chunks or chunks[0].device.type == "cpu":
+        for chunk in chunks:
+            ctypes.memmove(address, chunk.data_ptr(), chunk.numel())
+            address += chunk.numel()
+        return
+    device = chunks[0].device
+    stream = cuda_stream if isinstance(cuda_stream, torch.cuda.Stream) else (
+        torch.cuda.ExternalStream(_address(cuda_stream), device=device) if cuda_stream else None)
+    with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+        for chunk in chunks:
+            _device_bytes(address, chunk.numel(), device).copy_(chunk, non_blocking=non_blocking)
+            address += chunk.numel()
+        if not non_blocking:
+            torch.cuda.current_stream(device).synchronize()
+
+
+def _device_bytes(address: int, size: int, device: torch.device) -> torch.Tensor:
+    """The ``size`` bytes of GPU memory at ``address`` as a uint8 tensor (a view, no copy)."""
+    class Memory:
+        __cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (address, False), "version": 2}
+    return torch.as_tensor(Memory(), device=device)
 
 
 def _from_data(data, device: str):
