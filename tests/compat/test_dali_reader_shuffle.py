@@ -15,7 +15,7 @@ import nvidia.dali.plugin.pytorch as dali_pt  # noqa: E402
 
 import fastload.compat.dali as ours  # noqa: E402
 import fastload.compat.dali.plugin.pytorch as ours_pt  # noqa: E402
-from fastload.order import DaliLoaderRandom, ReaderOrder  # noqa: E402
+from fastload.compat.dali.order import DaliLoaderRandom, ReaderOrder  # noqa: E402
 
 SIDES = {"dali": (dali, dali_pt), "ours": (ours, ours_pt)}
 

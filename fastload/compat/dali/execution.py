@@ -11,7 +11,7 @@ from typing import Iterator
 import torch
 
 from ...batch import SampleReader
-from ...order import ReaderOrder
+from .order import ReaderOrder
 from ...pipeline import Job, Stages
 from ...read import read_file
 from ...sources import Source

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from ...order import RocalOrder
+from .order import RocalOrder
 from ..dali import imageops as dali_imageops
 from ..dali.graph import DataNode, Op, current_pipeline
 from ..dali.operators import _read_sample, random_coin_flip, random_uniform

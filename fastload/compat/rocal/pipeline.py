@@ -7,7 +7,7 @@ at ROCm/rocAL 0981d5bb):
 
 * the labels are not a graph output: ``get_image_labels()`` gives the
   batch's (int32, [batch]); the iterators read them there;
-* an epoch is the decoder's padded shard (``fastload.order.RocalOrder``):
+* an epoch is the decoder's padded shard (``fastload.compat.rocal.order.RocalOrder``):
   ``get_remaining_images()`` counts down from it by whole batches, ``run()``
   returns None once it is 0, and ``rocal_reset_loaders()`` starts the next
   epoch (from the start, whatever was left);
