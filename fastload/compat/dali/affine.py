@@ -7,6 +7,11 @@ input ``T``'s; rotation is 2-D, or 3-D about an ``axis``; shear takes 2 values (
 transform's output) is combined with the new one: the new transform is applied after ``T``
 (``new @ T``), or before it with ``reverse_order=True`` (``T @ new``). ``combine`` applies its inputs in
 order (the first first). ``crop`` maps a box onto a box. Angles are in degrees.
+
+The matrices are computed as DALI's transform.h computes them, in float32: the angle times
+float32(pi / 180), the C library's cosf/sinf, Rodrigues' terms in DALI's order, products term by term
+(``_matmul32``). They equal DALI's to the bit, but for a shear given by ``angles``, whose tan is the
+double tan rounded where DALI calls tanf (one ulp apart at some angles).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import math
 import numpy as np
 import torch
 
+from ..float32 import libm_float
 from .graph import DataNode, Op
 from .operators import _device, _one, check_args
 
@@ -54,13 +60,24 @@ def _about(linear: torch.Tensor, center) -> torch.Tensor:
     return m
 
 
+def _matmul32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b in float32, each entry summed term by term in order (DALI's mat product; a BLAS matmul may
+    fuse or reorder the terms)."""
+    a, b = a.to(torch.float32), b.to(torch.float32)
+    out = a[:, :1] * b[:1, :]
+    for k in range(1, a.shape[1]):
+        out = out + a[:, k:k + 1] * b[k:k + 1, :]
+    return out.double()
+
+
 def _chain(new: torch.Tensor, previous, reverse_order: bool) -> torch.Tensor:
+    new = new.to(torch.float32).double()  # DALI holds each transform in float32 before combining
     if previous is not None:
         prev = _square(previous)
         if prev.shape != new.shape:
             raise ValueError(f"fastload.compat.dali: fn.transforms: a {new.shape[0] - 1}-D transform cannot be "
                              f"chained onto a {prev.shape[0] - 1}-D one")
-        new = prev @ new if reverse_order else new @ prev
+        new = _matmul32(prev, new) if reverse_order else _matmul32(new, prev)
     return new[:-1].to(torch.float32)
 
 
@@ -105,18 +122,35 @@ def _scale(scale, center=None, ndim=None, hint=None):
     return _about(torch.diag(_vector(scale, "scale", n)), center)
 
 
+def _radians32(angle) -> np.float32:
+    """DALI's deg2rad: the angle in float32 times float32(pi / 180)."""
+    return np.float32(float(torch.as_tensor(angle).reshape(-1)[0])) * np.float32(math.pi / 180)
+
+
 def _rotation(angle, axis=None, center=None, hint=None):
-    a = math.radians(float(torch.as_tensor(angle).reshape(-1)[0]))
-    c, s = math.cos(a), math.sin(a)
+    # DALI's rotation2D/rotation3D (dali/core/geom/transform.h): float32 cosf/sinf of the float32 angle
+    # (measured: a rounded double cos/sin differs from its matrices for a third of angles)
+    a = _radians32(angle)
+    c, s = libm_float("cos", a), libm_float("sin", a)
     if axis is None:
-        return _about(torch.tensor([[c, -s], [s, c]], dtype=torch.float64), center)
-    k = _vector(axis, "axis", 3)
-    norm = float(torch.linalg.vector_norm(k))
-    if norm == 0:
+        return _about(torch.tensor([[float(c), -float(s)], [float(s), float(c)]], dtype=torch.float64), center)
+    k = np.asarray(_vector(axis, "axis", 3).numpy(), dtype=np.float32)
+    if not (k != 0).any():
         raise ValueError("fastload.compat.dali: fn.transforms.rotation: the axis must not be zero")
-    k = k / norm  # Rodrigues: cos I + sin [k]x + (1 - cos) k k^T (right-handed, as DALI's)
-    cross = torch.tensor([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]], dtype=torch.float64)
-    return _about(c * torch.eye(3, dtype=torch.float64) + s * cross + (1 - c) * torch.outer(k, k), center)
+    if a == 0:
+        return _about(torch.eye(3, dtype=torch.float64), center)
+    if (k != 0).sum() == 1:  # one non-zero component: exactly +-1, as DALI forces it
+        k = np.sign(k).astype(np.float32)
+    else:  # divided by its float32 length, in float32
+        k = k / np.sqrt(k[0] * k[0] + k[1] * k[1] + k[2] * k[2])
+    u, v, w = k
+    one_c = np.float32(1) - c
+    uu, vv, ww, uv, uw, vw = u * u, v * v, w * w, u * v, u * w, v * w
+    # Rodrigues' rotation, term by term as DALI's rotation3D writes it
+    rows = [[uu + (vv + ww) * c, uv * one_c - w * s, uw * one_c + v * s],
+            [uv * one_c + w * s, vv + (uu + ww) * c, vw * one_c - u * s],
+            [uw * one_c - v * s, vw * one_c + u * s, ww + (uu + vv) * c]]
+    return _about(torch.tensor([[float(np.float32(x)) for x in row] for row in rows], dtype=torch.float64), center)
 
 
 def _shear(shear=None, angles=None, center=None, hint=None):
@@ -126,7 +160,10 @@ def _shear(shear=None, angles=None, center=None, hint=None):
     if v.numel() not in (2, 6):
         raise NotImplementedError(f"fastload.compat.dali: fn.transforms.shear takes 2 values (2-D) or 6 (3-D), "
                                   f"got {v.numel()}")
-    s = v if shear is not None else torch.tan(torch.deg2rad(v))
+    if shear is None:  # DALI: tan of the float32 radians (tanf; the double tan rounded to float32 here)
+        v32 = np.asarray(v.numpy(), dtype=np.float32) * np.float32(math.pi / 180)
+        v = torch.from_numpy(np.tan(v32.astype(np.float64)).astype(np.float32)).double()
+    s = v
     n = 2 if v.numel() == 2 else 3
     linear = torch.eye(n, dtype=torch.float64)
     linear[~torch.eye(n, dtype=torch.bool)] = s  # row by row: the off-diagonal entries
@@ -191,7 +228,7 @@ def combine(*transforms, device=None, reverse_order=False, **args):
             raise ValueError("fastload.compat.dali: fn.transforms.combine: the transforms differ in dimensionality")
         m = torch.eye(squares[0].shape[0], dtype=torch.float64)
         for square in squares:
-            m = m @ square if reverse_order else square @ m
+            m = _matmul32(m, square) if reverse_order else _matmul32(square, m)
         return m[:-1].to(torch.float32)
     return _one(Op("transforms.combine", run, list(transforms), {}, device=_device(transforms, device),
                    layouts=("",), fusable=False))
