@@ -234,6 +234,8 @@ def test_what_fastload_does_not_run_as_dali_is_refused():
         fn.warp_affine(images(fn), matrix=[1, 0, 0, 0, 1, 0], border_mode="reflect")
     with pytest.raises(NotImplementedError, match="fn.pad"):  # to the batch's largest sample
         fn.pad(images(fn), axes=[0])
+    with pytest.raises(NotImplementedError, match="fn.pad"):
+        fn.pad(images(fn), axes=[0, 1], shape=[-1, 40])
     with pytest.raises(NotImplementedError, match="HSV"):
         fn.color_space_conversion(images(fn), image_type=types.RGB, output_type="HSV")
     with pytest.raises(NotImplementedError, match="ANY_DATA"):

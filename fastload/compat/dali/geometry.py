@@ -328,8 +328,6 @@ def slice(data, anchor=None, shape=None, *, axes=None, axis_names=None, normaliz
     C), "trim_to_shape", "edge"/"clamp", "reflect"/"reflect_1001", "reflect_101", "wrap". ``dtype``
     converts (saturating, rounding halves away from zero)."""
     named = {k: args.pop(k) for k in _SLICE_NAMED if k in args}
-    if "shape" in args:  # the named argument arrives as ``shape`` only when given by keyword with no input
-        named["shape"] = args.pop("shape")
     check_args("fn.slice", args, set())
     if anchor is not None and shape is None and not isinstance(anchor, DataNode):
         raise ValueError("fn.slice: give both anchor and shape inputs, or neither")
@@ -401,10 +399,10 @@ def pad(data, *, axes=None, axis_names=None, shape=None, align=None, fill_value=
                 "align": align if isinstance(align, DataNode) else (
                     tuple(int(v) for v in _flat(align, "align")) if align is not None else None),
                 "fill_value": fill_value}
-    if shape is None:
-        raise NotImplementedError("fastload.compat.dali: fn.pad without `shape` pads to the batch's largest "
-                                  "sample, which needs the whole batch; fastload runs operators per sample: "
-                                  "give `shape` (1 for alignment only)")
+    if shape is None or (not isinstance(shape, DataNode) and min(settings["shape"]) <= 0):
+        raise NotImplementedError("fastload.compat.dali: fn.pad without a positive `shape` for every padded axis "
+                                  "pads to the batch's largest sample, which needs the whole batch; fastload runs "
+                                  "operators per sample: give `shape` (1 for alignment only)")
 
     def run(ctx, op, x, shape, align, fill_value):
         if axis_names:
