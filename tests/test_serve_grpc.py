@@ -194,7 +194,10 @@ def test_limits_answer_resource_exhausted_and_close_stops_grpc():
         assert answered.wait(10)
         assert triton.infer("m", [images_input([jpeg(1)])]).as_numpy("output").shape == (1, 20, 24, 3)
         assert server._inflight_bytes == 0
-        port = server.grpc_port
+        port, last, answered = server.grpc_port, [], threading.Event()
+        triton.async_infer("m", [images_input([b"SLOW"])], lambda result, error: last.append(error) or answered.set())
+        time.sleep(0.2)
+    assert answered.wait(5) and last[0].status() == "StatusCode.INVALID_ARGUMENT"  # in flight at close: answered
     started = time.monotonic()
     with pytest.raises(InferenceServerException):
         grpcclient.InferenceServerClient(f"127.0.0.1:{port}").is_server_live(client_timeout=2)
