@@ -99,7 +99,9 @@ def slice_graph(mod):
     abs_anchor = fn.external_source(source=lambda: ABS_ANCHORS, batch=True)
     abs_shape = fn.external_source(source=lambda: ABS_SHAPES, batch=True)
     vol = fn.external_source(source=lambda: VOLUMES, batch=True)
+    plain = fn.external_source(source=lambda: [v[0] for v in VOLUMES], batch=True)  # 2-D, no layout
     outs = [fn.slice(img, anchor, shape),  # relative, (x, y) order: axis_names "WH"
+            fn.slice(plain, start=[1, 2], shape=[5, 3], out_of_bounds_policy="pad"),  # axes (1, 0)
             fn.slice(img, abs_anchor, abs_shape, out_of_bounds_policy="pad", fill_values=[9, 300, -1]),
             fn.slice(img, abs_anchor, abs_shape, out_of_bounds_policy="trim_to_shape"),
             fn.slice(img, anchor, shape, axis_names="HW", dtype=types.FLOAT),

@@ -157,7 +157,10 @@ _POLICIES = {"error": "error", "pad": "pad", "constant": "pad", "trim_to_shape":
 
 def _axes(layout: str, ndim: int, axes, axis_names, operator: str) -> list[int]:
     """The data axes the slice arguments name, in order: ``axis_names`` (looked up in the layout) when
-    given or when ``axes`` is not; else ``axes`` (negative ones count from the back)."""
+    given or when ``axes`` is not; else ``axes`` (negative ones count from the back); without either, "WH",
+    or (1, 0) for data without a layout."""
+    if axis_names is None and axes is None and not layout:
+        axes = (1, 0)  # data without a layout: DALI's default axes, (x, y) of a 2-D array (measured)
     if axis_names is not None or axes is None:
         names = axis_names if axis_names is not None else "WH"
         missing = [n for n in names if n not in layout]
