@@ -33,9 +33,8 @@ decoders.image_slice of the window, a coin-flip fn.flip with fn.bb_flip on
 its boxes, resize to 300x300, crop_mirror_normalize to float32 CHW, and
 fn.box_encoder onto 1,083 anchors (so every output is dense); batches are
 taken with ``run()``. The cropped images are also zoomed out with fn.paste
-(ratio 1.5, then resized to 150x150) into a second image output, as SSD's
-"expand" step does to an image (its boxes would need fn.bbox_paste, which
-fastload does not have). A quick check that it runs: ``--pipeline detection
+(ratio 1.5, then resized to 150x150) into a second image output, their
+boxes moved with fn.bbox_paste, as SSD's "expand" step does. A quick check that it runs: ``--pipeline detection
 --coco-images 16 --batch-size 4 --epochs 1 --rounds 1``.
 """
 
@@ -124,9 +123,10 @@ def _detection_pipeline(lib, root: str, batch_size: int, workers: int):
         images = fn.resize(images, resize_x=300, resize_y=300)
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
                                           mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+        zoomed_boxes = fn.bbox_paste(boxes, ratio=1.5, paste_x=0.25, paste_y=0.75, ltrb=True)
         zoomed = fn.resize(zoomed, resize_x=150, resize_y=150)
         encoded_boxes, encoded_labels = fn.box_encoder(boxes, labels, anchors=anchors, criteria=0.5)
-        return images, encoded_boxes, encoded_labels, zoomed
+        return images, encoded_boxes, encoded_labels, zoomed, zoomed_boxes
 
     pipe = ssd()
     pipe.build()
@@ -150,7 +150,7 @@ class _RunBatches:
 
     def __iter__(self):
         for _ in range(self.batches):
-            images, boxes, _labels, _zoomed = self.pipe.run()
+            images, boxes, *_others = self.pipe.run()
             yield self.np.asarray(images.as_tensor()), self.np.asarray(boxes.as_tensor())
 
 
@@ -305,8 +305,8 @@ def main(argv=None) -> int:
             results[name] = run_in_child(name, command)
         rounds.append(results)
     print(f"\nmachine: {machine()}")
-    what = ("DALI's SSD training chain (coco reader, random_bbox_crop, image_slice, paste, flip + bb_flip, "
-            "resize 300, crop_mirror_normalize, box_encoder)" if detection else
+    what = ("DALI's SSD training chain (coco reader, random_bbox_crop, image_slice, paste + bbox_paste, "
+            "flip + bb_flip, resize 300, crop_mirror_normalize, box_encoder)" if detection else
             "DALI's ResNet-50 training pipeline (random-crop decode, resize 224, crop_mirror_normalize float32 "
             "CHW, coin-flip mirror)")
     print(f"data: {root}; batch {args.batch_size}, {args.workers} threads; {what}; "

@@ -3,7 +3,7 @@ detection chain), on a tiny generated COCO set.
 
 Exact (same shape, dtype and values): fn.readers.coco's four outputs, sample for sample and in DALI's
 order, for ltrb / ratio / skip_empty / include_iscrowd / size_threshold / avoid_class_remapping / images,
-sharding and random_shuffle; bb_flip; paste; box_encoder without offsets; random_bbox_crop's boxes,
+sharding and random_shuffle; bb_flip; paste and bbox_paste; box_encoder without offsets; random_bbox_crop's boxes,
 labels and indices for the window DALI drew (centroid rule and bbox_prune_threshold). Within a
 tolerance: box_encoder's offsets (1e-6 absolute: float32 logf). random_bbox_crop's windows are random
 (fastload's streams, not DALI's mt19937): checked by DALI's constraints and against DALI's distribution.
@@ -194,14 +194,19 @@ RATIOS = [np.float32(r) for r in (1.0, 1.7, 3.0, 2.25, 1.33, 4.0)]
 POSITIONS = [np.float32(p) for p in (0.0, 0.3, 1.0, 0.5, 0.77, 0.01)]
 
 
-def test_paste_matches_dali():
+def test_paste_and_bbox_paste_match_dali():
     def graph(mod):
         fn = mod.fn
         images = fn.external_source(source=lambda: IMAGES, batch=True, layout="HWC")
         ratio = fn.external_source(source=lambda: RATIOS, batch=True)
         where = fn.external_source(source=lambda: POSITIONS, batch=True)
+        boxes = fn.external_source(source=lambda: BOXES, batch=True)
+        xywh = fn.external_source(source=lambda: BOXES_XYWH, batch=True)
         return (fn.paste(images, ratio=ratio, paste_x=where, paste_y=1 - where, fill_value=(7, 128, 255)),
-                fn.paste(images, ratio=1.5, min_canvas_size=30.0, fill_value=[1, 2, 3]))
+                fn.paste(images, ratio=1.5, min_canvas_size=30.0, fill_value=[1, 2, 3]),
+                fn.bbox_paste(boxes, ratio=ratio, paste_x=where, paste_y=1 - where, ltrb=True),
+                fn.bbox_paste(xywh, ratio=ratio, paste_x=1.0, paste_y=where),
+                mod.ops.BBoxPaste(ratio=3.0, ltrb=True)(boxes))
     assert_same(run(dali, graph, BATCH), run(ours, graph, BATCH), "paste")
 
 

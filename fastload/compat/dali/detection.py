@@ -1,8 +1,8 @@
 """DALI's detection chain: ``fn.readers.coco``, ``fn.random_bbox_crop``, ``fn.bb_flip``, ``fn.box_encoder``,
-``fn.paste`` and ``fn.decoders.image_slice``, with DALI 2.4's semantics.
+``fn.paste`` with ``fn.bbox_paste``, and ``fn.decoders.image_slice``, with DALI 2.4's semantics.
 
 The rules are DALI's sources (dali/operators/reader/loader/coco_loader.cc, image/crop/bbox_crop.cc,
-pipeline/util/bounding_box_utils.h, bbox/bb_flip.cc, detection/box_encoder.cc, image/paste/paste.cu,
+pipeline/util/bounding_box_utils.h, bbox/bb_flip.cc, bbox/bbox_paste.cc, detection/box_encoder.cc, image/paste/paste.cu,
 generic/slice/slice_attr.h) checked against DALI 2.4's CPU operators output by output
 (tests/compat/test_dali_detection.py). DALI computes boxes in float32; so does this module, step for step
 in numpy float32, so the deterministic outputs are DALI's bit for bit (box_encoder's logarithm aside, one
@@ -397,6 +397,41 @@ def bb_flip(boxes, *, ltrb=False, horizontal=1, vertical=0, device=None, **args)
 
     return _one(Op("bb_flip", run, [boxes], {"horizontal": horizontal, "vertical": vertical},
                    device=_device([boxes], device), layouts=(boxes.layout(),), fusable=False))
+
+
+def bbox_paste(boxes, *, ratio, paste_x=0.5, paste_y=0.5, ltrb=False, device="cpu", **args):
+    """``fn.bbox_paste``: relative boxes moved as fn.paste moves their image: scaled by 1 / ratio and shifted
+    by paste * (ratio - 1) / ratio (pulled back, ulp by ulp, so a box in [0, 1] stays there), in float32 as
+    DALI computes it; per-sample ratio, paste_x and paste_y allowed."""
+    check_args("fn.bbox_paste", args, set())
+    if device != "cpu":
+        raise ValueError("fn.bbox_paste runs on the CPU (device='cpu'), as in DALI")
+
+    def offset(scale, position, factor):
+        shift = F32(position) * factor
+        if scale + shift > 1:
+            shift = F32(1) - scale
+            while scale + shift > 1:
+                shift = np.nextafter(shift, F32(-1))
+        return shift
+
+    def run(ctx, op, values, ratio, paste_x, paste_y):
+        if values.numel() % 4:
+            raise ValueError(f"fn.bbox_paste: {values.numel()} coordinates are not whole boxes of 4")
+        ratio = F32(ratio)
+        scale = F32(1) / ratio
+        factor = (ratio - F32(1)) / ratio
+        shift_x, shift_y = offset(scale, paste_x, factor), offset(scale, paste_y, factor)
+        coords = values.cpu().numpy().astype(F32).reshape(-1, 4) * scale
+        coords[:, 0] += shift_x
+        coords[:, 1] += shift_y
+        if ltrb:
+            coords[:, 2] += shift_x
+            coords[:, 3] += shift_y
+        return torch.from_numpy(coords.astype(F32)).reshape(values.shape)
+
+    return _one(Op("bbox_paste", run, [boxes], {"ratio": ratio, "paste_x": paste_x, "paste_y": paste_y},
+                   layouts=(boxes.layout(),), fusable=False))
 
 
 def _floats(value, count: int, name: str) -> np.ndarray:
