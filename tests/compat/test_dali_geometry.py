@@ -111,6 +111,8 @@ def slice_graph(mod):
             fn.slice(img, start=[2, 1], shape=[3, 1]),
             fn.slice(img, start=[1, 0], end=[2, 2], axes=[0, 1]),
             fn.slice(img, rel_start=0.125, rel_shape=0.5, axis_names="W"),
+            fn.slice(img, rel_start=0.25, rel_end=0.75, axis_names="H"),  # a 2-row image: halves (0.5, 1.5)
+            fn.slice(img, anchor, shape, axis_names="HW", normalized_shape=False),
             fn.slice(img, start=abs_anchor, shape=abs_shape, out_of_bounds_policy="pad"),  # per-sample arguments
             fn.slice(vol, start=[1, -2], shape=[4, 9], axes=[1, 2], out_of_bounds_policy="pad", fill_values=-7)]
     for policy in ("edge", "reflect", "reflect_101", "wrap"):
