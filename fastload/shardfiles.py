@@ -352,6 +352,8 @@ def shard_paths(urls, timeout: float = 60.0, owner: str = "fastload.TarShards",
                 found = [name]
             elif remote:
                 fs, path = filesystem(name, timeout, storage_options)
+                # a listing cached by an earlier source would list (and describe) the files as they were
+                fs.invalidate_cache(path[:min(path.find(c) % (len(path) + 1) for c in "*?[")].rpartition("/")[0])
                 listed = with_retries(lambda: fs.glob(path), name, retries, backoff, on_retry)
                 found = sorted(fs.unstrip_protocol(p) for p in listed)
             else:
@@ -398,10 +400,12 @@ def _identity(info: dict) -> dict:
     return identity
 
 
-def _remote_identity(fs, path: str) -> dict:
-    """``_identity`` of the remote file ``path`` as it is now (fsspec's listings cache, which a glob may
-    have filled, forgotten first: it would describe the file as it was)."""
-    fs.invalidate_cache(path)
+def _remote_identity(fs, path: str, fresh: bool = True) -> dict:
+    """``_identity`` of the remote file ``path``: as it is now (``fresh``: fsspec's listings cache, which a
+    glob fills, forgotten first), or as the listing just made says (a glob of 10,000 shards then costs no
+    request per shard; a stale one would make the reads' checks fail, never pass)."""
+    if fresh:
+        fs.invalidate_cache(path)
     return _identity(fs.info(path))
 
 
@@ -477,7 +481,7 @@ class ShardFiles:
         path = self.paths[number]
         fallback = cache_folder(kind, self.cache_dir)
         if is_remote(path):
-            identity = self.with_retries(lambda: _remote_identity(*self.filesystem(path)), path)
+            identity = self.with_retries(lambda: _remote_identity(*self.filesystem(path), fresh=False), path)
             places = [cache_name(fallback, path.replace("://", "/"), suffix)]
             if len(identity) == 1 and not self._warned:
                 self._warned = True
