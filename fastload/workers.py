@@ -42,15 +42,21 @@ thing that keeps user code meaningful:
   generic paths enter it around ``dataset[i]``, an iterator's ``next`` and
   ``collate_fn``). It is ``get_worker_info().rng.torch_generator`` (torch
   2.14 and later), so ``torch.thread_safe_generator()`` draws from the same
-  stream.
+  stream. Inside it, ``torch.manual_seed``, ``torch.seed``,
+  ``torch.initial_seed``, ``torch.get_rng_state`` and ``torch.set_rng_state``
+  act on that generator (fastload replaces their code as it replaces
+  ``get_worker_info``'s, once; elsewhere they run their own): a dataset that
+  reseeds per sample, or uses ``torch.random.fork_rng``, does so in its
+  worker only, as in a worker process, and never reseeds the training loop.
 
 What cannot be made per thread: draws from numpy's and random's process-wide
-generators (``np.random``, ``random``), CUDA draws, and torch ops that take no
-``generator`` (dropout, rrelu) or that run inside a Python-level torch
-function the mode sees whole (``F.gumbel_softmax``, ``F.fractional_max_pool2d``)
-share the process's generators with the training loop and with the other
-threads, as threads must; ``torch.initial_seed()`` in a loader thread is the
-process's. Use ``get_worker_info().rng`` for per-worker numpy and random
+generators (``np.random``, ``random``), CUDA draws (and the CUDA seeding a
+worker's ``torch.manual_seed`` would do), ``torch.default_generator`` used
+directly, and torch ops that take no ``generator`` (dropout, rrelu) or that
+run inside a Python-level torch function the mode sees whole
+(``F.gumbel_softmax``, ``F.fractional_max_pool2d``) share the process's
+generators with the training loop and with the other threads, as threads
+must. Use ``get_worker_info().rng`` for per-worker numpy and random
 streams (torch 2.14 and later; older torch has no such generators, and a
 thread's WorkerInfo has none there either).
 """
@@ -61,6 +67,7 @@ import contextlib
 import copy
 import random
 import threading
+import types
 import warnings
 from typing import Any, Callable
 
@@ -83,8 +90,33 @@ def get_worker_info():
 '''
 
 
+# What torch.random's functions run once fastload is installed: inside WorkerDraws, on the thread's generator.
+_THREAD_AWARE_RNG = '''
+def manual_seed(seed):
+    drawing = getattr(_fastload_thread_workers, "drawing", None)
+    return _fastload_original["manual_seed"](seed) if not drawing else drawing[-1].manual_seed(int(seed))
+
+def seed():
+    drawing = getattr(_fastload_thread_workers, "drawing", None)
+    return _fastload_original["seed"]() if not drawing else drawing[-1].seed()
+
+def initial_seed():
+    drawing = getattr(_fastload_thread_workers, "drawing", None)
+    return _fastload_original["initial_seed"]() if not drawing else drawing[-1].initial_seed()
+
+def get_rng_state():
+    drawing = getattr(_fastload_thread_workers, "drawing", None)
+    return _fastload_original["get_rng_state"]() if not drawing else drawing[-1].get_state()
+
+def set_rng_state(new_state):
+    drawing = getattr(_fastload_thread_workers, "drawing", None)
+    return _fastload_original["set_rng_state"](new_state) if not drawing else drawing[-1].set_state(new_state)
+'''
+
+
 def install_worker_info() -> None:
-    """Make torch.utils.data.get_worker_info() answer per thread (idempotent; see the module docstring)."""
+    """Make torch.utils.data.get_worker_info() answer per thread, and torch.random's seed and state functions
+    act on the worker's generator inside ``WorkerDraws`` (idempotent; see the module docstring)."""
     with _install_lock:
         function = torch_worker.get_worker_info
         if getattr(function, "_fastload_thread_aware", False):
@@ -93,7 +125,26 @@ def install_worker_info() -> None:
         compiled: dict = {}
         exec(compile(_THREAD_AWARE, torch_worker.__file__, "exec"), vars(torch_worker), compiled)
         function.__code__ = compiled["get_worker_info"].__code__
+        _install_thread_aware_rng()
         function._fastload_thread_aware = True
+
+
+def _install_thread_aware_rng() -> None:
+    """Give torch.random's manual_seed, seed, initial_seed, get_rng_state and set_rng_state (the function
+    objects themselves, which ``torch.manual_seed`` and the others are) a first look at the calling thread's
+    ``WorkerDraws``; elsewhere they run their own code, kept as a copy."""
+    module = torch.random
+    compiled: dict = {}
+    exec(compile(_THREAD_AWARE_RNG, module.__file__, "exec"), vars(module), compiled)
+    originals = {}
+    for name in compiled:
+        function = getattr(module, name)
+        originals[name] = types.FunctionType(function.__code__, function.__globals__, name,
+                                             function.__defaults__, function.__closure__)
+    module._fastload_thread_workers = _local
+    module._fastload_original = originals
+    for name, replacement in compiled.items():
+        getattr(module, name).__code__ = replacement.__code__
 
 
 def current_dataset(default: Any) -> Any:
@@ -236,11 +287,25 @@ RANDOM = frozenset({
 
 class WorkerDraws(TorchFunctionMode):
     """While entered (in one thread: torch's mode stack is thread-local), a CPU draw in ``RANDOM`` made
-    without a generator draws from ``generator``, as if it were the process's global one."""
+    without a generator draws from ``generator``, as if it were the process's global one; and (once
+    ``install_worker_info`` has run) ``torch.manual_seed``, ``seed``, ``initial_seed``, ``get_rng_state``
+    and ``set_rng_state`` act on it, as a worker process's act on its own global generator."""
 
     def __init__(self, generator: torch.Generator):
         super().__init__()
         self.generator = generator
+
+    def __enter__(self):
+        if getattr(_local, "drawing", None) is None:
+            _local.drawing = []
+        _local.drawing.append(self.generator)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            _local.drawing.pop()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:

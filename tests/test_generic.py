@@ -134,3 +134,33 @@ def test_worker_draws_leave_explicit_generators_and_other_devices_alone():
     expected = [torch.rand(2, generator=again), torch.randint(9, (2,), generator=again),
                 torch.empty(2).uniform_(generator=again), torch.randn_like(torch.zeros(2), generator=again)]
     _assert_same(drawn, expected)
+
+
+class Reseeding(Drawing):
+    """Reseeds per sample (a fixed augmentation per index), reads its worker's seed, forks the RNG."""
+
+    def __getitem__(self, i):
+        seed = torch.initial_seed()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1000 + i)
+            fixed = torch.rand(())
+        state = torch.get_rng_state()
+        drawn = torch.rand(())
+        torch.set_rng_state(state)
+        return i, seed, fixed, drawn, torch.rand(())
+
+
+def test_reseeding_inside_a_worker_stays_in_that_worker():
+    """torch.manual_seed / initial_seed / get_rng_state / set_rng_state in a loader thread act on its
+    worker's generator, as in a worker process: the training loop is never reseeded."""
+    def run(loader_class):
+        torch.manual_seed(0)
+        loader = loader_class(Reseeding(), batch_size=3, shuffle=True, num_workers=2)
+        seen = [(batch, torch.rand(())) for _ in range(2) for batch in loader]
+        return seen + [torch.get_rng_state()]
+
+    got = run(fastload.DataLoader)
+    _assert_same(got, run(TorchLoader))
+    batches = [item[0] for item in got[:-1]]
+    assert all(torch.equal(b[3], b[4]) for b in batches)  # set_rng_state put the worker's state back
+    assert torch.initial_seed() == 0
