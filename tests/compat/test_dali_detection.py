@@ -3,12 +3,13 @@ detection chain), on a tiny generated COCO set.
 
 Exact (same shape, dtype and values): fn.readers.coco's four outputs, sample for sample and in DALI's
 order, for ltrb / ratio / skip_empty / include_iscrowd / size_threshold / avoid_class_remapping / images,
-sharding and random_shuffle; bb_flip; paste and bbox_paste; box_encoder without offsets; random_bbox_crop's boxes,
-labels and indices for the window DALI drew (centroid rule and bbox_prune_threshold). Within a
+sharding and random_shuffle; bb_flip; paste and bbox_paste; box_encoder without offsets; image_slice
+(normalized, absolute and integer windows; its pixels equal DALI's on these JPEGs); random_bbox_crop's
+boxes, labels and indices for the window DALI drew (centroid rule and bbox_prune_threshold). Within a
 tolerance: box_encoder's offsets (1e-6 absolute: float32 logf). random_bbox_crop's windows are random
 (fastload's streams, not DALI's mt19937): checked by DALI's constraints and against DALI's distribution.
-image_slice: DALI's window shape exactly and DALI's pixels (measured: identical on these JPEGs).
-Refused by name: COCO masks, a fixed crop_shape, named slice arguments.
+The SSD chain through the reader's threads: DALI's shapes and dtypes. Refused by name: COCO masks, a
+fixed crop_shape, 3-D boxes, named slice arguments.
 """
 
 from __future__ import annotations

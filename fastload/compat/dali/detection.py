@@ -115,8 +115,8 @@ def readers_coco(*, file_root=None, annotations_file="", ltrb=False, ratio=False
                  polygon_masks=False, masks=False, pixelwise_masks=False, preprocessed_annotations="",
                  save_preprocessed_annotations=False, device="cpu", **hints):
     """``fn.readers.coco``: (encoded image, float32 boxes [M, 4], int32 labels [M][, int32 image id [1]]) per
-    sample, in DALI's reader order (fastload.order.ReaderOrder, as fn.readers.file: DALI's COCO loader is
-    its file loader over the annotated list).
+    sample, in the reader order fn.readers.file has (DALI's COCO loader is its file loader over the
+    annotated list: the same sharding, shuffle and padding).
 
     The reader is two ops: a ``readers.file`` op reading the files (so the pipeline runs it as its reader,
     sharding, shuffling and ``reader_meta`` included), whose hidden second output is the sample's place in
