@@ -8,11 +8,9 @@ Building the parser imports no torch (the subcommand that runs does), so
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from .._version import DISTRIBUTION, __version__
-from ..recipes import RECIPES
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -23,38 +21,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if "default" in text or action.default in (None, False, "", argparse.SUPPRESS):
             return text
         return super()._get_help_string(action)
-
-
-def open_source(data: str, transform=None, **options):
-    """A folder becomes a fastload.ImageFolder, a file a fastload.FileList; tar shards (``.tar`` paths,
-    brace patterns, globs or URLs) fastload.TarShards, and ``.tfrecord`` files fastload.TFRecords."""
-    from .. import FileList, ImageFolder, TarShards, TFRecords
-    if ".tar" in os.path.basename(data) and not os.path.isdir(data):
-        try:
-            return TarShards(data, transform, **options)
-        except (OSError, ValueError, NotImplementedError) as error:
-            raise SystemExit(f"fastload: {data}: {error}") from None
-    if "tfrecord" in os.path.basename(data).lower() and not os.path.isdir(data):
-        try:
-            return TFRecords(data, transform=transform, **options)
-        except (OSError, ValueError) as error:
-            raise SystemExit(f"fastload: {data}: {error}") from None
-    if os.path.isdir(data):
-        return ImageFolder(data, transform, **options)
-    if os.path.isfile(data):
-        try:
-            return FileList(data, transform=transform, **options)
-        except (ValueError, UnicodeDecodeError) as error:
-            raise SystemExit(f"fastload: {data}: not an image folder, and not a file list of 'path label' "
-                             f"lines ({error})") from None
-    raise SystemExit(f"fastload: {data}: no such folder or file list")
-
-
-def parse_device(name: str) -> str:
-    import torch
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit("fastload: --device cuda was asked for, but torch sees no CUDA device")
-    return name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,11 +48,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _subparser(**options) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(formatter_class=_HelpFormatter, **options)
-
-
-def add_recipe_argument(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument("--transform", default=default, choices=sorted(RECIPES),
-                        help=f"a built-in recipe (default: {default})")
 
 
 if __name__ == "__main__":

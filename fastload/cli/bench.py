@@ -24,7 +24,7 @@ import time
 from typing import Callable
 
 from .._version import install_hint
-from . import add_recipe_argument, open_source, parse_device
+from .common import add_recipe_argument, open_source, parse_device
 
 LOADERS = ("fastload", "torch", "torch-tvio")
 LOADER_HELP = ("fastload: fastload.DataLoader on fastload's source; torch: torch's DataLoader on "

@@ -28,7 +28,7 @@ import os
 import sys
 import time
 
-from . import open_source
+from .common import open_source
 
 _SOF_KINDS = {0xC0: "JPEG baseline", 0xC1: "JPEG extended", 0xC2: "JPEG progressive", 0xC3: "JPEG lossless",
               0xC9: "JPEG arithmetic", 0xCA: "JPEG progressive arithmetic", 0xCB: "JPEG lossless arithmetic"}

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import DecodeError
     from ..tarshards import TarShards, add_member
-    from . import open_source
+    from .common import open_source
     source = open_source(args.source)
     os.makedirs(args.out, exist_ok=True)
     total = len(source.samples)

@@ -13,7 +13,7 @@ import math
 import os
 import random
 
-from . import add_recipe_argument, open_source
+from .common import add_recipe_argument, open_source
 
 CAPTION = 30  # pixels of text under each sample
 GAP = 4

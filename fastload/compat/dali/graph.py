@@ -236,11 +236,11 @@ _install_operators()
 
 
 def constant(value, dtype=None, shape=None, layout=None, device=None) -> DataNode:
-    """A constant graph node: the same tensor for every sample."""
-    from .types import torch_dtype
+    """A constant graph node: the same tensor for every sample. ``dtype``: a torch dtype (``types.Constant``
+    takes DALI's types and converts them: the graph knows no DALI type names)."""
     tensor = torch.as_tensor(value)
     if dtype is not None:
-        tensor = tensor.to(torch_dtype(dtype))
+        tensor = tensor.to(dtype)
     elif tensor.dtype == torch.float64:
         tensor = tensor.float()  # DALI's constants are float32 unless asked
     elif tensor.dtype == torch.int64 and not isinstance(value, torch.Tensor):

@@ -12,6 +12,8 @@ import enum
 import numpy as np
 import torch
 
+from .graph import constant
+
 
 class DALIDataType(enum.Enum):
     NO_TYPE = -1
@@ -128,8 +130,8 @@ class BatchInfo:
 
 def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
     """A constant as a graph node (DALI's ``types.Constant``)."""
-    from .graph import constant
-    return constant(value, dtype=dtype, shape=shape, layout=layout, device=device)
+    return constant(value, dtype=None if dtype is None else torch_dtype(dtype), shape=shape, layout=layout,
+                    device=device)
 
 from .unsupported import refuse  # noqa: E402
 
