@@ -4,22 +4,7 @@ arguments), each the ``fn`` function of the same operator."""
 from __future__ import annotations
 
 from .. import detection, geometry, operators
-
-
-def legacy(name: str, function, positional: tuple[str, ...] = ()):
-    """A DALI ``ops`` class: ``name(**args)(*inputs, **more_args)`` is ``function(*inputs, **args, **more_args)``
-    (``positional``: the constructor arguments DALI also takes by position, ExternalSource's source)."""
-    def __init__(self, *args, **kwargs):
-        if len(args) > len(positional):
-            raise TypeError(f"ops.{name} takes at most {len(positional)} positional arguments")
-        self._args = {**dict(zip(positional, args)), **kwargs}
-
-    def __call__(self, *inputs, **args):
-        return function(*inputs, **{**self._args, **args})
-
-    return type(name, (), {"__init__": __init__, "__call__": __call__,
-                           "__doc__": f"DALI's ops.{name}: see {function.__module__}.{function.__name__}.",
-                           "__module__": __name__})
+from .classes import legacy
 
 
 FileReader = legacy("FileReader", operators.readers_file)

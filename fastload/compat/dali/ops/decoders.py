@@ -1,7 +1,7 @@
 """``ops.decoders``."""
 
 from .. import detection, operators
-from . import legacy
+from .classes import legacy
 
 Image = legacy("Image", operators.decoders_image)
 ImageRandomCrop = legacy("ImageRandomCrop", operators.decoders_image_random_crop)

@@ -1,7 +1,7 @@
 """``ops.random``."""
 
 from .. import operators
-from . import legacy
+from .classes import legacy
 
 CoinFlip = legacy("CoinFlip", operators.random_coin_flip)
 Uniform = legacy("Uniform", operators.random_uniform)

@@ -1,7 +1,7 @@
 """``ops.readers``."""
 
 from .. import detection, operators
-from . import legacy
+from .classes import legacy
 
 File = legacy("File", operators.readers_file)
 COCO = legacy("COCO", detection.readers_coco)
