@@ -138,6 +138,12 @@ def test_what_is_not_done_is_refused_by_name(coco):
         with pytest.raises(NotImplementedError, match="3-D"):
             ours.fn.random_bbox_crop(boxes, aspect_ratio=[0.5, 2, 0.5, 2, 0.5, 2])
 
+    def no_boxes(mod):  # DALI loops forever on it; fastload says why
+        boxes = mod.fn.external_source(source=lambda: [np.zeros((0, 4), np.float32)], batch=True)
+        return mod.fn.random_bbox_crop(boxes, allow_no_crop=False)[0]
+    with pytest.raises(RuntimeError, match="loop forever"):
+        run(ours, no_boxes, 1)
+
 
 # ------------------------------------------------------------------------------------------ box operators
 

@@ -268,6 +268,9 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
     ar_lo, ar_hi = F32(s.aspect_ratio[0]), F32(s.aspect_ratio[1])
     sc_lo, sc_hi = float(s.scaling[0]), float(s.scaling[1])
     limit = s.total_num_attempts if s.total_num_attempts > 0 else MAX_ATTEMPTS
+    if not len(boxes) and not s.allow_no_crop and s.total_num_attempts <= 0:
+        raise RuntimeError(f"{PREFIX}: fn.random_bbox_crop of a sample without boxes, with allow_no_crop=False and "
+                           f"no total_num_attempts: no window can keep a box, and DALI would loop forever")
     n = s.num_attempts
     count, best = 0, F32(-1.0)
     crop, kept, indices, success = np.array([0, 0, 1, 1], F32), boxes, np.arange(len(boxes)), False
