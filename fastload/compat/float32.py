@@ -82,7 +82,7 @@ def expf(x) -> np.ndarray:
 def _libm():
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        for name in ("sinf", "cosf"):
+        for name in ("sinf", "cosf", "tanf"):
             getattr(libm, name).restype, getattr(libm, name).argtypes = ctypes.c_float, [ctypes.c_float]
         return libm
     except (OSError, AttributeError):
@@ -90,7 +90,7 @@ def _libm():
 
 
 def libm_float(name: str, x) -> np.ndarray:
-    """The C library's float ``sinf``/``cosf`` (``name`` "sin" or "cos") elementwise, which DALI calls:
+    """The C library's float ``sinf``/``cosf``/``tanf`` (``name`` "sin", "cos" or "tan") elementwise, which DALI calls:
     glibc's are not always correctly rounded (10 of the 193 Lanczos table entries differ by one ulp from a
     rounded double sin). Falls back to the rounded double result where libm cannot be loaded."""
     x = np.asarray(x, dtype=F32)

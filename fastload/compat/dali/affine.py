@@ -10,8 +10,7 @@ order (the first first). ``crop`` maps a box onto a box. Angles are in degrees.
 
 The matrices are computed as DALI's transform.h computes them, in float32: the angle times
 float32(pi / 180), the C library's cosf/sinf, Rodrigues' terms in DALI's order, products term by term
-(``_matmul32``). They equal DALI's to the bit, but for a shear given by ``angles``, whose tan is the
-double tan rounded where DALI calls tanf (one ulp apart at some angles).
+(``_matmul32``). They equal DALI's to the bit (a shear's ``angles`` through glibc's tanf, as DALI).
 """
 
 from __future__ import annotations
@@ -160,9 +159,9 @@ def _shear(shear=None, angles=None, center=None, hint=None):
     if v.numel() not in (2, 6):
         raise NotImplementedError(f"fastload.compat.dali: fn.transforms.shear takes 2 values (2-D) or 6 (3-D), "
                                   f"got {v.numel()}")
-    if shear is None:  # DALI: tan of the float32 radians (tanf; the double tan rounded to float32 here)
+    if shear is None:  # DALI: tanf of the float32 radians
         v32 = np.asarray(v.numpy(), dtype=np.float32) * np.float32(math.pi / 180)
-        v = torch.from_numpy(np.tan(v32.astype(np.float64)).astype(np.float32)).double()
+        v = torch.from_numpy(libm_float("tan", v32)).double()
     s = v
     n = 2 if v.numel() == 2 else 3
     linear = torch.eye(n, dtype=torch.float64)
