@@ -19,6 +19,9 @@ Backends:
   name): torchvision's batched GPU decode, nvJPEG on CUDA builds and rocJPEG
   on ROCm builds, behind the same operator;
 * ``TorchCodecDecoder`` ("torchcodec"): TorchCodec's, an optional extra;
+* ``gpu_nvimgcodec.NvImageCodecDecoder`` ("nvimgcodec", "nvimgcodec-hw",
+  "nvimgcodec-hybrid"): nvImageCodec's, which reaches the GPU's hardware
+  JPEG engines, an optional extra (its own module);
 * ``CpuDecoder`` ("cpu"): no GPU decode; every file is decoded on the CPU.
 
 Whether a GPU backend works here is decided by capability, not by build
@@ -47,7 +50,8 @@ except ImportError:  # built without libjpeg headers
     _jpeg = None
 
 DECODE_DEVICES = ("auto", "cpu", "cuda")
-DECODER_NAMES = ("torchvision", "nvjpeg", "torchcodec", "cpu")  # the values ``decoder=`` takes (and None)
+# the values ``decoder=`` takes (and None)
+DECODER_NAMES = ("torchvision", "nvjpeg", "torchcodec", "nvimgcodec", "nvimgcodec-hw", "nvimgcodec-hybrid", "cpu")
 _ALIASES = {"nvjpeg": "torchvision"}  # the torchvision backend's name before it also ran on rocJPEG
 
 # What rocJPEG's hardware (VCN) path decodes: baseline JPEGs of at least 64x64 in these subsamplings.
@@ -332,7 +336,17 @@ def _exif_orientation(data: bytes) -> int | None:
         return None
 
 
-GPU_BACKENDS = (TorchvisionGpuDecoder, TorchCodecDecoder)  # in order of preference
+def nvimgcodec_backend(device, name: str = "nvimgcodec"):
+    """nvImageCodec's backend (``fastload.gpu_nvimgcodec``, imported here, on use: it imports this module)."""
+    from .gpu_nvimgcodec import NvImageCodecDecoder
+    return NvImageCodecDecoder(device, name)
+
+
+# in order of preference; with decoder="auto", every one that passes its probe is measured on the first batch
+GPU_BACKENDS = (TorchvisionGpuDecoder, TorchCodecDecoder, nvimgcodec_backend)
+# backends only a decoder= name asks for (the hardware-only and hybrid nvImageCodec configurations)
+NAMED_BACKENDS = {name: functools.partial(nvimgcodec_backend, name=name)
+                  for name in ("nvimgcodec-hw", "nvimgcodec-hybrid")}
 
 
 # ---------------------------------------------------------------- the choice
@@ -363,6 +377,8 @@ def choose_decoder(decode_device: str = "auto", device=None, max_pixels: int | N
     if decoder is not None:
         name = _ALIASES.get(decoder, decoder)
         backend = next((b for b in candidates if b.name == name), None)
+        if backend is None and backends is None and name in NAMED_BACKENDS:
+            backend = NAMED_BACKENDS[name](gpu_device)
         reason = "no such backend" if backend is None else backend.unavailable()
         if reason is not None:
             raise RuntimeError(f"decoder={decoder!r} is not available here: {reason}")
@@ -409,15 +425,17 @@ def pick_fastest(decoders: list, encoded: list, clock=None):
 
 
 def decode_batch(items: list[tuple[int, str, bytes]], decoder, fallback: Callable[[int], object],
-                 encoded: list | None = None) -> list:
+                 encoded: list | None = None, regions: list | None = None) -> list:
     """Decode (index, path, data) items: a (3, H, W) uint8 tensor or a DecodeError per item, in order.
 
     ``decoder`` takes the files it accepts as one batch; if it rejects the
-    batch, each of them alone; whatever it still refuses, ``fallback``
-    decodes: a function of an item's position in ``items`` that returns its
-    image or raises DecodeError. ``encoded``: every item's data as a uint8
-    tensor, when the caller has already checked that ``decoder`` accepts
-    them all.
+    batch, each of them alone; whatever it still refuses (or returns None
+    for, as nvImageCodec does per image), ``fallback`` decodes: a function
+    of an item's position in ``items`` that returns its image or raises
+    DecodeError. ``encoded``: every item's data as a uint8 tensor, when the
+    caller has already checked that ``decoder`` accepts them all.
+    ``regions``: with ``encoded``, per item None or the window (left, top,
+    right, bottom) to decode alone, for a decoder with ``decodes_regions``.
     """
     import torch
     results: list = [None] * len(items)
@@ -426,14 +444,18 @@ def decode_batch(items: list[tuple[int, str, bytes]], decoder, fallback: Callabl
     else:
         tried = [i for i, (_, _, data) in enumerate(items) if decoder.accepts(data)]
         encoded = [torch.frombuffer(bytearray(items[i][2]), dtype=torch.uint8) for i in tried]
+        regions = None
+
+    def decode(data: list, windows: list | None) -> list:
+        return decoder.decode_many(data) if windows is None else decoder.decode_many(data, windows)
     if tried:
         try:
-            for i, image in zip(tried, decoder.decode_many(encoded)):
+            for i, image in zip(tried, decode(encoded, regions)):
                 results[i] = image
         except Exception:  # one bad image fails the library's batch: retry each alone
-            for i, data in zip(tried, encoded):
+            for k, (i, data) in enumerate(zip(tried, encoded)):
                 try:
-                    results[i] = decoder.decode_many([data])[0]
+                    results[i] = decode([data], None if regions is None else [regions[k]])[0]
                 except Exception:
                     pass
     for i in range(len(items)):
