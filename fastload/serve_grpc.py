@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import time
 
-from .serve import ONE_INPUT, InferenceServer, RequestError, images_input, log, parse_bytes_tensor, raw_tensor
+from .serve_protocol import ONE_INPUT, RequestError, images_input, parse_bytes_tensor, raw_tensor
+
+log = logging.getLogger("fastload.serve")  # (serve.py's logger)
 
 try:
     import grpc
@@ -39,9 +42,9 @@ STATUS = {400: grpc.StatusCode.INVALID_ARGUMENT, 404: grpc.StatusCode.NOT_FOUND,
           413: grpc.StatusCode.RESOURCE_EXHAUSTED, 503: grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
-async def start_grpc(server: InferenceServer, host: str, port: int) -> tuple[grpc.aio.Server, int]:
-    """The gRPC server for ``server``, listening on host:port (0: any free port) on the running loop, and the
-    port it listens on."""
+async def start_grpc(server, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+    """The gRPC server for ``server`` (a ``fastload.serve.InferenceServer``), listening on host:port (0: any
+    free port) on the running loop, and the port it listens on."""
     options = [("grpc.max_receive_message_length", server.max_bytes),
                ("grpc.so_reuseport", 0)]  # (else a port another server holds is taken without an error)
     if server.timeout_s is not None:
@@ -105,7 +108,7 @@ def infer_images(request: pb.ModelInferRequest) -> list[bytes]:
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     """GRPCInferenceService answered from ``server``'s models (run on its event loop, as its REST handlers)."""
 
-    def __init__(self, server: InferenceServer):
+    def __init__(self, server):  # a fastload.serve.InferenceServer
         self.server = server
         self.rpcs = 0  # RPCs being answered
 

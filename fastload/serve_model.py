@@ -1,0 +1,270 @@
+"""A served model: a JSON pipeline, optionally followed by a classifier, behind its dynamic batcher (Triton's
+knobs), with Triton's statistics. Both of fastload serve's APIs (serve.py's REST server and serve_grpc.py)
+run requests through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .errors import DecodeError
+from .serve_protocol import DTYPES, RequestError
+
+def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
+    """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
+    (seeded); nothing is downloaded."""
+    import torchvision
+    known = torchvision.models.list_models()
+    if name not in known:
+        close = [m for m in known if m.startswith(name[:4])]
+        raise ValueError(f"unknown torchvision model {name!r}" + (f" (like it: {', '.join(close[:8])})" if close else
+                                                                  " (torchvision.models.list_models() lists them)"))
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = torchvision.models.get_model(name, weights=None)
+    except ValueError as error:
+        raise ValueError(f"unknown torchvision model {name!r} ({error})") from None
+    if weights is not None:
+        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def model_input(outputs: list[torch.Tensor]) -> torch.Tensor:
+    """Pipeline outputs (height, width, channels each) as the model's float NCHW batch."""
+    return torch.stack(outputs).permute(0, 3, 1, 2).float().contiguous(memory_format=torch.channels_last)
+
+
+def top5(logits: torch.Tensor) -> list[list[dict]]:
+    """Per row: the five most likely classes with their softmax probabilities."""
+    probabilities = logits.float().softmax(dim=1)
+    values, indices = probabilities.topk(min(5, probabilities.shape[1]), dim=1)
+    return [[{"class": int(i), "probability": float(v)} for v, i in zip(row_v, row_i)]
+            for row_v, row_i in zip(values, indices)]
+
+
+class Batcher:
+    """One thread that runs ``process`` on batches of the items submitted to it (Triton's dynamic batcher):
+    it takes the first waiting item, then more until ``max_batch`` items, or a preferred batch size with
+    nothing more waiting, or ``max_wait_ms`` after the first, and answers each item's Future with its element
+    of ``process(items)`` (an exception there is raised by that item's Future alone, one raised by ``process``
+    by every Future of the batch). ``stats`` records each batch's size, queue and compute times."""
+
+    def __init__(self, process: Callable[[list], list], max_batch: int = 8, max_wait_ms: float = 5.0,
+                 preferred: tuple[int, ...] = (), stats: "ModelStats | None" = None):
+        if max_batch < 1 or max_wait_ms < 0 or any(not 1 <= p <= max_batch for p in preferred):
+            raise ValueError("max_batch must be positive, max_wait_ms not negative, preferred sizes in "
+                             "[1, max_batch]")
+        self.process, self.max_batch, self.max_wait = process, max_batch, max_wait_ms / 1000
+        self.preferred = frozenset(preferred)
+        self.stats = stats
+        self.batches = 0  # how many batches ran (for tests and /health)
+        self._queue: queue.Queue = queue.Queue()
+        self._closed, self._closing = False, threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, item) -> Future:
+        """``item``'s Future; a RuntimeError once closed (nothing would answer it)."""
+        future: Future = Future()
+        with self._closing:
+            if self._closed:
+                raise RuntimeError("closed (the model was unloaded)")
+            self._queue.put((item, future, time.perf_counter_ns()))
+        return future
+
+    def close(self) -> None:
+        """Answer everything submitted so far, then stop the thread."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        closing = False
+        while not closing:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch, deadline = [first], time.monotonic() + self.max_wait
+            while len(batch) < self.max_batch:
+                if len(batch) in self.preferred and self._queue.empty():
+                    break
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    closing = True
+                    break
+                batch.append(item)
+            self._answer(batch)
+
+    def _answer(self, batch: list) -> None:
+        started = time.perf_counter_ns()
+        try:
+            with torch.inference_mode():
+                results = self.process([item for item, _, _ in batch])
+            self.batches += 1
+        except Exception as error:  # process failed: every request of the batch gets the error
+            results = [error] * len(batch)
+        if len(results) != len(batch):  # a broken process: no Future may wait forever
+            results = [RuntimeError(f"{len(results)} results for a batch of {len(batch)}")] * len(batch)
+        if self.stats is not None:
+            self.stats.batch(len(batch), sum(started - t for _, _, t in batch), time.perf_counter_ns() - started)
+        for (_, future, _), result in zip(batch, results):
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+
+@dataclass
+class ModelStats:
+    """Triton's statistics for one model (nanoseconds): requests answered and failed, images run, batches run,
+    and time queued (per image, summed) and computing (per batch). compute_input is a request's decoding (its
+    images decoded in the pool: the input tensors made), compute_output the encoding of its answer, each per
+    request; both happen per request outside the batch, so batch_stats carry compute_infer alone."""
+    success: list = field(default_factory=lambda: [0, 0])  # count, ns (whole request)
+    fail: list = field(default_factory=lambda: [0, 0])
+    queue: list = field(default_factory=lambda: [0, 0])
+    compute: list = field(default_factory=lambda: [0, 0])
+    compute_input: list = field(default_factory=lambda: [0, 0])
+    compute_output: list = field(default_factory=lambda: [0, 0])
+    inferences: int = 0
+    executions: int = 0
+    last_inference_ms: int = 0
+    batches: dict = field(default_factory=dict)  # batch size -> [count, ns]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def batch(self, size: int, queued_ns: int, compute_ns: int) -> None:
+        with self.lock:
+            self.inferences += size
+            self.executions += 1
+            self.queue[0] += size
+            self.queue[1] += queued_ns
+            self.compute[0] += size
+            self.compute[1] += compute_ns
+            counts = self.batches.setdefault(size, [0, 0])
+            counts[0] += 1
+            counts[1] += compute_ns
+            self.last_inference_ms = int(time.time() * 1000)
+
+    def request(self, ok: bool, ns: int) -> None:
+        self._add(self.success if ok else self.fail, ns)
+
+    @contextlib.contextmanager
+    def counted(self):
+        """A request, from here to the block's end: a success, or a failure if the block raises."""
+        started, ok = time.perf_counter_ns(), False
+        try:
+            yield
+            ok = True
+        finally:
+            self.request(ok, time.perf_counter_ns() - started)
+
+    def made_input(self, ns: int) -> None:
+        self._add(self.compute_input, ns)
+
+    def made_output(self, ns: int) -> None:
+        self._add(self.compute_output, ns)
+
+    def _add(self, counts: list, ns: int) -> None:
+        with self.lock:
+            counts[0] += 1
+            counts[1] += ns
+
+    def as_json(self, name: str, version: str) -> dict:
+        def duration(pair):
+            return {"count": pair[0], "ns": pair[1]}
+        with self.lock:
+            zero = {"count": 0, "ns": 0}
+            return {"name": name, "version": version, "last_inference": self.last_inference_ms,
+                    "inference_count": self.inferences, "execution_count": self.executions,
+                    "inference_stats": {"success": duration(self.success), "fail": duration(self.fail),
+                                        "queue": duration(self.queue),
+                                        "compute_input": duration(self.compute_input),
+                                        "compute_infer": duration(self.compute),
+                                        "compute_output": duration(self.compute_output)},
+                    "batch_stats": [{"batch_size": size, "compute_input": zero,
+                                     "compute_infer": duration(pair), "compute_output": zero}
+                                    for size, pair in sorted(self.batches.items())]}
+
+
+class Model:
+    """A served model: a JsonPipeline, optionally followed by a classifier, behind its dynamic batcher.
+
+    Args:
+        name: the model's name in the API.
+        pipeline: a ``JsonPipeline``.
+        classifier: a torch module (float NCHW in, logits out), or None for the pipeline alone.
+        max_batch_size, max_queue_delay_us, preferred_batch_size: Triton's dynamic batching knobs (a request
+            of more images than max_batch_size is refused, as Triton does).
+    """
+
+    version = "1"
+
+    def __init__(self, name: str, pipeline, classifier: torch.nn.Module | None = None, max_batch_size: int = 8,
+                 max_queue_delay_us: float = 5000, preferred_batch_size: tuple[int, ...] = ()):
+        self.name, self.pipeline, self.classifier, self.max_batch_size = name, pipeline, classifier, max_batch_size
+        self.stats = ModelStats()
+        self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
+                               self.stats)
+        if classifier is None:
+            self.output = ("output", DTYPES.get(pipeline.output_dtype, "FP32"), [-1, *pipeline.output_shape])
+        else:
+            with torch.inference_mode():
+                dummy = torch.zeros(pipeline.output_shape).to(pipeline.device)
+                classes = classifier(model_input([dummy])).shape[1]
+            self.output = ("probabilities", "FP32", [-1, classes])
+
+    def metadata(self) -> dict:
+        name, dtype, shape = self.output
+        return {"name": self.name, "versions": [self.version], "platform": "fastload_json_pipeline" +
+                ("+torchvision" if self.classifier is not None else ""),
+                "inputs": [{"name": "images", "datatype": "BYTES", "shape": [-1]}],
+                "outputs": [{"name": name, "datatype": dtype, "shape": shape}]}
+
+    def answer(self, results: list, wanted: list[tuple[str | None, object]]) -> list[tuple[str, str, list, object]]:
+        """A request's outputs, on either protocol: ``results`` (the batcher's, one an image) as each requested
+        output (``wanted``: its name and its ``classification`` parameter, 0 for none; empty: the model's
+        output), as (name, datatype, shape, the batch or, with classification k, the top k of each row as
+        BYTES ``"probability:class"`` strings)."""
+        name, dtype, shape = self.output
+        batch = torch.stack(results)
+        answers = []
+        for requested, k in wanted or [(name, 0)]:
+            if requested != name:
+                raise RequestError(400, f"model {self.name!r} has one output, {name!r}")
+            if k:
+                if self.classifier is None or not isinstance(k, int) or k < 1:
+                    raise RequestError(400, "classification: a positive class count, on a classifier's output")
+                values, indices = batch.topk(min(k, batch.shape[1]), dim=1)
+                strings = [f"{v:f}:{i}".encode() for row_v, row_i in zip(values.tolist(), indices.tolist())
+                           for v, i in zip(row_v, row_i)]
+                answers.append((name, "BYTES", [len(results), values.shape[1]], strings))
+            else:
+                answers.append((name, dtype, [len(results), *shape[1:]], batch))
+        return answers
+
+    def _process(self, items: list[tuple[str, torch.Tensor]]) -> list:
+        """(name, decoded image) each: the pipeline's output (or probabilities) each, or its DecodeError."""
+        outputs = self.pipeline._process([(i, name, image) for i, (name, image) in enumerate(items)])
+        if self.classifier is None:
+            return outputs
+        good = [out for out in outputs if not isinstance(out, DecodeError)]
+        probabilities = iter(self.classifier(model_input(good)).float().softmax(dim=1).cpu() if good else [])
+        return [out if isinstance(out, DecodeError) else next(probabilities) for out in outputs]
+
+    def close(self) -> None:
+        self.batcher.close()
