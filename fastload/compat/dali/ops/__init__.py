@@ -3,7 +3,7 @@ arguments), each the ``fn`` function of the same operator."""
 
 from __future__ import annotations
 
-from .. import detection, geometry, operators
+from .. import detection, effects, geometry, operators
 from .classes import legacy
 
 
@@ -39,6 +39,10 @@ Slice = legacy("Slice", geometry.slice)
 Pad = legacy("Pad", geometry.pad)
 PeekImageShape = legacy("PeekImageShape", geometry.peek_image_shape)
 ColorSpaceConversion = legacy("ColorSpaceConversion", geometry.color_space_conversion)
+Erase = legacy("Erase", effects.erase)
+Water = legacy("Water", effects.water)
+Sphere = legacy("Sphere", effects.sphere)
+JpegCompressionDistortion = legacy("JpegCompressionDistortion", effects.jpeg_compression_distortion)
 
 from . import decoders, random, readers  # noqa: E402,F401
 
