@@ -64,10 +64,33 @@ def test_map_style_draws_order_and_global_rng_are_torchs(workers):
         assert [batch[0][1].tolist() for batch in got[:4]] == [[0] * 3, [1] * 3, [0] * 3, [1]]
 
 
+class Labeled(Dataset):
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return torch.full((3, 4, 4), float(i)), i % 3
+
+
+MIX = v2.RandomChoice([v2.MixUp(num_classes=3), v2.CutMix(num_classes=3)])
+
+
+def _mix_up_or_cut_mix(items):
+    """torchvision's recipe: MixUp or CutMix on the collated batch, in collate_fn."""
+    return MIX(*torch.utils.data.default_collate(items))
+
+
 def test_draws_in_collate_fn_and_without_auto_collation_are_torchs():
     for kwargs in (dict(batch_size=4, num_workers=2, collate_fn=_collate_and_mix),
                    dict(batch_size=None, num_workers=2, shuffle=True)):
         _assert_same(_epochs(fastload.DataLoader, epochs=1, **kwargs), _epochs(TorchLoader, epochs=1, **kwargs))
+
+    def mixed(loader_class):
+        torch.manual_seed(0)
+        loader = loader_class(Labeled(), batch_size=4, num_workers=2, collate_fn=_mix_up_or_cut_mix)
+        return list(loader) + [torch.get_rng_state()]
+
+    _assert_same(mixed(fastload.DataLoader), mixed(TorchLoader))
 
 
 def _reseed(worker_id):
