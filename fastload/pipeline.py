@@ -59,11 +59,22 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+import torch
+
 from .errors import StuckThreadWarning
 
 _LIVE: "weakref.WeakSet[ThreadPipeline]" = weakref.WeakSet()
 _COUNTER = itertools.count()
 THREAD_PREFIX = "fastload-"
+
+
+def _one_intra_op_thread() -> None:
+    """Torch ops in this loader thread run on it alone, as torch runs them in its worker processes and its
+    pin-memory thread (each calls torch.set_num_threads(1)): N loader threads each fanning an op out to
+    every core oversubscribe the machine -- a DALI resize took 934 ms a sample that way, 51 ms on one thread.
+    With torch's OpenMP backend the setting is the calling thread's; it also becomes the default of
+    threads that start using torch later, as after torch's pin-memory thread."""
+    torch.set_num_threads(1)
 END = object()  # a job output meaning "the data ran out": iteration stops there
 SKIP = object()  # a job output meaning "nothing here": iteration goes on with the next job
 # How long close() waits for the threads in all when the loader's timeout is 0 (no limit on a batch): a
@@ -206,6 +217,7 @@ class ThreadPipeline:
                 target=self._finish_in_order, args=(self._finishing, self._finish_ahead, self._busy),
                 name=f"{THREAD_PREFIX}{pipeline_id}-finish", daemon=True))
         _LIVE.add(self)
+        torch.get_num_threads()  # this thread's intra-op threads set up before the workers lower the default
         for thread in self._threads:
             thread.start()
         self._init_error = self._inits.wait(timeout)
@@ -214,6 +226,7 @@ class ThreadPipeline:
     def _work(tasks: queue.SimpleQueue, thread_init, index: int, inits: "_Inits", busy: list) -> None:
         # A staticmethod holding only the queues: a running thread must not keep
         # the pipeline alive, or garbage collection could never close it.
+        _one_intra_op_thread()
         if thread_init is not None:
             busy[index] = "worker_init_fn"
             try:
@@ -237,6 +250,7 @@ class ThreadPipeline:
 
     @staticmethod
     def _finish_in_order(jobs: queue.SimpleQueue, ahead: threading.Semaphore, busy: list) -> None:
+        _one_intra_op_thread()
         while True:
             job = jobs.get()
             if job is None:

@@ -38,6 +38,22 @@ def test_outputs_in_order_and_threads_joined_on_exhaustion(threads):
     assert not fastload_threads()
 
 
+def test_torch_ops_in_loader_threads_run_on_one_thread_as_in_torchs_workers():
+    """torch's workers and pin-memory thread call torch.set_num_threads(1); the loader threads do too (else N
+    threads each fan an op out to every core), and the thread that made the pipeline keeps its own count."""
+    before = torch.get_num_threads()
+    seen = []
+
+    def job(n):
+        def task(report):
+            seen.append(torch.get_num_threads())
+            return n
+        return Job([task], lambda results: results[0])
+
+    assert list(ThreadPipeline((job(n) for n in range(6)), 2, max_in_flight=2)) == list(range(6))
+    assert seen == [1] * 6 and torch.get_num_threads() == before
+
+
 def test_break_then_garbage_collection_joins_threads():
     pipeline = ThreadPipeline(jobs(100, delay=0.001), 2, max_in_flight=4)
     for output in pipeline:
