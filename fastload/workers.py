@@ -307,7 +307,7 @@ class WorkerDraws(TorchFunctionMode):
         finally:
             _local.drawing.pop()
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, kinds, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
         if func in RANDOM and kwargs.get("generator") is None and _draws_on_cpu(args, kwargs):
