@@ -2,10 +2,16 @@
 
 torchvision augments one sample and one operation at a time, each reading
 and writing the whole image. ``augment_batch`` launches one Triton program
-per tile of output pixels of each image; a program reads, for each of its
-output pixels, the source pixels its antialiased bilinear filter covers,
-and runs crop, resize, flips, the color operations, grayscale, normalize,
-dtype and layout on them in registers before the single write. Contrast
+per tile of output pixels (rows by columns) of each image, and runs crop,
+resize, flips, the color operations, grayscale, normalize, dtype and layout
+in registers before the single write. The antialiased bilinear resize is
+separable: a small first launch (``_taps_kernel``) writes each image's
+filter taps once, per output row and per output column (first source
+row or column, count, weights); a tile then filters each source row its
+rows reach once horizontally and adds it into each of its output rows with
+that row's vertical weight, so a pixel costs about (source rows per output
+row) x (horizontal taps) gathers, not (vertical taps) x (horizontal taps),
+and no weight is computed twice. Contrast
 needs the mean gray level of the whole image at its point in the chain, so
 a plan with contrast runs the same kernel once more first, in a mode that
 only writes per-tile partial sums (summed in a fixed order: deterministic).
@@ -375,6 +381,10 @@ def finish_reference(levels: torch.Tensor, ops: torch.Tensor, factors: torch.Ten
 
 if triton is not None:
 
+    # The color operation ids as the kernel reads them: a jit function sees only constexpr globals.
+    OP_BRIGHTNESS, OP_CONTRAST, OP_SATURATION, OP_HUE, OP_GRAYSCALE = (
+        tl.constexpr(op) for op in (BRIGHTNESS, CONTRAST, SATURATION, HUE, GRAYSCALE))
+
     @triton.jit
     def _round_half_even(x):
         down = tl.floor(x)
@@ -437,11 +447,60 @@ if triton is not None:
         return red, green, blue
 
     @triton.jit
-    def _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, ANTIALIAS: tl.constexpr,
-                  BLOCK: tl.constexpr):
-        """torchvision's resized_crop (bilinear, antialias=ANTIALIAS) of image n at output pixels (oy, ox), in
-        float. Without antialiasing the filter keeps its one-pixel support when shrinking: torch's plain
-        bilinear (two taps, edges clamped -- the renormalized weights at an edge are the clamp's)."""
+    def _taps_kernel(boxes, windows, starts, sizes, weights, out_h, out_w, width, ANTIALIAS: tl.constexpr,
+                     BLOCK: tl.constexpr):
+        """The resize's filter taps, once per image and axis (program (n, 0): the output rows; (n, 1): the
+        columns): for each output row or column of the window, its first crop row or column (``starts``), how
+        many it reads (``sizes``, 0 outside the resized image) and their weights (``weights``, ``width`` a
+        line, zeros past ``sizes``). torch's antialiased bilinear weights (_compute_indices_min_size_weights_aa)
+        in its float32 steps; without antialiasing the filter keeps its one-pixel support when shrinking:
+        torch's plain bilinear (two taps, edges clamped -- the renormalized weights at an edge are the clamp's)."""
+        n = tl.program_id(0).to(tl.int64)
+        axis = tl.program_id(1)  # 0: rows (y), 1: columns (x)
+        crop = tl.load(boxes + n * 4 + 2 + axis)
+        resize = tl.load(windows + n * 4 + axis)
+        offset = tl.load(windows + n * 4 + 2 + axis)
+        length = tl.where(axis == 0, out_h, out_w)
+        line0 = n * (out_h + out_w) + tl.where(axis == 0, 0, out_h)
+        # Divisions rounded to nearest (Triton's default on a GPU is approximate): once per image and line,
+        # and then the GPU's taps are the CPU's (``taps_reference``) to the bit.
+        scale = tl.math.div_rn(crop.to(tl.float32), resize.to(tl.float32))
+        if ANTIALIAS:
+            support = tl.where(scale >= 1.0, scale, 1.0)
+            inv = tl.where(scale >= 1.0, tl.math.div_rn(tl.full([], 1.0, tl.float32), scale), 1.0)
+        else:  # scalars of the same type as in the antialiased branch
+            support = scale * 0.0 + 1.0
+            inv = support
+        taps = (2.0 * support).to(tl.int32) + 2
+        for first in range(0, length, BLOCK):
+            o = first + tl.arange(0, BLOCK)
+            valid = o < length
+            i = o + offset  # the position in the resized image
+            inside = valid & (i >= 0) & (i < resize)
+            center = scale * (i.to(tl.float32) + 0.5)
+            lo = tl.maximum((center - support + 0.5).to(tl.int32), 0)
+            size = tl.minimum((center + support + 0.5).to(tl.int32), crop) - lo
+            total = tl.zeros([BLOCK], tl.float32)
+            for k in range(0, taps):
+                w = tl.maximum(1.0 - tl.abs((k + lo - center + 0.5) * inv), 0.0)
+                total += tl.where(k < size, w, 0.0)
+            total = tl.where(total != 0.0, total, 1.0)
+            line = line0 + o
+            for k in range(0, width):
+                w = tl.math.div_rn(tl.maximum(1.0 - tl.abs((k + lo - center + 0.5) * inv), 0.0), total)
+                tl.store(weights + line * width + k, tl.where(inside & (k < size), w, 0.0), mask=valid)
+            tl.store(starts + line, tl.where(inside, lo, 0), mask=valid)
+            tl.store(sizes + line, tl.where(inside, size, 0), mask=valid)
+
+    @triton.jit
+    def _resample(src_ptrs, src_meta, boxes, starts, sizes, weights, width, n, oy, ox, rows_ok, cols_ok,
+                  out_h, out_w, ANTIALIAS: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr):
+        """torchvision's resized_crop of image n at a tile of output pixels, rows ``oy`` (TH) by columns ``ox``
+        (TW), in float, through the taps ``_taps_kernel`` wrote. Separable: each crop row the tile's filters
+        reach is filtered horizontally once, into registers, and added into every output row of the tile with
+        that row's vertical weight (zero for the rows it does not reach). The sums run in torch's order --
+        the horizontal sum of each row over its taps, then those over the rows -- and adding a zero-weighted
+        row adds an exact zero, so each pixel is the per-pixel filter's value to the bit."""
         # This image: where it is, its size, channels and strides (in elements).
         src = tl.load(src_ptrs + n).to(tl.pointer_type(tl.uint8))
         image_h = tl.load(src_meta + n * 6 + 0)
@@ -453,69 +512,54 @@ if triton is not None:
         green_at = tl.where(channels == 3, stride_c, 0)  # a gray image reads as RGB with equal channels
         top = tl.load(boxes + n * 4 + 0).to(tl.int64)
         left = tl.load(boxes + n * 4 + 1).to(tl.int64)
-        crop_h = tl.load(boxes + n * 4 + 2)
-        crop_w = tl.load(boxes + n * 4 + 3)
 
-        # The output is the window at (off_y, off_x) of the box resized to (resize_h, resize_w); zeros outside.
-        resize_h = tl.load(windows + n * 4 + 0)
-        resize_w = tl.load(windows + n * 4 + 1)
-        oy = oy + tl.load(windows + n * 4 + 2)
-        ox = ox + tl.load(windows + n * 4 + 3)
-        inside = valid & (oy >= 0) & (oy < resize_h) & (ox >= 0) & (ox < resize_w)
+        row_line = n * (out_h + out_w) + oy
+        col_line = n * (out_h + out_w) + out_h + ox
+        y0 = tl.load(starts + row_line, mask=rows_ok, other=0)
+        ny = tl.load(sizes + row_line, mask=rows_ok, other=0)
+        x0 = tl.load(starts + col_line, mask=cols_ok, other=0)
+        nx = tl.load(sizes + col_line, mask=cols_ok, other=0)
+        # The crop rows the tile reads (none where it is all outside the resized image), and its widest filter.
+        first = tl.min(tl.where(ny > 0, y0, 2147483647), axis=0)
+        last = tl.max(tl.where(ny > 0, y0 + ny, 0), axis=0)
+        taps_x = tl.max(nx, axis=0)
+        # Per column, the taps inside the image, [k_lo, k_hi): the crop's columns outside it read zeros.
+        sx0 = left + x0
+        k_lo = tl.maximum(-sx0, 0)
+        k_hi = tl.minimum(image_w - sx0, nx)
+        col_at = sx0 * stride_x
+        col_w = weights + col_line * width
+        row_w = weights + row_line * width
+        blue_at = 2 * green_at
 
-        # torch's antialiased bilinear weights (_compute_indices_min_size_weights_aa), per axis.
-        scale_y = crop_h.to(tl.float32) / resize_h
-        scale_x = crop_w.to(tl.float32) / resize_w
-        if ANTIALIAS:
-            support_y = tl.where(scale_y >= 1.0, scale_y, 1.0)
-            support_x = tl.where(scale_x >= 1.0, scale_x, 1.0)
-            inv_y = tl.where(scale_y >= 1.0, 1.0 / scale_y, 1.0)
-            inv_x = tl.where(scale_x >= 1.0, 1.0 / scale_x, 1.0)
-        else:  # scalars of the same type as in the antialiased branch
-            support_y = scale_y * 0.0 + 1.0
-            support_x = scale_x * 0.0 + 1.0
-            inv_y = support_y
-            inv_x = support_x
-        center_y = scale_y * (oy.to(tl.float32) + 0.5)
-        center_x = scale_x * (ox.to(tl.float32) + 0.5)
-        ymin = tl.maximum((center_y - support_y + 0.5).to(tl.int32), 0)
-        ysize = tl.minimum((center_y + support_y + 0.5).to(tl.int32), crop_h) - ymin
-        xmin = tl.maximum((center_x - support_x + 0.5).to(tl.int32), 0)
-        xsize = tl.minimum((center_x + support_x + 0.5).to(tl.int32), crop_w) - xmin
-        taps_y = (2.0 * support_y).to(tl.int32) + 2
-        taps_x = (2.0 * support_x).to(tl.int32) + 2
-        total_y = tl.zeros([BLOCK], tl.float32)
-        for ky in range(0, taps_y):
-            w = tl.maximum(1.0 - tl.abs((ky + ymin - center_y + 0.5) * inv_y), 0.0)
-            total_y += tl.where(ky < ysize, w, 0.0)
-        total_x = tl.zeros([BLOCK], tl.float32)
-        for kx in range(0, taps_x):
-            w = tl.maximum(1.0 - tl.abs((kx + xmin - center_x + 0.5) * inv_x), 0.0)
-            total_x += tl.where(kx < xsize, w, 0.0)
-        total_y = tl.where(total_y != 0.0, total_y, 1.0)
-        total_x = tl.where(total_x != 0.0, total_x, 1.0)
-
-        r = tl.zeros([BLOCK], tl.float32)
-        g = tl.zeros([BLOCK], tl.float32)
-        b = tl.zeros([BLOCK], tl.float32)
-        for ky in range(0, taps_y):
-            wy = tl.maximum(1.0 - tl.abs((ky + ymin - center_y + 0.5) * inv_y), 0.0) / total_y
-            sy = (top + ymin + ky).to(tl.int64)
-            row_ok = inside & (ky < ysize) & (sy >= 0) & (sy < image_h)
-            row_r = tl.zeros([BLOCK], tl.float32)
-            row_g = tl.zeros([BLOCK], tl.float32)
-            row_b = tl.zeros([BLOCK], tl.float32)
-            for kx in range(0, taps_x):
-                wx = tl.maximum(1.0 - tl.abs((kx + xmin - center_x + 0.5) * inv_x), 0.0) / total_x
-                sx = (left + xmin + kx).to(tl.int64)
-                ok = row_ok & (kx < xsize) & (sx >= 0) & (sx < image_w)
-                at = src + sy * stride_y + sx * stride_x
-                row_r += wx * tl.load(at, mask=ok, other=0).to(tl.float32)
-                row_g += wx * tl.load(at + green_at, mask=ok, other=0).to(tl.float32)
-                row_b += wx * tl.load(at + 2 * green_at, mask=ok, other=0).to(tl.float32)
-            r += wy * row_r
-            g += wy * row_g
-            b += wy * row_b
+        r = tl.zeros([TH, TW], tl.float32)
+        g = r
+        b = r
+        zero_row = tl.zeros([TW], tl.float32)  # made once: each tl.zeros call is slow in the interpreter
+        for y in range(first, last):
+            ky = y - y0
+            reached = (ky >= 0) & (ky < ny)
+            # Antialiased filters overlap (every row between first and last is read); plain bilinear ones
+            # shrinking skip rows, which are not filtered.
+            readers = 1 if ANTIALIAS else tl.max(reached.to(tl.int32), axis=0)
+            if readers > 0:
+                sy = top + y
+                hi = tl.where((sy >= 0) & (sy < image_h), k_hi, 0)  # a row outside the image reads zeros
+                at = src + sy * stride_y + col_at
+                row_r = zero_row
+                row_g = zero_row
+                row_b = zero_row
+                for kx in range(0, taps_x):
+                    wx = tl.load(col_w + kx, mask=cols_ok, other=0.0)
+                    ok = (kx >= k_lo) & (kx < hi)
+                    row_r += wx * tl.load(at, mask=ok, other=0).to(tl.float32)
+                    row_g += wx * tl.load(at + green_at, mask=ok, other=0).to(tl.float32)
+                    row_b += wx * tl.load(at + blue_at, mask=ok, other=0).to(tl.float32)
+                    at += stride_x
+                wy = tl.load(row_w + ky, mask=reached, other=0.0)[:, None]
+                r += wy * row_r[None, :]
+                g += wy * row_g[None, :]
+                b += wy * row_b[None, :]
         return r, g, b
 
     @triton.jit
@@ -574,32 +618,32 @@ if triton is not None:
 
     @triton.jit
     def _augment_kernel(
-        src_ptrs, src_meta, boxes, windows, flips, ops, factors, partials, scale_ptr, shift_ptr,
-        out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
+        src_ptrs, src_meta, boxes, starts, sizes, weights, taps_width, flips, ops, factors, partials, scale_ptr,
+        shift_ptr, out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
         mid, mid_h, mid_w, matrices, fill,
         SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
         QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
         WARP: tl.constexpr, NEAREST: tl.constexpr, HAS_FILL: tl.constexpr, ANTIALIAS: tl.constexpr,
-        TILES: tl.constexpr, BLOCK: tl.constexpr,
+        TILES: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr,
     ):
         tile = tl.program_id(0).to(tl.int64)
         n = tl.program_id(1).to(tl.int64)
         BOUND: tl.constexpr = 255.0 if QUANTIZE else 1.0
 
-        pixel = tile * BLOCK + tl.arange(0, BLOCK)
-        valid = pixel < out_h * out_w
-        oy = pixel // out_w
-        ox = pixel % out_w
-        if FLIPS:  # flips act on the resized (or warped) image: read the mirrored output position
-            hflip = tl.load(flips + n * 2 + 0)
-            vflip = tl.load(flips + n * 2 + 1)
-            ox = tl.where(hflip != 0, out_w - 1 - ox, ox)
-            oy = tl.where(vflip != 0, out_h - 1 - oy, oy)
+        # A tile of TH rows by TW columns of the resized (or warped) image, before the flips.
+        tiles_x = tl.cdiv(out_w, TW)
+        oy = (tile // tiles_x) * TH + tl.arange(0, TH)
+        ox = (tile % tiles_x) * TW + tl.arange(0, TW)
+        rows_ok = oy < out_h
+        cols_ok = ox < out_w
+        valid = rows_ok[:, None] & cols_ok[None, :]
 
         if WARP:  # the resized batch was written to ``mid`` by a first launch; sample it through the map
-            r, g, b = _warp(mid, mid_h, mid_w, matrices, fill, n, oy, ox, valid, NEAREST, HAS_FILL)
+            r, g, b = _warp(mid, mid_h, mid_w, matrices, fill, n, oy[:, None], ox[None, :], valid, NEAREST,
+                            HAS_FILL)
         else:
-            r, g, b = _resample(src_ptrs, src_meta, boxes, windows, n, oy, ox, valid, ANTIALIAS, BLOCK)
+            r, g, b = _resample(src_ptrs, src_meta, boxes, starts, sizes, weights, taps_width, n, oy, ox, rows_ok,
+                                cols_ok, out_h, out_w, ANTIALIAS, TH, TW)
         if QUANTIZE:  # torchvision rounds a resized (or warped) uint8 image back to uint8
             r = _round_half_even(r)
             g = _round_half_even(g)
@@ -609,7 +653,7 @@ if triton is not None:
             g = g * (1.0 / 255.0)
             b = b * (1.0 / 255.0)
 
-        partial = tl.sum(tl.zeros([BLOCK], tl.float32), axis=0)
+        partial = tl.sum(tl.sum(tl.zeros([TH, TW], tl.float32), axis=1), axis=0)
         if HAS_CONTRAST and not MEAN_PASS:
             sums = tl.load(partials + n * n_tiles + tl.arange(0, TILES), mask=tl.arange(0, TILES) < n_tiles,
                            other=0.0)
@@ -619,7 +663,7 @@ if triton is not None:
         for slot in tl.static_range(SLOTS):
             op = tl.load(ops + n * SLOTS + slot)
             factor = tl.load(factors + n * SLOTS + slot)
-            if op == 0:  # brightness
+            if op == OP_BRIGHTNESS:
                 r = tl.minimum(tl.maximum(r * factor, 0.0), BOUND)
                 g = tl.minimum(tl.maximum(g * factor, 0.0), BOUND)
                 b = tl.minimum(tl.maximum(b * factor, 0.0), BOUND)
@@ -627,20 +671,20 @@ if triton is not None:
                     r = tl.floor(r)
                     g = tl.floor(g)
                     b = tl.floor(b)
-            elif op == 1:  # contrast, around the mean gray level of the whole image
+            elif op == OP_CONTRAST:  # around the mean gray level of the whole image
                 if MEAN_PASS:
-                    partial = tl.sum(tl.where(valid, _gray_level(r, g, b, QUANTIZE), 0.0), axis=0)
+                    partial = tl.sum(tl.sum(tl.where(valid, _gray_level(r, g, b, QUANTIZE), 0.0), axis=1), axis=0)
                 r = _blend_values(r, mean, factor, BOUND, QUANTIZE)
                 g = _blend_values(g, mean, factor, BOUND, QUANTIZE)
                 b = _blend_values(b, mean, factor, BOUND, QUANTIZE)
-            elif op == 2:  # saturation
+            elif op == OP_SATURATION:
                 gray = _gray_level(r, g, b, QUANTIZE)
                 r = _blend_values(r, gray, factor, BOUND, QUANTIZE)
                 g = _blend_values(g, gray, factor, BOUND, QUANTIZE)
                 b = _blend_values(b, gray, factor, BOUND, QUANTIZE)
-            elif op == 3:  # hue
+            elif op == OP_HUE:
                 r, g, b = _hue_values(r, g, b, factor, QUANTIZE)
-            elif op == 4:  # grayscale
+            elif op == OP_GRAYSCALE:
                 gray = _gray_level(r, g, b, QUANTIZE)
                 r = gray
                 g = gray
@@ -653,18 +697,106 @@ if triton is not None:
                 r = r * tl.load(scale_ptr + 0) + tl.load(shift_ptr + 0)
                 g = g * tl.load(scale_ptr + 1) + tl.load(shift_ptr + 1)
                 b = b * tl.load(scale_ptr + 2) + tl.load(shift_ptr + 2)
-            # Written at the unflipped position: (pixel // out_w, pixel % out_w).
-            at = out_ptr + n * out_stride_n + (pixel // out_w) * out_stride_y + (pixel % out_w) * out_stride_x
+            if FLIPS:  # flips act on the resized (or warped) image: written at the mirrored position
+                hflip = tl.load(flips + n * 2 + 0)
+                vflip = tl.load(flips + n * 2 + 1)
+                oy = tl.where(vflip != 0, out_h - 1 - oy, oy)
+                ox = tl.where(hflip != 0, out_w - 1 - ox, ox)
+            at = out_ptr + n * out_stride_n + oy.to(tl.int64)[:, None] * out_stride_y + ox[None, :] * out_stride_x
             kind = out_ptr.dtype.element_ty
             tl.store(at, r.to(kind), mask=valid)
             tl.store(at + out_stride_c, g.to(kind), mask=valid)
             tl.store(at + 2 * out_stride_c, b.to(kind), mask=valid)
 
 
+GPU_TILE = (8, 64)  # output rows and columns a program computes on a GPU (``augment_batch``'s ``block``)
+
+
+def _tile_shape(height: int, width: int, block, device: torch.device) -> tuple[int, int]:
+    """(rows, columns) of output a program computes, powers of two: ``block`` as given, a pixel count (spent
+    on whole rows first), or the default -- on a GPU ``GPU_TILE``; interpreted on the CPU, where fewer and
+    larger programs run faster, the whole image up to 4096 pixels."""
+    if isinstance(block, (tuple, list)):
+        return int(block[0]), int(block[1])
+    if block is None and device.type != "cpu":
+        return GPU_TILE
+    pixels = block or 4096
+    cols = min(triton.next_power_of_2(width), triton.next_power_of_2(pixels))
+    return max(1, min(triton.next_power_of_2(height), pixels // cols)), cols
+
+
+def _warps(rows: int, cols: int) -> int:
+    """Warps a program runs: one per 256 pixels of its tile, 1 to 4 (the horizontal pass works on one row of
+    ``cols`` values; more warps than that row has lanes for would repeat it)."""
+    return max(1, min(4, rows * cols // 256, max(1, cols // 32)))
+
+
+def _taps_width(params: AugmentParams, antialias: bool) -> int:
+    """The taps tables' line width: a few more than the most taps any image of the batch needs (2 x its largest
+    shrink factor + 2, the kernels' count from their float32 scale)."""
+    support = (params.boxes[:, 2:].double() / params.windows[:, :2].double()).clamp(min=1.0) if antialias else 1.0
+    return int(2 * float(torch.as_tensor(support).max())) + 3
+
+
+def taps_reference(params: AugmentParams, resized: tuple[int, int], antialias: bool = True):
+    """What ``_taps_kernel`` writes, in plain torch (the same float32 steps, so the same bits): for each image's
+    output window rows, then columns, the first crop row or column each reads (``starts``), how many
+    (``sizes``, 0 outside the resized image), and their weights, zeros past ``sizes``. Returns (starts, sizes)
+    (N, rows + columns) int32 and weights (N, rows + columns, K) float32 on the parameters' device. The
+    interpreter (CPU tensors) runs this instead of the kernel: a dozen batched operations, not a loop of
+    interpreted ones."""
+    params = params.with_windows(resized)
+    width = _taps_width(params, antialias)
+    device = params.boxes.device
+    starts, sizes, weights = [], [], []
+    for axis, length in enumerate(resized):
+        crop = params.boxes[:, 2 + axis].view(-1, 1)
+        resize = params.windows[:, axis].view(-1, 1)
+        i = torch.arange(length, dtype=torch.int32, device=device).view(1, -1) + params.windows[:, 2 + axis].view(-1, 1)
+        inside = (i >= 0) & (i < resize)
+        scale = crop.float() / resize.float()
+        if antialias:
+            support = torch.where(scale >= 1.0, scale, 1.0)
+            inv = torch.where(scale >= 1.0, 1.0 / scale, 1.0)
+        else:
+            support = inv = torch.ones_like(scale)
+        taps = (2.0 * support).int() + 2
+        center = scale * (i.float() + 0.5)
+        lo = (center - support + 0.5).int().clamp(min=0)
+        size = torch.minimum((center + support + 0.5).int(), crop) - lo
+        k = torch.arange(width, dtype=torch.int32, device=device).view(1, 1, -1)
+        w = (1.0 - (((k + lo[..., None]).float() - center[..., None] + 0.5) * inv[..., None]).abs()).clamp(min=0.0)
+        total = torch.zeros_like(center)
+        for j in range(int(taps.max())):  # in order, as the kernel (and torch) sum them
+            total += torch.where(j < size, w[..., j], 0.0)
+        total = torch.where(total != 0.0, total, 1.0)
+        w = torch.where(inside[..., None] & (k < size[..., None]), w / total[..., None], 0.0)
+        starts.append(torch.where(inside, lo, 0))
+        sizes.append(torch.where(inside, size, 0))
+        weights.append(w)
+    return (torch.cat(starts, 1).int(), torch.cat(sizes, 1).int(), torch.cat(weights, 1).contiguous())
+
+
+def _taps(params: AugmentParams, resized: tuple[int, int], antialias: bool, device: torch.device):
+    """Each image's filter taps for its output window (``taps_reference``), on ``device``: by ``_taps_kernel``,
+    one launch, on a GPU; interpreted on the CPU, by ``taps_reference``."""
+    if device.type == "cpu":
+        return taps_reference(params, resized, antialias)
+    width = _taps_width(params, antialias)
+    n, lines = params.boxes.shape[0], resized[0] + resized[1]
+    starts = torch.empty((n, lines), dtype=torch.int32, device=device)
+    sizes = torch.empty_like(starts)
+    weights = torch.empty((n, lines, width), dtype=torch.float32, device=device)
+    boxes, windows = (t.to(device, non_blocking=True) for t in (params.boxes, params.windows))
+    _taps_kernel[(n, 2)](boxes, windows, starts, sizes, weights, *resized, width, ANTIALIAS=antialias, BLOCK=128)
+    return starts, sizes, weights
+
+
 def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
                   dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
                   channels_last: bool = False, out: torch.Tensor | None = None,
-                  block: int | None = None, warp: Warp | None = None, antialias: bool = True) -> torch.Tensor:
+                  block: int | tuple[int, int] | None = None, warp: Warp | None = None,
+                  antialias: bool = True) -> torch.Tensor:
     """Augment a ragged batch with one fused kernel (two when a plan has contrast, one more with a warp).
 
     Args:
@@ -684,6 +816,8 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         antialias: False resizes with plain bilinear sampling (two taps per
             axis however much it shrinks), as ``interpolate(antialias=False)``
             and RPP's LINEAR resize (fastload.compat.rocal's JSON pipelines).
+        block: the output tile a program computes: (rows, columns), powers
+            of two, or a pixel count; None picks ``GPU_TILE`` on a GPU.
     """
     if triton is None:
         raise RuntimeError("fastload.kernels.augment needs triton; use augment_reference")
@@ -707,37 +841,46 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         scale_t = shift_t = torch.zeros(3, dtype=torch.float32, device=device)
     else:
         scale_t, shift_t = (v.to(device) for v in affine)
-    def tile(pixels: int) -> int:  # interpreted on the CPU, fewer and larger programs run faster
-        return block or (min(4096, triton.next_power_of_2(pixels)) if device.type == "cpu" else 256)
+    resized = warp.size if warp is not None else size
+    params = params.with_windows(resized)  # built on the host: checked above without a device sync
+    starts, sizes, weights = _taps(params, resized, antialias, device)
 
-    n_tiles = triton.cdiv(height * width, tile(height * width))
+    def shape(height: int, width: int) -> tuple[int, int]:
+        return _tile_shape(height, width, block, device)
+
+    def tiles(height: int, width: int) -> int:
+        rows, cols = shape(height, width)
+        return triton.cdiv(height, rows) * triton.cdiv(width, cols)
+
+    n_tiles = tiles(height, width)
     slots = params.ops.shape[1]
     has_contrast = slots > 0 and bool((params.ops == CONTRAST).any())
     flips = bool(params.flips.any())
-    # built on the host: checked above without a device sync
-    params = params.with_windows(warp.size if warp is not None else size).to(device)
+    params = params.to(device)
     partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
-    inputs = (src_ptrs, src_meta, params.boxes, params.windows, params.flips, params.ops, params.factors, partials,
-              scale_t, shift_t)
+    inputs = (src_ptrs, src_meta, params.boxes, starts, sizes, weights, weights.shape[-1], params.flips, params.ops,
+              params.factors, partials, scale_t, shift_t)
     warp_args = (out, 1, 1, scale_t, scale_t)  # read only with WARP
     if warp is not None:  # first the resized batch alone: uint8 levels, or values in [0, 1]
         mid = torch.empty((n, 3) + tuple(warp.size), dtype=torch.uint8 if quantize else torch.float32, device=device)
-        mid_tiles = triton.cdiv(mid[0, 0].numel(), tile(mid[0, 0].numel()))
+        mid_tiles = tiles(*warp.size)
+        rows, cols = shape(*warp.size)
         _augment_kernel[(mid_tiles, n)](*inputs, mid, *mid.stride(), *warp.size, mid_tiles, *warp_args, SLOTS=0,
                                         HAS_CONTRAST=False, MEAN_PASS=False, QUANTIZE=quantize, NORMALIZE=False,
                                         FLIPS=False, WARP=False, NEAREST=False, HAS_FILL=False,
                                         ANTIALIAS=antialias, TILES=1,
-                                        BLOCK=tile(mid[0, 0].numel()))
+                                        TH=rows, TW=cols, num_warps=_warps(rows, cols))
         # the fill on the chain's scale, as augment_reference converts it (in double, then to float32)
         fill = scale_t if warp.fill is None else torch.tensor([v if quantize else v / 255.0 for v in warp.fill],
                                                               dtype=torch.float32, device=device)
         warp_args = (mid, *warp.size, params.matrices, fill)
     arguments = inputs + (out, *out.stride(), height, width, n_tiles) + warp_args
+    rows, cols = shape(height, width)
     options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, QUANTIZE=quantize, NORMALIZE=affine is not None,
                    FLIPS=flips, WARP=warp is not None, NEAREST=warp is not None and warp.nearest,
                    HAS_FILL=warp is not None and warp.fill is not None, ANTIALIAS=antialias,
                    TILES=triton.next_power_of_2(n_tiles),
-                   BLOCK=tile(height * width))
+                   TH=rows, TW=cols, num_warps=_warps(rows, cols))
     grid = (n_tiles, n)
     if has_contrast:
         _augment_kernel[grid](*arguments, MEAN_PASS=True, **options)

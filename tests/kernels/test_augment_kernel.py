@@ -56,7 +56,8 @@ from torchvision.transforms.v2 import functional as TF
 from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
 
 from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams, Warp,
-                                      _blend_once, augment_batch, augment_reference, color_reference)
+                                      _blend_once, _taps_kernel, augment_batch, augment_reference, color_reference,
+                                      taps_reference)
 from fastload.sample_data import make_image
 
 from conftest import TESTDATA, kernels_on_cpu, torch_fuses_add_with_alpha
@@ -588,3 +589,88 @@ def test_a_warp_needs_matrices():
     image = torch.zeros(3, 4, 4, dtype=torch.uint8)
     with pytest.raises(ValueError, match="matrices"):
         augment_batch([image], AugmentParams.make([(0, 0, 4, 4)]), (2, 2), torch.uint8, warp=Warp((2, 2)))
+
+
+# ------------------------------------------------------------------ the separable resize: taps and tiles
+
+TILED = (5, 9)  # the output of the tiling tests: 3 x 3 tiles of 2 x 4, the last row and column partial
+
+
+def random_geometry(generator: random.Random, n: int, size=TILED):
+    """n images of random small sizes (gray or RGB, some HWC views), crop boxes that shrink up to 3x or enlarge,
+    some past the borders, and for half of them a window (a Resize, then the window at an offset either way:
+    parts outside it are zeros)."""
+    images, boxes, windows = [], [], []
+    for i in range(n):
+        channels, height, width = generator.choice((1, 3)), generator.randint(1, 24), generator.randint(1, 24)
+        image = torch.randint(0, 256, (height, width, channels), dtype=torch.uint8)
+        images.append(image.permute(2, 0, 1) if i % 3 == 1 else image.permute(2, 0, 1).contiguous())
+        box_h, box_w = generator.randint(1, 3 * size[0]), generator.randint(1, 3 * size[1])
+        boxes.append((generator.randint(-box_h // 3 - 1, height), generator.randint(-box_w // 3 - 1, width),
+                      box_h, box_w))
+        if generator.random() < 0.5:
+            resize_h, resize_w = generator.randint(1, 2 * size[0]), generator.randint(1, 2 * size[1])
+            windows.append((resize_h, resize_w, generator.randint(-2, max(resize_h - size[0], 0) + 2),
+                            generator.randint(-2, max(resize_w - size[1], 0) + 2)))
+        else:
+            windows.append((size[0], size[1], 0, 0))
+    return images, boxes, windows
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+def test_taps_kernel_is_the_reference(seed, antialias):
+    """``_taps_kernel`` (what a GPU runs) writes ``taps_reference``'s taps (what the interpreter uses) to the
+    bit: the same float32 steps, division rounded to nearest on both. Upscales, shrinks, windows offset either
+    way, rows and columns outside the resized image (size 0, zero weights)."""
+    generator = random.Random(seed)
+    _, boxes, windows = random_geometry(generator, 6)
+    params = AugmentParams.make(boxes, windows=windows)
+    starts, sizes, weights = taps_reference(params, TILED, antialias)
+    n, lines = len(boxes), sum(TILED)
+    out = (torch.full((n, lines), -7, dtype=torch.int32), torch.full((n, lines), -7, dtype=torch.int32),
+           torch.full((n, lines, weights.shape[2]), float("nan")))
+    _taps_kernel[(n, 2)](params.boxes, params.windows, *out, *TILED, weights.shape[2], ANTIALIAS=antialias,
+                         BLOCK=4)  # more than one block a line
+    for ours, expected, what in zip(out, (starts, sizes, weights), ("starts", "sizes", "weights")):
+        assert torch.equal(ours, expected), f"seed {seed}: {what} differ"
+    assert (sizes == 0).any() and (sizes > 2 if antialias else sizes == 2).any(), "no outside or no shrink"
+
+
+def test_separable_resize_is_the_same_over_tiles(seed):
+    """Many tiles per image, as on a GPU (``GPU_TILE``; interpreted, one tile covers the image), partial at the
+    right and bottom: each tile's own span of source rows, its widest filter, and the rows a shrinking plain
+    bilinear filter skips. A tile adds a row it does not reach with weight zero, an exact zero, so 2 x 4 tiles
+    and one tile give the same bits, antialiased or not, uint8 or float chain, flips and colors after; and the
+    reference's values within its tolerances (test_kernel_matches_reference, test_float_chain_matches_reference)."""
+    generator = random.Random(seed)
+    images, boxes, windows = random_geometry(generator, 4)
+    ops, factors = random_color(generator, len(images))
+    ops = [[NONE if op == CONTRAST else op for op in row] for row in ops]  # contrast: next test
+    flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in images]
+    params = AugmentParams.make(boxes, flips, ops, factors, windows=windows)
+    for antialias, quantize in ((True, True), (True, False), (False, True)):
+        arguments = (images, params, TILED, torch.float32, SCALE, SHIFT)
+        tiled = augment_batch(*arguments, quantize=quantize, antialias=antialias, block=(2, 4))
+        whole = augment_batch(*arguments, quantize=quantize, antialias=antialias)
+        what = f"seed {seed}, antialias {antialias}, quantize {quantize}"
+        assert torch.equal(tiled, whole), f"{what}: {(tiled != whole).sum()} values differ"
+        if antialias:
+            expected = augment_reference(*arguments, quantize=quantize, antialias=antialias)
+            diff = (tiled - expected).abs()
+            if quantize:
+                assert diff.max() <= 4 * max(SCALE) + 1e-5, f"{what}: {diff.max()}"
+                assert (diff > 1e-5).float().mean() <= 0.01, f"{what}: {(diff > 1e-5).float().mean():.2%}"
+            else:
+                assert diff.max() <= 1e-5, f"{what}: {diff.max()}"
+
+
+def test_contrast_mean_over_tiles(seed):
+    """Contrast's mean gray level summed from 2 x 4 tiles' partial sums (3 x 3 of them, partial ones masked)
+    against the reference: the uint8 chain's tolerance (assert_levels_close)."""
+    generator = random.Random(seed)
+    images, boxes, windows = random_geometry(generator, 4)
+    ops = [[CONTRAST, generator.choice((NONE, BRIGHTNESS, SATURATION))] for _ in images]
+    factors = [[generator.uniform(0.2, 2.0), generator.uniform(0.0, 2.0)] for _ in images]
+    params = AugmentParams.make(boxes, None, ops, factors, windows=windows)
+    ours = augment_batch(images, params, TILED, torch.uint8, block=(2, 4)).float()
+    assert_levels_close(ours, augment_reference(images, params, TILED, torch.uint8).float(), f"seed {seed}")
