@@ -13,10 +13,19 @@ a batch goes through three stages:
    decode the batch's JPEGs in one batched call, copy the CPU-decoded ones
    over, and launch ``fastload.kernels.augment`` into a free output slot,
    all on a side stream; record the slot's event. It runs at most
-   ``device_prefetch`` batches ahead of the training loop;
+   ``device_prefetch`` batches ahead of the training loop. A backend that
+   decodes in parallel (``lanes`` > 1: nvImageCodec, one decoder instance
+   each) runs this stage in the pool instead, up to ``lanes`` batches at
+   once, each lane on its own decoder and side stream;
 3. handover, in the training loop's thread: its current stream waits on
    the event (the host does not wait) and the labels, already on the
    device, come along.
+
+Where the loader chose the GPU backend itself (``decoder=None``), the split
+of JPEGs between the GPU and the reader threads' CPU decoder is balanced
+by measured rates (``fastload.balance``): the reader threads also decode
+the smallest GPU-decodable images when they have time to spare; a forced
+``decoder=`` sends every file its backend accepts to it.
 
 Output slots: ``device_prefetch + 2`` batches (the ones being made, the
 one the loop holds, the one it held) in a ``buffers.BufferPool``: a slot is
@@ -32,6 +41,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import queue
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -42,6 +53,7 @@ from PIL import Image
 
 from fastload.kernels.augment import AugmentParams, Warp, augment_batch
 
+from .balance import Balance
 from .batch import EpochContext, SampleReader
 from .buffers import BufferPool
 from .cpu_augment import finish_batch
@@ -83,6 +95,7 @@ class _Sample:
     image: torch.Tensor | None = None  # (C, H, W) uint8 when decoded on the CPU (pinned when CUDA is there)
     origin: tuple[int, int] = (0, 0)  # where ``image``'s top-left pixel lies in the whole image
     encoded: torch.Tensor | None = None  # the file as uint8, for the GPU decoder (shares ``data``)
+    refused: bool = False  # decoded on the CPU because the GPU decoder does not take it
 
 
 class DeviceDelivery:
@@ -95,6 +108,7 @@ class DeviceDelivery:
         self.device = device
         self.on_cuda = device.type == "cuda"
         self._stream = None
+        self._lane_streams: dict = {}  # lane -> its side stream, for lanes after the first
         height, width = plan.output_size
         self.slots = BufferPool(slots or options.device_prefetch + 2, (batch_size, 3, height, width),
                                 plan.output_dtype, device, memory_format=options.memory_format)
@@ -106,13 +120,22 @@ class DeviceDelivery:
             self._stream = torch.cuda.Stream(self.device)
         return self._stream
 
-    def on_stream(self):
-        """Queue the work that follows on the side stream."""
-        return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+    def lane_stream(self, lane: int):
+        """The side stream of a parallel lane: lane 0's is ``stream``, the others' are made at first use."""
+        if lane == 0 or not self.on_cuda:
+            return self.stream
+        if lane not in self._lane_streams:
+            self._lane_streams[lane] = torch.cuda.Stream(self.device)
+        return self._lane_streams[lane]
 
-    def take(self, rows: int) -> tuple[torch.Tensor, int | None]:
+    def on_stream(self, stream=None):
+        """Queue the work that follows on the side stream (or ``stream``, a lane's)."""
+        stream = stream if stream is not None else self.stream
+        return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+    def take(self, rows: int, stream=None) -> tuple[torch.Tensor, int | None]:
         """An output batch to write on the side stream (after the loop's last use of that slot)."""
-        return self.slots.take(rows, self.stream)
+        return self.slots.take(rows, stream if stream is not None else self.stream)
 
     def finish_staged(self, staged: torch.Tensor, plan, color, staging: BufferPool, staging_slot: int | None):
         """A staged uint8 batch (pinned host memory) copied over and converted into an output slot."""
@@ -123,12 +146,13 @@ class DeviceDelivery:
         out, slot = self.take(len(staged))
         return finish_batch(on_device, plan, out=out, color=color), slot
 
-    def ready(self, batch: Any, slot: int | None) -> "Ready":
-        """``batch`` as made so far on the side stream, for ``handover``."""
+    def ready(self, batch: Any, slot: int | None, stream=None) -> "Ready":
+        """``batch`` as made so far on the side stream (or ``stream``), for ``handover``."""
         done = None
-        if self.stream is not None:
+        stream = stream if stream is not None else self.stream
+        if stream is not None:
             done = torch.cuda.Event()
-            done.record(self.stream)
+            done.record(stream)
         return Ready(batch, done, slot)
 
     def handover(self, ready: "Ready") -> Any:
@@ -167,6 +191,10 @@ class DevicePath(SampleReader):
             fastest, and the choice is kept for the loader's life. A
             ``CpuDecoder`` decodes every file in the reader threads.
         (the others as ``SampleReader``'s)
+
+    ``balance``: the CPU/GPU split (``fastload.balance.Balance``) when the
+    loader chose the backend itself, else None; ``lanes``: how many batches
+    the device stage decodes at once (the backend's ``lanes``, 1 without).
     """
 
     fast = on_device = True
@@ -175,6 +203,11 @@ class DevicePath(SampleReader):
         super().__init__(loader, samples, plan, target_transform, read)
         self._choose_decoders = decoders
         self.cpu, self.candidates, self.decoder = None, [], None  # chosen by the first stages()
+        self.balance: Balance | None = None
+        self.parallel = False  # whether the device stage runs in the pool, one batch per free lane
+        self._lanes: queue.SimpleQueue | None = None  # (lane, decoder) pairs free to run a batch
+        self._choosing = threading.Lock()
+        self._kernel_lock = threading.Lock()  # Triton's interpreter (off CUDA) runs one launch at a time
         self.delivery = DeviceDelivery(self.device, loader.batch_size, plan, self.options)
         self.decoded_bytes_peak = 0
         # the kernel samples a rotation or affine map as torchvision does a tensor, whatever the plan's meets
@@ -188,6 +221,23 @@ class DevicePath(SampleReader):
         self.cpu = next((d for d in decoders if isinstance(d, CpuDecoder)), None)
         self.candidates = [d for d in decoders if not isinstance(d, CpuDecoder)]
         self.decoder = self.candidates[0] if len(self.candidates) == 1 else None
+        if self.candidates and self.options.decoder is None:  # chosen by the loader: balanced with the CPU
+            self.balance = Balance(max(1.0, (self.loader.num_workers or 1) / 2))
+        self.parallel = self.loader.num_workers > 0 and any(_lane_count(c) > 1 for c in self.candidates)
+
+    @property
+    def lanes(self) -> int:
+        """How many batches the device stage decodes at once: the chosen backend's ``lanes`` (1 until chosen)."""
+        return _lane_count(self.decoder) if self.parallel and self.decoder is not None else 1
+
+    def _lane_decoders(self) -> queue.SimpleQueue:
+        """The lanes of the chosen decoder: itself and ``lanes - 1`` clones, each used by one batch at a time."""
+        if self._lanes is None:
+            lanes: queue.SimpleQueue = queue.SimpleQueue()
+            for lane in range(self.lanes):
+                lanes.put((lane, self.decoder if lane == 0 else self.decoder.clone()))
+            self._lanes = lanes
+        return self._lanes
 
     @property
     def decoder_name(self) -> str:
@@ -204,8 +254,8 @@ class DevicePath(SampleReader):
         self._choose()
         prefetch = self.options.device_prefetch
         return Stages(self._jobs(batches, self.context(epoch, order)),
-                      in_flight=prefetch + (self.loader.prefetch_factor or 2), finish_in_order=prefetch,
-                      handover=self.delivery.handover)
+                      in_flight=prefetch + (self.loader.prefetch_factor or 2),
+                      finish_in_order=0 if self.parallel else prefetch, handover=self.delivery.handover)
 
     # -- reader threads --------------------------------------------------------------------
     def _jobs(self, batches, ctx: EpochContext) -> Iterator[Job]:
@@ -222,6 +272,10 @@ class DevicePath(SampleReader):
         sample = _Sample(position, index, path, data, header, geometry, label)
         gpus = [self.decoder] if self.decoder is not None else self.candidates
         if on_cpu or not gpus or not all(gpu.accepts(data) for gpu in gpus):
+            sample.refused = bool(gpus) and not on_cpu
+            self._decode_on_cpu(sample, ctx)
+        elif self.balance is not None and self.decoder is not None and self.balance.to_cpu(
+                header.width * header.height):  # the CPU has time for it: the balancer's share
             self._decode_on_cpu(sample, ctx)
         else:  # one buffer for the GPU decoder and, should it fail, the CPU fallback
             sample.data = bytearray(data)
@@ -244,46 +298,89 @@ class DevicePath(SampleReader):
         host.numpy()[...] = pixels
         sample.image = host.permute(2, 0, 1) if host.dim() == 3 else host[None]
         sample.origin = decoded.origin
-        self.stats.add("decode", time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        self.stats.add("decode", seconds)
+        if self.balance is not None:
+            self.balance.cpu_done(seconds)
         return sample.image
 
     # -- the device stage ------------------------------------------------------------------
     def _finish(self, samples: list[_Sample], ctx: EpochContext) -> Ready:
+        if not self.parallel:
+            return self._finish_on(samples, ctx, 0, None)
+        with self._choosing:
+            if self.decoder is None:  # the first batch measures the candidates: on lane 0, alone
+                return self._finish_on(samples, ctx, 0, None)
+            lanes = self._lane_decoders()
+        lane, decoder = lanes.get()  # a pool thread waits here for a free lane
+        try:
+            return self._finish_on(samples, ctx, lane, decoder)
+        finally:
+            lanes.put((lane, decoder))
+
+    def _finish_on(self, samples: list[_Sample], ctx: EpochContext, lane: int, decoder) -> Ready:
+        """The device stage of one batch on ``lane`` (its side stream) with ``decoder`` (None: the chosen one)."""
         started = time.perf_counter()
         delivery = self.delivery
-        with delivery.on_stream():
-            images = self._decode(samples, ctx)
+        stream = delivery.lane_stream(lane)
+        with delivery.on_stream(stream):
+            images = self._decode(samples, ctx, decoder)
             self.decoded_bytes_peak = max(self.decoded_bytes_peak, sum(i.numel() for i in images))
-            out, slot = delivery.take(len(samples))
-            augment_batch(images, self._params(samples), self.plan.output_size,
-                          out.dtype, self.plan.scale, self.plan.shift,
-                          quantize=self.plan.color_quantized, out=out, warp=self.warp)
+            out, slot = delivery.take(len(samples), stream)
+            with contextlib.nullcontext() if delivery.on_cuda else self._kernel_lock:
+                augment_batch(images, self._params(samples), self.plan.output_size,
+                              out.dtype, self.plan.scale, self.plan.shift,
+                              quantize=self.plan.color_quantized, out=out, warp=self.warp)
             batch = self.tail(out, [self.label(sample.label) for sample in samples])
-            if delivery.stream is not None:
+            if stream is not None:
                 for image in images:  # decoded on the decoder's stream, read on ours
-                    image.record_stream(delivery.stream)
-            ready = delivery.ready(batch, slot)
+                    image.record_stream(stream)
+            ready = delivery.ready(batch, slot, stream)
         self.stats.add("copy", time.perf_counter() - started)
         self.stats.device(self.decoder_name, self.device_bytes, delivery.overflow)
         return ready
 
-    def _decode(self, samples: list[_Sample], ctx: EpochContext) -> list[torch.Tensor]:
+    def _decode(self, samples: list[_Sample], ctx: EpochContext, decoder=None) -> list[torch.Tensor]:
         """Every sample's image on the device: GPU-decoded in one batch, the others copied over."""
         pending = [s for s in samples if s.image is None]
         if pending:
             encoded = [s.encoded for s in pending]  # all taken by every candidate (``_prepare``)
             if self.decoder is None:  # measure the candidates on this batch, once for the loader's life
                 self.decoder = pick_fastest(self.candidates, encoded)[0]
-            decoder = self.decoder or self.candidates[0]
+            decoder = decoder or self.decoder or self.candidates[0]
+            regions = self._regions(pending, decoder)
             items = [(s.index, s.path, s.data) for s in pending]
-            results = decode_batch(items, decoder, functools.partial(self._fallback, pending, ctx), encoded)
-            for sample, result in zip(pending, results):
+            started = time.perf_counter()
+            results = decode_batch(items, decoder, functools.partial(self._fallback, pending, ctx), encoded,
+                                   regions)
+            on_gpu = 0
+            for k, (sample, result) in enumerate(zip(pending, results)):
                 if isinstance(result, DecodeError):
                     ctx.errors.skip(result, ctx.epoch)  # raises unless on_error="skip"
                     self._replace(sample, ctx)
-                else:
+                elif sample.image is not result:  # the GPU's (the CPU fallback sets ``sample.image`` itself)
                     sample.image = result
+                    on_gpu += 1
+                    if regions is not None and regions[k] is not None:
+                        sample.origin = regions[k][:2]
+            if self.balance is not None:
+                self.balance.gpu_done(on_gpu, time.perf_counter() - started)
+        if self.balance is not None:
+            self.balance.batch_done(len(samples), sum(s.refused for s in samples))
         return [_on_device(s.image, self.device) for s in samples]
+
+    def _regions(self, pending: list[_Sample], decoder) -> list | None:
+        """Per pending sample, the window its GPU decode reads alone (``gpu_nvimgcodec.region_pays``), or
+        None for the whole image; None when no sample has one or ``decoder`` decodes whole images only."""
+        if not getattr(decoder, "decodes_regions", False) or self.warp is not None:
+            return None
+        from .gpu_nvimgcodec import region_pays
+        regions = []
+        for s in pending:
+            g, width, height = s.geometry, s.header.width, s.header.height
+            window = g.region(width, height, 1) if g is not None and g.crop is not None else None
+            regions.append(window if region_pays(window, width, height) else None)
+        return regions if any(r is not None for r in regions) else None
 
     def _fallback(self, pending: list[_Sample], ctx: EpochContext, i: int) -> torch.Tensor:
         return self._decode_on_cpu(pending[i], ctx)
@@ -334,6 +431,11 @@ class _Prepare:
     def __call__(self, report) -> _Sample:
         prepare = functools.partial(self.path._prepare, self.position, ctx=self.ctx, report=report)
         return self.path.load_or_replace(prepare, self.position, self.index, self.ctx)
+
+
+def _lane_count(decoder) -> int:
+    """How many batches ``decoder`` can decode at once: its ``lanes`` where it can ``clone`` itself, else 1."""
+    return max(1, int(getattr(decoder, "lanes", 1))) if hasattr(decoder, "clone") else 1
 
 
 def _ignore(stage: str, what: str) -> None:
