@@ -257,8 +257,14 @@ def test_an_exception_in_the_loop_with_a_stuck_worker_returns_within_the_default
 
 
 _STUCK_SCRIPT = '''
-import sys, threading, time, torch, fastload, fastload.pipeline
+import sys, threading, time, warnings, torch, fastload, fastload.pipeline
 fastload.pipeline.CLOSE_TIMEOUT = 1.0  # the bound where timeout=0 (default 5 s)
+shown = warnings.showwarning
+def show(message, category, *args, **kwargs):  # when fastload gave up on the stuck thread, since "ready"
+    if category.__name__ == "StuckThreadWarning":
+        sys.stderr.write(f"gave up after {time.monotonic() - READY:.3f} s\\n")
+    shown(message, category, *args, **kwargs)
+warnings.showwarning = show
 class Blocking(torch.utils.data.Dataset):
     entered = threading.Event()
     def __len__(self):
@@ -272,6 +278,7 @@ loader = fastload.DataLoader(Blocking(), batch_size=2, num_workers=2, timeout=fl
 iterator = iter(loader)
 next(iterator)
 Blocking.entered.wait()
+READY = time.monotonic()
 print("ready", flush=True)
 if sys.argv[1] == "interrupt":
     for batch in iterator:  # waits for the stuck batch: Ctrl-C arrives here
@@ -299,7 +306,11 @@ def test_interpreter_exit_and_ctrl_c_return_within_the_bound_with_a_stuck_worker
         process.kill()
         process.wait()
     bound = timeout or 1.0
-    assert time.monotonic() - started < bound + 3, stderr
+    # fastload's part, timed in the process: it gives up on the stuck thread within the bound (+ the 0.2 s
+    # before Ctrl-C, and scheduling); the interpreter's own teardown after that (2-5 s on a loaded 2-core
+    # machine) is only bounded against a hang
+    gave_up = float(re.search(r"gave up after ([0-9.]+) s", stderr).group(1))
+    assert gave_up < bound + 1.0 and time.monotonic() - started < bound + 20, stderr
     assert "StuckThreadWarning" in stderr and "on sample 5 (stage 'dataset[i]')" in stderr, stderr
     if how == "interrupt":
         assert "KeyboardInterrupt" in stderr and process.returncode != 0, stderr
