@@ -99,3 +99,43 @@ def test_warp_on_gpu_matches_torchvision(nearest):
     diff = (warped - expected).abs()
     assert (diff > 0).float().mean() <= 0.005, f"seed {seed}"
     assert nearest or diff.max() <= 1, f"seed {seed}"
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+def test_taps_kernel_on_gpu_is_the_reference(antialias):
+    """The resize's taps as the GPU computes them (``_taps_kernel``, once per image and axis) are
+    ``taps_reference``'s on the CPU to the bit: its divisions round to nearest (``div_rn``, not Triton's
+    default approximate division) and its steps have no multiply-add to fuse."""
+    from fastload.kernels.augment import _taps, taps_reference
+    images, params = imagenet_like_batch(32, seed=random.randrange(2 ** 31))
+    params = params.with_windows((224, 224))
+    ours = _taps(params, (224, 224), antialias, torch.device("cuda"))
+    expected = taps_reference(params.to("cpu"), (224, 224), antialias)
+    for got, want, what in zip(ours, expected, ("starts", "sizes", "weights")):
+        assert torch.equal(got.cpu(), want), f"{what}: {(got.cpu() != want).sum()} values differ"
+
+
+def test_tile_shapes_on_gpu_agree():
+    """The separable resize gives the same bits whatever the output tile a program computes (a zero-weighted
+    row adds an exact zero, and each pixel's sums run in the same order), so a tile shape tuned for speed
+    cannot change results: ``GPU_TILE`` against others, with flips and the colors but contrast (whose mean
+    is summed per tile)."""
+    from fastload.kernels.augment import CONTRAST, GPU_TILE, NONE
+    images, params = imagenet_like_batch(32, seed=random.randrange(2 ** 31))
+    params = AugmentParams(params.boxes, params.flips, torch.where(params.ops == CONTRAST, NONE, params.ops),
+                           params.factors)
+    results = [augment_batch(images, params, (224, 224), torch.float16, SCALE, SHIFT, block=tile)
+               for tile in (GPU_TILE, (4, 128), (16, 32), (1, 256))]
+    for tile, result in zip(((4, 128), (16, 32), (1, 256)), results[1:]):
+        assert torch.equal(result, results[0]), f"{tile}: {(result != results[0]).sum()} values differ"
+
+
+def test_plain_bilinear_on_gpu_matches_reference():
+    """antialias=False (rocAL's LINEAR resize) compiled for the GPU, whose tiles skip the source rows a
+    shrinking filter does not reach: against the reference, within one level but for rare flips."""
+    images, params = imagenet_like_batch(32, seed=random.randrange(2 ** 31))
+    params = AugmentParams.make(params.boxes, params.flips, device="cuda")
+    ours = augment_batch(images, params, (224, 224), torch.uint8, antialias=False).float()
+    expected = augment_reference(images, params, (224, 224), torch.uint8, antialias=False).float()
+    diff = (ours - expected).abs()
+    assert diff.max() <= 1 and (diff > 0).float().mean() <= 0.005
