@@ -81,9 +81,11 @@ setup(
         # with (unpinned, pip backtracks to s3fs 0.4, which cannot take an endpoint)
         # tritonclient[http] and [grpc]: tests/test_serving_protocol.py and test_serve_grpc.py drive fastload serve
         # with Triton's own clients
+        # ruff: .ci/run lints the tree with the configuration in pyproject.toml (pinned: a release adds rules)
         # torchcodec is left out: each release needs its own torch, and its tests skip without it
-        "test": ["pytest", "pytest-timeout", "pytest-xdist>=3.6", "matplotlib", "triton; platform_system == 'Linux'",
-                 "lightning>=2.5", "accelerate>=1.10", "nvidia-dali-cuda130==2.4.0", "webdataset>=1.0.2",
+        "test": ["ruff==0.17.6", "pytest", "pytest-timeout", "pytest-xdist>=3.6", "matplotlib",
+                 "triton; platform_system == 'Linux'", "lightning>=2.5", "accelerate>=1.10",
+                 "nvidia-dali-cuda130==2.4.0", "webdataset>=1.0.2",
                  "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av>=14", "lmdb>=1.4", "soundfile>=0.12",
                  "tritonclient[http,grpc]>=2.40"],
     },

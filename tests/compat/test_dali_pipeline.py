@@ -284,8 +284,8 @@ def test_gpu_operators_run_on_the_cpu_with_one_warning(jpeg_folder):
 def test_unsupported_arguments_and_graphs_are_refused(jpeg_folder):
     with ours.Pipeline(batch_size=1, device_id=None):
         jpegs, _ = fn.readers.file(file_root=str(jpeg_folder))
-        with pytest.raises(NotImplementedError, match="fn.resize .*roi_start"):
-            fn.resize(fn.decoders.image(jpegs), size=8, roi_start=[0.1, 0.1])
+        with pytest.raises(NotImplementedError, match="fn.resize: different min_filter and mag_filter"):
+            fn.resize(fn.decoders.image(jpegs), size=8, min_filter=types.INTERP_NN, mag_filter=types.INTERP_LINEAR)
         with pytest.raises(NotImplementedError, match="file_filters"):
             fn.readers.file(file_root=str(jpeg_folder), file_filters=["*.png"])
         with pytest.raises(NotImplementedError, match=r"use_fast_idct=True\) is not supported"):
@@ -784,11 +784,12 @@ def test_crop_fill_padding_trim_and_layouts_are_dalis():
     cases = {
         "crop float pad": lambda lib, x, y: lib.fn.crop(x, crop=(50, 70), out_of_bounds_policy="pad",
                                                          fill_values=300, dtype=lib.types.FLOAT),
-        "crop float pad per channel": lambda lib, x, y: lib.fn.crop(x, crop=(50, 70), out_of_bounds_policy="pad",
-                                                                     fill_values=[1.7, 2.2, 3.9], dtype=lib.types.FLOAT),
+        "crop float pad per channel": lambda lib, x, y: lib.fn.crop(
+            x, crop=(50, 70), out_of_bounds_policy="pad", fill_values=[1.7, 2.2, 3.9], dtype=lib.types.FLOAT),
         "cmn pad_output": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, pad_output=True, fill_values=[1, 2, 3, 7],
                                                                           mean=[10.0], std=[2.0]),
-        "cmn trim": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, crop=(50, 70), out_of_bounds_policy="trim_to_shape"),
+        "cmn trim": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, crop=(50, 70),
+                                                                    out_of_bounds_policy="trim_to_shape"),
         "cmn CHW": lambda lib, x, y: lib.fn.crop_mirror_normalize(y, crop=(20, 30), mean=[5.0], std=[3.0]),
         "crop CHW": lambda lib, x, y: lib.fn.crop(y, crop=(2, 12)),
         "cmn HWC out": lambda lib, x, y: lib.fn.crop_mirror_normalize(x, output_layout="", dtype=lib.types.UINT8),
