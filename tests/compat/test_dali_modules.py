@@ -146,7 +146,7 @@ def test_experimental_modules_import_and_the_proxy_refuses():
     ("fastload.compat.dali.fn", "python_function", "crop_mirror_normalize"),
     ("fastload.compat.dali.fn.readers", "numpy", "file"),
     ("fastload.compat.dali.fn.decoders", "video", "image"),
-    ("fastload.compat.dali.ops", "Slice", "CropMirrorNormalize"),
+    ("fastload.compat.dali.ops", "Reshape", "CropMirrorNormalize"),
     ("fastload.compat.dali.types", "PIPELINE_API_BASIC", "FLOAT"),
     ("fastload.compat.dali", "math", "pipeline_def"),
     ("fastload.compat.dali.tensors", "format_batch", "TensorListCPU"),

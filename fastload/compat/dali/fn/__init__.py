@@ -8,6 +8,7 @@ from ..geometry import color_space_conversion, pad, peek_image_shape, slice, war
 from ..effects import erase, jpeg_compression_distortion, sphere, water  # noqa: F401
 from ..operators import decoders_image as image_decoder  # noqa: F401  (DALI's legacy names)
 from ..operators import decoders_image_random_crop as image_decoder_random_crop  # noqa: F401
+from ..detection import decoders_image_slice as image_decoder_slice  # noqa: F401
 from . import decoders, io, random, readers, transforms  # noqa: F401
 
 from ..unsupported import refuse  # noqa: E402

@@ -1,11 +1,11 @@
 """``ops.decoders``."""
 
 from .. import detection, operators
-from .classes import legacy
+from ._classes import legacy as _legacy
 
-Image = legacy("Image", operators.decoders_image)
-ImageRandomCrop = legacy("ImageRandomCrop", operators.decoders_image_random_crop)
-ImageSlice = legacy("ImageSlice", detection.decoders_image_slice)
+Image = _legacy("Image", operators.decoders_image)
+ImageRandomCrop = _legacy("ImageRandomCrop", operators.decoders_image_random_crop)
+ImageSlice = _legacy("ImageSlice", detection.decoders_image_slice)
 
 from ..unsupported import refuse  # noqa: E402
 

@@ -1,10 +1,10 @@
 """``ops.random``."""
 
 from .. import operators
-from .classes import legacy
+from ._classes import legacy as _legacy
 
-CoinFlip = legacy("CoinFlip", operators.random_coin_flip)
-Uniform = legacy("Uniform", operators.random_uniform)
+CoinFlip = _legacy("CoinFlip", operators.random_coin_flip)
+Uniform = _legacy("Uniform", operators.random_uniform)
 
 from ..unsupported import refuse  # noqa: E402
 

@@ -1,10 +1,10 @@
 """``ops.readers``."""
 
 from .. import detection, operators
-from .classes import legacy
+from ._classes import legacy as _legacy
 
-File = legacy("File", operators.readers_file)
-COCO = legacy("COCO", detection.readers_coco)
+File = _legacy("File", operators.readers_file)
+COCO = _legacy("COCO", detection.readers_coco)
 
 from ..unsupported import refuse  # noqa: E402
 
