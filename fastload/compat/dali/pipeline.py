@@ -19,6 +19,7 @@ import inspect
 import random
 import sys
 import warnings
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -509,11 +510,23 @@ def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
     return decorate(fn) if fn is not None else decorate
 
 
-# DALI's ``nvidia.dali.pipeline.experimental`` module (its own file: pipeline_experimental.py), importable
-# as a submodule of this one: ``from fastload.compat.dali.pipeline.experimental import pipeline_def``
-from . import pipeline_experimental as experimental  # noqa: E402
+def _experimental_pipeline_def(fn=None, *, enable_conditionals=False, debug=False, **pipeline_kwargs):
+    """``nvidia.dali.pipeline.experimental.pipeline_def``: ``pipeline_def`` with DALI's experimental switches;
+    debug mode, which fastload does not have, is refused."""
+    if debug:
+        raise NotImplementedError("fastload.compat.dali: pipeline debug mode (debug=True) is not supported; "
+                                  "run the pipeline and inspect pipe.run()'s outputs instead")
+    return pipeline_def(fn, enable_conditionals=enable_conditionals, **pipeline_kwargs)
 
-sys.modules[__name__ + ".experimental"] = experimental
+
+# DALI's ``nvidia.dali.pipeline.experimental`` module, made here (a file of its own would import this one
+# back), importable as a submodule: ``from fastload.compat.dali.pipeline.experimental import pipeline_def``
+experimental = ModuleType(__name__ + ".experimental", "DALI's nvidia.dali.pipeline.experimental: "
+                                "pipeline_def with DALI's experimental switches (debug mode refused).")
+experimental.pipeline_def = _experimental_pipeline_def
+experimental.__all__ = ["pipeline_def"]
+experimental.__getattr__ = refuse(experimental.__name__, "nvidia.dali.pipeline.experimental")
+sys.modules[experimental.__name__] = experimental
 __all__ = ["Pipeline", "pipeline_def", "experimental"]
 
 __getattr__ = refuse(__name__, "nvidia.dali.pipeline")  # any other name: NotImplementedError naming it
