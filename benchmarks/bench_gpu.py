@@ -19,6 +19,14 @@ horizontal flip + ImageNet-normalized images, and its labels on the GPU.
                          into memory first: batched nvJPEG decode of every
                          batch, nothing else
 
+A loader or ceiling name may end in ``:<decoder>`` to force one of
+fastload's GPU decoders (``fastload.gpu_decode.DECODER_NAMES``):
+"fastload GPU decode:nvimgcodec-hw" is the device path on nvImageCodec's
+hardware engines, "decode-only:nvimgcodec-hybrid" the ceiling of its hybrid
+backend; without one, the device path chooses (decoder="auto": the fastest
+candidate on the first batch, balanced with the CPU) and the ceiling is
+torchvision's. ``--decoders a,b`` adds both rows for each decoder named.
+
 Each loader runs in its own process: a warm-up of ``--warmup`` batches,
 then ``--batches`` timed ones. Reported: images/s; host CPU cores busy (CPU
 time of the process and its workers over wall time); peak host memory
@@ -109,6 +117,7 @@ def make_batches(name: str, root: str, args, device):
     import fastload.device
     from fastload import recipes
     size, batch, workers = args.size, args.batch_size, args.workers
+    name, _, decoder = name.partition(":")
     if name.startswith("fastload"):
         if device.type == "cpu":  # the smoke test: the device path's kernel in Triton's interpreter
             fastload.device.KERNEL_DEVICE_TYPES = ("cuda", "cpu")
@@ -116,7 +125,7 @@ def make_batches(name: str, root: str, args, device):
         loader = fastload.DataLoader(fastload.ImageFolder(root, transform), batch_size=batch, shuffle=True,
                                      num_workers=workers, drop_last=True, device=device,
                                      memory_format=torch.channels_last,
-                                     decode_device="cpu" if "CPU" in name else "auto")
+                                     decode_device="cpu" if "CPU" in name else "auto", decoder=decoder or None)
         if device.type == "cuda" and "GPU" in name and getattr(loader.path, "decoder_name", "cpu") == "cpu":
             raise SystemExit("no GPU JPEG decoder here")  # every GPU backend's probe decode failed
         epochs = iter(int, 1)
@@ -136,8 +145,9 @@ def make_batches(name: str, root: str, args, device):
     return (b for _ in iter(int, 1) for b in _prefetched(loader, device, size)), loader
 
 
-def decode_only(root: str, args, device) -> dict:
-    """Batched GPU decode of the folder's files, already in memory: the ceiling of any GPU-decode loader."""
+def decode_only(root: str, args, device, decoder_name: str | None = None) -> dict:
+    """Batched GPU decode of the folder's files, already in memory: the ceiling of any GPU-decode loader
+    (``decoder_name``'s, default torchvision's)."""
     import torch
     import torchvision
     from fastload.gpu_decode import choose_decoder
@@ -146,14 +156,18 @@ def decode_only(root: str, args, device) -> dict:
     for path in files[: args.batch_size * (args.warmup + args.batches)]:
         with open(path, "rb") as f:
             encoded.append(torch.frombuffer(bytearray(f.read()), dtype=torch.uint8))
-    decoder = choose_decoder("cuda" if device.type == "cuda" else "cpu", device)[0]
+    on_gpu = device.type == "cuda"
+    decoder = choose_decoder("cuda" if on_gpu else "cpu", device,
+                             decoder=(decoder_name or "torchvision") if on_gpu else None)[0]
     batches = [encoded[i:i + args.batch_size] for i in range(0, len(encoded), args.batch_size)]
     decode = decoder.decode_many if device.type == "cuda" else (
         lambda batch: [torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB) for data in batch])
     if not batches:
         raise SystemExit(f"decode-only: no images under {root}")
     cycled = (batch for _ in iter(int, 1) for batch in batches)  # a folder smaller than the run is read again
-    return _timed("decode-only", (decode(b) for b in cycled), args, device, count=len)
+    result = _timed("decode-only", (decode(b) for b in cycled), args, device, count=len)
+    result["decoder"] = getattr(decoder, "description", decoder.name) if on_gpu else "torchvision.io (cpu)"
+    return result
 
 
 def _timed(name: str, batches, args, device, count=lambda batch: batch[0].shape[0]) -> dict:
@@ -185,16 +199,61 @@ def run_one(name: str, root: str, args) -> dict:
     import torch
     warnings.filterwarnings("ignore", category=UserWarning, module="torchvision")
     device = torch.device(args.device)
-    if name == "decode-only":
-        return decode_only(root, args, device)
+    if name.partition(":")[0] == "decode-only":
+        result = decode_only(root, args, device, name.partition(":")[2] or None)
+        result["name"] = name
+        return result
     batches, loader = make_batches(name, root, args, device)
     result = _timed(name, batches, args, device)
     stats = getattr(loader, "stats", None)
     if stats is not None and stats.decoder:
         result["decoder"], result["loader_device_mb"] = stats.decoder, stats.device_bytes / 2**20
+        path = loader.path
+        if getattr(path, "balance", None) is not None:  # the CPU's share of the GPU-decodable images
+            result["cpu_share"] = round(path.balance.share, 3)
+        result["lanes"] = getattr(path, "lanes", 1)
     if hasattr(loader, "close"):
         loader.close()
     return result
+
+
+def summary(folder: str) -> str:
+    """The table gpu_checks.sh prints last, from what its steps left in ``folder``: each step's outcome and
+    time (steps.tsv), the images/s of every loader and ceiling (loader.json, ceilings.json), the other JSON
+    results as they are, and the training runs' result lines (train.log)."""
+    from pathlib import Path
+    root, lines = Path(folder), []
+    steps = root / "steps.tsv"
+    if steps.exists():
+        lines.append(f"{'step':10s} {'outcome':18s} {'s':>5s}  command")
+        for row in steps.read_text().splitlines():
+            step, outcome, seconds, command = (row.split("\t") + ["", "", "", ""])[:4]
+            lines.append(f"{step:10s} {outcome:18s} {seconds:>5s}  {command[:90]}")
+    for name in ("ceilings", "loader"):
+        path = root / f"{name}.json"
+        if not path.exists():
+            continue
+        run = json.loads(path.read_text())
+        args = run.get("args", {})
+        lines.append(f"\n{name}: batch {args.get('batch_size')}, {args.get('batches')} timed batches, "
+                     f"{args.get('workers')} threads/workers, {args.get('images')} images in the folder")
+        lines.append(f"{'':34s} {'images/s':>9s} {'cores':>6s} {'GPU MB':>7s}  decoder")
+        for r in run.get("results", []):
+            extra = "".join(f", {k} {r[k]}" for k in ("cpu_share", "lanes") if k in r)
+            gpu = f"{r['gpu_peak_mb']:7.0f}" if r.get("gpu_peak_mb") is not None else f"{'-':>7s}"
+            lines.append(f"{r['name']:34s} {r['images_per_s']:9.0f} {r['cores_busy']:6.1f} {gpu}  "
+                         f"{r.get('decoder', '')}{extra}")
+    for name in ("scaling", "serve"):
+        path = root / f"{name}.json"
+        if path.exists():
+            text = json.dumps(json.loads(path.read_text()).get("results", json.loads(path.read_text())))
+            lines.append(f"\n{name}: {text[:1500]}")
+    train = root / "train.log"
+    if train.exists():
+        lines.append("\ntrain:")
+        lines += [line for line in train.read_text().splitlines()
+                  if line.startswith("==") or "ms/step" in line or "img/s" in line][-40:]
+    return "\n".join(lines) or f"nothing in {folder}"
 
 
 def main(argv=None) -> int:
@@ -207,11 +266,19 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=10, help="batches before timing")
     parser.add_argument("--batches", type=int, default=60, help="timed batches")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--loaders", default=",".join(LOADERS),
+                        help="comma-separated; 'fastload GPU decode:<decoder>' or 'decode-only:<decoder>' forces one")
+    parser.add_argument("--decoders", default="",
+                        help="comma-separated GPU decoders (torchvision, nvimgcodec, nvimgcodec-hw, ...): adds "
+                             "'fastload GPU decode:<d>' and 'decode-only:<d>' for each")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one loader, print JSON
+    parser.add_argument("--summary", metavar="FOLDER", help="print gpu_checks.sh's table of FOLDER's results")
     args = parser.parse_args(argv)
 
+    if args.summary:
+        print(summary(args.summary))
+        return 0
     if args.one:
         print(json.dumps(run_one(args.one, args.root, args)))
         return 0
@@ -222,6 +289,9 @@ def main(argv=None) -> int:
         root = str(default_sample_root().with_name(f"bench-imagenet-{args.images}"))
         print(f"folder: {root} ({args.images} ImageNet-like JPEGs; generated once)", flush=True)
         make_sample_folder(root, num_images=args.images, num_classes=100)
+    names = args.loaders.split(",")
+    for decoder in filter(None, args.decoders.split(",")):
+        names += [f"fastload GPU decode:{decoder}", f"decode-only:{decoder}"]
     results = []
 
     def save() -> None:  # after every loader: a run cut short by a time limit keeps what it measured
@@ -229,7 +299,7 @@ def main(argv=None) -> int:
             with open(args.json + ".tmp", "w") as out:
                 json.dump({"machine": machine(), "args": vars(args), "results": results}, out, indent=2)
             os.replace(args.json + ".tmp", args.json)
-    for name in args.loaders.split(","):
+    for name in names:
         command = [sys.executable, os.path.abspath(__file__), root, "--one", name]
         for option in ("batch_size", "size", "workers", "warmup", "batches", "device"):
             command += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
@@ -240,7 +310,11 @@ def main(argv=None) -> int:
         save()
     print(f"\nmachine: {machine()}")
     print(f"data: {root}; batch {args.batch_size}, RandomResizedCrop({args.size}) + flip + normalize, "
-          f"float16 channels_last on {args.device}; {args.batches} timed batches\n")
+          f"float16 channels_last on {args.device}; {args.batches} timed batches "
+          f"({args.batches * args.batch_size} images per loader), {args.workers} threads/workers\n")
+    if not results:
+        print("no loader ran (each one's error is above)")
+        return 1
     print_tables(results, REFERENCE)
     ceiling = next((r["images_per_s"] for r in results if r["name"] == "decode-only"), None)
     fastest = next((r["images_per_s"] for r in results if r["name"] == "fastload GPU decode"), None)

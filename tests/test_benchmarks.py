@@ -122,3 +122,43 @@ def test_bench_shards_webdataset_with_two_workers(tmp_path):
     spec.loader.exec_module(bench_shards)
     with pytest.raises(SystemExit, match="lower --shard-images"):  # 3 shards, 4 workers: before any child runs
         bench_shards.main([*arguments, "--workers", "4"])
+
+
+def test_gpu_checks_script_parses_and_its_steps_start(tmp_path):
+    """benchmarks/gpu_checks.sh: bash parses it, every Python step it runs answers --help, and its summary
+    reads the results a run leaves (its GPU_CHECKS_DRY=1 mode runs every step tiny here, in about 5
+    minutes: too long for the suite)."""
+    import shutil
+    import pytest
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    script = BENCHMARKS / "gpu_checks.sh"
+    assert subprocess.run([bash, "-n", str(script)], capture_output=True, timeout=30).returncode == 0
+    text = script.read_text()
+    steps = ["benchmarks/bench_gpu.py", "benchmarks/bench_scaling.py", "benchmarks/bench_serve.py",
+             "examples/train_resnet50.py"]
+    for step in steps:
+        assert step in text
+    for step in ("tests", "ceilings", "loader", "scaling", "train", "serve"):  # each through run(): a timeout
+        assert f"run {step} " in text
+    assert 'timeout "$limit" "$@"' in text
+    for step in steps[:2]:  # the others import torchvision models at start; their flags are checked by their tests
+        result = subprocess.run([sys.executable, str(BENCHMARKS.parent / step), "--help"], capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0 and "usage" in result.stdout, result.stderr
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "steps.tsv").write_text("tests\tok\t12\tpython -m pytest tests/gpu\nserve\ttimeout(100s)\t100\tx\n")
+    (out / "loader.json").write_text(json.dumps({"args": {"batch_size": 256, "batches": 30, "workers": 16,
+                                                          "images": 6000},
+                                                 "results": [{"name": "fastload GPU decode:nvimgcodec",
+                                                              "images_per_s": 1.0, "cores_busy": 1.0,
+                                                              "gpu_peak_mb": 1.0, "decoder": "d", "lanes": 2}]}))
+    (out / "train.log").write_text("== python examples/train_resnet50.py\nresnet18: 1.0 ms/step\nnoise\n")
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_gpu.py"), "--summary", str(out)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    for expected in ("timeout(100s)", "fastload GPU decode:nvimgcodec", "lanes 2", "ms/step"):
+        assert expected in result.stdout
+    assert "noise" not in result.stdout
