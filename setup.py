@@ -55,6 +55,11 @@ setup(
         # TorchCodec's nvJPEG decoder, measured against torchvision's on the first batch. Each TorchCodec
         # release is built for one torch release: install the one made for yours
         "torchcodec": ["torchcodec"],
+        # nvImageCodec (decoder="nvimgcodec"): the GPU's hardware JPEG engines (A100, H100, H200), CUDA nvJPEG and
+        # the hybrid CPU+GPU decoder, as DALI uses them. The build for your torch's CUDA major version, with
+        # libnvjpeg (its [nvjpeg] extra); a torch built for CUDA 12 takes -cu12, one for CUDA 13 -cu13
+        "nvimgcodec-cu12": ["nvidia-nvimgcodec-cu12[nvjpeg]>=0.6"],
+        "nvimgcodec-cu13": ["nvidia-nvimgcodec-cu13[nvjpeg]>=0.6"],
         # PyAV (FFmpeg, bundled in its wheels): fastload.compat.rocal's fn.readers.video decodes sequences as
         # rocAL's FFmpeg decoder does (TorchCodec needs a system FFmpeg)
         "video": ["av>=14"],
