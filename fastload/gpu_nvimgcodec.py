@@ -172,7 +172,7 @@ class NvImageCodecDecoder:
         if self._decoder is None:
             nvimgcodec = module()
             self._decoder = nvimgcodec.Decoder(
-                device_id=self.device.index if self.device.index is not None else 0,
+                device_id=self.device.index if self.device.index is not None else -1,  # -1: the current device
                 max_num_cpu_threads=self.cpu_threads, backends=_backends(nvimgcodec, self.mode, self.hw_load),
                 options=":fancy_upsampling=1")
             self._params = nvimgcodec.DecodeParams(apply_exif_orientation=False,
