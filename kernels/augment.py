@@ -777,18 +777,18 @@ def taps_reference(params: AugmentParams, resized: tuple[int, int], antialias: b
     return (torch.cat(starts, 1).int(), torch.cat(sizes, 1).int(), torch.cat(weights, 1).contiguous())
 
 
-def _taps(params: AugmentParams, resized: tuple[int, int], antialias: bool, device: torch.device):
-    """Each image's filter taps for its output window (``taps_reference``), on ``device``: by ``_taps_kernel``,
-    one launch, on a GPU; interpreted on the CPU, by ``taps_reference``."""
+def _taps(params: AugmentParams, resized: tuple[int, int], antialias: bool, width: int):
+    """Each image's filter taps for its output window (``taps_reference``), ``width`` a line, on the parameters'
+    device: by ``_taps_kernel``, one launch, on a GPU; interpreted on the CPU, by ``taps_reference``."""
+    device = params.boxes.device
     if device.type == "cpu":
         return taps_reference(params, resized, antialias)
-    width = _taps_width(params, antialias)
     n, lines = params.boxes.shape[0], resized[0] + resized[1]
     starts = torch.empty((n, lines), dtype=torch.int32, device=device)
     sizes = torch.empty_like(starts)
     weights = torch.empty((n, lines, width), dtype=torch.float32, device=device)
-    boxes, windows = (t.to(device, non_blocking=True) for t in (params.boxes, params.windows))
-    _taps_kernel[(n, 2)](boxes, windows, starts, sizes, weights, *resized, width, ANTIALIAS=antialias, BLOCK=128)
+    _taps_kernel[(n, 2)](params.boxes, params.windows, starts, sizes, weights, *resized, width, ANTIALIAS=antialias,
+                         BLOCK=128)
     return starts, sizes, weights
 
 
@@ -843,7 +843,7 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         scale_t, shift_t = (v.to(device) for v in affine)
     resized = warp.size if warp is not None else size
     params = params.with_windows(resized)  # built on the host: checked above without a device sync
-    starts, sizes, weights = _taps(params, resized, antialias, device)
+    taps_width = _taps_width(params, antialias)
 
     def shape(height: int, width: int) -> tuple[int, int]:
         return _tile_shape(height, width, block, device)
@@ -857,6 +857,7 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     has_contrast = slots > 0 and bool((params.ops == CONTRAST).any())
     flips = bool(params.flips.any())
     params = params.to(device)
+    starts, sizes, weights = _taps(params, resized, antialias, taps_width)
     partials = torch.empty((n, n_tiles) if has_contrast else (1,), dtype=torch.float32, device=device)
     inputs = (src_ptrs, src_meta, params.boxes, starts, sizes, weights, weights.shape[-1], params.flips, params.ops,
               params.factors, partials, scale_t, shift_t)

@@ -106,10 +106,10 @@ def test_taps_kernel_on_gpu_is_the_reference(antialias):
     """The resize's taps as the GPU computes them (``_taps_kernel``, once per image and axis) are
     ``taps_reference``'s on the CPU to the bit: its divisions round to nearest (``div_rn``, not Triton's
     default approximate division) and its steps have no multiply-add to fuse."""
-    from fastload.kernels.augment import _taps, taps_reference
+    from fastload.kernels.augment import _taps, _taps_width, taps_reference
     images, params = imagenet_like_batch(32, seed=random.randrange(2 ** 31))
     params = params.with_windows((224, 224))
-    ours = _taps(params, (224, 224), antialias, torch.device("cuda"))
+    ours = _taps(params, (224, 224), antialias, _taps_width(params, antialias))
     expected = taps_reference(params.to("cpu"), (224, 224), antialias)
     for got, want, what in zip(ours, expected, ("starts", "sizes", "weights")):
         assert torch.equal(got.cpu(), want), f"{what}: {(got.cpu() != want).sum()} values differ"
