@@ -80,7 +80,7 @@ m('$DATA', num_images=$IMAGES, num_classes=$CLASSES, processes=True); open('$DAT
   $PY -c "import sys, torch, torchvision, triton; print(sys.version.split()[0], torch.__version__,
 torchvision.__version__, triton.__version__, torch.version.cuda, torch.cuda.is_available())"
   # carried wheels: nvImageCodec for this torch's CUDA major version (and libnvjpeg), google-crc32c
-  if ls "$WHEELS"/*.whl > /dev/null 2>&1; then
+  if [ "$DRY" != 1 ] && ls "$WHEELS"/*.whl > /dev/null 2>&1; then  # the dry run leaves its environment alone
       cuda=$($PY -c "import torch; print((torch.version.cuda or '0').split('.')[0])")
       wanted=""
       for wheel in "$WHEELS"/*.whl; do
@@ -94,12 +94,22 @@ torchvision.__version__, triton.__version__, torch.version.cuda, torch.cuda.is_a
       $PY -m pip install -q --no-index --find-links "$WHEELS" --no-deps $wanted \
           && echo "installed:$wanted" || echo "the wheels in $WHEELS did not install:$wanted"
   fi
-  # fastload itself, without its requirements (the machine has them, or the carried wheels did); the dry
-  # run leaves the environment it runs in alone
-  [ "$DRY" = 1 ] && echo "dry run: fastload runs from the checkout" || $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . > /tmp/fastload-install.log 2>&1 \
-      && echo "fastload installed (editable, C extensions built)" \
-      || { echo "fastload not installed, running from the checkout:"; tail -3 /tmp/fastload-install.log
-           $PY setup.py build_ext --inplace > /tmp/build_ext.log 2>&1 && echo "C extensions built in place"; }
+  # nvImageCodec's nvJPEG extension opens libnvjpeg.so.N by name: where a wheel put it, the loader must look
+  nvjpeg_dir=$($PY -c "import glob, os, site
+hits = [h for base in site.getsitepackages() for h in glob.glob(os.path.join(base, 'nvidia', '**', 'libnvjpeg.so*'),
+                                                                   recursive=True)]
+print(os.path.dirname(hits[0]) if hits else '')" 2>/dev/null)
+  [ -z "$nvjpeg_dir" ] || { export LD_LIBRARY_PATH="$nvjpeg_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                            echo "libnvjpeg: $nvjpeg_dir"; }
+  # fastload itself, without its requirements (the machine has them, or the carried wheels did)
+  if [ "$DRY" = 1 ]; then
+      echo "dry run: fastload runs from the checkout"
+  elif $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . > /tmp/fastload-install.log 2>&1; then
+      echo "fastload installed (editable, C extensions built)"
+  else
+      echo "fastload not installed, running from the checkout:"; tail -3 /tmp/fastload-install.log
+      $PY setup.py build_ext --inplace > /tmp/build_ext.log 2>&1 && echo "C extensions built in place"
+  fi
   $PY -c "from fastload import gpu_decode as g; import torch
 d = 'cuda' if torch.cuda.is_available() else 'cpu'
 for make in (*g.GPU_BACKENDS, *g.NAMED_BACKENDS.values()):
