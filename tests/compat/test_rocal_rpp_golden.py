@@ -17,7 +17,7 @@ from PIL import Image
 
 import fastload.compat.rocal.fn as fn
 import fastload.compat.rocal.types as types
-from fastload.compat.rocal import imageops
+from fastload.compat.rocal import image_colour, image_resize, imageops
 from fastload.compat.rocal.pipeline import Pipeline
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rpp"
@@ -145,7 +145,7 @@ def test_vignette_is_bit_for_bit_rpps_with_the_exponential_its_golden_file_was_m
     """Everything of fn.vignette but its exponential (the gain's geometry, the vector and tail columns, the
     rounding), checked exactly: with the fast_exp_avx of the RPP that wrote the golden file in its place, the
     outputs equal RPP's bit for bit."""
-    monkeypatch.setattr(imageops, "_fast_exp", rpp_9bd5f081_fast_exp)
+    monkeypatch.setattr(image_colour, "_fast_exp", rpp_9bd5f081_fast_exp)
     operator, _ = NEAR["vignette"]
     for image, out in zip(IMAGES, outputs(folder, operator, types.GRAY if gray else types.RGB)):
         golden = np.asarray(Image.open(DATA / f"vignette{'_gray' if gray else ''}_{image}.png"))
@@ -219,7 +219,7 @@ def test_resize_is_bit_for_bit_rpps_in_every_interpolation(folder, kind, gray, m
 
     golden = json.loads((DATA / "golden_sha256.json").read_text())[f"resize_{kind}" + ("_gray" if gray else "")]
     present = [run(k, size) for k, size in enumerate(IMAGES.values())]
-    monkeypatch.setattr(imageops, "SEPARABLE_ROUNDING", "truncate_tail")
+    monkeypatch.setattr(image_resize, "SEPARABLE_ROUNDING", "truncate_tail")
     for k, (image, size) in enumerate(IMAGES.items()):
         old = run(k, size)
         assert hashlib.sha256(np.ascontiguousarray(old).tobytes()).hexdigest() == golden[image], f"{kind}: {image}"
