@@ -29,7 +29,7 @@ import torch
 
 from ..float32 import libm_float
 from .graph import Op
-from .imageops import _convert_sat
+from .conversions import _convert_sat
 from .operators import _device, _layout, _one, check_args
 from .types import interp_name
 

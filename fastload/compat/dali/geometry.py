@@ -18,10 +18,13 @@ import math
 import numpy as np
 import torch
 
-from . import imageops
+from ..float32 import round_c as _round_c
+from .colour import _rgb_to_ycbcr
+from .conversions import _convert_sat
 from .graph import DataNode, Op
 from .operators import _device, _layout, _one, check_args
 from .types import image_type_name, interp_name, torch_dtype
+from .warping import _walk_row
 
 _F32 = np.float32
 
@@ -52,12 +55,12 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
 
     DALI maps each output pixel's centre ``(x + 0.5, y + 0.5)`` to the source point ``M @ (x+.5, y+.5, 1)``
     (``[0, 0]`` is the first pixel's corner): in float32, the first column of a row computed directly
-    and the rest reached by adding ``M[:, 0]`` (from checkpoints every 256 columns, ``imageops._walk_row``;
+    and the rest reached by adding ``M[:, 0]`` (from checkpoints every 256 columns, ``warping._walk_row``;
     this float32 walk is why the points are not computed directly). "linear" samples bilinearly between
     the four pixels around ``p - 0.5``; "nn" takes the pixel under ``floor(p)``. Source pixels outside
     the image read as ``fill_value`` (converted to the input type), or without one as the nearest border
     pixel. Output: the input type (rounded half away from zero, saturated) or ``dtype``.
-    This is imageops.rotate's sampler with the matrix given instead of built from an angle.
+    This is warping.rotate's sampler with the matrix given instead of built from an angle.
     """
     if image.dim() != 3:
         raise ValueError(f"warp_affine: expected an HWC image, got shape {tuple(image.shape)}")
@@ -66,15 +69,15 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     out_dtype = image.dtype if dtype is None else dtype
     ys = np.arange(out_h, dtype=_F32) + _F32(0.5)
     # the first column's source point; the x term and the offset are added before the y term (the order
-    # imageops.rotate measured to reproduce DALI's float32 coordinates)
+    # warping.rotate measured to reproduce DALI's float32 coordinates)
     row_x = (m[0, 0] * _F32(0.5) + m[0, 2]) + m[0, 1] * ys
     row_y = (m[1, 0] * _F32(0.5) + m[1, 2]) + m[1, 1] * ys
-    src_x = torch.from_numpy(imageops._walk_row(row_x, m[0, 0], out_w))
-    src_y = torch.from_numpy(imageops._walk_row(row_y, m[1, 0], out_w))
+    src_x = torch.from_numpy(_walk_row(row_x, m[0, 0], out_w))
+    src_y = torch.from_numpy(_walk_row(row_y, m[1, 0], out_w))
     pixels = image.float()
     fill = None
     if fill_value is not None:
-        fill = float(imageops._convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
+        fill = float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
 
     def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
         values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
@@ -84,7 +87,7 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
         return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
 
     if interp == "nn":
-        return imageops._convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
+        return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
     fx, fy = src_x - 0.5, src_y - 0.5
     x0, y0 = torch.floor(fx), torch.floor(fy)
     qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
@@ -92,7 +95,7 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     x0, y0 = x0.long(), y0.long()
     top = tap(y0, x0) * px + tap(y0, x0 + 1) * qx
     bottom = tap(y0 + 1, x0) * px + tap(y0 + 1, x0 + 1) * qx
-    return imageops._convert_sat(top + (bottom - top) * qy, out_dtype)
+    return _convert_sat(top + (bottom - top) * qy, out_dtype)
 
 
 def _warp_size(size, height: int, width: int) -> tuple[int, int]:
@@ -132,7 +135,7 @@ def warp_affine(images, matrix=None, *, size=None, fill_value=None, interp_type=
         raise ValueError("fn.warp_affine: only nearest and linear interpolation is supported (as in DALI)")
     out_type = dtype if dtype is not None else output_dtype
     constant_size = size is not None and not isinstance(size, DataNode)
-    settings = {"size": tuple(max(1, int(imageops._round_c(v))) for v in _flat(size, "size"))
+    settings = {"size": tuple(max(1, int(_round_c(v))) for v in _flat(size, "size"))
                 if constant_size else size, "fill_value": fill_value, "interp": interp,
                 "inverse_map": bool(inverse_map), "dtype": torch_dtype(out_type) if out_type is not None else None}
 
@@ -362,7 +365,7 @@ def slice(data, anchor=None, shape=None, *, axes=None, axis_names=None, normaliz
         target = x.dtype if dtype is None else dtype
         channel_axis = layout.index("C") if "C" in layout and len(layout) == x.dim() else None
         values = _fill(fill, target, x.shape[channel_axis] if channel_axis is not None else None)
-        return imageops._convert_sat(slice_window(x, axis_list, window, policy, values, channel_axis), target)
+        return _convert_sat(slice_window(x, axis_list, window, policy, values, channel_axis), target)
     inputs = [data, anchor, shape] if positional else [data]
     return _one(Op("slice", run, inputs, settings, device=_device(inputs, device), layouts=(layout,),
                    fusable=False))
@@ -450,7 +453,7 @@ def peek_image_shape(data, *, dtype=None, image_type=None, adjust_orientation=Tr
         width, height = image.size
         if adjust_orientation and image.getexif().get(0x0112, 1) in (5, 6, 7, 8):
             width, height = height, width
-        return imageops._convert_sat(torch.tensor([height, width, channels], dtype=torch.int64), target)
+        return _convert_sat(torch.tensor([height, width, channels], dtype=torch.int64), target)
     return _one(Op("peek_image_shape", run, [data], {}, device="cpu", layouts=("",), fusable=False))
 
 
@@ -468,7 +471,7 @@ def _ycbcr_to_rgb(x: torch.Tensor) -> torch.Tensor:
     r = y + 2 * (1 - _KR) * cr
     g = y - 2 * (1 - _KB) * _KB / _KG * cb - 2 * (1 - _KR) * _KR / _KG * cr
     b = y + 2 * (1 - _KB) * cb
-    return imageops._convert_sat(torch.stack([r, g, b], -1), torch.uint8)
+    return _convert_sat(torch.stack([r, g, b], -1), torch.uint8)
 
 
 def _rgb_to_gray(rgb: torch.Tensor) -> torch.Tensor:
@@ -482,17 +485,17 @@ def _rgb_to_gray(rgb: torch.Tensor) -> torch.Tensor:
 def convert_color(image: torch.Tensor, source: str, target: str) -> torch.Tensor:
     """One uint8 image (channels last) from colour space ``source`` to ``target``: RGB/BGR swap channels,
     GRAY to colour repeats the channel, colour to GRAY is OpenCV's fixed-point luma (``_rgb_to_gray``),
-    YCbCr is BT.601 studio range (imageops._rgb_to_ycbcr and its exact inverse), GRAY <-> YCbCr rescales
+    YCbCr is BT.601 studio range (colour._rgb_to_ycbcr and its exact inverse), GRAY <-> YCbCr rescales
     Y (Cb = Cr = 128)."""
     if source == target:
         return image.clone()
     if source == "GRAY":
         if target == "YCbCr":
-            y = imageops._convert_sat(image.double() / _Y_SCALE + 16, torch.uint8)
+            y = _convert_sat(image.double() / _Y_SCALE + 16, torch.uint8)
             return torch.cat([y, torch.full_like(y, 128), torch.full_like(y, 128)], -1)
         return image.expand(*image.shape[:-1], 3).contiguous()
     if source == "YCbCr" and target == "GRAY":
-        return imageops._convert_sat((image[..., :1].double() - 16) * _Y_SCALE, torch.uint8)
+        return _convert_sat((image[..., :1].double() - 16) * _Y_SCALE, torch.uint8)
     rgb = {"RGB": image, "BGR": image.flip(-1), "YCbCr": None}[source]
     if rgb is None:
         rgb = _ycbcr_to_rgb(image)
@@ -502,7 +505,7 @@ def convert_color(image: torch.Tensor, source: str, target: str) -> torch.Tensor
         return rgb.flip(-1).contiguous()
     if target == "GRAY":
         return _rgb_to_gray(rgb)
-    return imageops._rgb_to_ycbcr(rgb)
+    return _rgb_to_ycbcr(rgb)
 
 
 _SPACES = {"RGB": 3, "BGR": 3, "YCbCr": 3, "GRAY": 1}

@@ -196,8 +196,8 @@ def _operand(value) -> torch.Tensor:
 
 
 def _arithmetic(name: str, fn: Callable, x, y) -> torch.Tensor:
-    """``x <op> y`` with DALI's type promotion (``imageops.promote``; ``/`` gives float32 for integers)."""
-    from .imageops import promote, true_divide_type
+    """``x <op> y`` with DALI's type promotion (``conversions.promote``; ``/`` gives float32 for integers)."""
+    from .conversions import promote, true_divide_type
     x, y = _operand(x), _operand(y)
     common = (true_divide_type if name == "truediv" else promote)(x.dtype, y.dtype)
     return fn(x.to(common), y.to(common))

@@ -14,7 +14,7 @@ and, with a CUDA device, the device path. The geometries below draw each
 sample's crop window and mirror from the same per-operator streams as the
 operator-by-operator run (``SampleContext.rng``), so both give the same
 windows and flips; the pixels differ only by the resampling arithmetic
-(Pillow's triangle filter against ``imageops``'s, within a level or two).
+(Pillow's triangle filter against ``resampling``'s, within a level or two).
 
 ``lower(graph)`` returns a ``Lowered`` or, when the graph is anything else,
 the reason it runs operator by operator.
@@ -28,7 +28,7 @@ import torch
 from PIL import Image
 
 from ...transforms import Geometry, Plan, RandomResizedCropGeometry, _largest_reduction
-from . import imageops
+from . import crops, resampling
 
 _COPIES = ("gpu", "cpu")
 _LINEAR = ("linear", "triangular")  # DALI's linear filter antialiases when shrinking: a triangle, as Pillow's
@@ -49,7 +49,7 @@ class Mirror:
 
 @dataclass(frozen=True)
 class DaliRandomCropGeometry(RandomResizedCropGeometry):
-    """DALI's random crop window (``imageops.random_crop_window``: its area/aspect rule, attempts and
+    """DALI's random crop window (``crops.random_crop_window``: its area/aspect rule, attempts and
     fallback), resized to ``size`` (height, width); the window from the cropping operator's stream."""
 
     num_attempts: int = 10
@@ -57,7 +57,7 @@ class DaliRandomCropGeometry(RandomResizedCropGeometry):
     mirror: Mirror = Mirror(0.0)
 
     def sample(self, width: int, height: int, rng) -> Geometry:
-        y, x, h, w = imageops.random_crop_window(height, width, rng.fork(self.salt), self.scale, self.ratio,
+        y, x, h, w = crops.random_crop_window(height, width, rng.fork(self.salt), self.scale, self.ratio,
                                                  self.num_attempts)
         out_h, out_w = self.size
         box = (x, y, x + w, y + h)
@@ -67,7 +67,7 @@ class DaliRandomCropGeometry(RandomResizedCropGeometry):
 
 @dataclass(frozen=True)
 class DaliResizeCropGeometry:
-    """DALI's resize (``imageops.resize_output_size``: its modes and rounding), then a
+    """DALI's resize (``resampling.resize_output_size``: its modes and rounding), then a
     crop_mirror_normalize window at (crop_pos_x, crop_pos_y) with DALI's anchor rounding."""
 
     resize: tuple  # sorted (name, value) pairs of fn.resize's size arguments
@@ -86,10 +86,10 @@ class DaliResizeCropGeometry:
         return int(args["resize_y"]), int(args["resize_x"])
 
     def sample(self, width: int, height: int, rng) -> Geometry:
-        (rh, rw), (y_lo, y_hi), (x_lo, x_hi) = imageops._resize_plan(height, width, **dict(self.resize))
+        (rh, rw), (y_lo, y_hi), (x_lo, x_hi) = resampling._resize_plan(height, width, **dict(self.resize))
         top, left, ch, cw = 0, 0, rh, rw
         if self.crop is not None:
-            (top, ch), (left, cw) = imageops._crop_window(rh, rw, self.crop[0], self.crop[1], self.crop_pos[0],
+            (top, ch), (left, cw) = crops._crop_window(rh, rw, self.crop[0], self.crop[1], self.crop_pos[0],
                                                            self.crop_pos[1], "round")
             if top < 0 or left < 0 or top + ch > rh or left + cw > rw:
                 raise ValueError(f"crop_mirror_normalize: a {ch}x{cw} window does not fit the {rh}x{rw} "

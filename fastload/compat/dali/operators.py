@@ -4,7 +4,8 @@ Each operator is an explicit function (nothing is generated at import) that
 checks its arguments against the ones fastload runs as DALI does, and
 refuses any other with NotImplementedError naming the operator and the
 argument -- a different result is never given silently. The per-sample
-work is ``imageops``'s, in torch.
+work is the family modules' (``decoding``, ``crops``, ``resampling``, ``warping``, ``colour``,
+``conversions``), in torch.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import imageops
+from . import colour, conversions, crops, decoding, resampling, warping
 from .graph import DataNode, Op
 from .types import image_type_name, interp_name, torch_dtype
 
@@ -150,7 +151,7 @@ def io_file_read(filepaths, **args):
 def _decode(ctx, op, data, output_type="RGB"):
     from ...errors import DecodeError
     try:
-        return imageops.decode(bytes(data.numpy()), output_type)
+        return decoding.decode(bytes(data.numpy()), output_type)
     except Exception as error:
         raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
 
@@ -171,7 +172,7 @@ def decoders_image(data, *, device="cpu", output_type=None, use_fast_idct=False,
 
 def _random_crop_decode(ctx, op, data, output_type, random_area, random_aspect_ratio, num_attempts):
     image = _decode(ctx, op, data, output_type)
-    y, x, h, w = imageops.random_crop_window(image.shape[0], image.shape[1], ctx.rng(op), tuple(random_area),
+    y, x, h, w = crops.random_crop_window(image.shape[0], image.shape[1], ctx.rng(op), tuple(random_area),
                                              tuple(random_aspect_ratio), num_attempts)
     return image[y:y + h, x:x + w].contiguous()
 
@@ -201,7 +202,7 @@ _ROI_ARGS = ("roi_start", "roi_end", "roi_relative")
 
 
 def _resize(ctx, op, image, interp_type="linear", antialias=True, dtype=None, **size):
-    return imageops.resize(image, interp_type=interp_type, antialias=antialias, dtype=dtype, **size)
+    return resampling.resize(image, interp_type=interp_type, antialias=antialias, dtype=dtype, **size)
 
 
 def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter=None, antialias=True,
@@ -228,10 +229,10 @@ def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter
 
 
 def _random_resized_crop(ctx, op, image, size, random_area, random_aspect_ratio, num_attempts, **settings):
-    y, x, h, w = imageops.random_crop_window(image.shape[0], image.shape[1], ctx.rng(op), random_area,
+    y, x, h, w = crops.random_crop_window(image.shape[0], image.shape[1], ctx.rng(op), random_area,
                                              random_aspect_ratio, num_attempts)
     # DALI resamples the window as a region of the whole image: the filter reads past its edges
-    return imageops.resize(image, resize_x=size[1], resize_y=size[0], roi_start=(y, x), roi_end=(y + h, x + w),
+    return resampling.resize(image, resize_x=size[1], resize_y=size[0], roi_start=(y, x), roi_end=(y + h, x + w),
                            **settings)
 
 
@@ -277,7 +278,7 @@ def crop(images, *, device=None, dtype=None, **args):
     args["dtype"] = torch_dtype(dtype) if dtype is not None else None
 
     def run(ctx, op, image, **a):
-        return imageops.crop(image, **a)
+        return crops.crop(image, **a)
     return _one(Op("crop", run, [images], args, device=_device([images], device), layouts=(args["layout"],)))
 
 
@@ -297,7 +298,7 @@ def crop_mirror_normalize(images, *, device=None, dtype=None, output_dtype=None,
             args[key] = tuple(float(v) for v in args[key])
 
     def run(ctx, op, image, **a):
-        return imageops.crop_mirror_normalize(image, **a)
+        return crops.crop_mirror_normalize(image, **a)
     return _one(Op("crop_mirror_normalize", run, [images], args, device=_device([images], device),
                    layouts=(str(output_layout) or args["layout"],)))
 
@@ -306,7 +307,7 @@ def flip(images, *, device=None, horizontal=1, vertical=0, **args):
     """``fn.flip``: horizontal and/or vertical flips (per-sample arguments allowed)."""
     check_args("fn.flip", args, set())
     layout = _layout("fn.flip", images, ("HWC", "CHW"))
-    return _one(Op("flip", lambda ctx, op, image, horizontal, vertical: imageops.flip(
+    return _one(Op("flip", lambda ctx, op, image, horizontal, vertical: crops.flip(
         image, horizontal, vertical, layout), [images], {"horizontal": horizontal, "vertical": vertical},
         device=_device([images], device), layouts=(layout,)))
 
@@ -319,7 +320,7 @@ def rotate(images, *, angle, device=None, fill_value=None, keep_size=False, size
     settings = {"angle": angle, "fill_value": fill_value, "keep_size": bool(keep_size),
                 "size": _pair(size) if size is not None else None,
                 "interp_type": interp_name(interp_type) if interp_type is not None else "linear"}
-    return _one(Op("rotate", lambda ctx, op, image, **a: imageops.rotate(image, **a), [images], settings,
+    return _one(Op("rotate", lambda ctx, op, image, **a: warping.rotate(image, **a), [images], settings,
                    device=_device([images], device), layouts=(images.layout(),), fusable=False))
 
 
@@ -337,19 +338,19 @@ def _color(operator: str, impl, names: set, layouts: tuple[str, ...] = ("HWC",))
     return build
 
 
-color_twist = _color("color_twist", lambda image, **a: imageops.color_twist(image, **a),
+color_twist = _color("color_twist", lambda image, **a: colour.color_twist(image, **a),
                      {"brightness", "contrast", "hue", "saturation"})
-brightness_contrast = _color("brightness_contrast", lambda image, **a: imageops.brightness_contrast(image, **a),
+brightness_contrast = _color("brightness_contrast", lambda image, **a: colour.brightness_contrast(image, **a),
                              {"brightness", "brightness_shift", "contrast", "contrast_center"},
                              ("HWC", "CHW"))  # per value: the layout does not matter
-hsv = _color("hsv", lambda image, **a: imageops.hsv(image, **a), {"hue", "saturation", "value"})
+hsv = _color("hsv", lambda image, **a: colour.hsv(image, **a), {"hue", "saturation", "value"})
 
 
 def cast(data, *, dtype, device=None, **args):
     """``fn.cast``: DALI's conversion (floats round to nearest and saturate into integer types)."""
     check_args("fn.cast", args, set())
     target = torch_dtype(dtype)
-    return _one(Op("cast", lambda ctx, op, x: imageops.cast(x, target), [data], {},
+    return _one(Op("cast", lambda ctx, op, x: conversions.cast(x, target), [data], {},
                    device=_device([data], device), layouts=(data.layout(),)))
 
 

@@ -96,7 +96,7 @@ def image_type_name(value) -> str:
 
 
 def interp_name(value) -> str:
-    """The interpolation as imageops names it: "nn", "linear", "cubic", "lanczos3", "triangular"."""
+    """The interpolation as resampling names it: "nn", "linear", "cubic", "lanczos3", "triangular"."""
     if isinstance(value, DALIInterpType):
         if value is DALIInterpType.INTERP_GAUSSIAN:
             raise NotImplementedError("fastload.compat.dali: INTERP_GAUSSIAN is not supported; use "

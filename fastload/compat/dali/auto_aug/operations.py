@@ -6,7 +6,8 @@ DALI writes these augmentations as chains of its operators (``fn.warp_affine`` o
 ``fn.experimental.filter``, ``fn.experimental.equalize``, ``fn.reductions`` and arithmetic, which fastload's
 ``fn`` mostly lacks); each is one operator here, computing what that chain computes for a uint8 image, in the
 same float32 steps (tests/compat/test_dali_auto_aug.py compares every one with real DALI, pixel by pixel).
-rotate, brightness and color reuse ``imageops``' rotate, brightness_contrast and hsv, which match DALI's.
+rotate, brightness and color reuse ``warping.rotate``, ``colour.brightness_contrast`` and ``colour.hsv``,
+which match DALI's.
 
 - shear / translation: DALI's ``fn.warp_affine(matrix, inverse_map=False)`` of a shear about the origin or a
   translation, on ``geometry``'s warp (the matrix inverted in float32, each output pixel centre mapped back
@@ -27,9 +28,9 @@ import numpy as np
 import torch
 
 from ...float32 import fmaf
-from .. import geometry, imageops
+from .. import colour, geometry, warping
 from ..graph import DataNode, Op, constant
-from ..imageops import _convert_sat
+from ..conversions import _convert_sat
 from ..operators import _device, _layout, _one
 from ..types import interp_name
 
@@ -65,21 +66,21 @@ def _number(value) -> float:
 
 
 def rotate(data, angle, fill_value=128, interp_type=None, keep_size=True):
-    """``fn.rotate(data, angle=angle, fill_value=..., keep_size=...)`` (``imageops.rotate``), per frame."""
+    """``fn.rotate(data, angle=angle, fill_value=..., keep_size=...)`` (``warping.rotate``), per frame."""
     interp = interp_name(interp_type) if interp_type is not None else "linear"
-    return _image_op("rotate", data, angle, lambda image, angle, **a: imageops.rotate(image, _number(angle), **a),
+    return _image_op("rotate", data, angle, lambda image, angle, **a: warping.rotate(image, _number(angle), **a),
                      fill_value=fill_value, keep_size=bool(keep_size), interp_type=interp)
 
 
 def brightness(data, factor):
-    """``fn.brightness(data, brightness=factor)``: ``x * factor``, rounded (``imageops.brightness_contrast``)."""
+    """``fn.brightness(data, brightness=factor)``: ``x * factor``, rounded (``colour.brightness_contrast``)."""
     return _image_op("brightness", data, factor,
-                     lambda image, f: imageops.brightness_contrast(image, brightness=_number(f)))
+                     lambda image, f: colour.brightness_contrast(image, brightness=_number(f)))
 
 
 def saturation(data, factor):
-    """``fn.saturation(data, saturation=factor)``: DALI's YIQ chroma scaling (``imageops.hsv``)."""
-    return _image_op("color", data, factor, lambda image, f: imageops.hsv(image, saturation=_number(f)))
+    """``fn.saturation(data, saturation=factor)``: DALI's YIQ chroma scaling (``colour.hsv``)."""
+    return _image_op("color", data, factor, lambda image, f: colour.hsv(image, saturation=_number(f)))
 
 
 # ------------------------------------------------------------------------------------------------ warp

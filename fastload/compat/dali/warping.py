@@ -1,0 +1,110 @@
+"""DALI's ``fn.rotate`` on one HWC image: the canvas size and the rotation matrix, sampled by the
+float32 walk of DALI's WarpCPU.
+
+DALI reaches each row's source points by adding the matrix's first column in float32 (from
+checkpoints every 256 columns), not by computing them directly; :func:`_walk_row` takes the same
+steps, so coordinates, and outputs, match DALI's bit for bit. ``geometry.warp`` (fn.warp_affine)
+walks rows with the same helper.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+
+from ..float32 import F32 as _F32
+from ..float32 import libm_float as _libm_float
+from ..float32 import round_c as _round_c
+from .conversions import _convert_sat
+from .resampling import _interp, _pair
+
+
+def rotated_size(height: int, width: int, angle: float) -> Tuple[int, int]:
+    """fn.rotate's canvas when neither ``size`` nor ``keep_size`` is given: the bounding box of the
+    rotated image, ``ceil(|cos| w + |sin| h - 0.01)`` by ``ceil(|cos| h + |sin| w - 0.01)``, then
+    grown by one where needed to keep the parity of the input extent it mostly comes from (w for
+    the output width when |angle| is within 45 degrees of 0 or 180, else h), to limit blur."""
+    radians = float(_F32(-angle) * _F32(math.pi / 180))
+    c, s = abs(math.cos(radians)), abs(math.sin(radians))
+    out_w = math.ceil(c * width + s * height - 1e-2)
+    out_h = math.ceil(c * height + s * width - 1e-2)
+    parity_w, parity_h = (width % 2, height % 2) if s <= c else (height % 2, width % 2)
+    return out_h + ((out_h % 2) ^ parity_h), out_w + ((out_w % 2) ^ parity_w)
+
+
+def rotate(image: torch.Tensor, angle: float, *, fill_value: Optional[float] = None, keep_size: bool = False,
+           size=None, interp_type="linear", dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """fn.rotate on one HWC image: counter-clockwise by ``angle`` degrees (with (0, 0) the top-left
+    corner), about the image centre, which maps to the output centre.
+
+    Output size: ``size`` (h, w), rounded; the input's with ``keep_size``; else
+    :func:`rotated_size`. Each output pixel centre maps back to a source point sampled bilinearly
+    ("linear") or nearest ("nn") at pixel centres; source pixels outside the image read as
+    ``fill_value`` (converted to the input type), or, when it is None (DALI's default), the
+    nearest border pixel. DALI steps the source point along each row by adding the per-column
+    derivative in float32, restarting every 256 columns; the same float32 steps are taken here.
+    """
+    if image.dim() != 3:
+        raise ValueError(f"rotate: expected an HWC image, got shape {tuple(image.shape)}")
+    height, width, channels = image.shape
+    if size is not None:
+        out_h, out_w = (int(_round_c(v)) for v in _pair(size))
+    elif keep_size:
+        out_h, out_w = height, width
+    else:
+        out_h, out_w = rotated_size(height, width, angle)
+    out_dtype = image.dtype if dtype is None else dtype
+    interp = _interp(interp_type)
+    if interp not in ("linear", "nearest"):
+        raise ValueError("rotate: interp_type must be nn or linear")
+    # destination -> source: translate(in / 2) * rotation2D(angle) * translate(-out / 2), float32
+    a = _F32(-angle) * _F32(math.pi / 180)
+    c, s = _libm_float("cos", -a), _libm_float("sin", -a)  # rotation2D(-a) in float32 (cosf, sinf)
+    ow, oh = _F32(out_w) * _F32(0.5), _F32(out_h) * _F32(0.5)
+    m02 = (c * -ow + (-s) * -oh) + _F32(width) * _F32(0.5)
+    m12 = (s * -ow + c * -oh) + _F32(height) * _F32(0.5)
+    ys = np.arange(out_h, dtype=_F32) + _F32(0.5)
+    # the source of column 0 of each row; DALI adds the x term and the offset before the y term
+    # (measured: this order reproduces its float32 coordinates exactly)
+    row_x = (c * _F32(0.5) + m02) + (-s) * ys
+    row_y = (s * _F32(0.5) + m12) + c * ys
+    src_x, src_y = (_walk_row(start, step, out_w) for start, step in ((row_x, c), (row_y, s)))
+    src_x, src_y = torch.from_numpy(src_x), torch.from_numpy(src_y)
+    pixels = image.float()
+    fill = None if fill_value is None else float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
+
+    def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
+        if fill is None:
+            return pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
+        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
+        values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
+        return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
+
+    if interp == "nearest":
+        return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
+    fx, fy = src_x - 0.5, src_y - 0.5
+    x0, y0 = torch.floor(fx), torch.floor(fy)
+    qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
+    px = 1 - qx
+    x0, y0 = x0.long(), y0.long()
+    top = tap(y0, x0) * px + tap(y0, x0 + 1) * qx
+    bottom = tap(y0 + 1, x0) * px + tap(y0 + 1, x0 + 1) * qx
+    return _convert_sat(top + (bottom - top) * qy, out_dtype)
+
+
+def _walk_row(start: np.ndarray, step, count: int) -> np.ndarray:
+    """Positions start + x * step as DALI's warp reaches them: adding ``step`` in float32 along the
+    row, from checkpoints every 256 columns that are themselves reached by adding 256 * step."""
+    out = np.empty((len(start), count), dtype=_F32)
+    tile_start = start.astype(_F32)
+    tile_step = _F32(256) * _F32(step)
+    for begin in range(0, count, 256):
+        end = min(count, begin + 256)
+        steps = np.full((len(start), end - begin), step, dtype=_F32)
+        steps[:, 0] = tile_start
+        out[:, begin:end] = np.cumsum(steps, axis=1, dtype=_F32)
+        tile_start = tile_start + tile_step
+    return out
