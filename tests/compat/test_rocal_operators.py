@@ -14,7 +14,7 @@ import torch
 import fastload.compat.rocal.fn as fn
 import fastload.compat.rocal.types as types
 from fastload.compat.rocal import imageops
-from fastload.compat.rocal.operators import list_folder
+from fastload.compat.rocal.ops_readers import list_folder
 from fastload.compat.rocal.pipeline import Pipeline
 from fastload.sample_data import make_image
 
@@ -49,7 +49,7 @@ def test_a_file_list_keeps_the_listed_names_of_the_folder_for_images_and_is_read
     as without one and keep the names it lists. The audio loader reads the list's paths in order, at any
     depth, regular files only, a name listed twice read twice; an absolute path is refused (rocAL reads
     the previous line's file in its place)."""
-    from fastload.compat.rocal.operators import listed_files
+    from fastload.compat.rocal.ops_readers import listed_files
     for path in ("b/deep/x.jpg", "a/y.JPEG", "c.png", "a/x.jpg", "a/notes.txt"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(b"...")

@@ -827,7 +827,7 @@ def test_parameter_handles_are_read_as_the_operators_run(photos):
 def test_a_parameter_handle_is_read_once_for_each_batch(photos, monkeypatch):
     """rocAL reads a handle once per batch: an update made while a batch is being made (here as its first
     sample is done) reaches none of that batch's samples, and all of the next one's."""
-    from fastload.compat.rocal import operators
+    from fastload.compat.rocal import ops_colour as operators
     level = Pipeline.create_float_param(1.0)
     pipe = Pipeline(batch_size=4, num_threads=1, seed=1, rocal_cpu=True)
     with pipe:

@@ -696,14 +696,14 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
     [samples, channels] float32 (``decode``), downmixed to one channel when asked; labels from the list.
     As in rocAL, ``dtype``, ``quality``, ``sample_rate``, ``seed`` and ``bytes_per_sample_hint`` are not
     read (rocal_api_data_loaders.cpp: no resampling at decode)."""
-    from . import operators
+    from . import ops_common, ops_readers
     from .types import RocalLastBatchPolicy
-    pipe = operators._pipeline()
+    pipe = ops_common._pipeline()
     reader = inputs[0] if inputs else None
-    if not isinstance(reader, operators.FileReader):
+    if not isinstance(reader, ops_readers.FileReader):
         raise NotImplementedError(f"{PREFIX}: fn.decoders.audio reads what fn.readers.file recorded")
-    stick_to_shard = operators._sharding("fn.decoders.audio", shard_id, num_shards, pad_last_batch_repeated,
-                                         stick_to_shard, shard_size)
+    stick_to_shard = ops_readers._sharding("fn.decoders.audio", shard_id, num_shards, pad_last_batch_repeated,
+                                           stick_to_shard, shard_size)
     # rocAL's audio loader is given the decoder's list, and then reads the paths of the reader's label
     # reader in their order (file_source_reader.cpp); without a decoder's list it walks the folder
     root = file_root or reader.file_root
@@ -711,8 +711,8 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
         raise ValueError(f"{PREFIX}: fn.decoders.audio(file_list_path={file_list_path!r}) after fn.readers.file "
                          f"without a file_list: rocAL then finds no files to size (\"Cannot find size of the "
                          f"audio files\"); give fn.readers.file the list")
-    samples = operators.listed_files(root, reader.file_list) if file_list_path else \
-        operators.list_folder(root, reader.file_list)
+    samples = ops_readers.listed_files(root, reader.file_list) if file_list_path else \
+        ops_readers.list_folder(root, reader.file_list)
     if not samples:
         raise ValueError(f"{PREFIX}: fn.decoders.audio: no files found in {root!r}")
     files = AudioFiles(samples)
@@ -728,7 +728,7 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
         dims = (int(max_decoded_samples), int(max_decoded_channels))
     else:
         dims = (files.frames, files.channels)
-    data = operators._reading(pipe, operators.RocalReaderSpec(
+    data = ops_readers._reading(pipe, ops_readers.RocalReaderSpec(
         samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
         RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch_repeated), name="AudioReader"))
     mixed = bool(downmix) and dims[1] > 1

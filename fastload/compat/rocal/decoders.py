@@ -3,11 +3,11 @@ audio decoder (``fastload.compat.rocal.audio``); rocAL's other decoders raise No
 themselves."""
 
 from .audio import decoders_audio as audio  # noqa: F401
-from .operators import decoders_image as image  # noqa: F401
-from .operators import decoders_image_random_crop as image_random_crop  # noqa: F401
-from .operators import decoders_image_raw as image_raw  # noqa: F401
-from .operators import decoders_image_slice as image_slice  # noqa: F401
-from .operators import unsupported
+from .ops_decoders import decoders_image as image  # noqa: F401
+from .ops_decoders import decoders_image_random_crop as image_random_crop  # noqa: F401
+from .ops_decoders import decoders_image_raw as image_raw  # noqa: F401
+from .ops_decoders import decoders_image_slice as image_slice  # noqa: F401
+from .ops_common import unsupported
 
 video = unsupported("decoders.video", "rocAL has none (DALI has); rocAL reads and decodes videos with "
                                      "fn.readers.video, which fastload runs")

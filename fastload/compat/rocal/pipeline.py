@@ -28,7 +28,7 @@ import torch
 from ..dali import pipeline as dali_pipeline
 from . import coco, npy, types
 from .imageops import pad_batch
-from .operators import PREFIX, RocalParam
+from .ops_common import PREFIX, RocalParam
 
 
 class RocalTensor:
@@ -321,12 +321,12 @@ class Pipeline(dali_pipeline.Pipeline):
     # -- rocAL's parameter handles (rocal_api_parameters: rocalCreateIntParameter, rocalUpdateIntParameter, ...)
     @classmethod
     def create_int_param(cls, value=1) -> RocalParam:
-        """A handle holding an int an operator reads as it runs (``operators.RocalParam``)."""
+        """A handle holding an int an operator reads as it runs (``ops_common.RocalParam``)."""
         return RocalParam(value, int)
 
     @classmethod
     def create_float_param(cls, value=1) -> RocalParam:
-        """A handle holding a float an operator reads as it runs (``operators.RocalParam``)."""
+        """A handle holding a float an operator reads as it runs (``ops_common.RocalParam``)."""
         return RocalParam(value, float)
 
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..operators import PREFIX
+from ..ops_common import PREFIX
 
 
 def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import types
 from ..cifar10 import Cifar10Records
-from ..operators import FileReader
+from ..ops_readers import FileReader
 from ._common import NumpyIterator, check_display, classification_args, one_hot, the_pipeline
 from ._common import draw_patches  # noqa: F401 (rocAL's name, refused)
 
