@@ -85,7 +85,10 @@ def _per_frame(impl):
     return run
 
 
-def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataNode:
+def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal, others=()) -> DataNode:
+    """The node of image operator ``name``: ``impl`` on ``image`` (and ``others``, further inputs such as
+    blend's second image), per frame for fn.readers.video's sequences, its output described by ``out``,
+    with fn.readers.coco's boxes moved as rocAL's meta node for the operator moves them."""
     _source([image])
     sequence = getattr(image, "rocal_frames", None)
     if sequence is None and out.layout in SEQUENCE_LAYOUTS:
@@ -93,7 +96,7 @@ def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal) -> DataN
                          f"sequences: give NHWC or NCHW")
     if sequence is not None and out.layout not in SEQUENCE_LAYOUTS:  # each frame in that layout
         out = replace(out, layout={v: k for k, v in SEQUENCE_LAYOUTS.items()}[out.layout])
-    node = Op("rocal." + name, impl if sequence is None else _per_frame(impl), [image], args,
+    node = Op("rocal." + name, impl if sequence is None else _per_frame(impl), [image, *others], args,
               layouts=("HWC" if sequence is None else "FHWC",)).outputs[0]
     node.rocal = out
     if sequence is not None:
