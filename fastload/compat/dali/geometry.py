@@ -24,7 +24,7 @@ from .conversions import _convert_sat
 from .graph import DataNode, Op
 from .operators import _device, _layout, _one, check_args
 from .types import image_type_name, interp_name, torch_dtype
-from .warping import _walk_row
+from .warping import warp
 
 _F32 = np.float32
 
@@ -47,55 +47,6 @@ def _inverse_2x3(m: np.ndarray) -> np.ndarray:
     inv = np.array([[d * inv_det, -b * inv_det], [-c * inv_det, a * inv_det]], dtype=_F32)
     t = -(inv[:, 0] * m[0, 2] + inv[:, 1] * m[1, 2])
     return np.concatenate([inv, t[:, None]], axis=1).astype(_F32)
-
-
-def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None, interp: str = "linear",
-         dtype: torch.dtype | None = None) -> torch.Tensor:
-    """One HWC image warped by the 2x3 destination-to-source ``matrix``, as DALI's CPU WarpCPU does.
-
-    DALI maps each output pixel's centre ``(x + 0.5, y + 0.5)`` to the source point ``M @ (x+.5, y+.5, 1)``
-    (``[0, 0]`` is the first pixel's corner): in float32, the first column of a row computed directly
-    and the rest reached by adding ``M[:, 0]`` (from checkpoints every 256 columns, ``warping._walk_row``;
-    this float32 walk is why the points are not computed directly). "linear" samples bilinearly between
-    the four pixels around ``p - 0.5``; "nn" takes the pixel under ``floor(p)``. Source pixels outside
-    the image read as ``fill_value`` (converted to the input type), or without one as the nearest border
-    pixel. Output: the input type (rounded half away from zero, saturated) or ``dtype``.
-    This is warping.rotate's sampler with the matrix given instead of built from an angle.
-    """
-    if image.dim() != 3:
-        raise ValueError(f"warp_affine: expected an HWC image, got shape {tuple(image.shape)}")
-    height, width, _ = image.shape
-    m = np.asarray(matrix, dtype=_F32).reshape(2, 3)
-    out_dtype = image.dtype if dtype is None else dtype
-    ys = np.arange(out_h, dtype=_F32) + _F32(0.5)
-    # the first column's source point; the x term and the offset are added before the y term (the order
-    # warping.rotate measured to reproduce DALI's float32 coordinates)
-    row_x = (m[0, 0] * _F32(0.5) + m[0, 2]) + m[0, 1] * ys
-    row_y = (m[1, 0] * _F32(0.5) + m[1, 2]) + m[1, 1] * ys
-    src_x = torch.from_numpy(_walk_row(row_x, m[0, 0], out_w))
-    src_y = torch.from_numpy(_walk_row(row_y, m[1, 0], out_w))
-    pixels = image.float()
-    fill = None
-    if fill_value is not None:
-        fill = float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
-
-    def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
-        values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
-        if fill is None:
-            return values
-        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
-        return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
-
-    if interp == "nn":
-        return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
-    fx, fy = src_x - 0.5, src_y - 0.5
-    x0, y0 = torch.floor(fx), torch.floor(fy)
-    qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
-    px = 1 - qx
-    x0, y0 = x0.long(), y0.long()
-    top = tap(y0, x0) * px + tap(y0, x0 + 1) * qx
-    bottom = tap(y0 + 1, x0) * px + tap(y0 + 1, x0 + 1) * qx
-    return _convert_sat(top + (bottom - top) * qy, out_dtype)
 
 
 def _warp_size(size, height: int, width: int) -> tuple[int, int]:

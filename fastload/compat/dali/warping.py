@@ -1,10 +1,11 @@
-"""DALI's ``fn.rotate`` on one HWC image: the canvas size and the rotation matrix, sampled by the
-float32 walk of DALI's WarpCPU.
+"""DALI's float32 warp sampler (WarpCPU) on one HWC image, and ``fn.rotate`` built on it.
 
-DALI reaches each row's source points by adding the matrix's first column in float32 (from
-checkpoints every 256 columns), not by computing them directly; :func:`_walk_row` takes the same
-steps, so coordinates, and outputs, match DALI's bit for bit. ``geometry.warp`` (fn.warp_affine)
-walks rows with the same helper.
+``fn.warp_affine`` (``geometry.py``) and ``fn.rotate`` are one sampler in DALI: a 2x3 destination-to-source
+matrix, each row's source points reached by adding the matrix's first column in float32 (from checkpoints
+every 256 columns), not computed directly. :func:`warp` takes the same steps, so coordinates, and
+outputs, match DALI's bit for bit; :func:`rotate` only builds its matrix and canvas. The sampler lives
+here, not in ``geometry.py``, because ``geometry`` builds graph operators (it imports ``operators``,
+which imports this module).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def rotate(image: torch.Tensor, angle: float, *, fill_value: Optional[float] = N
     ("linear") or nearest ("nn") at pixel centres; source pixels outside the image read as
     ``fill_value`` (converted to the input type), or, when it is None (DALI's default), the
     nearest border pixel. DALI steps the source point along each row by adding the per-column
-    derivative in float32, restarting every 256 columns; the same float32 steps are taken here.
+    derivative in float32, restarting every 256 columns; :func:`warp` takes the same float32 steps.
     """
     if image.dim() != 3:
         raise ValueError(f"rotate: expected an HWC image, got shape {tuple(image.shape)}")
@@ -56,7 +57,6 @@ def rotate(image: torch.Tensor, angle: float, *, fill_value: Optional[float] = N
         out_h, out_w = height, width
     else:
         out_h, out_w = rotated_size(height, width, angle)
-    out_dtype = image.dtype if dtype is None else dtype
     interp = _interp(interp_type)
     if interp not in ("linear", "nearest"):
         raise ValueError("rotate: interp_type must be nn or linear")
@@ -66,24 +66,48 @@ def rotate(image: torch.Tensor, angle: float, *, fill_value: Optional[float] = N
     ow, oh = _F32(out_w) * _F32(0.5), _F32(out_h) * _F32(0.5)
     m02 = (c * -ow + (-s) * -oh) + _F32(width) * _F32(0.5)
     m12 = (s * -ow + c * -oh) + _F32(height) * _F32(0.5)
+    matrix = np.array([[c, -s, m02], [s, c, m12]], dtype=_F32)
+    return warp(image, matrix, out_h, out_w, fill_value=fill_value, interp="nn" if interp == "nearest" else interp,
+                dtype=dtype)
+
+
+def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None, interp: str = "linear",
+         dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """One HWC image warped by the 2x3 destination-to-source ``matrix``, as DALI's CPU WarpCPU does.
+
+    DALI maps each output pixel's centre ``(x + 0.5, y + 0.5)`` to the source point ``M @ (x+.5, y+.5, 1)``
+    (``[0, 0]`` is the first pixel's corner): in float32, the first column of a row computed directly
+    and the rest reached by adding ``M[:, 0]`` (from checkpoints every 256 columns, :func:`_walk_row`;
+    this float32 walk is why the points are not computed directly). "linear" samples bilinearly between
+    the four pixels around ``p - 0.5``; "nn" takes the pixel under ``floor(p)``. Source pixels outside
+    the image read as ``fill_value`` (converted to the input type), or without one as the nearest border
+    pixel. Output: the input type (rounded half away from zero, saturated) or ``dtype``.
+    """
+    if image.dim() != 3:
+        raise ValueError(f"warp_affine: expected an HWC image, got shape {tuple(image.shape)}")
+    height, width, _ = image.shape
+    m = np.asarray(matrix, dtype=_F32).reshape(2, 3)
+    out_dtype = image.dtype if dtype is None else dtype
     ys = np.arange(out_h, dtype=_F32) + _F32(0.5)
-    # the source of column 0 of each row; DALI adds the x term and the offset before the y term
-    # (measured: this order reproduces its float32 coordinates exactly)
-    row_x = (c * _F32(0.5) + m02) + (-s) * ys
-    row_y = (s * _F32(0.5) + m12) + c * ys
-    src_x, src_y = (_walk_row(start, step, out_w) for start, step in ((row_x, c), (row_y, s)))
-    src_x, src_y = torch.from_numpy(src_x), torch.from_numpy(src_y)
+    # the first column's source point; the x term and the offset are added before the y term (the order
+    # measured with fn.rotate to reproduce DALI's float32 coordinates)
+    row_x = (m[0, 0] * _F32(0.5) + m[0, 2]) + m[0, 1] * ys
+    row_y = (m[1, 0] * _F32(0.5) + m[1, 2]) + m[1, 1] * ys
+    src_x = torch.from_numpy(_walk_row(row_x, m[0, 0], out_w))
+    src_y = torch.from_numpy(_walk_row(row_y, m[1, 0], out_w))
     pixels = image.float()
-    fill = None if fill_value is None else float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
+    fill = None
+    if fill_value is not None:
+        fill = float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
 
     def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
-        if fill is None:
-            return pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
-        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
         values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
+        if fill is None:
+            return values
+        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
         return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
 
-    if interp == "nearest":
+    if interp == "nn":
         return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
     fx, fy = src_x - 0.5, src_y - 0.5
     x0, y0 = torch.floor(fx), torch.floor(fy)

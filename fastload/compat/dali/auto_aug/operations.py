@@ -88,9 +88,9 @@ def saturation(data, factor):
 def warp_forward(image: torch.Tensor, forward: np.ndarray, fill_value, interp: str) -> torch.Tensor:
     """``image`` warped by the 2x3 input-to-output ``forward`` map, output the input's size: DALI's
     ``warp_affine(inverse_map=False)``, which inverts the matrix in float32 (``geometry._inverse_2x3``)
-    and samples as ``geometry.warp`` does."""
+    and samples as ``warping.warp`` does."""
     height, width = image.shape[:2]
-    return geometry.warp(image, geometry._inverse_2x3(np.asarray(forward, dtype=_F32)), height, width,
+    return warping.warp(image, geometry._inverse_2x3(np.asarray(forward, dtype=_F32)), height, width,
                          fill_value=fill_value, interp=interp)
 
 
