@@ -59,7 +59,7 @@ class Batcher:
     by every Future of the batch). ``stats`` records each batch's size, queue and compute times."""
 
     def __init__(self, process: Callable[[list], list], max_batch: int = 8, max_wait_ms: float = 5.0,
-                 preferred: tuple[int, ...] = (), stats: "ModelStats | None" = None):
+                 preferred: tuple[int, ...] = (), stats: "ModelStats | None" = None, threads: int | None = None):
         if max_batch < 1 or max_wait_ms < 0 or any(not 1 <= p <= max_batch for p in preferred):
             raise ValueError("max_batch must be positive, max_wait_ms not negative, preferred sizes in "
                              "[1, max_batch]")
@@ -67,6 +67,7 @@ class Batcher:
         self.preferred = frozenset(preferred)
         self.stats = stats
         self.batches = 0  # how many batches ran (for tests and /health)
+        self.threads = threads  # torch's intra-op threads for ``process`` (None: torch's default)
         self._queue: queue.Queue = queue.Queue()
         self._closed, self._closing = False, threading.Lock()
         self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
@@ -91,6 +92,8 @@ class Batcher:
         self._thread.join()
 
     def _run(self) -> None:
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
         closing = False
         while not closing:
             first = self._queue.get()
@@ -218,8 +221,11 @@ class Model:
                  max_queue_delay_us: float = 5000, preferred_batch_size: tuple[int, ...] = ()):
         self.name, self.pipeline, self.classifier, self.max_batch_size = name, pipeline, classifier, max_batch_size
         self.stats = ModelStats()
+        # A pipeline alone runs small per-image ops beside the decode threads: on one intra-op thread (fanned
+        # out, they wait on each other for cores the decoders hold). A classifier gets every core it had.
+        threads = 1 if classifier is None and torch.device(pipeline.device).type == "cpu" else torch.get_num_threads()
         self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
-                               self.stats)
+                               self.stats, threads)
         if classifier is None:
             self.output = ("output", DTYPES.get(pipeline.output_dtype, "FP32"), [-1, *pipeline.output_shape])
         else:
