@@ -489,7 +489,8 @@ def test_warp_matches_reference(seed, nearest, fill):
     mean can carry one into more of the image's values, so at most 2% of values (measured: 1.5% at seed
     1973561182 nearest, 1.3% bilinear). Float: the resize's float rounding, grown by the colors as without a
     warp, within 2e-3 of a level (a tighter bound, near test_float_chain_matches_reference's 1e-5 in
-    normalized units, awaits a seed sweep of the current reference). Before the reference took the kernel's steps, the sampling point's few-ulp difference moved
+    normalized units, awaits a seed sweep of the current reference). Before the reference took the kernel's
+    steps, the sampling point's few-ulp difference moved
     float values by up to 1.7e-3 of a level and, once in a few hundred batches, rounded a bilinear value a
     level apart, which hue and saturation grew to 5 or 6 levels (seeds 1076119704, 607942710, both fill2)."""
     generator = random.Random(seed)
