@@ -22,8 +22,11 @@ def test_bench_kernels_runs_in_the_interpreter():
 def test_bench_gpu_runs_on_the_cpu(tmp_path):
     """Every loader of bench_gpu.py, on the CPU (fastload's device path in the interpreter), a few tiny
     batches: more images than the folder holds, which the loaders and the decode-only ceiling read again."""
-    from fastload.sample_data import make_sample_folder
-    root = make_sample_folder(tmp_path / "folder", num_images=12, num_classes=2)
+    from fastload.sample_data import make_image
+    root = tmp_path / "folder"
+    for i in range(12):  # small photos: the device path's fused kernel runs interpreted, row by source row
+        (root / f"class_{i % 2}").mkdir(parents=True, exist_ok=True)
+        make_image(i, 96 + 8 * (i % 3), 72 + 8 * (i % 2)).save(root / f"class_{i % 2}" / f"img_{i}.JPEG", quality=90)
     env = dict(os.environ, TRITON_INTERPRET="1")
     loaders = "fastload CPU decode,torch + v2,torch + GPU normalize,decode-only"
     result = subprocess.run([sys.executable, str(BENCHMARKS / "bench_gpu.py"), str(root), "--device", "cpu",
