@@ -98,6 +98,23 @@ class JpegFrame:
                 (4, 1): "4:1:1"}.get(self.sampling[0])
 
 
+def gpu_jpeg_frame(data: bytes) -> JpegFrame | None:
+    """The frame of a JPEG that every GPU library may take -- one or three components (not CMYK), not
+    lossless -- or None. The frame header's marker, not a search of the first 64 KB for SOF3 (80 us of GIL
+    per image, and an EXIF thumbnail or ICC profile could hold the bytes)."""
+    if data[:3] != b"\xff\xd8\xff":
+        return None
+    if _jpeg is not None:
+        try:
+            components = _jpeg.header(data)[2]
+        except Exception:
+            return None
+        if components not in (1, 3):
+            return None
+    frame = jpeg_frame(data)
+    return None if frame is None or frame.marker in _SOF_LOSSLESS else frame
+
+
 def jpeg_frame(data: bytes) -> JpegFrame | None:
     """The frame header of a JPEG, read by walking its marker segments; None if there is none before the scan."""
     if data[:2] != b"\xff\xd8":
@@ -258,21 +275,8 @@ class TorchvisionGpuDecoder:
     def accepts(self, data: bytes) -> bool:
         """Whether to try this file on the GPU: a JPEG, not CMYK, not lossless (nvJPEG refuses those);
         for rocJPEG also baseline, at least 64x64, and 4:4:4, 4:2:2, 4:2:0 or grayscale."""
-        if data[:3] != b"\xff\xd8\xff":
-            return False
-        if _jpeg is not None:
-            try:
-                components = _jpeg.header(data)[2]
-            except Exception:
-                return False
-            if components not in (1, 3):
-                return False
-        # the frame header's marker, not a search of the first 64 KB for SOF3 (80 us of GIL per image, and an
-        # EXIF thumbnail or ICC profile could hold the bytes)
-        frame = jpeg_frame(data)
-        if frame is None or frame.marker in _SOF_LOSSLESS:
-            return False
-        return self.library != "rocjpeg" or rocjpeg_accepts(data, frame)
+        frame = gpu_jpeg_frame(data)
+        return frame is not None and (self.library != "rocjpeg" or rocjpeg_accepts(data, frame))
 
     def decode_many(self, encoded: list) -> list:
         """Decode a list of uint8 CPU tensors; raises if the library rejects the batch."""

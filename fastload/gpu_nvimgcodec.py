@@ -45,18 +45,13 @@ import functools
 import sys
 from typing import Callable
 
-from .gpu_decode import Unavailable, _probe_result, check_probe_output, jpeg_frame, probe_jpeg
-
-try:
-    from . import _jpeg
-except ImportError:  # built without libjpeg headers
-    _jpeg = None
+from .gpu_decode import (JpegFrame, Unavailable, _probe_result, check_probe_output, gpu_jpeg_frame, jpeg_frame,
+                          probe_jpeg)
 
 MODES = {"nvimgcodec": "mixed", "nvimgcodec-hw": "hw", "nvimgcodec-hybrid": "hybrid"}
 HW_LOAD = 0.65  # DALI's hw_decoder_load default: the hardware engines' share, the CUDA decoder's the rest
 REGION_MAX_FRACTION = 0.5  # region-decode a window of at most this share of the image's pixels ...
 REGION_MIN_PIXELS = 256 * 256  # ... on an image at least this large
-_SOF_LOSSLESS = (0xC3, 0xC7, 0xCB, 0xCF)
 _HW_MARKERS = (0xC0, 0xC1)  # baseline and extended Huffman 8-bit: what nvJPEG's hardware backend decodes
 _HW_SUBSAMPLINGS = ("4:4:4", "4:2:2", "4:2:0", "4:4:0", "4:0:0")
 INSTALL = ("nvImageCodec is not installed (pip install 'torch-fastload[nvimgcodec-cu13]', or -cu12 for a torch "
@@ -90,10 +85,10 @@ def region_pays(region: tuple[int, int, int, int] | None, width: int, height: in
     return (right - left) * (bottom - top) <= REGION_MAX_FRACTION * width * height
 
 
-def hw_accepts(data: bytes) -> bool:
+def hw_accepts(data: bytes, frame: JpegFrame | None = None) -> bool:
     """Whether nvJPEG's hardware backend decodes this JPEG: baseline (or extended Huffman) 8-bit, in
-    4:4:4, 4:2:2, 4:2:0, 4:4:0 or gray."""
-    frame = jpeg_frame(data)
+    4:4:4, 4:2:2, 4:2:0, 4:4:0 or gray. ``frame``: its frame header where the caller has read it."""
+    frame = frame or jpeg_frame(data)
     return (frame is not None and frame.marker in _HW_MARKERS and frame.precision == 8
             and frame.subsampling in _HW_SUBSAMPLINGS)
 
@@ -154,19 +149,8 @@ class NvImageCodecDecoder:
     def accepts(self, data: bytes) -> bool:
         """A JPEG, not CMYK, not lossless; for the hardware-only mode also what the engines take
         (``hw_accepts``). EXIF-rotated files are taken: the orientation is not applied."""
-        if data[:3] != b"\xff\xd8\xff":
-            return False
-        if _jpeg is not None:
-            try:
-                components = _jpeg.header(data)[2]
-            except Exception:
-                return False
-            if components not in (1, 3):
-                return False
-        frame = jpeg_frame(data)
-        if frame is None or frame.marker in _SOF_LOSSLESS:
-            return False
-        return self.mode != "hw" or hw_accepts(data)
+        frame = gpu_jpeg_frame(data)
+        return frame is not None and (self.mode != "hw" or hw_accepts(data, frame))
 
     def _instance(self):
         if self._decoder is None:
