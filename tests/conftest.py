@@ -67,6 +67,32 @@ def resident_mib() -> float:
 
 
 @pytest.fixture
+def kernel_on_cpu(monkeypatch):
+    """Let device="cpu" take the device path (the kernel runs in Triton's interpreter)."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the device path on the CPU needs Triton's interpreter; tests/gpu covers it on a GPU")
+    from fastload import device as device_stage
+    monkeypatch.setattr(device_stage, "KERNEL_DEVICE_TYPES", ("cuda", "cpu"))
+
+
+def run_dali_graph(mod, images, graph, layout="HWC", seed=1, conditionals=False, batch=None):
+    """Every output of ``graph(mod, x)`` over ``images`` fed as one batch by an external source, on DALI
+    (``mod`` = nvidia.dali) or fastload.compat.dali, per sample, as arrays."""
+    import numpy as np
+    batch = batch or len(images)
+
+    @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=seed, enable_conditionals=conditionals)
+    def pipe():
+        x = mod.fn.external_source(source=lambda: images, batch=True, layout=layout)
+        return graph(mod, x)
+    p = pipe()
+    p.build()
+    outs = p.run()
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
+
+
+@pytest.fixture
 def seed():
     """A fresh seed each run for tests of random inputs, named in their failure messages; FASTLOAD_TEST_SEED
     replays one (it also seeds torch's global generator, which some of those inputs come from)."""

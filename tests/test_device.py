@@ -2,13 +2,11 @@
 through a stand-in that behaves like nvJPEG, and the ROCm-style fallback (CPU decode, device augment)."""
 
 import functools
-import os
 
 import pytest
 import torch
 
 import fastload
-from fastload import device as device_stage
 from fastload import gpu_decode
 from fastload import paths as paths_module
 from fastload import recipes
@@ -18,14 +16,6 @@ from fastload.errors import DecodeError
 from conftest import TESTDATA, FakeGpuDecoder, decode_on_cpu
 
 STD = torch.tensor(recipes.IMAGENET_STD).view(1, 3, 1, 1)
-
-
-@pytest.fixture
-def kernel_on_cpu(monkeypatch):
-    """Let device="cpu" take the device path (the kernel runs in Triton's interpreter)."""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        pytest.skip("the device path on the CPU needs Triton's interpreter; tests/gpu covers it on a GPU")
-    monkeypatch.setattr(device_stage, "KERNEL_DEVICE_TYPES", ("cuda", "cpu"))
 
 
 @pytest.fixture

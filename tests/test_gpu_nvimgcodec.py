@@ -4,7 +4,6 @@ decode, None per failed image and the CPU fallback, DLPack hand-over, the choice
 tests/gpu/test_nvimgcodec_cuda.py runs the real library on a GPU."""
 
 import io
-import os
 import sys
 import types
 
@@ -14,7 +13,6 @@ import torch
 from PIL import Image
 
 import fastload
-from fastload import device as device_stage
 from fastload import gpu_decode, gpu_nvimgcodec
 from fastload import paths as paths_module
 from fastload.errors import DecodeError
@@ -229,14 +227,6 @@ def test_chosen_by_name_and_refused_saying_why(nvimgcodec, monkeypatch):
 
 
 # ---------------------------------------------------------------- through the device path
-
-@pytest.fixture
-def kernel_on_cpu(monkeypatch):
-    """Let device="cpu" take the device path (the kernel runs in Triton's interpreter)."""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        pytest.skip("the device path on the CPU needs Triton's interpreter; tests/gpu covers it on a GPU")
-    monkeypatch.setattr(device_stage, "KERNEL_DEVICE_TYPES", ("cuda", "cpu"))
-
 
 @pytest.fixture
 def large_folder(tmp_path_factory):

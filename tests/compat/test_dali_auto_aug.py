@@ -20,6 +20,8 @@ import pytest
 import fastload.compat.dali as ours
 from fastload.compat.dali.auto_aug import augmentations as our_augs  # noqa: F401  (imports the package)
 
+from conftest import run_dali_graph
+
 dali = pytest.importorskip("nvidia.dali")
 pytestmark = pytest.mark.usefixtures("quiet_iterators")
 
@@ -36,17 +38,7 @@ def auto_aug(mod, name):
 
 
 def run(mod, images, graph, conditionals=False, batch=None, layout="HWC"):
-    batch = batch or len(images)
-
-    @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=7, enable_conditionals=conditionals)
-    def pipe():
-        x = mod.fn.external_source(source=lambda: images, batch=True, layout=layout)
-        return graph(mod, x)
-    p = pipe()
-    p.build()
-    outs = p.run()
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
+    return run_dali_graph(mod, images, graph, layout, seed=7, conditionals=conditionals, batch=batch)
 
 
 def fed(mod, values):

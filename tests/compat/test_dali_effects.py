@@ -14,6 +14,8 @@ import pytest
 
 import fastload.compat.dali as ours
 
+from conftest import run_dali_graph
+
 dali = pytest.importorskip("nvidia.dali")
 
 rng = np.random.default_rng(39)
@@ -32,17 +34,7 @@ PHOTOS = [_smooth(13, 17), _smooth(24, 9), _smooth(33, 40)]
 
 def run(mod, images, graph, layout="HWC"):
     """Every output of ``graph(mod, x)`` over ``images`` fed as one batch, per sample, as arrays."""
-    batch = len(images)
-
-    @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=1)
-    def pipe():
-        x = mod.fn.external_source(source=lambda: images, batch=True, layout=layout)
-        return graph(mod, x)
-    p = pipe()
-    p.build()
-    outs = p.run()
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
+    return run_dali_graph(mod, images, graph, layout, seed=1)
 
 
 def assert_same(graph, images=IMAGES, layout="HWC"):
