@@ -192,11 +192,11 @@ def test_random_crop_window_is_rocals_five_draws_then_the_central_crop():
     """RocalRandomCropParam::fill_crop_dims: area and aspect ratio drawn until the window is strictly inside,
     then the drifts; after five misses, the central crop with the aspect ratio clamped to [0.75, 1.333]."""
     draws = iter([0.25, 1.0, 0.5, 0.2])
-    assert imageops.random_crop_window(100, 100, lambda low, high: next(draws)) == (25, 10, 50, 50)
+    assert imageops.random_crop_window_xywh(100, 100, lambda low, high: next(draws)) == (25, 10, 50, 50)
     misses = iter([0.99, 1.333] * 5)  # 36 x 27 never fits 10 rows
-    assert imageops.random_crop_window(100, 10, lambda low, high: next(misses)) == (43, 0, 13, 10)
+    assert imageops.random_crop_window_xywh(100, 10, lambda low, high: next(misses)) == (43, 0, 13, 10)
     ranges = []
-    imageops.random_crop_window(100, 100, lambda low, high: ranges.append((low, high)) or (low + high) / 2)
+    imageops.random_crop_window_xywh(100, 100, lambda low, high: ranges.append((low, high)) or (low + high) / 2)
     assert ranges == [(0.08, 0.99), (0.75, 1.333), (0.01, 0.99), (0.01, 0.99)]
 
 

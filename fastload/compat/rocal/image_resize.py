@@ -120,11 +120,13 @@ def crop_resize_window(width: int, height: int, area: float, ratio: float, x_dri
     return int(x_drift * (width - w)), int(y_drift * (height - h)), w, h
 
 
-def random_crop_window(width: int, height: int, uniform) -> tuple[int, int, int, int]:
+def random_crop_window_xywh(width: int, height: int, uniform) -> tuple[int, int, int, int]:
     """RocalRandomCropParam::fill_crop_dims with its own parameters (fn.random_crop's, rocAL/source/
     parameters/parameter_random_crop.cpp): up to 5 draws (num_attempts is not read) of an area factor in
     [0.08, 0.99] and an aspect ratio in [0.75, 1.333] until the window is strictly inside the image, placed
-    by drifts in [0.01, 0.99]; else central_window. ``uniform(low, high)`` draws one value."""
+    by drifts in [0.01, 0.99]; else central_window. ``uniform(low, high)`` draws one value. Takes (width,
+    height) and gives (x, y, w, h), as rocAL's crop parameters do -- the opposite order of the DALI layer's
+    ``crops.random_crop_window(height, width)`` -> (y, x, h, w), hence the suffix."""
     for _ in range(5):
         size = _window_size(width, height, uniform(0.08, 0.99), uniform(0.75, 1.333))
         if size is not None:

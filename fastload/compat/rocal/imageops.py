@@ -19,4 +19,4 @@ from .image_io import (EXTENSIONS, _tj_scale, _turbo_rgb, as_output, decode, nor
                        per_channel, require_dct_scaling)
 from .image_resize import (MAX_ASPECT_RATIO, anchored_crop, central_window, crop_resize,  # noqa: F401
                            crop_resize_window, fixed_crop, fixed_window, pixelate, pixelate_size,
-                           random_crop_window, resample, resize_buffer, resize_crop_mirror, resize_size)
+                           random_crop_window_xywh, resample, resize_buffer, resize_crop_mirror, resize_size)

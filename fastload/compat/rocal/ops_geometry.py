@@ -213,7 +213,7 @@ def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.
                 crop_pox_y=0, num_attempts=20, device=None, all_boxes_above_threshold=True, allow_no_crop=True,
                 ltrb=True, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.random_crop``: rocAL's RandomCropNode, a window of the image at its own size (imageops.
-    random_crop_window: 5 draws of rocAL's area, aspect-ratio and drift ranges, else the central crop).
+    random_crop_window_xywh: 5 draws of rocAL's area, aspect-ratio and drift ranges, else the central crop).
 
     rocAL's wrapper hands the four parameters to rocalRandomCrop unconverted, where they are RocalFloatParam
     handles (void*, which pybind11 takes as None or a capsule): a list or a number -- the wrapper's own
@@ -237,7 +237,7 @@ def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.
 
     def run(ctx, op, image):
         rng = ctx.rng(op)
-        x, y, w, h = imageops.random_crop_window(image.shape[1], image.shape[0],
+        x, y, w, h = imageops.random_crop_window_xywh(image.shape[1], image.shape[0],
                                                  lambda low, high: float(rng.uniform(low, high)))
         return imageops.as_output(image[y:y + h, x:x + w].contiguous(), out.torch_dtype)
     return _image_op("random_crop", run, inputs[0], {}, out)
