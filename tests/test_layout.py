@@ -16,7 +16,6 @@ CORE_USES_FRONT_END = {"fastload.serve": "loads rocAL JSON pipelines (compat.roc
 # What issue 38 has not mended yet, each named so that nothing new joins it: a new cycle or a new long file
 # fails, and so does one of these once mended (then delete its line).
 KNOWN_CYCLES = [
-    ["fastload.batch", "fastload.device"],  # DeviceDelivery / SampleReader: to move beside the delivery code
     ["fastload.gpu_decode", "fastload.gpu_nvimgcodec"],  # the backend list names the backend, which uses the base
 ]
 KNOWN_LONG = {"kernels/augment.py": 889}  # the kernel, its launcher and the torch reference in one file

@@ -10,10 +10,10 @@ from typing import Iterator
 
 import torch
 
-from ...batch import SampleReader
 from .order import ReaderOrder
 from ...pipeline import Job, Stages
 from ...read import read_file
+from ...sample_reader import SampleReader
 from ...sources import Source
 from .graph import Graph, SampleContext
 from .tensors import TensorList
