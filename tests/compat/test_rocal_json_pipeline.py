@@ -155,6 +155,22 @@ def test_fused_kernel_is_the_cpu_step(name, seed):
     assert ((kernel.float() - step.float()) * std).abs().max() <= 1 + 1e-3
 
 
+@pytest.mark.parametrize("name", FUSED)
+def test_the_fused_step_on_owned_images_equals_it_on_copies(name, seed):
+    """``owned`` writes the resize's capped edge into the images instead of a copy: the same outputs, and
+    without it the caller's images are left as they were (awkward sizes, 2 pixels a side included)."""
+    operations = FUSED[name]
+    pipeline = JsonPipeline({"pipeline": [*operations[:-1], {**operations[-1], "is_output": True}]})
+    generator = random.Random(seed)
+    images = [decoded(jpeg(generator.randrange(1 << 30), generator.randint(2, 300), generator.randint(2, 200)))
+              for _ in range(3)]
+    before = [image.clone() for image in images]
+    cpu = torch.device("cpu")
+    copied = run_fused(images, pipeline.fused, cpu)
+    assert all(torch.equal(image, kept) for image, kept in zip(images, before))
+    assert torch.equal(run_fused(images, pipeline.fused, cpu, owned=True), copied)
+
+
 @pytest.mark.parametrize("exact", [False, True])
 def test_an_image_with_an_empty_crop_window_is_its_own_error(exact):
     """CropResizeFixed's window of a 1x1 image is empty: that request's DecodeError, the others' outputs
