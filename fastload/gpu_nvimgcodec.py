@@ -45,8 +45,8 @@ import functools
 import sys
 from typing import Callable
 
-from .gpu_decode import (JpegFrame, Unavailable, _probe_result, check_probe_output, gpu_jpeg_frame, jpeg_frame,
-                          probe_jpeg)
+from .gpu_support import (JpegFrame, Unavailable, _probe_result, check_probe_output, gpu_jpeg_frame, jpeg_frame,
+                           probe_jpeg)
 
 MODES = {"nvimgcodec": "mixed", "nvimgcodec-hw": "hw", "nvimgcodec-hybrid": "hybrid"}
 HW_LOAD = 0.65  # DALI's hw_decoder_load default: the hardware engines' share, the CUDA decoder's the rest

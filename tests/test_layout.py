@@ -10,15 +10,10 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = {"fastload": ROOT / "fastload", "fastload.kernels": ROOT / "kernels"}
 MAX_LINES = 800
-# Core modules that reach into a front end, and why. fastload serve loads rocAL JSON pipelines from its model
-# repository by file name, so the server makes them itself.
-CORE_USES_FRONT_END = {"fastload.serve": "loads rocAL JSON pipelines (compat.rocal.JsonPipeline) by file name"}
 # What issue 38 has not mended yet, each named so that nothing new joins it: a new cycle or a new long file
 # fails, and so does one of these once mended (then delete its line).
-KNOWN_CYCLES = [
-    ["fastload.gpu_decode", "fastload.gpu_nvimgcodec"],  # the backend list names the backend, which uses the base
-]
-KNOWN_LONG = {"kernels/augment.py": 889}  # the kernel, its launcher and the torch reference in one file
+KNOWN_CYCLES: list[list[str]] = []
+KNOWN_LONG: dict[str, int] = {}
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -109,7 +104,7 @@ def test_the_cycle_finder_finds_one():
 def test_the_core_knows_no_front_end():
     modules = _modules()
     core = {name: path for name, path in modules.items()
-            if not name.startswith(("fastload.compat", "fastload.cli")) and name not in CORE_USES_FRONT_END}
+            if not name.startswith(("fastload.compat", "fastload.cli"))}
     reaching = {name: sorted(t for t in _imports(name, path, modules) if t.startswith("fastload.compat"))
                 for name, path in core.items()}
     assert {name: targets for name, targets in reaching.items() if targets} == {}
