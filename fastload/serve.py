@@ -407,7 +407,7 @@ class InferenceServer:
         text = json.dumps(header).encode()
         if not any(binary):
             return web.Response(body=text, content_type="application/json")
-        return web.Response(body=text + b"".join(binary), content_type="application/octet-stream",
+        return web.Response(body=b"".join([text, *binary]), content_type="application/octet-stream",
                             headers={"Inference-Header-Content-Length": str(len(text))})
 
     async def _predict(self, request: web.Request):

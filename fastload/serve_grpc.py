@@ -148,7 +148,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             response = pb.ModelInferResponse(model_name=model.name, model_version=model.version, id=request.id)
             for name, dtype, shape, data in model.answer(results, wanted):
                 response.outputs.add(name=name, datatype=dtype, shape=shape)
-                response.raw_output_contents.append(raw_tensor(dtype, data))
+                response.raw_output_contents.append(bytes(raw_tensor(dtype, data)))
             model.stats.made_output(time.perf_counter_ns() - encoding)
             return response
 

@@ -247,7 +247,7 @@ class Model:
         output), as (name, datatype, shape, the batch or, with classification k, the top k of each row as
         BYTES ``"probability:class"`` strings)."""
         name, dtype, shape = self.output
-        batch = torch.stack(results)
+        batch = results[0][None] if len(results) == 1 else torch.stack(results)  # (one image: no copy)
         answers = []
         for requested, k in wanted or [(name, 0)]:
             if requested != name:
