@@ -36,6 +36,7 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
 
 import torch
 from aiohttp import web
@@ -68,6 +69,9 @@ class InferenceServer:
         access_log: log one line per request (``fastload.serve.access``).
         grpc_port: also serve the protocol's gRPC API there (``fastload.serve_grpc``; 0: any free port,
             ``server.grpc_port`` says which; None: HTTP alone), on the same loop, models and limits.
+        pipeline_loader: what makes a pipeline of a repository's file, called as ``pipeline_loader(path,
+            batch=batch)``; needed with ``repository`` (``fastload serve`` passes
+            ``fastload.compat.rocal.JsonPipeline``: the server itself knows no front end's format).
     """
 
     def __init__(self, pipeline=None, model: torch.nn.Module | None = None, host: str = "127.0.0.1",
@@ -75,7 +79,12 @@ class InferenceServer:
                  name: str = "model", timeout_s: float | None = 30.0, *, models: list[Model] = (),
                  repository: str | None = None, max_connections: int = 512, max_inflight_bytes: int = 256 << 20,
                  decode_threads: int | None = None, decode_budget_s: float = 10.0, access_log: bool = False,
-                 preferred_batch_size: tuple[int, ...] = (), grpc_port: int | None = None):
+                 preferred_batch_size: tuple[int, ...] = (), grpc_port: int | None = None,
+                 pipeline_loader: Callable[..., Any] | None = None):
+        if repository is not None and pipeline_loader is None:
+            raise ValueError("a model repository needs pipeline_loader, what makes a pipeline of its files "
+                             "(fastload.compat.rocal.JsonPipeline for rocAL's JSON pipelines)")
+        self.pipeline_loader = pipeline_loader
         if timeout_s is not None and timeout_s <= 0:
             raise ValueError(f"timeout_s={timeout_s}: a number of seconds above 0, or None for no timeout")
         self.host, self.port, self.max_bytes, self.timeout_s = host, port, max_bytes, timeout_s
@@ -431,7 +440,6 @@ class InferenceServer:
     # -- the repository
 
     def _load(self, name: str, parameters: dict, swap: bool = True) -> Model:
-        from .compat.rocal import JsonPipeline
         file = parameters.get("model", f"{name}.json")
         batch = parameters.get("batch", 8)
         if not isinstance(file, str) or not isinstance(batch, int) or batch < 1:
@@ -445,7 +453,7 @@ class InferenceServer:
         if not os.path.isfile(path):
             raise RequestError(400, f"no pipeline {file!r} in the model repository")
         try:
-            pipeline = JsonPipeline(path, batch=batch)
+            pipeline = self.pipeline_loader(path, batch=batch)
             classifier = parameters.get("classifier")
             classifier = load_model(classifier) if classifier else None
             model = Model(name, pipeline, classifier, batch, float(parameters.get("max_queue_delay_us", 5000)))

@@ -41,7 +41,8 @@ def server(tmp_path):
     (repository / "pre2.json").write_text(json.dumps(PIPELINE))
     models = [Model("pre", JsonPipeline(PIPELINE), max_batch_size=4), Model("small", JsonPipeline(UINT8)),
               Model("cls", JsonPipeline(PIPELINE), tiny_classifier())]
-    with InferenceServer(models=models, repository=str(repository), port=0, grpc_port=0) as running:
+    with InferenceServer(models=models, repository=str(repository), pipeline_loader=JsonPipeline, port=0,
+                         grpc_port=0) as running:
         yield running
 
 

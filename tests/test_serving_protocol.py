@@ -43,7 +43,7 @@ def server(tmp_path_factory, classifier):
     models = [Model("pre", JsonPipeline(PIPELINE), max_batch_size=16, max_queue_delay_us=20_000),
               Model("resnet18", JsonPipeline(PIPELINE), classifier, max_batch_size=16, max_queue_delay_us=20_000),
               Model("half", JsonPipeline(HALF))]
-    with InferenceServer(models=models, repository=str(repository), port=0) as running:
+    with InferenceServer(models=models, repository=str(repository), pipeline_loader=JsonPipeline, port=0) as running:
         running.unload = running.models.pop("pre2").close  # listed by the index as unloaded
         running.unload()
         running.classifier = classifier
@@ -221,16 +221,25 @@ def test_a_slow_image_fails_its_request_alone_and_caps_give_503():
             sock.close()
 
 
+def test_a_repository_without_a_pipeline_loader_is_refused(tmp_path):
+    """The server knows no front end's format: a repository comes with what makes its pipelines."""
+    (tmp_path / "small.json").write_text(json.dumps(UINT8))
+    with pytest.raises(ValueError, match="pipeline_loader"):
+        InferenceServer(repository=str(tmp_path), port=0)
+
+
 def test_load_with_a_pipeline_the_checks_refuse_is_400(tmp_path):
     """The pipeline's own checks (a ValueError naming file, operation and key) answer 400, not 500."""
-    with InferenceServer(models=[Model("ok", JsonPipeline(UINT8))], repository=str(tmp_path), port=0) as server:
+    ok = [Model("ok", JsonPipeline(UINT8))]
+    with InferenceServer(models=ok, repository=str(tmp_path), pipeline_loader=JsonPipeline, port=0) as server:
         (tmp_path / "bad.json").write_text(json.dumps({"pipeline": [{"operation": "Resize", "dest_width": 0,
                                                                       "dest_height": 8, "is_output": True}]}))
         status, _, body = request(server.port, "POST", "/v2/repository/models/bad/load",
                                   json.dumps({"parameters": {"model": "bad.json"}}).encode())
         assert status == 400 and "dest_width" in json.loads(body)["error"] and "Traceback" not in body.decode()
     with pytest.raises(ValueError, match="dest_width"):  # at start: the repository's pipelines are checked then
-        InferenceServer(models=[Model("ok", JsonPipeline(UINT8))], repository=str(tmp_path), port=0)
+        InferenceServer(models=[Model("ok", JsonPipeline(UINT8))], repository=str(tmp_path),
+                        pipeline_loader=JsonPipeline, port=0)
 
 
 def test_preferred_batch_sizes_run_without_waiting_for_the_delay():

@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
                                  timeout_s=args.timeout, models=models, repository=args.repository,
                                  max_connections=args.max_connections, max_inflight_bytes=args.max_inflight_bytes,
                                  decode_budget_s=args.decode_budget, access_log=args.access_log,
-                                 preferred_batch_size=tuple(args.preferred_batch_size), grpc_port=args.grpc_port)
+                                 preferred_batch_size=tuple(args.preferred_batch_size), grpc_port=args.grpc_port,
+                                 pipeline_loader=JsonPipeline)
     except (OSError, ValueError, RuntimeError) as error:
         raise SystemExit(f"fastload serve: {error}") from None
     stop = threading.Event()
