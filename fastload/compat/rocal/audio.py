@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from ..dali.graph import DataNode, Op
+from .spec import NOT_IMAGE, operator
 
 PREFIX = "fastload.compat.rocal"
 
@@ -178,6 +179,7 @@ def downmix_channels(audio: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------------------------- operators
 
+@operator(output=NOT_IMAGE)
 def preemphasis_filter(*inputs, border=1, preemph_coeff=0.97, output_dtype=0):
     """``fn.preemphasis_filter``: y[0] = x[0] - c * border value (CLAMP: x[0], REFLECT: x[1], ZERO: 0),
     y[t] = x[t] - c * x[t-1], over the interleaved samples (RPP's pre_emphasis_filter.cpp)."""
@@ -225,6 +227,7 @@ def _reflect101(index: np.ndarray, length: int) -> np.ndarray:
     return np.where(index >= length, period - index, index)
 
 
+@operator(output=NOT_IMAGE)
 def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout=5, nfft=None, power=2,
                 reflect_padding=True, seed=-1, window_fn=(), window_length=512, window_step=256, output_dtype=0):
     """``fn.spectrogram`` of mono audio (RPP's spectrogram.cpp): Hann windows of ``window_length`` every
@@ -292,6 +295,7 @@ def _spectrogram(ctx, op, audio, nfft, length, step, center, reflect, power, ntf
     return out.contiguous() if ntf else out.t().contiguous()
 
 
+@operator(output=NOT_IMAGE)
 def to_decibels(*inputs, bytes_per_sample_hint=(0,), cutoff_db=-200.0, multiplier=10.0, reference=0.0, seed=-1,
                 output_dtype=0):
     """``fn.to_decibels`` (RPP's to_decibels.cpp): multiplier * log10(max(min_ratio, x / reference)), as
@@ -394,6 +398,7 @@ def mel_weights(bins: int, nfilter: int, sample_rate: float, freq_low: float, fr
     return torch.from_numpy(weights)
 
 
+@operator(output=NOT_IMAGE)
 def mel_filter_bank(*inputs, bytes_per_sample_hint=(0,), freq_high=0.0, freq_low=0.0, mel_formula=0, nfilter=128,
                     normalize=True, sample_rate=44100.0, seed=-1, output_datatype=0):
     """``fn.mel_filter_bank`` of an NFT spectrogram (``mel_weights``): [nfilter, frames]."""
@@ -418,6 +423,7 @@ def _mel(ctx, op, spectrum, weights):
     return out
 
 
+@operator(output=NOT_IMAGE)
 def normalize(*inputs, axes=(), mean=(), stddev=(), scale=1.0, shift=0.0, output_datatype=0):
     """``fn.normalize`` over one axis of a 2-D sample (RPP's normalize.cpp): (x - mean) * scale / std +
     shift with the population std of each row (axes=[1]) or column (axes=[0]), or the given mean and
@@ -458,6 +464,7 @@ def _normalize(ctx, op, x, axis, given, scale, shift):
     return (x - mean.unsqueeze(axis)) * inverse.unsqueeze(axis) + torch.tensor(shift, dtype=torch.float32)
 
 
+@operator(output=NOT_IMAGE)
 def nonsilent_region(*inputs, cutoff_db=-60, reference_power=0.0, reset_interval=8192, window_length=2048):
     """``fn.nonsilent_region`` (RPP's non_silent_region_detection.cpp): the moving mean square over
     ``window_length`` samples (the first ones over the partial windows), the first and last positions at
@@ -519,6 +526,7 @@ def _nonsilent(ctx, op, audio, window, cutoff, reference, reset):
     return torch.tensor([begin], dtype=torch.int32), torch.tensor([length], dtype=torch.int32)
 
 
+@operator(output=NOT_IMAGE)
 def slice(*inputs, anchor=(), shape=(), fill_values=(0.0,), out_of_bounds_policy=2, rocal_tensor_output_type=0):
     """``fn.slice`` of mono audio by per-sample ``anchor[0]`` and ``shape[0]`` tensors (nonsilent_region's
     outputs): samples [anchor, anchor + shape). A window past the audio's end is refused (rocAL's padding
@@ -544,6 +552,7 @@ def _slice(ctx, op, audio, anchor, shape):
     return audio[begin:begin + length].clone()
 
 
+@operator(output=NOT_IMAGE)
 def tensor_add_tensor_float(*inputs, output_datatype=0):
     """``fn.tensor_add_tensor_float`` (``a + b``): each sample of mono audio plus the second tensor's
     per-sample value (MIVisionX's TensorAddTensor.cpp; it reads more than one channel as planar, so that
@@ -564,6 +573,7 @@ def tensor_add_tensor_float(*inputs, output_datatype=0):
                 node.rocal_audio, same_info=True)[0]
 
 
+@operator(output=NOT_IMAGE)
 def tensor_mul_scalar_float(*inputs, scalar=1.0, output_datatype=0):
     """``fn.tensor_mul_scalar_float`` (``a * number``): every value times float32(scalar)."""
     node = _audio_input("tensor_mul_scalar_float", inputs)
@@ -610,6 +620,7 @@ class ResamplingWindow:
         return (low + weight * (self.lookup[index + 1] - low)).astype(np.float32)
 
 
+@operator(output=NOT_IMAGE)
 def resample(*inputs, resample_rate=None, output_datatype=0, resample_hint=-1, quality=50.0):
     """``fn.resample`` of mono audio to each sample's ``resample_rate`` (a per-sample tensor) from its file's
     rate (RPP's resample.cpp, MIVisionX's window): ceil(L * out / in) samples, each the sum of the input
@@ -687,6 +698,7 @@ def _resample(ctx, op, audio, window, rates, hint, out_rate):
     return torch.from_numpy(out).reshape(-1, 1)
 
 
+@operator(output=NOT_IMAGE)
 def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hint=(0,), shard_id=0, num_shards=1,
                    random_shuffle=False, downmix=False, dtype=0, quality=50.0, sample_rate=0.0, seed=1,
                    stick_to_shard=True, shard_size=-1, last_batch_policy=0, pad_last_batch_repeated=False,

@@ -46,15 +46,10 @@ import torch
 
 from ...errors import DecodeError
 from . import imageops
+from . import spec
 
 PREFIX = "fastload.compat.rocal"
 KEEP = 0.25  # meta_node.h: a box is kept when this share of it lies in the crop window
-COLOUR = {"brightness", "brightness_fixed", "contrast", "color_twist", "hue", "saturation", "gamma_correction",
-          "exposure", "color_temp", "blend", "vignette", "pixelate", "nop", "copy", "snp_noise", "jitter", "snow",
-          "rain"}  # rocAL has no meta node for these: the boxes stay
-# operators that move pixels but have no meta node in rocAL (rocal_api_augmentation.cpp adds none; random_crop's
-# is commented out): rocAL leaves the boxes where they were
-UNMOVED = {"random_crop", "transpose", "warp_affine", "lens_correction"}
 
 
 @dataclass(frozen=True)
@@ -231,7 +226,8 @@ def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, in
     operator, a new one where rocAL's meta node moves them, NotImplementedError where fastload does not
     reproduce it. ``size`` is the operator's (width, height) where it crops."""
     from ..dali.graph import Op
-    if name in COLOUR:
+    rule = spec.boxes_rule(name)  # each operator's, declared with it (spec.OpSpec.boxes)
+    if rule == spec.KEEP:  # rocAL has no meta node for it and moves no pixel: the boxes stay
         return boxes
     rules = {"resize": (_resized, [boxes, before, after], {}),
              "crop_mirror_normalize": (_crop_mirror_normalized, [boxes, before],
@@ -239,7 +235,8 @@ def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, in
              "crop": (_crop_fixed, [boxes, before], {"size": size, "pos": args.get("pos")}),
              "flip": (_flipped, [boxes, before], {"horizontal": args.get("horizontal"),
                                                   "vertical": args.get("vertical")})}
-    if name in UNMOVED:
+    if rule == spec.UNMOVED:  # it moves pixels, but rocAL has no meta node for it (rocal_api_augmentation.cpp adds
+        # none; random_crop's is commented out): rocAL leaves the boxes where they were
         raise NotImplementedError(f"{PREFIX}: fn.{name} on images of fn.readers.coco: rocAL has no meta node for it "
                                   f"and hands on the boxes where they were, off the moved image; fastload refuses "
                                   f"rather than give boxes that do not follow their image")

@@ -1,18 +1,20 @@
-"""``amd.rocal.fn``: rocAL's operators (the ``ops_*`` modules, one per family; the audio ones in ``audio``),
-with ``fn.readers``, ``fn.decoders`` and ``fn.random`` as in rocAL. rocAL's other operators raise
-NotImplementedError naming themselves."""
+"""``amd.rocal.fn``: rocAL's operators, with ``fn.readers``, ``fn.decoders`` and ``fn.random`` as in rocAL.
 
+Each operator is declared once (``spec.OpSpec``), in its family's module: ``ops_readers``, ``ops_decoders``,
+``ops_geometry``, ``ops_colour``, ``ops_effects``, ``ops_labels``, ``audio``. This module is what those
+declarations name for ``fn`` (``spec.namespace()``), legacy names (``centre_crop``) included; to find
+``fn.<name>``, grep for ``def <name>(`` or ``<name> = colour_operator(``. rocAL's operators fastload does not
+run raise NotImplementedError naming themselves.
+"""
+
+from . import audio as _audio  # noqa: F401 (each family's module declares its operators)
+from . import ops_colour as _ops_colour  # noqa: F401
+from . import ops_decoders as _ops_decoders  # noqa: F401
+from . import ops_effects as _ops_effects  # noqa: F401
+from . import ops_geometry as _ops_geometry  # noqa: F401
+from . import ops_labels as _ops_labels  # noqa: F401
+from . import ops_readers as _ops_readers  # noqa: F401
 from . import decoders, random, readers  # noqa: F401
-from .audio import (mel_filter_bank, nonsilent_region, normalize, preemphasis_filter, resample,  # noqa: F401
-                    slice, spectrogram, tensor_add_tensor_float, tensor_mul_scalar_float, to_decibels)
-from .ops_colour import (blend, brightness, brightness_fixed, color_temp, color_twist, contrast, copy,  # noqa: F401
-                         exposure, gamma_correction, hue, nop, saturation, vignette)
-from .ops_decoders import external_source  # noqa: F401
-from .ops_effects import blur, fish_eye, fog, jitter, lens_correction, pixelate, rain, snow, snp_noise  # noqa: F401
-from .ops_geometry import (center_crop, crop, crop_mirror_normalize, flip, random_crop, resize,  # noqa: F401
-                           resize_crop, resize_crop_mirror, resize_mirror_normalize, roi_resize, rotate, transpose,
-                           warp_affine)
-from .ops_labels import box_encoder, box_iou_matcher, one_hot, random_bbox_crop, ssd_random_crop, uniform  # noqa: F401
-from .ops_readers import log1p  # noqa: F401
+from .spec import namespace as _namespace
 
-centre_crop = center_crop
+globals().update(_namespace())

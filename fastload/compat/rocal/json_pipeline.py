@@ -91,22 +91,85 @@ _FLOATS = f"a list of finite numbers of magnitude at most {MAX_NORM:g}"
 _DTYPE = '"uint8", "float16" or "float32"'
 OUTPUT_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32}
 
-# operation -> (required keys, optional keys, keys the backend reads nowhere and ignores)
-OPERATIONS: dict[str, tuple[dict, dict, frozenset]] = {
-    "Resize": ({"dest_width": _SIZE, "dest_height": _SIZE}, {"is_output": _BOOL}, frozenset()),
-    "ResizeMirrorNormalize": ({"dest_width": _SIZE, "dest_height": _SIZE, "mean": _FLOATS, "std_dev": _FLOATS},
-                              {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE}, frozenset()),
-    "CropResizeFixed": ({"dest_width": _SIZE, "dest_height": _SIZE, "area": _AREA, "aspect_ratio": _RATIO,
-                         "x_center_drift": _UNIT, "y_center_drift": _UNIT}, {"is_output": _BOOL}, frozenset()),
-    "CropMirrorNormalize": ({"crop_height": _SIZE, "crop_width": _SIZE, "start_x": _UNIT, "start_y": _UNIT,
-                             "mean": _FLOATS, "std_dev": _FLOATS},
-                            {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE},
-                            frozenset({"crop_depth", "start_z"})),
-    "CropFixed": ({"crop_width": _SIZE, "crop_height": _SIZE, "crop_depth": _UINT, "crop_pos_x": _OFFSET,
-                   "crop_pos_y": _OFFSET, "crop_pos_z": _FLOAT}, {"is_output": _BOOL}, frozenset()),
-    "ResizeCropMirrorFixed": ({"dest_width": _SIZE, "dest_height": _SIZE, "crop_h": _SIZE, "crop_w": _SIZE},
-                              {"is_output": _BOOL, "mirror": _BOOL}, frozenset()),
-}
+def _dtype(p: dict) -> torch.dtype:
+    """An operation's output type: its ``output_dtype``, else uint8 (rounded, saturated: the C API's default)."""
+    return OUTPUT_DTYPES[p.get("output_dtype", "uint8")]
+
+
+@dataclass(frozen=True)
+class JsonOperation:
+    """One operation of the JSON pipeline, declared once: its ``name`` in the JSON, the rocAL operator it
+    is (``rocal``: the C API's rocal<Name> is fn.<rocal>, checked against ``spec.OPERATORS`` by the tests),
+    its ``required`` and ``optional`` keys (key -> what its value must be), the keys the backend reads
+    nowhere and ignores, ``step(p)``: the operation as a function of an HWC image, and ``buffer(p)``: its
+    output buffer (height, width)."""
+
+    name: str
+    rocal: str
+    required: dict
+    optional: dict
+    step: Callable[[dict], Callable[[torch.Tensor], torch.Tensor]]
+    buffer: Callable[[dict], tuple[int, int]]
+    ignored: frozenset = frozenset()
+
+
+def _dest(p: dict) -> tuple[int, int]:
+    return p["dest_height"], p["dest_width"]
+
+
+def _crop_mirror_normalize(p: dict):
+    def run(x):  # start_x/start_y: the window's anchor, as crop_pos_x/y
+        left, top, w, h = imageops.anchored_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
+                                                 p["start_x"], p["start_y"])
+        return imageops.normalize(x[top:top + h, left:left + w], p["mean"], p["std_dev"], p.get("mirror", False),
+                                  _dtype(p))
+    return run
+
+
+def _crop_fixed(p: dict):
+    def run(x):  # whole-pixel offsets (CropNode::init)
+        left, top, w, h = imageops.fixed_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
+                                              p["crop_pos_x"], p["crop_pos_y"])
+        return x[top:top + h, left:left + w]
+    return run
+
+
+JSON_OPERATIONS = (
+    JsonOperation(  # rocalResize's default scaling mode: STRETCH to (dest_width, dest_height)
+        "Resize", "resize", {"dest_width": _SIZE, "dest_height": _SIZE}, {"is_output": _BOOL},
+        lambda p: lambda x: imageops.resample(x, p["dest_width"], p["dest_height"], "linear"), _dest),
+    JsonOperation(
+        "ResizeMirrorNormalize", "resize_mirror_normalize",
+        {"dest_width": _SIZE, "dest_height": _SIZE, "mean": _FLOATS, "std_dev": _FLOATS},
+        {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE},
+        lambda p: lambda x: imageops.normalize(imageops.resample(x, p["dest_width"], p["dest_height"], "linear"),
+                                               p["mean"], p["std_dev"], p.get("mirror", False), _dtype(p)), _dest),
+    JsonOperation(
+        "CropResizeFixed", "resize_crop",
+        {"dest_width": _SIZE, "dest_height": _SIZE, "area": _AREA, "aspect_ratio": _RATIO, "x_center_drift": _UNIT,
+         "y_center_drift": _UNIT}, {"is_output": _BOOL},
+        lambda p: lambda x: imageops.crop_resize(x, p["area"], p["aspect_ratio"], p["x_center_drift"],
+                                                 p["y_center_drift"], p["dest_width"], p["dest_height"]), _dest),
+    JsonOperation(
+        "CropMirrorNormalize", "crop_mirror_normalize",
+        {"crop_height": _SIZE, "crop_width": _SIZE, "start_x": _UNIT, "start_y": _UNIT, "mean": _FLOATS,
+         "std_dev": _FLOATS}, {"is_output": _BOOL, "mirror": _BOOL, "output_dtype": _DTYPE},
+        _crop_mirror_normalize, lambda p: (p["crop_height"], p["crop_width"]), frozenset({"crop_depth", "start_z"})),
+    JsonOperation(
+        "CropFixed", "crop",
+        {"crop_width": _SIZE, "crop_height": _SIZE, "crop_depth": _UINT, "crop_pos_x": _OFFSET, "crop_pos_y": _OFFSET,
+         "crop_pos_z": _FLOAT}, {"is_output": _BOOL}, _crop_fixed, lambda p: (p["crop_height"], p["crop_width"])),
+    JsonOperation(
+        "ResizeCropMirrorFixed", "resize_crop_mirror",
+        {"dest_width": _SIZE, "dest_height": _SIZE, "crop_h": _SIZE, "crop_w": _SIZE}, {"is_output": _BOOL,
+                                                                                         "mirror": _BOOL},
+        lambda p: lambda x: imageops.resize_crop_mirror(x, p["crop_w"], p["crop_h"], p["dest_width"],
+                                                        p["dest_height"], p.get("mirror", False)), _dest),
+)
+# operation -> (required keys, optional keys, keys the backend reads nowhere and ignores), from the declarations
+OPERATIONS: dict[str, tuple[dict, dict, frozenset]] = {op.name: (op.required, op.optional, op.ignored)
+                                                       for op in JSON_OPERATIONS}
+_BY_NAME = {op.name: op for op in JSON_OPERATIONS}
 COLOR_FORMATS = {"RGB24": "RGB", "BGR24": "BGR", "U8": "GRAY"}
 MAX_DECODED = 1000  # the backend's external source: ROCAL_USE_USER_GIVEN_SIZE, 1000 x 1000
 
@@ -212,42 +275,10 @@ def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
     return operations
 
 
-def _dtype(p: dict) -> torch.dtype:
-    """An operation's output type: its ``output_dtype``, else uint8 (rounded, saturated: the C API's default)."""
-    return OUTPUT_DTYPES[p.get("output_dtype", "uint8")]
-
-
 def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, int]]:
     """One operation as a function of an HWC image, and its output buffer (height, width)."""
-    linear = "linear"
-    if name == "Resize":  # rocalResize's default scaling mode: STRETCH to (dest_width, dest_height)
-        return (lambda x: imageops.resample(x, p["dest_width"], p["dest_height"], linear),
-                (p["dest_height"], p["dest_width"]))
-    if name == "ResizeMirrorNormalize":
-        return (lambda x: imageops.normalize(imageops.resample(x, p["dest_width"], p["dest_height"], linear),
-                                             p["mean"], p["std_dev"], p.get("mirror", False), _dtype(p)),
-                (p["dest_height"], p["dest_width"]))
-    if name == "CropResizeFixed":
-        return (lambda x: imageops.crop_resize(x, p["area"], p["aspect_ratio"], p["x_center_drift"],
-                                               p["y_center_drift"], p["dest_width"], p["dest_height"]),
-                (p["dest_height"], p["dest_width"]))
-    if name == "CropMirrorNormalize":  # start_x/start_y: the window's anchor, as crop_pos_x/y
-        def crop_mirror_normalize(x):
-            left, top, w, h = imageops.anchored_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
-                                                     p["start_x"], p["start_y"])
-            return imageops.normalize(x[top:top + h, left:left + w], p["mean"], p["std_dev"], p.get("mirror", False),
-                                      _dtype(p))
-        return crop_mirror_normalize, (p["crop_height"], p["crop_width"])
-    if name == "CropFixed":  # whole-pixel offsets (CropNode::init)
-        def crop_fixed(x):
-            left, top, w, h = imageops.fixed_crop(x.shape[1], x.shape[0], p["crop_width"], p["crop_height"],
-                                                  p["crop_pos_x"], p["crop_pos_y"])
-            return x[top:top + h, left:left + w]
-        return crop_fixed, (p["crop_height"], p["crop_width"])
-
-    return (lambda x: imageops.resize_crop_mirror(x, p["crop_w"], p["crop_h"], p["dest_width"], p["dest_height"],
-                                                  p.get("mirror", False)),  # ResizeCropMirrorFixed
-            (p["dest_height"], p["dest_width"]))
+    operation = _BY_NAME[name]
+    return operation.step(p), operation.buffer(p)
 
 
 @dataclass(frozen=True)

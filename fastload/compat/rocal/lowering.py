@@ -25,9 +25,13 @@ from PIL import Image
 from ...transforms import Geometry, Plan, _largest_reduction
 from ..dali import imageops as dali_imageops
 from ..dali.lowering import DaliRandomCropGeometry, Lowered, Mirror
+from . import ops_decoders, ops_geometry  # noqa: F401 (they declare the operators named here)
+from .spec import OPERATORS
 from .types import RocalTensorLayout, RocalTensorOutputType
 
-_DECODERS = ("rocal.decoders.image_slice", "rocal.decoders.image_random_crop")
+# the nodes it looks for, named as the operators declare them (spec.OpSpec.node)
+_DECODERS = (OPERATORS["decoders.image_slice"].node, OPERATORS["decoders.image_random_crop"].node)
+_CMN, _RESIZE = OPERATORS["crop_mirror_normalize"].node, OPERATORS["resize"].node
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,13 @@ def lower(graph) -> Lowered | str:
         return f"it has {len(graph.outputs) - 1} outputs, not one image output"
     image = graph.outputs[0]
     cmn = image.source
-    if cmn is None or cmn.name != "rocal.crop_mirror_normalize":
+    if cmn is None or cmn.name != _CMN:
         return "its output does not come from crop_mirror_normalize"
     out = image.rocal
     if out.dtype not in (RocalTensorOutputType.FLOAT, RocalTensorOutputType.FLOAT16):
         return "its crop_mirror_normalize does not output floats"
     resize = cmn.inputs[0].source
-    if resize is None or resize.name != "rocal.resize" or resize.args["interpolation"] != "triangular":
+    if resize is None or resize.name != _RESIZE or resize.args["interpolation"] != "triangular":
         return "its crop_mirror_normalize does not follow a TRIANGULAR resize"
     sizes = resize.args["sizes"]
     if not (sizes["resize_width"] and sizes["resize_height"]) or sizes["resize_shorter"] or \

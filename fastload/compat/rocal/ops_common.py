@@ -26,6 +26,7 @@ import torch
 
 from ..dali.graph import DataNode, Op, current_pipeline
 from . import coco
+from .spec import supported_names
 from .types import DTYPE_NAMES, TORCH_DTYPES, RocalTensorLayout, RocalTensorOutputType
 
 PREFIX = "fastload.compat.rocal"
@@ -167,15 +168,8 @@ def unsupported(name: str, why: str = ""):
     def refuse_operator(*inputs, **args):
         if why:
             raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported: {why}")
-        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: readers.file / tfrecord "
-                                  f"/ webdataset / cifar10 / numpy / mxnet / coco / video / caffe / caffe2, "
-                                  f"decoders.image / image_slice / image_random_crop / audio, the audio operators "
-                                  f"(fastload.compat.rocal.audio), external_source, resize, crop_mirror_normalize, "
-                                  f"resize_mirror_normalize, crop, center_crop, random_crop, flip, transpose, "
-                                  f"rotate, warp_affine, resize_crop_mirror, resize_crop, roi_resize, brightness, "
-                                  f"contrast, color_twist, hue, saturation, gamma_correction, exposure, color_temp, "
-                                  f"blend, pixelate, vignette, lens_correction, snp_noise, jitter, snow, rain, log1p, "
-                                  f"nop, copy, random.coin_flip, uniform, one_hot)")
+        raise NotImplementedError(f"{PREFIX}: fn.{name} is not supported yet (supported: "
+                                  f"{', '.join(supported_names())})")
     refuse_operator.__name__ = name
     refuse_operator.__doc__ = f"``fn.{name}``: not supported yet (raises NotImplementedError)."
     return refuse_operator

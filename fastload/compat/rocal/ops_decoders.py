@@ -13,8 +13,9 @@ from ..dali import imageops as dali_imageops
 from ..dali.graph import Op
 from . import coco, imageops
 from .caffe import CaffeReader
-from .ops_common import PREFIX, Rocal, _pipeline, refuse
+from .ops_common import PREFIX, Rocal, _pipeline, refuse, unsupported
 from .ops_readers import TFRecordReader, _reader_node
+from .spec import READ, OpSpec, declare, operator
 from .types import RocalImageColor, RocalLastBatchPolicy
 from .webdataset import WebDatasetReader
 
@@ -34,6 +35,7 @@ def _decode(ctx, op, data, color, max_width, max_height, keep_original=True):
         raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
 
 
+@operator(output=READ)
 def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", annotations_file="", index_path="",
                    shard_id=0, num_shards=1, random_shuffle=False, output_type=RocalImageColor.RGB,
                    decoder_type=0, device=None, decode_size_policy=3, max_decoded_width=1000,
@@ -78,6 +80,7 @@ def _raw_image(ctx, op, data, width, height, planes):
     return data.view(height, width, planes)
 
 
+@operator(output=READ)
 def decoders_image_raw(*inputs, user_feature_key_map=None, path="", random_shuffle=False,
                        output_type=RocalImageColor.RGB, max_decoded_width=1000, max_decoded_height=1000,
                        last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True,
@@ -134,6 +137,7 @@ def _random_crop_decoder(name, inputs, file_root, path, shard_id, num_shards, ra
     return node
 
 
+@operator(output=READ)
 def decoders_image_random_crop(*inputs, user_feature_key_map=None, path="", file_root="", annotations_file="",
                                num_shards=1, shard_id=0, random_shuffle=False, num_attempts=10,
                                output_type=RocalImageColor.RGB, random_area=(0.08, 1.0),
@@ -163,6 +167,7 @@ def decoders_image_random_crop(*inputs, user_feature_key_map=None, path="", file
                                 stick_to_shard, shard_size)
 
 
+@operator(output=READ)
 def decoders_image_slice(*inputs, file_root="", path="", annotations_file="", shard_id=0, num_shards=1,
                          random_shuffle=False, random_aspect_ratio=(0.75, 1.33333), random_area=(0.08, 1.0),
                          num_attempts=100, output_type=RocalImageColor.RGB, decode_size_policy=3,
@@ -205,6 +210,7 @@ def _external_image(ctx, op, value, mode, color, max_width, max_height):
         raise DecodeError(ctx.index, name, f"cannot decode: {error}") from error
 
 
+@operator(output=READ)
 def external_source(source, device=None, color_format=RocalImageColor.RGB, random_shuffle=False, mode=0,
                     max_width=2000, max_height=2000, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL,
                     pad_last_batch_repeated=False, stick_to_shard=True, shard_size=-1):
@@ -226,3 +232,8 @@ def external_source(source, device=None, color_format=RocalImageColor.RGB, rando
                "max_height": int(max_height)}, layouts=("HWC",)).outputs[0]
     node.rocal = Rocal((int(max_height), int(max_width)))
     return node, []
+
+
+declare(OpSpec("decoders.video", unsupported("decoders.video", "rocAL has none (DALI has); rocAL reads and decodes "
+                                                           "videos with fn.readers.video, which fastload runs"),
+               output=READ, supported=False))

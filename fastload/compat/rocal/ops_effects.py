@@ -11,9 +11,11 @@ from ..dali.graph import DataNode
 from . import imageops
 from .ops_common import PREFIX, Rocal, RocalParam, _image_op, _kind, _param, _source
 from .ops_geometry import _numbers
+from .spec import KEEP, OPERATORS, UNMOVED, operator
 from .types import RocalTensorLayout, RocalTensorOutputType
 
 
+@operator(boxes=KEEP)
 def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTensorLayout.NHWC,
              output_dtype=RocalTensorOutputType.UINT8):
     """``fn.pixelate``: RPP's pixelate at a fixed ``pixelate_percent`` (rocAL draws nothing): the image down
@@ -31,6 +33,7 @@ def pixelate(*inputs, device=None, pixelate_percent=50.0, output_layout=RocalTen
     return _image_op("pixelate", run, inputs[0], {"percent": percent}, out)
 
 
+@operator(boxes=UNMOVED)
 def lens_correction(*inputs, camera_matrix=None, distortion_coeffs=None, device=None,
                     output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8, strength=None,
                     zoom=None):
@@ -67,7 +70,7 @@ def _generator(rng, frame: int = 0) -> torch.Generator:
 _SEEDED = 1 << 40  # the streams of operators with a seed of their own: the sample's, forked by it
 
 
-def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_layout, output_dtype,
+def _noise_op(name: str, effect, inputs, values: dict, output_layout, output_dtype,
               seed: int | None = None) -> DataNode:
     """An RPP noise or weather effect (imageops) on a uint8 image. A value left None is drawn per sample
     from rocAL's range, one uniform draw shared by all of them: each of the node's default UniformRand
@@ -76,6 +79,7 @@ def _noise_op(name: str, defaults: dict, effect, inputs, values: dict, output_la
     sample's stream forked by it: another seed, other noise; the same seed, the same noise."""
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal(_source(inputs).buffer, layout, dtype)
+    defaults = OPERATORS[name].ranges
 
     def run(ctx, op, image, **given):
         rng = ctx.rng(op)
@@ -93,6 +97,7 @@ def _unit(operator: str, **values) -> None:
             raise ValueError(f"{PREFIX}: {operator}: {name}={value} is not in [0, 1] (RPP refuses it)")
 
 
+@operator(boxes=KEEP, ranges={"p_noise": (0.1, 1.0), "p_salt": (0.1, 1.0), "salt": (0.1, 1.0), "pepper": (0.0, 0.5)})
 def snp_noise(*inputs, p_noise=0.0, p_salt=0.0, noise_val=0.0, salt_val=0.0, seed=0, device=None,
               output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.snp_noise``: RPP's salt and pepper (imageops.snp_noise), a pixel noisy with probability p_noise
@@ -107,12 +112,12 @@ def snp_noise(*inputs, p_noise=0.0, p_salt=0.0, noise_val=0.0, salt_val=0.0, see
     def effect(image, generator, p_noise, p_salt, salt, pepper):  # a parameter handle's value checked as read
         _unit("fn.snp_noise", p_noise=p_noise, p_salt=p_salt, noise_val=salt, salt_val=pepper)
         return imageops.snp_noise(image, p_noise, p_salt, salt, pepper, generator)
-    return _noise_op("snp_noise", {"p_noise": (0.1, 1.0), "p_salt": (0.1, 1.0), "salt": (0.1, 1.0),
-                                   "pepper": (0.0, 0.5)}, effect, inputs,
+    return _noise_op("snp_noise", effect, inputs,
                      {"p_noise": p_noise, "p_salt": p_salt, "salt": noise_val, "pepper": salt_val},
                      output_layout, output_dtype, seed)
 
 
+@operator(boxes=KEEP, ranges={"kernel_size": (2.0, 5.0)})
 def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
            output_dtype=RocalTensorOutputType.UINT8):
     """``fn.jitter``: RPP's jitter (imageops.jitter), each pixel taken from a random one in its
@@ -125,10 +130,11 @@ def jitter(*inputs, kernel_size=None, seed=0, fill_value=0.0, device=None, outpu
         if int(kernel_size) < 1:
             raise ValueError(f"{PREFIX}: fn.jitter: kernel_size={kernel_size} is not a window")
         return imageops.jitter(image, int(kernel_size), generator)
-    return _noise_op("jitter", {"kernel_size": (2.0, 5.0)}, effect, inputs, {"kernel_size": kernel_size},
+    return _noise_op("jitter", effect, inputs, {"kernel_size": kernel_size},
                      output_layout, output_dtype, seed)
 
 
+@operator(boxes=KEEP, ranges={"snow": (0.1, 0.8)})
 def snow(*inputs, snow=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
          output_dtype=RocalTensorOutputType.UINT8):
     """``fn.snow``: the snow rocAL runs (MIVisionX's Snow node on RPP's batchPD host kernel:
@@ -136,9 +142,10 @@ def snow(*inputs, snow=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
     (node_snow.h). RPP draws the flakes with an unseeded rand(); fastload from the pipeline's seed."""
     def effect(image, generator, snow):
         return imageops.snow(image, snow, generator)
-    return _noise_op("snow", {"snow": (0.1, 0.8)}, effect, inputs, {"snow": snow}, output_layout, output_dtype)
+    return _noise_op("snow", effect, inputs, {"snow": snow}, output_layout, output_dtype)
 
 
+@operator(boxes=KEEP, ranges={"rain": (0.0, 0.0), "alpha": (0.2, 0.3)})
 def rain(*inputs, rain=None, rain_width=0, rain_height=0, rain_transparency=None, rain_slant_angle=0.0,
          device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.rain``: RPP's rain (imageops.rain): ``rain`` (required: rocAL's binding takes a number) times
@@ -154,10 +161,11 @@ def rain(*inputs, rain=None, rain_width=0, rain_height=0, rain_transparency=None
         _unit("fn.rain", rain_transparency=alpha)
         return imageops.rain(image, rain, int(rain_width), int(rain_height), alpha, float(rain_slant_angle),
                              generator)
-    return _noise_op("rain", {"rain": (0.0, 0.0), "alpha": (0.2, 0.3)}, effect, inputs,
+    return _noise_op("rain", effect, inputs,
                      {"rain": rain, "alpha": rain_transparency}, output_layout, output_dtype)
 
 
+@operator(supported=False)
 def fog(*inputs, intensity_factor=0.5, gray_factor=0.5, device=None, output_layout=RocalTensorLayout.NHWC,
         output_dtype=RocalTensorOutputType.UINT8):
     """``fn.fog``: refused. RPP's fog blends each image with windows of a built-in 1920x1080 alpha and
@@ -166,6 +174,7 @@ def fog(*inputs, intensity_factor=0.5, gray_factor=0.5, device=None, output_layo
                               f"(fog_mask.hpp) that fastload does not have")
 
 
+@operator()
 def fish_eye(*inputs, device=None, fill_value=0.0, output_layout=RocalTensorLayout.NHWC,
              output_dtype=RocalTensorOutputType.UINT8):
     """``fn.fish_eye``: RPP's fisheye (imageops.fish_eye), which MIVisionX's FishEye node runs as
@@ -200,6 +209,7 @@ def fish_eye(*inputs, device=None, fill_value=0.0, output_layout=RocalTensorLayo
     return _image_op("fish_eye", run, inputs[0], {}, out)
 
 
+@operator(supported=False)
 def blur(*inputs, window_size=None, sigma=0.0, device=None, output_layout=RocalTensorLayout.NHWC,
          output_dtype=RocalTensorOutputType.UINT8):
     """``fn.blur``: refused. rocAL runs a 3x3 box filter (window_size and sigma are ignored) through

@@ -11,6 +11,7 @@ import torch
 from ..dali.graph import DataNode
 from . import imageops
 from .ops_common import PREFIX, Rocal, RocalParam, _flag, _image_op, _kind, _mirror, _param, _source, refuse
+from .spec import MOVE, RESIZED, SIZE, TRANSPOSED, UNMOVED, operator
 from .types import RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType
 
 # ---------------------------------------------------------------------------------------------- geometry
@@ -60,6 +61,7 @@ def _resized(image: torch.Tensor, sizes: dict, interpolation: str, buffer: tuple
     return imageops.resample(image, min(width, buffer[1]), min(height, buffer[0]), interpolation)
 
 
+@operator(output=RESIZED, boxes=MOVE)
 def resize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width=0, resize_height=0,
            scaling_mode=0, interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, antialias=True,
            device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8,
@@ -102,6 +104,7 @@ def _whole_pixels(operator: str, **values) -> None:
             raise ValueError(f"{PREFIX}: {operator}: {name}={value} (rocAL stores it as an unsigned pixel count)")
 
 
+@operator(output=SIZE)
 def roi_resize(*inputs, resize_width=0, resize_height=0, roi_w=None, roi_h=None, roi_pos_x=None, roi_pos_y=None,
                device=None, interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION,
                output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
@@ -139,6 +142,7 @@ def _crop_size(crop, crop_h, crop_w) -> tuple[int, int]:
     return int(crop_h), int(crop_w)
 
 
+@operator(output=SIZE, boxes=MOVE)
 def crop_mirror_normalize(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_w=0, crop_h=0, mean=(0.0,),
                           std=(1.0,), mirror=1, device=None, output_layout=RocalTensorLayout.NHWC,
                           output_dtype=RocalTensorOutputType.UINT8):
@@ -160,6 +164,7 @@ def crop_mirror_normalize(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, 
                       "std": tuple(float(v) for v in std)}, out)
 
 
+@operator(output=RESIZED)
 def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorter=0, resize_width=0,
                             resize_height=0, scaling_mode=0,
                             interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, mean=(0.0,),
@@ -185,6 +190,7 @@ def resize_mirror_normalize(*inputs, max_size=(), resize_longer=0, resize_shorte
                       "mean": tuple(float(v) for v in mean), "std": tuple(float(v) for v in std)}, out)
 
 
+@operator(output=SIZE, boxes=MOVE)
 def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, crop_w=0, crop_h=0, crop_d=1,
          device=None, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.crop``: with a size, at whole-pixel offsets crop_pos_x/y (so the default 0.5 is the top-left
@@ -209,6 +215,7 @@ def crop(*inputs, crop=(0, 0), crop_pos_x=0.5, crop_pos_y=0.5, crop_pos_z=0.5, c
                      out)
 
 
+@operator(boxes=UNMOVED)
 def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.333333], crop_pox_x=0,
                 crop_pox_y=0, num_attempts=20, device=None, all_boxes_above_threshold=True, allow_no_crop=True,
                 ltrb=True, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
@@ -243,6 +250,7 @@ def random_crop(*inputs, crop_area_factor=[0.08, 1], crop_aspect_ratio=[0.75, 1.
     return _image_op("random_crop", run, inputs[0], {}, out)
 
 
+@operator(output=TRANSPOSED, boxes=UNMOVED)
 def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.transpose`` of an image: ``perm`` orders its three dimensions as its layout names them (HWC for
     NHWC, CHW for NCHW; rocalTranspose: the batch dimension stays first), so it can swap height and width,
@@ -288,6 +296,7 @@ def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dty
     return _image_op("transpose", run, inputs[0], {}, out)
 
 
+@operator(output=SIZE, legacy=("centre_crop",))
 def center_crop(*inputs, crop=(0, 0), crop_h=0, crop_w=0, crop_d=1, device=None,
                 output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
     """``fn.center_crop``: the centred window (anchors 0.5, imageops.anchored_crop)."""
@@ -303,6 +312,7 @@ def center_crop(*inputs, crop=(0, 0), crop_h=0, crop_w=0, crop_d=1, device=None,
     return _image_op("center_crop", run, inputs[0], {}, out)
 
 
+@operator(boxes=MOVE)
 def flip(*inputs, horizontal=0, vertical=0, device=None, output_layout=RocalTensorLayout.NHWC,
          output_dtype=RocalTensorOutputType.UINT8):
     """``fn.flip``: horizontal and/or vertical (0/1, or a per-sample coin flip)."""
@@ -343,6 +353,7 @@ def _warp_op(name: str, warp, inputs, interpolation_type, dest_width, dest_heigh
     return _image_op(name, run, inputs[0], args, out)
 
 
+@operator(output=SIZE)
 def rotate(*inputs, angle=None, dest_width=0, dest_height=0,
            interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, device=None, fill_value=None,
            output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
@@ -357,6 +368,7 @@ def rotate(*inputs, angle=None, dest_width=0, dest_height=0,
                     output_dtype, {"angle": _param(angle)})
 
 
+@operator(output=SIZE, boxes=UNMOVED)
 def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
                 interpolation_type=RocalResizeInterpolationType.LINEAR_INTERPOLATION, device=None,
                 output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
@@ -370,6 +382,7 @@ def warp_affine(*inputs, dest_width=0, dest_height=0, matrix=(0, 0, 0, 0, 0, 0),
                     interpolation_type, dest_width, dest_height, output_layout, output_dtype, {})
 
 
+@operator(output=SIZE)
 def resize_crop_mirror(*inputs, resize_width=0, resize_height=0, crop_w=0, crop_h=0, mirror=1, device=None,
                        max_size=(), resize_longer=0, resize_shorter=0,
                        scaling_mode=RocalResizeScalingMode.SCALING_MODE_DEFAULT,
@@ -396,6 +409,7 @@ def resize_crop_mirror(*inputs, resize_width=0, resize_height=0, crop_w=0, crop_
     return _image_op("resize_crop_mirror", run, inputs[0], {"mirror": _param(mirror)}, out)
 
 
+@operator(output=SIZE, ranges={"area": (0.08, 0.99), "ratio": (0.75, 1.333), "x": (0.01, 0.99), "y": (0.01, 0.99)})
 def resize_crop(*inputs, resize_width=0, resize_height=0, crop_area_factor=None, crop_aspect_ratio=None,
                 x_drift=None, y_drift=None, device=None, max_size=(), resize_longer=0, resize_shorter=0,
                 scaling_mode=RocalResizeScalingMode.SCALING_MODE_DEFAULT,
@@ -412,7 +426,7 @@ def resize_crop(*inputs, resize_width=0, resize_height=0, crop_area_factor=None,
            resize_shorter=bool(resize_shorter), interpolation_type=_interpolation(interpolation_type) != "linear")
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal((int(resize_height), int(resize_width)), layout, dtype)
-    ranges = {"area": (0.08, 0.99), "ratio": (0.75, 1.333), "x": (0.01, 0.99), "y": (0.01, 0.99)}
+    ranges = resize_crop.spec.ranges
 
     def run(ctx, op, image, area, ratio, x, y):
         rng = ctx.rng(op)

@@ -8,16 +8,19 @@ import numpy as np
 
 from ..dali.operators import random_coin_flip, random_uniform
 from . import anchors as anchor_rules
-from .ops_common import PREFIX, _pipeline
+from .ops_common import PREFIX, _pipeline, unsupported
+from .spec import NOT_IMAGE, OpSpec, declare, operator
 from .types import RocalTensorLayout, RocalTensorOutputType
 
 # ------------------------------------------------------------------------------------------ random, labels
 
+@operator("random.coin_flip", output=NOT_IMAGE)
 def coin_flip(*inputs, probability=0.5):
     """``fn.random.coin_flip``: a per-sample 0/1, 1 with ``probability`` (an operator's mirror, flips)."""
     return random_coin_flip(probability=float(probability))
 
 
+@operator(output=NOT_IMAGE, legacy=("random.uniform",))
 def uniform(*inputs, range=(-1.0, 1.0), device=None):
     """``fn.uniform`` (and ``fn.random.uniform``): a per-sample float in [range[0], range[1]), for an
     operator's argument."""
@@ -25,6 +28,7 @@ def uniform(*inputs, range=(-1.0, 1.0), device=None):
     return random_uniform(range=(low, high))
 
 
+@operator(output=NOT_IMAGE)
 def one_hot(*inputs, num_classes=0, device=None):
     """``fn.one_hot``: the iterators hand labels one-hot over ``num_classes`` (rocAL's rule: label L at
     L - 1, label 0 at the last place; rocalGetOneHotImageLabels, rocAL/source/api/rocal_api_meta_data.cpp)."""
@@ -43,6 +47,7 @@ def _coco_boxes(name: str):
     return pipe
 
 
+@operator(output=NOT_IMAGE)
 def box_encoder(*inputs, anchors, criteria=0.5, means=None, offset=False, scale=1.0, stds=None, device=None):
     """``fn.box_encoder``: each run encodes the batch's boxes, as the operators left them, against
     ``anchors`` (``fastload.compat.rocal.anchors``); ``pipe.get_encoded_boxes_and_lables(batch, anchors)``
@@ -62,6 +67,7 @@ def _one_anchor_list(pipe) -> None:
                          f"anchor list, the last given, for both; give them the same anchors")
 
 
+@operator(output=NOT_IMAGE)
 def box_iou_matcher(*inputs, anchors, high_threshold=0.5, low_threshold=0.4, allow_low_quality_matches=True,
                     device=None):
     """``fn.box_iou_matcher``: each run matches the batch's boxes to ``anchors``
@@ -77,6 +83,7 @@ def box_iou_matcher(*inputs, anchors, high_threshold=0.5, low_threshold=0.4, all
     return None, []
 
 
+@operator(output=NOT_IMAGE, supported=False)
 def random_bbox_crop(*inputs, all_boxes_above_threshold=True, allow_no_crop=True, aspect_ratio=None, bbox_layout="",
                      threshold_type="iou", thresholds=None, crop_shape=None, num_attempts=1, scaling=None, seed=1,
                      shape_layout="", input_shape=None, total_num_attempts=0, device=None, ltrb=True, labels=None):
@@ -90,6 +97,7 @@ def random_bbox_crop(*inputs, all_boxes_above_threshold=True, allow_no_crop=True
                               f"do not follow the crop")
 
 
+@operator(supported=False)
 def ssd_random_crop(*inputs, p_threshold=None, crop_area_factor=None, crop_aspect_ratio=None, crop_pos_x=None,
                     crop_pos_y=None, num_attempts=20, device=None, all_boxes_above_threshold=True, allow_no_crop=True,
                     ltrb=True, output_layout=RocalTensorLayout.NHWC, output_dtype=RocalTensorOutputType.UINT8):
@@ -98,3 +106,6 @@ def ssd_random_crop(*inputs, p_threshold=None, crop_area_factor=None, crop_aspec
     raise NotImplementedError(f"{PREFIX}: fn.ssd_random_crop is not supported: rocAL's own wrapper fails with a "
                               f"NameError (_num_attempts), and its node seeds its draws from std::random_device, not "
                               f"the pipeline's seed")
+
+
+declare(OpSpec("random.normal", unsupported("random.normal"), output=NOT_IMAGE, supported=False))

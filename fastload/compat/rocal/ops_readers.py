@@ -21,6 +21,7 @@ from .mxnet import MXNetReader
 from .ops_common import PREFIX, Rocal, _pipeline, refuse
 from .ops_geometry import _resize_args, resize
 from .order import RocalOrder
+from .spec import NOT_IMAGE, READ, operator
 from .types import (RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior, RocalResizeInterpolationType,
                     RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
 from .webdataset import WebDatasetReader, WebDatasetSamples, webdataset_reader
@@ -45,6 +46,7 @@ def _record(reader) -> None:
     pipe._rocal_reader = reader
 
 
+@operator(output=READ)
 def readers_file(file_root, file_filters=None, file_list="", stick_to_shard=False, pad_last_batch=False,
                  shard_id=None, num_shards=None, random_shuffle=None):
     """``fn.readers.file``: records ``file_root`` (and ``file_list``); rocAL ignores its file_filters,
@@ -65,6 +67,7 @@ class TFRecordReader:
         self.path, self.key_map = path, key_map
 
 
+@operator(output=READ)
 def readers_tfrecord(path, user_feature_key_map, features, reader_type=0, stick_to_shard=False,
                      pad_last_batch=False):
     """``fn.readers.tfrecord``: records the folder and the key map, and returns ``features`` with
@@ -235,6 +238,7 @@ class RocalReaderSpec:
                           pad=self.pad, reshuffle=self.reshuffle)
 
 
+@operator(output=READ)
 def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid_class_remapping=False,
                  pixelwise_masks=False, is_box_encoder=False, is_box_iou_matcher=False, aspect_ratio_grouping=False,
                  stick_to_shard=False, pad_last_batch=False):
@@ -248,6 +252,7 @@ def readers_coco(annotations_file="", ltrb=True, masks=False, ratio=False, avoid
     return reader, [], []
 
 
+@operator(output=READ)
 def readers_video(sequence_length, file_list_frame_num=False, file_root="", image_type=RocalImageColor.RGB,
                   num_shards=1, random_shuffle=False, step=1, stride=1, decoder_mode=0, enable_frame_num=False,
                   enable_timestamps=False, file_list="", stick_to_shard=False, pad_last_batch=False,
@@ -291,6 +296,7 @@ def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, len
     return node
 
 
+@operator(output=READ)
 def readers_video_resize(sequence_length, resize_width, resize_height, file_list_frame_num=False, file_root="",
                          image_type=RocalImageColor.RGB, num_shards=1, random_shuffle=False, step=3, stride=3,
                          decoder_mode=0, scaling_mode=RocalResizeScalingMode.SCALING_MODE_DEFAULT,
@@ -321,6 +327,7 @@ def readers_video_resize(sequence_length, resize_width, resize_height, file_list
     return resized, []
 
 
+@operator(output=READ)
 def readers_sequence_reader(file_root, sequence_length, image_type=RocalImageColor.RGB, num_shards=1,
                             random_shuffle=False, step=3, stride=1, stick_to_shard=False,
                             last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch_repeated=False,
@@ -351,6 +358,7 @@ def readers_sequence_reader(file_root, sequence_length, image_type=RocalImageCol
     return node
 
 
+@operator(output=READ)
 def readers_mxnet(path, stick_to_shard=False, pad_last_batch=False):
     """``fn.readers.mxnet``: records the folder of the .rec and .idx files; ``fn.decoders.image(path=...)``
     reads the records (``fastload.compat.rocal.mxnet`` for rocAL's rules). As in rocAL, stick_to_shard and
@@ -374,6 +382,7 @@ def _readers_caffe(path, bbox, caffe2: bool):
     return reader, []  # rocAL returns (the reader's meta data, an empty labels list)
 
 
+@operator(output=READ)
 def readers_caffe(path, bbox=False, stick_to_shard=False, pad_last_batch=False):
     """``fn.readers.caffe``: records the LMDB folder of caffe.Datum records; a decoder with ``path=``
     reads them (``fastload.compat.rocal.caffe`` for rocAL's rules). As in rocAL, stick_to_shard and
@@ -381,12 +390,14 @@ def readers_caffe(path, bbox=False, stick_to_shard=False, pad_last_batch=False):
     return _readers_caffe(path, bbox, caffe2=False)
 
 
+@operator(output=READ)
 def readers_caffe2(path, bbox=False, stick_to_shard=False, pad_last_batch=False):
     """``fn.readers.caffe2``: records the LMDB folder of caffe2.TensorProtos records; a decoder with
     ``path=`` reads them (``fastload.compat.rocal.caffe``)."""
     return _readers_caffe(path, bbox, caffe2=True)
 
 
+@operator(output=READ)
 def readers_webdataset(path, index_paths="", ext=None,
                        missing_components_behavior=RocalMissingComponentsBehavior.MISSING_COMPONENT_ERROR):
     """``fn.readers.webdataset``: records the folder of tar files and ``ext[0]``, the members of a sample
@@ -502,6 +513,7 @@ def _npy_sample(ctx, op, data, image, kind):
     return array.permute(1, 2, 0).contiguous() if image == "NCHW" else array
 
 
+@operator(output=READ)
 def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=RocalTensorLayout.NONE,
                   random_shuffle=False, shard_id=0, stick_to_shard=True, shard_size=-1,
                   last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True, seed=0):
@@ -533,6 +545,7 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     return node
 
 
+@operator(output=NOT_IMAGE)
 def log1p(*inputs, output_datatype=RocalTensorOutputType.FLOAT):
     """``fn.log1p``: log(1 + |x|) in float32 of an int16 array of fn.readers.numpy, the only input rocAL
     takes (rocalLog1p, rocal_api_augmentation.cpp; RPP's host kernel: std::log1p(std::abs(x))); as in
@@ -551,6 +564,7 @@ def _cifar10_image(ctx, op, data):
     return data.view(3, cifar10.SIDE, cifar10.SIDE).permute(1, 2, 0).contiguous()
 
 
+@operator(output=READ)
 def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageColor.RGB_PLANAR,
                     filename_prefix="data_batch_", random_shuffle=False, shard_id=0, stick_to_shard=True,
                     shard_size=-1, last_batch_policy=RocalLastBatchPolicy.LAST_BATCH_FILL, pad_last_batch=True):

@@ -1,6 +1,7 @@
-"""``amd.rocal.random``: per-sample random values for operators' arguments."""
+"""``amd.rocal.random``: per-sample random values for operators' arguments (``ops_labels``;
+``spec.namespace("random")``)."""
 
-from .ops_labels import coin_flip, uniform  # noqa: F401
-from .ops_common import unsupported
+from . import ops_labels as _ops_labels  # noqa: F401 (declares them)
+from .spec import namespace as _namespace
 
-normal = unsupported("random.normal")
+globals().update(_namespace("random"))

@@ -1,0 +1,65 @@
+"""fastload.compat.rocal.spec: every operator declared once, and fn, its sub-modules, the refusals, the COCO box
+rules, lowering and the JSON pipeline's operations read from those declarations."""
+
+import pytest
+
+import fastload.compat.rocal.fn as fn
+import fastload.compat.rocal.types as types
+from fastload.compat.rocal import decoders, json_pipeline, random, readers, spec
+
+
+def test_fn_and_its_modules_are_the_declared_operators_under_their_names_and_legacy_names():
+    modules = {"": fn, "readers": readers, "decoders": decoders, "random": random}
+    for operator in spec.OPERATORS.values():
+        for name in (operator.name, *operator.legacy):
+            module, _, short = name.rpartition(".")
+            assert getattr(modules[module], short) is operator.impl, name
+    assert fn.centre_crop is fn.center_crop and random.uniform is fn.uniform
+    assert fn.readers is readers and fn.decoders is decoders and fn.random is random
+
+
+def test_a_name_declared_twice_is_refused():
+    with pytest.raises(RuntimeError, match="'resize' declared twice"):
+        spec.declare(spec.OpSpec("resize", fn.resize))
+    with pytest.raises(RuntimeError, match="'centre_crop' declared twice"):
+        spec.declare(spec.OpSpec("centre_crop", fn.center_crop))
+
+
+def test_a_declared_colour_operator_has_rocals_signature_and_refuses_an_unknown_argument():
+    args = spec.OPERATORS["hue"].args
+    assert list(args) == ["hue", "seed", "device", "output_layout", "output_dtype"]
+    assert (args["hue"], args["seed"], args["device"]) == (None, 0, None)
+    assert args["output_layout"] == types.RocalTensorLayout.NHWC
+    assert args["output_dtype"] == types.RocalTensorOutputType.UINT8
+    assert spec.OPERATORS["brightness"].ranges == {"brightness": (0.1, 1.95), "brightness_shift": (0.0, 25.0)}
+    assert spec.OPERATORS["brightness_fixed"].args["brightness"] == 1.0
+    assert fn.brightness_fixed.__doc__.startswith("``fn.brightness_fixed``")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'brightnes'"):
+        fn.brightness(None, brightnes=1.0)
+
+
+def test_the_refusal_of_an_unsupported_name_lists_the_declared_supported_ones():
+    with pytest.raises(NotImplementedError) as refused:
+        random.normal()
+    listed = str(refused.value).split("(supported: ")[1]
+    assert listed.rstrip(")").split(", ") == spec.supported_names()
+    assert "resize" in listed and "random.normal" not in listed and "fog" not in listed
+
+
+def test_each_operator_says_what_coco_boxes_do_through_it():
+    assert spec.boxes_rule("brightness") == spec.KEEP and spec.boxes_rule("resize") == spec.MOVE
+    assert spec.boxes_rule("warp_affine") == spec.UNMOVED and spec.boxes_rule("rotate") == spec.REFUSED
+    assert spec.boxes_rule("no_such_operator") == spec.REFUSED
+    for operator in spec.OPERATORS.values():
+        assert operator.boxes in (spec.KEEP, spec.MOVE, spec.UNMOVED, spec.REFUSED), operator.name
+        assert operator.output in (spec.SOURCE, spec.SIZE, spec.RESIZED, spec.TRANSPOSED, spec.READ,
+                                   spec.NOT_IMAGE), operator.name
+
+
+def test_each_json_operation_is_declared_once_and_names_a_declared_rocal_operator():
+    names = [operation.name for operation in json_pipeline.JSON_OPERATIONS]
+    assert len(names) == len(set(names)) and list(json_pipeline.OPERATIONS) == names
+    for operation in json_pipeline.JSON_OPERATIONS:
+        assert spec.OPERATORS[operation.rocal].supported, operation.name
+        assert json_pipeline.OPERATIONS[operation.name] == (operation.required, operation.optional,
+                                                            operation.ignored)
