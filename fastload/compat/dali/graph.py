@@ -4,7 +4,7 @@ Operators called inside a pipeline (``fn.resize(images, ...)``) do not run:
 they add an ``Op`` to the pipeline being defined and return ``DataNode``s,
 as in DALI. At ``build()`` the pipeline keeps the ops its outputs depend on
 (DALI prunes the rest too) and runs them per sample in fastload's loader
-threads (``graph_path.GraphPath``), by demand from the outputs (so the
+threads (``execution.GraphPath``), by demand from the outputs (so the
 branch of a conditional a sample does not take does not run for it,
 ``conditionals``). Each sample is independent: DALI's
 operators here are all per-sample, and its random operators draw from the
@@ -132,6 +132,7 @@ class DataNode:
 
     def __init__(self, source: Op | None, index: int, device: str, layout: str = ""):
         self.source, self.index, self.device, self._layout = source, index, device, layout
+        self.meta = None  # a front end's typed description of this output (compat.rocal: meta.RocalMeta)
 
     @property
     def name(self) -> str:
