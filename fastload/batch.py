@@ -24,13 +24,13 @@ from .cpu_augment import finish_batch, normalizes_per_sample, transform_image, w
 from .decode import decode
 from .deliver import DeviceDelivery
 from .errors import DecodeError
-from .pipeline import Job, Stages
+from .pipeline import Job, LoaderPath, Stages
 from .sample_reader import EpochContext, SampleReader
 from .sources import Source
 from .transforms import Plan, RandomResizedCropGeometry
 
 
-class FastPath(SampleReader):
+class FastPath(SampleReader, LoaderPath):
     """Turns an epoch's batches of (position, dataset index) into jobs that yield ``[images, labels]``.
 
     On the CPU each thread writes its sample, normalized and in the output

@@ -58,7 +58,7 @@ from .decode import decode
 from .deliver import DeviceDelivery, Ready
 from .errors import DecodeError
 from .gpu_decode import CpuDecoder, decode_batch, pick_fastest
-from .pipeline import Job, Stages
+from .pipeline import Job, LoaderPath, Stages
 from .sample_reader import EpochContext, SampleReader
 
 # Device types the fused kernel path runs on. Tests add "cpu" to run it through Triton's interpreter.
@@ -97,7 +97,7 @@ class _Sample:
     refused: bool = False  # decoded on the CPU because the GPU decoder does not take it
 
 
-class DevicePath(SampleReader):
+class DevicePath(SampleReader, LoaderPath):
     """Turns an epoch's batches of (position, dataset index) into jobs whose outputs are ``[images, labels]``
     on ``device``: the three stages of the module docstring.
 

@@ -25,7 +25,7 @@ import time
 from typing import Any, Iterator
 
 from .deliver import collate, to_device
-from .pipeline import END, SKIP, Job, Stages
+from .pipeline import END, SKIP, Job, LoaderPath, Stages
 from .sources import Source
 from .workers import current_dataset, worker_draws
 
@@ -39,7 +39,7 @@ def describe(dataset, index) -> str:
         return f"sample {index}"
 
 
-class MapPath:
+class MapPath(LoaderPath):
     """A map-style dataset (or a fastload source whose transform does not fuse), as torch fetches it."""
 
     fast = on_device = False
@@ -128,7 +128,7 @@ class _Collate:
         return batch
 
 
-class IterablePath:
+class IterablePath(LoaderPath):
     """A generic IterableDataset, by torch's rule for workers (see the module docstring)."""
 
     fast = on_device = False

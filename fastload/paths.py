@@ -8,8 +8,9 @@
 * ``device.DevicePath`` -- the fast path with a CUDA ``device`` and a plan
   the fused kernel runs: decoded and augmented on the GPU.
 
-A path has ``fast`` and ``on_device`` (``loader.fast_path`` / ``loader.device_path``)
-and ``stages(batches, epoch, order)``: the epoch's declared stages. Adding a
+A path meets ``pipeline.LoaderPath``: ``fast`` and ``on_device``
+(``loader.fast_path`` / ``loader.device_path``), ``plan``, and
+``stages(batches, epoch, order)``: the epoch's declared stages. Adding a
 path is adding such a class and one line here.
 """
 
@@ -28,12 +29,13 @@ from ._torchvision import DatasetFolder, default_loader, get_image_backend, pil_
 from .batch import FastPath
 from .generic import IterablePath, MapPath
 from .gpu_decode import choose_decoder
+from .pipeline import LoaderPath
 from .read import read_file
 from .sources import Source
 from .transforms import Plan, UnsupportedTransform, compile_plan
 
 
-def choose_path(loader) -> Any:
+def choose_path(loader) -> LoaderPath:
     """The path for ``loader``'s dataset and options (an error when GPU decoding was asked for and cannot
     happen, or its backend is missing)."""
     dataset, options = loader.dataset, loader.options

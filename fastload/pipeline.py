@@ -57,11 +57,14 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
 
 import torch
 
 from .errors import StuckThreadWarning
+
+if TYPE_CHECKING:
+    from .transforms import Plan
 
 _LIVE: "weakref.WeakSet[ThreadPipeline]" = weakref.WeakSet()
 _COUNTER = itertools.count()
@@ -174,6 +177,34 @@ class Stages:
     finish_in_order: int = 0
     handover: Callable[[Any], Any] | None = None
     pinned: bool = False
+
+
+@runtime_checkable
+class LoaderPath(Protocol):
+    """The interface of a loader's path -- the object that turns an epoch's batches into ``Stages`` --, as
+    the loader uses it. ``paths.choose_path`` picks one per loader; ``generic.MapPath`` and
+    ``IterablePath``, ``batch.FastPath``, ``device.DevicePath`` and DALI's ``GraphPath``
+    (``compat/dali/execution.py``) are the ones there are, and a front end's source can bring its own
+    (``fastload_path(loader)``). Written out so that a new path has one contract to meet, not prose.
+
+    Attributes:
+        fast: fastload decodes and augments the samples itself (``loader.fast_path``): the CPU fast
+            path and the device path.
+        on_device: they are decoded and augmented on the loader's device (``loader.device_path``).
+        plan: the compiled transform the path runs, or None. At each epoch the loader compiles the
+            dataset's transform again and chooses a new path if the plan differs (progressive
+            resizing); a path with a plan is a ``sample_reader.SampleReader``, whose ``samples``,
+            ``target_transform`` and ``read_bytes`` the loader renews when only those changed.
+    """
+
+    fast: bool
+    on_device: bool
+    plan: Plan | None
+
+    def stages(self, batches: Iterator[list[tuple[int, int]]] | None, epoch: int, order: Any) -> Stages:
+        """The epoch's declared stages: ``batches`` of (position in the epoch, dataset index) from
+        ``order`` (None for a plain IterableDataset, which has neither), one job each."""
+        ...
 
 
 class ThreadPipeline:

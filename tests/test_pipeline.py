@@ -10,10 +10,11 @@ import warnings
 import pytest
 import torch
 
-from fastload import DataLoader
+import fastload
+from fastload import DataLoader, recipes
 from fastload import pipeline as pipeline_module
 from fastload.errors import StuckThreadWarning
-from fastload.pipeline import END, THREAD_PREFIX, Job, ThreadPipeline
+from fastload.pipeline import END, THREAD_PREFIX, Job, LoaderPath, Stages, ThreadPipeline
 
 
 def fastload_threads():
@@ -316,3 +317,22 @@ def test_interpreter_exit_and_ctrl_c_return_within_the_bound_with_a_stuck_worker
         assert "KeyboardInterrupt" in stderr and process.returncode != 0, stderr
     else:
         assert process.returncode == 0, stderr
+
+
+class _Numbers(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(range(8))
+
+
+def test_the_paths_a_loader_chooses_meet_the_path_protocol(image_folder):
+    """The CPU fast path, the map-style and the iterable path are ``LoaderPath``s (the device path and DALI's
+    GraphPath subclass it too), and their stages are ``Stages``; an object without the attributes is not one."""
+    folder = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    loaders = [DataLoader(folder, batch_size=4), DataLoader(list(range(8)), batch_size=4),
+               DataLoader(_Numbers(), batch_size=4)]
+    assert [type(loader.path).__name__ for loader in loaders] == ["FastPath", "MapPath", "IterablePath"]
+    assert all(isinstance(loader.path, LoaderPath) for loader in loaders)
+    assert (loaders[0].path.fast, loaders[0].path.on_device, loaders[1].path.plan) == (True, False, None)
+    stages = loaders[1].path.stages(iter([[(0, 0), (1, 1)]]), 0, None)
+    assert isinstance(stages, Stages) and stages.in_flight == 2
+    assert not isinstance(object(), LoaderPath)

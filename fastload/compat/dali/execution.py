@@ -11,7 +11,7 @@ from typing import Iterator
 import torch
 
 from .order import ReaderOrder
-from ...pipeline import Job, Stages
+from ...pipeline import Job, LoaderPath, Stages
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source
@@ -65,11 +65,11 @@ class ReaderSource(Source):
                 "shard_id": spec.shard_id, "pad_last_batch": int(spec.pad_last_batch),
                 "stick_to_shard": int(spec.stick_to_shard or spec.shuffle_after_epoch)}  # DALI's loader implies it
 
-    def fastload_path(self, loader):
+    def fastload_path(self, loader) -> GraphPath | None:
         return GraphPath(loader, self) if self.transform is None else None
 
 
-class GraphPath(SampleReader):
+class GraphPath(SampleReader, LoaderPath):
     """A fastload path that runs a DALI graph per sample in the loader's threads: read the sample's bytes,
     run the graph with the sample's random streams (seed, epoch, index), and make the batch's
     TensorLists. A sample whose bytes do not decode is a named error, or skipped and replaced as the
