@@ -34,11 +34,11 @@ def cpu_batches(dataset, **options):
 
 
 @pytest.mark.parametrize("gpu_decode", [False, True])
-def test_device_path_matches_the_cpu_path(image_folder, kernel_on_cpu, request, gpu_decode):
+def test_device_path_matches_the_cpu_path(small_folder, kernel_on_cpu, request, gpu_decode):
     """Same seeds, same crops and flips: the fused kernel's batches are the CPU path's within one level
     (the kernel resamples as torchvision's tensor resize, the CPU path as Pillow)."""
     fake = request.getfixturevalue("fake_gpu_decoder") if gpu_decode else None
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(32))
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(32))
     options = dict(batch_size=5, num_workers=2, seed=11, shuffle=True)
     loader = fastload.DataLoader(dataset, device="cpu", decoder=fake, **options)
     assert loader.device_path
@@ -47,16 +47,16 @@ def test_device_path_matches_the_cpu_path(image_folder, kernel_on_cpu, request, 
     if gpu_decode:
         assert sum(fake.calls) == len(dataset) - 0  # every file went to the GPU stand-in
     expected = cpu_batches(dataset, **options)
-    assert len(batches) == len(expected) == 5
+    assert len(batches) == len(expected) == 3
     for (images, labels), (cpu_images, cpu_labels) in zip(batches, expected):
         assert images.shape == cpu_images.shape and images.dtype == torch.float32
         assert torch.equal(labels, cpu_labels)
         assert levels_apart(images, cpu_images).max() <= 1.001
 
 
-def test_evaluation_recipe_on_the_device_path(image_folder, kernel_on_cpu):
+def test_evaluation_recipe_on_the_device_path(small_folder, kernel_on_cpu):
     """Resize(20) then CenterCrop(16): the kernel resizes the whole image and writes the centered window."""
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_eval(16, 20))
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_eval(16, 20))
     options = dict(batch_size=8, num_workers=2)
     loader = fastload.DataLoader(dataset, device="cpu", **options)
     assert loader.device_path
@@ -65,10 +65,10 @@ def test_evaluation_recipe_on_the_device_path(image_folder, kernel_on_cpu):
         assert levels_apart(images, cpu_images).max() <= 1.001
 
 
-def test_color_recipe_on_the_device_path(image_folder, kernel_on_cpu):
+def test_color_recipe_on_the_device_path(small_folder, kernel_on_cpu):
     """SimCLR's jitter and grayscale in the kernel, against the CPU path's plain-torch chain from a
     Pillow resize: a one-level resize difference can grow through contrast and saturation."""
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.simclr(24))
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.simclr(24))
     options = dict(batch_size=8, num_workers=2, seed=5)
     batches = list(fastload.DataLoader(dataset, device="cpu", **options))
     for (images, _), (cpu_images, _) in zip(batches, cpu_batches(dataset, **options)):
@@ -77,7 +77,7 @@ def test_color_recipe_on_the_device_path(image_folder, kernel_on_cpu):
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
-def test_rotation_on_the_device_path(image_folder, kernel_on_cpu, mode):
+def test_rotation_on_the_device_path(small_folder, kernel_on_cpu, mode):
     """A rotation after ToImage (torchvision's tensor semantics on both paths), flips on either side of it:
     the kernel samples the resized batch through each sample's map as the CPU path's reference does, so the
     batches are the CPU path's within the resize's one level. Without a rotation no warp is compiled in."""
@@ -86,26 +86,26 @@ def test_rotation_on_the_device_path(image_folder, kernel_on_cpu, mode):
                            T.RandomRotation(45, mode, fill=(255, 0, 128)), T.RandomVerticalFlip(),
                            T.ToDtype(torch.float32, scale=True),
                            T.Normalize(recipes.IMAGENET_MEAN, recipes.IMAGENET_STD)])
-    dataset = fastload.ImageFolder(str(image_folder), transform=transform)
+    dataset = fastload.ImageFolder(str(small_folder), transform=transform)
     options = dict(batch_size=8, num_workers=2, seed=3)
     loader = fastload.DataLoader(dataset, device="cpu", **options)
     assert loader.device_path and loader.path.warp is not None
     for (images, labels), (cpu_images, cpu_labels) in zip(loader, cpu_batches(dataset, **options), strict=True):
         assert torch.equal(labels, cpu_labels)
         assert levels_apart(images, cpu_images).max() <= 1.001
-    plain = fastload.DataLoader(fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16)),
+    plain = fastload.DataLoader(fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16)),
                                 batch_size=8, device="cpu")
     assert plain.device_path and plain.path.warp is None
 
 
-def test_a_bilinear_rotation_of_pil_images_stays_on_the_cpu_path(image_folder, kernel_on_cpu):
+def test_a_bilinear_rotation_of_pil_images_stays_on_the_cpu_path(small_folder, kernel_on_cpu):
     """Pillow's rule at a rotated border is not the kernel's (up to 175 levels apart there): a bilinear
     rotation before ToImage takes the CPU fast path, whose pixels are torchvision's own."""
     from torchvision.transforms import InterpolationMode
     T = fastload.transforms
     transform = T.Compose([T.RandomResizedCrop(16), T.RandomRotation(30, InterpolationMode.BILINEAR), T.ToImage(),
                            T.ToDtype(torch.float32, scale=True)])
-    loader = fastload.DataLoader(fastload.ImageFolder(str(image_folder), transform=transform), batch_size=4,
+    loader = fastload.DataLoader(fastload.ImageFolder(str(small_folder), transform=transform), batch_size=4,
                                  device="cpu")
     assert loader.fast_path and not loader.device_path
     assert "PIL image" in fastload.paths.device_refusal(fastload.paths.fast_path_inputs(loader.dataset, 4),
@@ -142,7 +142,7 @@ def test_every_zoo_file_through_the_device_path(tmp_path, kernel_on_cpu, fake_gp
     assert error.value.path in skipped
 
 
-def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(image_folder, kernel_on_cpu,
+def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(small_folder, kernel_on_cpu,
                                                                           monkeypatch):
     """Where no GPU decoder works (its probe decode fails: a torchvision without nvJPEG or rocJPEG), "auto"
     decodes on the CPU, still on the device path; asking for GPU decoding says why it cannot."""
@@ -151,9 +151,9 @@ def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(image
     backends = [functools.partial(gpu_decode.TorchvisionGpuDecoder, probe=fails),
                 functools.partial(gpu_decode.TorchCodecDecoder, probe=fails)]
     monkeypatch.setattr(paths_module, "choose_decoder", functools.partial(gpu_decode.choose_decoder, backends=backends))
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu")
-    assert loader.device_path and len(list(loader)) == 3 and loader.stats.decoder == "cpu"
+    assert loader.device_path and len(list(loader)) == 2 and loader.stats.decoder == "cpu"
     # the probe runs on first use, so the reason comes with the first iteration
     with pytest.raises(RuntimeError, match="cannot decode JPEGs on a GPU"):
         iter(fastload.DataLoader(dataset, batch_size=8, device="cpu", decode_device="cuda"))
@@ -193,11 +193,11 @@ def test_output_slots_are_reused_only_when_the_loop_has_dropped_them():
     assert slots.overflow == 2
 
 
-def test_batches_held_by_the_loop_stay_valid_and_resume_is_exact(image_folder, kernel_on_cpu):
+def test_batches_held_by_the_loop_stay_valid_and_resume_is_exact(small_folder, kernel_on_cpu):
     """Keeping every batch (list(loader)) forces fresh outputs beyond the slots: none is overwritten.
     A mid-epoch state_dict resumes with the same pixels."""
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
-    options = dict(batch_size=4, num_workers=2, seed=3, shuffle=True, device="cpu", device_prefetch=1)
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16))
+    options = dict(batch_size=3, num_workers=2, seed=3, shuffle=True, device="cpu", device_prefetch=1)
     loader = fastload.DataLoader(dataset, **options)
     kept = list(loader)
     assert loader.stats.overflow > 0
@@ -215,8 +215,8 @@ def test_batches_held_by_the_loop_stay_valid_and_resume_is_exact(image_folder, k
     assert all(torch.equal(a, b) for a, (b, _) in zip(rest, kept[2:]))
 
 
-def test_channels_last_output_on_both_paths(image_folder, kernel_on_cpu):
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16, torch.float16))
+def test_channels_last_output_on_both_paths(small_folder, kernel_on_cpu):
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16, torch.float16))
     options = dict(batch_size=8, num_workers=2, seed=1, memory_format=torch.channels_last)
     for device in ("cpu", None):
         loader = fastload.DataLoader(dataset, device=device, **options)
@@ -226,18 +226,18 @@ def test_channels_last_output_on_both_paths(image_folder, kernel_on_cpu):
         loader.close()
 
 
-def test_no_threads_and_a_target_transform(image_folder, kernel_on_cpu):
+def test_no_threads_and_a_target_transform(small_folder, kernel_on_cpu):
     """num_workers=0 runs every stage in the loop's thread; labels of any type are collated as torch does."""
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16),
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16),
                                    target_transform=lambda label: {"class": label, "name": f"c{label}"})
     batches = list(fastload.DataLoader(dataset, batch_size=8, device="cpu", num_workers=0))
-    assert [images.shape[0] for images, _ in batches] == [8, 8, 7]
+    assert [images.shape[0] for images, _ in batches] == [8, 4]
     labels = batches[0][1]
     assert labels["class"].dtype == torch.int64 and len(labels["name"]) == 8
 
 
-def test_break_and_close_join_the_device_stage(image_folder, kernel_on_cpu):
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+def test_break_and_close_join_the_device_stage(small_folder, kernel_on_cpu):
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=2, num_workers=2, device="cpu")
     for _ in loader:
         break
@@ -246,7 +246,7 @@ def test_break_and_close_join_the_device_stage(image_folder, kernel_on_cpu):
     loader.close()  # the autouse fixture checks that no fastload thread (the finisher included) survives
 
 
-def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, kernel_on_cpu):
+def test_with_two_gpu_backends_the_first_batch_picks_the_faster(small_folder, kernel_on_cpu):
     import time
 
     class Slow(FakeGpuDecoder):
@@ -260,7 +260,7 @@ def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, ke
         name = description = "torchcodec"
 
     slow, fast = Slow(), Fast()
-    dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    dataset = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16))
     loader = fastload.DataLoader(dataset, batch_size=8, num_workers=2, device="cpu", decoder=[slow, fast])
     list(loader)
     assert loader.stats.decoder == "torchcodec"
@@ -271,9 +271,9 @@ def test_with_two_gpu_backends_the_first_batch_picks_the_faster(image_folder, ke
     assert len(slow.calls) == slow_calls  # not chosen or measured again
 
 
-def test_encoded_bytes_on_the_device_path(image_folder, kernel_on_cpu, fake_gpu_decoder):
+def test_encoded_bytes_on_the_device_path(small_folder, kernel_on_cpu, fake_gpu_decoder):
     """A source of your own encoded bytes takes the device path as a folder does: the same batches."""
-    reference = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
+    reference = fastload.ImageFolder(str(small_folder), transform=recipes.resnet50_train(16))
     items = [(open(path, "rb").read(), label) for path, label in reference.samples]
     options = dict(batch_size=8, num_workers=2, seed=5, device="cpu", decoder=fake_gpu_decoder)
     encoded = fastload.DataLoader(fastload.Encoded(items, transform=recipes.resnet50_train(16)), **options)
