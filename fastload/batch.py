@@ -24,7 +24,7 @@ from .cpu_augment import finish_batch, normalizes_per_sample, transform_image, w
 from .decode import decode
 from .deliver import DeviceDelivery
 from .errors import DecodeError
-from .pipeline import Job, LoaderPath, Stages
+from .pipeline import Job, LoaderPath, Stages, batches_ahead
 from .sample_reader import EpochContext, SampleReader
 from .sources import Source
 from .transforms import Plan, RandomResizedCropGeometry
@@ -45,8 +45,8 @@ class FastPath(SampleReader, LoaderPath):
 
     def __init__(self, loader, samples, plan: Plan, target_transform, read):
         super().__init__(loader, samples, plan, target_transform, read)
-        options, threads = self.options, max(loader.num_workers, 1)
-        self.in_flight = (loader.prefetch_factor or 2) * threads
+        options = self.options
+        self.in_flight = batches_ahead(loader)
         height, width = plan.output_size
         self.delivery = None
         if self.device is not None and self.device.type == "cuda":  # every batch in flight may be finished

@@ -58,7 +58,7 @@ from .decode import decode
 from .deliver import DeviceDelivery, Ready
 from .errors import DecodeError
 from .gpu_decode import CpuDecoder, decode_batch, pick_fastest
-from .pipeline import Job, LoaderPath, Stages
+from .pipeline import Job, LoaderPath, Stages, batches_ahead
 from .sample_reader import EpochContext, SampleReader
 
 # Device types the fused kernel path runs on. Tests add "cpu" to run it through Triton's interpreter.
@@ -167,11 +167,11 @@ class DevicePath(SampleReader, LoaderPath):
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         """Reader threads per sample; the device stage in order on one thread, ``device_prefetch`` batches
         ahead of the loop; the handover in the loop's thread. Encoded batches in flight: those on the GPU,
-        and a few being read."""
+        and a few being read (one thread's ``batches_ahead``)."""
         self._choose()
         prefetch = self.options.device_prefetch
         return Stages(self._jobs(batches, self.context(epoch, order)),
-                      in_flight=prefetch + (self.loader.prefetch_factor or 2),
+                      in_flight=prefetch + batches_ahead(self.loader, threads=1),
                       finish_in_order=0 if self.parallel else prefetch, handover=self.delivery.handover)
 
     # -- reader threads --------------------------------------------------------------------

@@ -25,7 +25,7 @@ import time
 from typing import Any, Iterator
 
 from .deliver import collate, to_device
-from .pipeline import END, SKIP, Job, LoaderPath, Stages
+from .pipeline import END, SKIP, Job, LoaderPath, Stages, batches_ahead
 from .sources import Source
 from .workers import current_dataset, worker_draws
 
@@ -51,8 +51,7 @@ class MapPath(LoaderPath):
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         loader = self.loader
         workers = loader.num_workers
-        return Stages(self._jobs(batches, workers), in_flight=(loader.prefetch_factor or 2) * max(workers, 1),
-                      pinned=bool(workers))
+        return Stages(self._jobs(batches, workers), in_flight=batches_ahead(loader), pinned=bool(workers))
 
     def _jobs(self, batches, workers: int) -> Iterator[Job]:
         loader, dataset = self.loader, self.loader.dataset
@@ -141,7 +140,7 @@ class IterablePath(LoaderPath):
         loader = self.loader
         workers = loader.num_workers
         return Stages(self._jobs(_WorkerStreams(loader, max(workers, 1)), workers),
-                      in_flight=(loader.prefetch_factor or 2) * max(workers, 1), pinned=bool(workers))
+                      in_flight=batches_ahead(loader), pinned=bool(workers))
 
     def _jobs(self, streams: "_WorkerStreams", workers: int) -> Iterator[Job]:
         if not workers:

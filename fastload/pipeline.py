@@ -179,6 +179,15 @@ class Stages:
     pinned: bool = False
 
 
+def batches_ahead(loader, threads: int | None = None) -> int:
+    """How many batches a path keeps in flight ahead of the training loop: torch's bound,
+    ``prefetch_factor`` (2 when None) per loader thread -- ``threads`` of them, by default the loader's
+    ``num_workers`` (one without workers, whose batches the loop's own thread makes)."""
+    if threads is None:
+        threads = max(loader.num_workers, 1)
+    return (loader.prefetch_factor or 2) * threads
+
+
 @runtime_checkable
 class LoaderPath(Protocol):
     """The interface of a loader's path -- the object that turns an epoch's batches into ``Stages`` --, as

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import warnings
 
 import pytest
@@ -14,7 +15,7 @@ import fastload
 from fastload import DataLoader, recipes
 from fastload import pipeline as pipeline_module
 from fastload.errors import StuckThreadWarning
-from fastload.pipeline import END, THREAD_PREFIX, Job, LoaderPath, Stages, ThreadPipeline
+from fastload.pipeline import END, THREAD_PREFIX, Job, LoaderPath, Stages, ThreadPipeline, batches_ahead
 
 
 def fastload_threads():
@@ -336,3 +337,12 @@ def test_the_paths_a_loader_chooses_meet_the_path_protocol(image_folder):
     stages = loaders[1].path.stages(iter([[(0, 0), (1, 1)]]), 0, None)
     assert isinstance(stages, Stages) and stages.in_flight == 2
     assert not isinstance(object(), LoaderPath)
+
+
+def test_batches_ahead_is_prefetch_factor_per_thread():
+    """torch's bound: prefetch_factor (2 when None) per worker, one worker's worth without workers; the device
+    path asks for one thread's."""
+    def loader(workers, factor):
+        return types.SimpleNamespace(num_workers=workers, prefetch_factor=factor)
+    assert [batches_ahead(loader(*case)) for case in [(0, None), (3, None), (3, 4), (0, 5)]] == [2, 6, 12, 5]
+    assert batches_ahead(loader(8, 3), threads=1) == 3

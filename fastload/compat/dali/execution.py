@@ -11,7 +11,7 @@ from typing import Iterator
 import torch
 
 from .order import ReaderOrder
-from ...pipeline import Job, LoaderPath, Stages
+from ...pipeline import Job, LoaderPath, Stages, batches_ahead
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source
@@ -85,8 +85,7 @@ class GraphPath(SampleReader, LoaderPath):
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         ctx = self.context(epoch, order)
-        in_flight = (self.loader.prefetch_factor or 2) * max(self.loader.num_workers, 1)
-        return Stages(self._jobs(batches, ctx), in_flight=in_flight)
+        return Stages(self._jobs(batches, ctx), in_flight=batches_ahead(self.loader))
 
     def _jobs(self, batches, ctx) -> Iterator[Job]:
         for batch in batches:
