@@ -30,8 +30,10 @@ from .sources import Source
 from .transforms import Plan, RandomResizedCropGeometry
 
 
-class FastPath(SampleReader, LoaderPath):
-    """Turns an epoch's batches of (position, dataset index) into jobs that yield ``[images, labels]``.
+class CpuPath(SampleReader, LoaderPath):
+    """The CPU fast path: turns an epoch's batches of (position, dataset index) into jobs that yield
+    ``[images, labels]``, each sample decoded and augmented on the CPU. (Named for where it augments:
+    ``loader.fast_path`` is true on the device path too.)
 
     On the CPU each thread writes its sample, normalized and in the output
     dtype, straight into its row of the batch's output, while the sample's
@@ -171,7 +173,7 @@ class FastPath(SampleReader, LoaderPath):
 class _LoadInto:
     """A task: one sample (or its replacement) decoded and augmented into its row of the batch."""
 
-    def __init__(self, path: FastPath, position: int, index: int, ctx: EpochContext, rows: LazyTake, row: int,
+    def __init__(self, path: CpuPath, position: int, index: int, ctx: EpochContext, rows: LazyTake, row: int,
                  color):
         self.path, self.position, self.index, self.ctx, self.rows, self.row = path, position, index, ctx, rows, row
         self.color_row = None if color is None else (color[0][row], color[1][row])
@@ -185,9 +187,9 @@ class _LoadInto:
 
 
 class _Finish:
-    """A job's finish: ``FastPath.finish`` of its rows, labels and colors."""
+    """A job's finish: ``CpuPath.finish`` of its rows, labels and colors."""
 
-    def __init__(self, path: FastPath, rows: LazyTake, color):
+    def __init__(self, path: CpuPath, rows: LazyTake, color):
         self.path, self.rows, self.color = path, rows, color
 
     def __call__(self, labels: list) -> Any:

@@ -2,7 +2,7 @@
 
 * ``generic.IterablePath`` -- a generic IterableDataset (torch's rule for workers);
 * ``generic.MapPath`` -- any other dataset, or one whose transform does not fuse;
-* ``batch.FastPath`` -- a fastload source, or torchvision's ImageFolder/DatasetFolder
+* ``batch.CpuPath`` -- a fastload source, or torchvision's ImageFolder/DatasetFolder
   with its default loader (or a ``Subset`` of one), whose transform compiles
   to a ``Plan``: decoded and augmented on the CPU;
 * ``device.DevicePath`` -- the fast path with a CUDA ``device`` and a plan
@@ -26,7 +26,7 @@ from fastload.kernels import augment as augment_kernel
 
 from . import device as device_stage
 from ._torchvision import DatasetFolder, default_loader, get_image_backend, pil_loader
-from .batch import FastPath
+from .batch import CpuPath
 from .generic import IterablePath, MapPath
 from .gpu_decode import choose_decoder
 from .pipeline import LoaderPath
@@ -57,7 +57,7 @@ def choose_path(loader) -> LoaderPath:
         decoders = functools.partial(choose_decoder, options.decode_device, options.device,
                                      options.max_image_pixels, options.decoder)
         return device_stage.DevicePath(loader, *fast, decoders=decoders)
-    return FastPath(loader, *fast)
+    return CpuPath(loader, *fast)
 
 
 def device_refusal(fast, device) -> str | None:

@@ -648,7 +648,7 @@ def test_repr_is_one_short_line_made_without_io_or_threads(image_folder, monkeyp
     assert threading.active_count() == threads
     assert text == (f"DataLoader(ImageFolder(root={str(image_folder)!r}, samples=23, classes=3, transform=Compose, "
                     f"shuffle=False, rank=0/1), batch_size=8, shuffle=True, num_workers=2, device='cpu', "
-                    f"on_error='skip', path=FastPath)")  # the source's own shuffle, and the loader's, which wins
+                    f"on_error='skip', path=CpuPath)")  # the source's own shuffle, and the loader's, which wins
     loader.dct_scaling = False
     assert "dct_scaling=False" in repr(loader)
 
@@ -659,7 +659,7 @@ def test_repr_of_other_datasets_names_them_without_printing_their_transform(imag
                                  num_workers=1, persistent_workers=True, memory_format=torch.channels_last)
     assert repr(loader) == (f"DataLoader(ImageFolder(root={str(image_folder)!r}, 23 samples), batch_size=4, "
                             f"shuffle=False, num_workers=1, drop_last=True, pin_memory=True, "
-                            f"persistent_workers=True, memory_format=torch.channels_last, path=FastPath)")
+                            f"persistent_workers=True, memory_format=torch.channels_last, path=CpuPath)")
 
     def names(items):
         return [item["name"] for item in items]

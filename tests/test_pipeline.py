@@ -331,7 +331,7 @@ def test_the_paths_a_loader_chooses_meet_the_path_protocol(image_folder):
     folder = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     loaders = [DataLoader(folder, batch_size=4), DataLoader(list(range(8)), batch_size=4),
                DataLoader(_Numbers(), batch_size=4)]
-    assert [type(loader.path).__name__ for loader in loaders] == ["FastPath", "MapPath", "IterablePath"]
+    assert [type(loader.path).__name__ for loader in loaders] == ["CpuPath", "MapPath", "IterablePath"]
     assert all(isinstance(loader.path, LoaderPath) for loader in loaders)
     assert (loaders[0].path.fast, loaders[0].path.on_device, loaders[1].path.plan) == (True, False, None)
     stages = loaders[1].path.stages(iter([[(0, 0), (1, 1)]]), 0, None)
