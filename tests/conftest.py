@@ -92,6 +92,20 @@ def run_dali_graph(mod, images, graph, layout="HWC", seed=1, conditionals=False,
     return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
 
 
+def import_dali():
+    """nvidia.dali, or a skip of the calling test where it is not installed: what a test (or a helper) that
+    compares with real DALI calls, so that only it skips, and the tests of fastload's DALI layer alone beside
+    it (refusals, fastload's own arguments) still run."""
+    return pytest.importorskip("nvidia.dali")
+
+
+@pytest.fixture
+def dali():
+    """nvidia.dali for a test that runs real DALI; that test skips where DALI is not installed
+    (``import_dali``)."""
+    return import_dali()
+
+
 @pytest.fixture
 def seed():
     """A fresh seed each run for tests of random inputs, named in their failure messages; FASTLOAD_TEST_SEED

@@ -16,7 +16,8 @@ import pytest
 
 import fastload.compat.dali as ours
 
-dali = pytest.importorskip("nvidia.dali")
+from conftest import import_dali
+
 
 TRANSFORMS_BATCH = 5
 rng = np.random.default_rng(39)
@@ -77,6 +78,7 @@ def run(mod, graph, batch: int) -> list[list[np.ndarray]]:
 def assert_matches_dali(graph, batch: int, ulps: int, shape=None) -> None:
     """fastload's outputs have DALI's shapes (``shape`` when given), float32, and DALI's values within
     ``ulps`` float32 ulps of each output's largest magnitude (at least 1)."""
+    dali = import_dali()
     theirs, mine = run(dali, graph, batch), run(ours, graph, batch)
     assert len(theirs) == len(mine)
     for k, (a_out, b_out) in enumerate(zip(theirs, mine)):

@@ -22,7 +22,6 @@ from fastload.compat.dali.auto_aug import augmentations as our_augs  # noqa: F40
 
 from conftest import run_dali_graph
 
-dali = pytest.importorskip("nvidia.dali")
 pytestmark = pytest.mark.usefixtures("quiet_iterators")
 
 rng = np.random.default_rng(39)
@@ -73,7 +72,7 @@ VIDEOS = [np.stack([im, im[::-1, ::-1]]) for im in IMAGES]  # FHWC: two frames e
 
 
 @pytest.mark.parametrize("kind", ["images", "videos"])
-def test_every_augmentation_matches_dali(kind):
+def test_every_augmentation_matches_dali(dali, kind):
     samples = IMAGES if kind == "images" else VIDEOS
 
     def graph(mod, x):
@@ -95,7 +94,7 @@ def test_every_augmentation_matches_dali(kind):
             assert diff.max() == 0, f"{name}, sample {i}: {int((diff > 0).sum())} values differ by up to {diff.max()}"
 
 
-def test_select_runs_the_augmentation_dali_selects():
+def test_select_runs_the_augmentation_dali_selects(dali):
     indices = [np.array(i, dtype=np.int32) for i in (2, 0, 1, 2)]
 
     def graph(mod, x):
@@ -170,7 +169,7 @@ def _close(theirs: dict, mine: dict, expected: dict | None = None):
             assert abs(expected.get(key, 0) - mine.get(key, 0)) < 0.055, (key, expected.get(key), mine.get(key))
 
 
-def test_trivial_augment_draws_as_dali():
+def test_trivial_augment_draws_as_dali(dali):
     def graph(mod, x):
         first, second, third, _ = _markers(mod)
         return auto_aug(mod, "trivial_augment").apply_trivial_augment([first, second, third], x, num_magnitude_bins=3)
@@ -184,7 +183,7 @@ def test_trivial_augment_draws_as_dali():
     _close(_frequencies(dali, graph), _frequencies(ours, graph), expected)
 
 
-def test_rand_augment_draws_as_dali():
+def test_rand_augment_draws_as_dali(dali):
     def graph(mod, x):
         first, second, third, _ = _markers(mod)
         return auto_aug(mod, "rand_augment").apply_rand_augment([first, second, third], x, n=2, m=1,
@@ -192,7 +191,7 @@ def test_rand_augment_draws_as_dali():
     _close(_frequencies(dali, graph), _frequencies(ours, graph))
 
 
-def test_auto_augment_draws_as_dali():
+def test_auto_augment_draws_as_dali(dali):
     def graph(mod, x):
         first, second, third, core = _markers(mod)
         policy = core.Policy("markers", 3, [[(first, 0.3, 2), (second, 0.8, 0)], [(third, 0.5, None)],
@@ -201,7 +200,7 @@ def test_auto_augment_draws_as_dali():
     _close(_frequencies(dali, graph), _frequencies(ours, graph))
 
 
-def test_errors_and_refusals_as_dali():
+def test_errors_and_refusals_as_dali(dali):
     for mod in (dali, ours):
         ra, aa = auto_aug(mod, "rand_augment"), auto_aug(mod, "auto_augment")
         with pytest.raises(Exception, match="magnitude bin `m` must be an integer"):

@@ -14,7 +14,8 @@ import fastload.compat.dali as ours
 from fastload.compat.dali import fn
 from fastload.sample_data import make_image
 
-dali = pytest.importorskip("nvidia.dali")
+from conftest import import_dali
+
 
 SIZES = [[(61, 47), (97, 71)], [(50, 93), (40, 40)], [(120, 90), (33, 17), (75, 75), (64, 48)]]  # 3 classes
 
@@ -42,6 +43,7 @@ def small_root(tmp_path_factory):  # fn.rotate is slow per pixel: small images f
 
 def assert_same(define, runs=1):
     """``define(lib)`` built with DALI and with fastload gives the same outputs (values, dtypes, shapes)."""
+    dali = import_dali()
     theirs, mine = define(dali), define(ours)
     theirs.build()
     for _ in range(runs):
@@ -244,7 +246,7 @@ def test_the_documented_example_rotates_a_quarter_of_the_images(small_root):
         assert abs(np.mean(taken) - 0.25) < 0.07, np.mean(taken)
 
 
-def test_errors_are_dalis(root):
+def test_errors_are_dalis(dali, root):
     def define(lib, kind):
         @lib.pipeline_def(enable_conditionals=True, batch_size=2, num_threads=1, device_id=None)
         def pipe():

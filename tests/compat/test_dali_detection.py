@@ -24,7 +24,8 @@ from PIL import Image
 import fastload.compat.dali as ours
 from fastload.compat.dali import detection
 
-dali = pytest.importorskip("nvidia.dali")
+from conftest import import_dali
+
 pytestmark = pytest.mark.usefixtures("quiet_iterators")
 
 N_IMAGES = 14
@@ -98,7 +99,7 @@ COCO_CASES = {
 }
 
 
-def test_coco_reader_matches_dali(coco):
+def test_coco_reader_matches_dali(dali, coco):
     """Every case in one test: each test's teardown collects garbage for a second (conftest)."""
     root, annotations = coco
     for case, args in sorted(COCO_CASES.items()):
@@ -108,7 +109,7 @@ def test_coco_reader_matches_dali(coco):
         assert_same(run(dali, graph, 4, 5), run(ours, graph, 4, 5), case)
 
 
-def test_coco_reader_meta_and_ops(coco):
+def test_coco_reader_meta_and_ops(dali, coco):
     root, annotations = coco
 
     def meta(mod):
@@ -164,7 +165,7 @@ LABELS = [rng.integers(1, 50, size=len(b)).astype(np.int32) for b in BOXES]
 FLAGS = [np.array(v, dtype=np.int32) for v in (0, 1, 1, 0, 1, 0)]
 
 
-def test_bb_flip_matches_dali():
+def test_bb_flip_matches_dali(dali):
     def graph(mod):
         fn = mod.fn
         ltrb = fn.external_source(source=lambda: BOXES, batch=True)
@@ -179,7 +180,7 @@ ANCHORS = [float(v) for cx in (0.2, 0.5, 0.8) for cy in (0.25, 0.75) for s in (0
            for v in (max(cx - s, 0), max(cy - s, 0), min(cx + s, 1), min(cy + s, 1))]
 
 
-def test_box_encoder_matches_dali():
+def test_box_encoder_matches_dali(dali):
     def graph(mod):
         fn = mod.fn
         boxes = fn.external_source(source=lambda: BOXES, batch=True)
@@ -201,7 +202,7 @@ RATIOS = [np.float32(r) for r in (1.0, 1.7, 3.0, 2.25, 1.33, 4.0)]
 POSITIONS = [np.float32(p) for p in (0.0, 0.3, 1.0, 0.5, 0.77, 0.01)]
 
 
-def test_paste_and_bbox_paste_match_dali():
+def test_paste_and_bbox_paste_match_dali(dali):
     def graph(mod):
         fn = mod.fn
         images = fn.external_source(source=lambda: IMAGES, batch=True, layout="HWC")
@@ -229,7 +230,7 @@ ANCHOR = [rng.uniform(0, 0.5, size=2).astype(np.float32) for _ in range(BATCH)]
 SHAPE = [rng.uniform(0.1, 0.5, size=2).astype(np.float32) for _ in range(BATCH)]
 
 
-def test_image_slice_matches_dali():
+def test_image_slice_matches_dali(dali):
     def graph(mod):
         fn = mod.fn
         data = fn.external_source(source=lambda: JPEGS, batch=True)
@@ -283,6 +284,7 @@ def test_random_bbox_crop_keeps_dalis_boxes():
 
 def _keeps_dalis_boxes(args):
     """For the window DALI drew, fastload keeps, maps and labels the boxes as DALI did, exactly."""
+    dali = import_dali()
     layout = args.get("bbox_layout", "xyXY")
     boxes = _as_layout(CROP_BOXES, layout)
     anchors, shapes, out_boxes, out_labels, indices = run(dali, _crop_graph(args, boxes), CROP_BATCH)
@@ -315,7 +317,7 @@ DISTRIBUTION = dict(aspect_ratio=[0.5, 2.0], thresholds=[0.5, 0.9], threshold_ty
                     allow_no_crop=True, num_attempts=20)
 
 
-def test_random_bbox_crop_follows_dalis_rules_and_distribution():
+def test_random_bbox_crop_follows_dalis_rules_and_distribution(dali):
     """256 windows each: DALI's constraints hold, and the share of uncropped samples, the windows' mean area
     and aspect ratio and the boxes kept agree with DALI's (measured: 0.40 / 0.67 / 1.03 / 3.78 for DALI,
     0.39 / 0.67 / 1.03 / 3.79 here; the bounds are over 3 standard deviations of the difference)."""
@@ -334,9 +336,7 @@ def test_random_bbox_crop_follows_dalis_rules_and_distribution():
     assert abs(kept[cropped].mean() - theirs_kept[theirs_cropped].mean()) < 0.5
 
 
-
-
-def test_ssd_chain_runs_as_dalis(coco):
+def test_ssd_chain_runs_as_dalis(dali, coco):
     """DALI's SSD training chain through the reader's loader threads: each output has DALI's shape and
     dtype for every sample (the random windows differ, so the values are not compared)."""
     root, annotations = coco

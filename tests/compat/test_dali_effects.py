@@ -14,9 +14,8 @@ import pytest
 
 import fastload.compat.dali as ours
 
-from conftest import run_dali_graph
+from conftest import import_dali, run_dali_graph
 
-dali = pytest.importorskip("nvidia.dali")
 
 rng = np.random.default_rng(39)
 IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3)]]
@@ -38,6 +37,7 @@ def run(mod, images, graph, layout="HWC"):
 
 
 def assert_same(graph, images=IMAGES, layout="HWC"):
+    dali = import_dali()
     theirs, mine = run(dali, images, graph, layout), run(ours, images, graph, layout)
     assert len(theirs) == len(mine)
     for k, (a_out, b_out) in enumerate(zip(theirs, mine)):

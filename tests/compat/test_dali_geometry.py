@@ -13,7 +13,8 @@ import pytest
 
 import fastload.compat.dali as ours
 
-dali = pytest.importorskip("nvidia.dali")
+from conftest import import_dali
+
 pytestmark = pytest.mark.usefixtures("quiet_iterators")
 
 BATCH = 4
@@ -43,6 +44,7 @@ def run(mod, graph, batch: int = BATCH) -> list[list[tuple[np.ndarray, str]]]:
 def assert_matches_dali(graph, atol: float = 0, max_off: float = 0.0, batch: int = BATCH) -> None:
     """Same shapes, dtypes and layouts; values within ``atol``, except at most a ``max_off`` fraction of
     each output's values, which may be off by at most one level more (a source point on a pixel boundary)."""
+    dali = import_dali()
     theirs, mine = run(dali, graph, batch), run(ours, graph, batch)
     assert len(theirs) == len(mine)
     for k, (a_out, b_out) in enumerate(zip(theirs, mine)):

@@ -19,19 +19,23 @@ from fastload.compat.dali import imageops
 from fastload.rng import SampleRandom
 from fastload.sample_data import make_image
 
-dali = pytest.importorskip("nvidia.dali")
-from nvidia.dali import fn, pipeline_def, types  # noqa: E402
+try:  # the tests that run DALI take the ``dali`` fixture (conftest.py): without DALI they skip, the others run
+    from nvidia.dali import fn, pipeline_def, types
+except ImportError:
+    fn = pipeline_def = types = None
 
 PHOTOS = TESTDATA / "photos" / "hymenoptera_subset"
 needs_photos = pytest.mark.skipif(not PHOTOS.is_dir(), reason="shared test data (photos) not present")
 
-INTERP = {"nn": types.INTERP_NN, "linear": types.INTERP_LINEAR, "cubic": types.INTERP_CUBIC,
-          "lanczos3": types.INTERP_LANCZOS3, "triangular": types.INTERP_TRIANGULAR,
-          "gaussian": types.INTERP_GAUSSIAN}
-DALI_TYPES = {torch.uint8: types.UINT8, torch.int8: types.INT8, torch.uint16: types.UINT16,
-              torch.int16: types.INT16, torch.uint32: types.UINT32, torch.int32: types.INT32,
-              torch.uint64: types.UINT64, torch.int64: types.INT64, torch.float16: types.FLOAT16,
-              torch.float32: types.FLOAT, torch.float64: types.FLOAT64, torch.bool: types.BOOL}
+INTERP = DALI_TYPES = {}
+if types is not None:
+    INTERP = {"nn": types.INTERP_NN, "linear": types.INTERP_LINEAR, "cubic": types.INTERP_CUBIC,
+              "lanczos3": types.INTERP_LANCZOS3, "triangular": types.INTERP_TRIANGULAR,
+              "gaussian": types.INTERP_GAUSSIAN}
+    DALI_TYPES = {torch.uint8: types.UINT8, torch.int8: types.INT8, torch.uint16: types.UINT16,
+                  torch.int16: types.INT16, torch.uint32: types.UINT32, torch.int32: types.INT32,
+                  torch.uint64: types.UINT64, torch.int64: types.INT64, torch.float16: types.FLOAT16,
+                  torch.float32: types.FLOAT, torch.float64: types.FLOAT64, torch.bool: types.BOOL}
 
 
 def run_dali(inputs, build, layout="HWC", seed=None):
@@ -102,7 +106,7 @@ def photo_crops(count: int):
 
 
 @needs_photos
-def test_decode_matches_dalis_cpu_decoder():
+def test_decode_matches_dalis_cpu_decoder(dali):
     # JPEG photos (4:2:0, 4:4:4, progressive; all 45 JPEGs of the set were measured too) and
     # EXIF-rotated JPEGs: measured bit-exact for all four output types. Known differences, not
     # tested: CMYK JPEGs (+-1, Pillow's CMYK->RGB; +-2 for GRAY), GRAY of PNGs (DALI's differs by
@@ -147,7 +151,7 @@ def generator_kwargs(kwargs):
                 num_attempts=kwargs.get("num_attempts", 10))
 
 
-def test_random_crop_window_distribution_matches_dali():
+def test_random_crop_window_distribution_matches_dali(dali):
     # Philox vs SplitMix64: compare distributions. Two-sample KS over 3000 windows each; the
     # measured statistics are 0.007-0.03 (the 1% critical value is 0.042).
     n = 3000
@@ -168,7 +172,7 @@ def test_random_crop_window_distribution_matches_dali():
             assert ks_statistic(column(theirs), column(mine)) < 0.045, (height, width, kwargs, name)
 
 
-def test_random_crop_window_fallbacks_match_dali():
+def test_random_crop_window_fallbacks_match_dali(dali):
     cases = [((10, 200), {}, (10, 13)),  # too wide for any 3/4..4/3 window: full height, int(10 * 4/3) wide
              ((33, 1000), dict(random_area=[0.5, 1.0]), (33, 44)),  # 44 needs DALI's float32 4/3, not 1.333333
              ((1000, 9), {}, (12, 9)),  # too tall
@@ -183,7 +187,7 @@ def test_random_crop_window_fallbacks_match_dali():
         assert {tuple(s) for s in shapes} == mine == {window}, shape
 
 
-def test_image_random_crop_window_sizes_match_dali():
+def test_image_random_crop_window_sizes_match_dali(dali):
     # fn.decoders.image_random_crop uses the same generator: the decoded crops' sizes.
     n = 1500
     data = np.frombuffer(jpeg_bytes(make_image(5, 97, 61)), dtype=np.uint8)
@@ -195,7 +199,7 @@ def test_image_random_crop_window_sizes_match_dali():
     assert ks_statistic(np.log(theirs[:, 1] / theirs[:, 0]), np.log(mine[:, 1] / mine[:, 0])) < 0.06
 
 
-def test_random_resized_crop_is_a_region_resize():
+def test_random_resized_crop_is_a_region_resize(dali):
     # fn.random_resized_crop resamples the window as a region of the whole image (edge taps read
     # pixels outside it): resize(roi_start, roi_end) reproduces it exactly, crop-then-resize not.
     # A 64x50 image with area 50*50 and ratio 1 leaves only the vertical offset (0..14) to find.
@@ -230,7 +234,7 @@ def as_dali_args(kwargs):
     return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
 
 
-def test_resize_output_size_matches_dali():
+def test_resize_output_size_matches_dali(dali):
     images = [np.zeros((h, w, 1), np.uint8) for h, w in AWKWARD]
     outs = run_dali([images], lambda d: [fn.resize(d, interp_type=types.INTERP_NN, **as_dali_args(kwargs))
                                          for kwargs in SIZE_CASES])
@@ -240,7 +244,7 @@ def test_resize_output_size_matches_dali():
 
 
 @needs_photos
-def test_resize_matches_dali_on_photos():
+def test_resize_matches_dali_on_photos(dali):
     # Down- and upscaling real photos with each filter: measured bit-exact, uint8 and float32
     # (uint8 needs DALI's pass order and its SSE blocks' round-half-to-even reproduced).
     images = photo_crops(3)
@@ -259,7 +263,7 @@ def test_resize_matches_dali_on_photos():
             assert max_diff(imageops.resize(torch.from_numpy(image), **case), theirs) == 0, case
 
 
-def test_resize_filters_and_modes_on_small_images_match_dali():
+def test_resize_filters_and_modes_on_small_images_match_dali(dali):
     # every filter and argument combination, on noise of awkward small sizes
     images = [noise(i, h, w) for i, (h, w) in enumerate([(1, 1), (1, 57), (63, 1), (2, 3), (97, 13), (13, 97),
                                                          (40, 41), (29, 64)])]
@@ -280,7 +284,7 @@ def test_resize_filters_and_modes_on_small_images_match_dali():
             assert max_diff(imageops.resize(torch.from_numpy(image), **case), theirs) == 0, case
 
 
-def test_resize_regions_match_dali():
+def test_resize_regions_match_dali(dali):
     # random sizes, regions (some reversed: flips), fractional and missing output extents
     rnd = random.Random(9)
     images, starts, ends, sizes = [], [], [], []
@@ -324,7 +328,7 @@ CROP_CASES = [
 ]
 
 
-def test_crop_matches_dali():
+def test_crop_matches_dali(dali):
     images = [noise(i, h, w) for i, (h, w) in enumerate(CROP_IMAGES)]
     cases = [(kwargs, dtype) for kwargs in CROP_CASES for dtype in (None, torch.float32)]
     outs = run_dali([images], lambda d: [fn.crop(d, **as_dali_args(kwargs), **({"dtype": types.FLOAT} if dtype else {}))
@@ -334,7 +338,7 @@ def test_crop_matches_dali():
             assert max_diff(imageops.crop(torch.from_numpy(image), dtype=dtype, **kwargs), theirs) == 0, kwargs
 
 
-def test_crop_out_of_bounds_error_names_the_sizes():
+def test_crop_out_of_bounds_error_names_the_sizes(dali):
     with pytest.raises(Exception, match="out of bounds"):
         run_dali([[noise(0, 4, 4)]], lambda d: fn.crop(d, crop_h=7, crop_w=3))
     with pytest.raises(ValueError, match=r"\(4, 4\).*\(-2, 1\).*\(7, 3\)"):
@@ -343,7 +347,7 @@ def test_crop_out_of_bounds_error_names_the_sizes():
         imageops.crop(torch.from_numpy(noise(0, 4, 4)), crop_h=2, crop_w=2, crop_pos_x=1.5)
 
 
-def test_flip_matches_dali():
+def test_flip_matches_dali(dali):
     images = [noise(i, h, w) for i, (h, w) in enumerate(CROP_IMAGES)]
     cases = [dict(), dict(horizontal=0, vertical=1), dict(horizontal=1, vertical=1), dict(horizontal=0)]
     for case, outs in zip(cases, run_dali([images], lambda d: [fn.flip(d, **c) for c in cases])):
@@ -368,7 +372,7 @@ CMN_CASES = [
 ]
 
 
-def test_crop_mirror_normalize_matches_dali():
+def test_crop_mirror_normalize_matches_dali(dali):
     # Not tested: per-channel fill_values with scalar mean/std, where DALI 2.4 normalises channels
     # 1.. with garbage (it indexes its one-element mean/std per channel); here every channel uses them.
     images = [noise(i, h, w) for i, (h, w) in enumerate(CROP_IMAGES)]
@@ -382,7 +386,7 @@ def test_crop_mirror_normalize_matches_dali():
             assert mine.dtype == dtype and max_diff(mine, theirs) == 0, (kwargs, dtype)
 
 
-def test_crop_mirror_normalize_chw_input():
+def test_crop_mirror_normalize_chw_input(dali):
     images = [np.ascontiguousarray(noise(i, h, w).transpose(2, 0, 1)) for i, (h, w) in enumerate(CROP_IMAGES)]
     outs, = run_dali([images], lambda d: fn.crop_mirror_normalize(d, crop_h=5, crop_w=3, mirror=True,
                                                                    output_layout="HWC", **IMAGENET), layout="CHW")
@@ -396,7 +400,7 @@ def test_crop_mirror_normalize_chw_input():
 # rotate
 
 
-def test_rotate_matches_dali():
+def test_rotate_matches_dali(dali):
     images = [synthetic(7, 161, 121), synthetic(8, 97, 131), noise(1, 11, 13), noise(2, 1, 7), synthetic(9, 150, 40)]
     variants = [dict(), dict(fill_value=0), dict(fill_value=77.6, keep_size=True), dict(size=(50, 61)),
                 dict(interp_type="nn", fill_value=3), dict(dtype=torch.float32)]
@@ -412,7 +416,7 @@ def test_rotate_matches_dali():
             assert max_diff(imageops.rotate(torch.from_numpy(image), angle, **variant), theirs) == 0, (angle, variant)
 
 
-def test_rotated_canvas_size_matches_dali():
+def test_rotated_canvas_size_matches_dali(dali):
     # the bounding box and its parity rule, for awkward sizes and angles near the 45-degree switch
     cases = [((h, w), a) for h, w in [(1, 1), (2, 3), (5, 5), (4, 6), (7, 331), (97, 13), (101, 103)]
              for a in [0, 1, 10, 33.3, 44.9, 45, 45.1, 89.99, 90, 135, 180, -45, 270, 300.5]]
@@ -427,7 +431,7 @@ def test_rotated_canvas_size_matches_dali():
 # colour
 
 
-def test_color_ops_match_dali():
+def test_color_ops_match_dali(dali):
     images = [synthetic(7, 120, 91), noise(3, 37, 41)]
     floats = [i.astype(np.float32) / 255 for i in images]
     twists = [dict(brightness=1.3), dict(contrast=0.6), dict(hue=30), dict(saturation=0.3),
@@ -485,7 +489,7 @@ def cast_inputs():
     return values
 
 
-def test_cast_matches_dali_for_every_type_pair():
+def test_cast_matches_dali_for_every_type_pair(dali):
     values = cast_inputs()
     outs = run_dali([[values[t]] for t in NUMERIC],
                     lambda *nodes: [fn.cast(node, dtype=DALI_TYPES[to]) for node in nodes for to in NUMERIC],
@@ -500,7 +504,7 @@ def test_cast_matches_dali_for_every_type_pair():
         assert np.array_equal(a, b, equal_nan=True), (source, to)
 
 
-def test_promote_matches_dali_arithmetic():
+def test_promote_matches_dali_arithmetic(dali):
     # float16 has no CPU arithmetic in DALI; bool / bool is refused.
     dtypes = [t for t in NUMERIC if t != torch.float16]
     values = [[np.ones(3, dtype=str(t).split(".")[1])] for t in dtypes]

@@ -17,9 +17,7 @@ import fastload.compat.dali as ours
 from fastload.compat.dali import fn, types
 from fastload.sample_data import make_image
 
-from conftest import kernels_on_cpu
-
-dali = pytest.importorskip("nvidia.dali")
+from conftest import import_dali, kernels_on_cpu
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +55,7 @@ def reader_pipeline(lib, root, **reader):
     return pipe()
 
 
-def test_folder_discovery_order_and_meta_are_dalis(jpeg_folder):
+def test_folder_discovery_order_and_meta_are_dalis(dali, jpeg_folder):
     readers = ({}, {"shard_id": 1, "num_shards": 2, "pad_last_batch": True},
                {"stick_to_shard": True, "shard_id": 1, "num_shards": 2},
                {"shard_id": 0, "num_shards": 4, "pad_last_batch": True})  # epoch_size: padded to 4 shards
@@ -144,7 +142,7 @@ def test_unused_operators_are_pruned(jpeg_folder):
     assert len(pipe().run()[0]) == 2
 
 
-def test_external_source_modes_match_dali():
+def test_external_source_modes_match_dali(dali):
     rng = np.random.default_rng(0)
     data = [rng.integers(0, 255, (3, 5, 3), dtype=np.uint8) for _ in range(6)]
 
@@ -198,7 +196,7 @@ class FeedingPipeline(ours.Pipeline):
         self.feed_input(self.images, next(self.batches), layout="HWC")
 
 
-def test_feed_input_subclass_matches_dali():
+def test_feed_input_subclass_matches_dali(dali):
     batches = [[np.full((2, 3, 3), v, np.uint8) for v in (i, i + 1)] for i in range(0, 10, 2)]
 
     class Theirs(dali.Pipeline):
@@ -222,7 +220,7 @@ def test_feed_input_subclass_matches_dali():
         assert m.dtype == types.FLOAT and np.array_equal(t.as_array(), m.as_array())
 
 
-def test_arithmetic_and_promotion_match_dali():
+def test_arithmetic_and_promotion_match_dali(dali):
     rng = np.random.default_rng(1)
     u8 = [rng.integers(0, 255, (4, 3), dtype=np.uint8) for _ in range(2)]
     i32 = [rng.integers(-50, 50, (4, 3), dtype=np.int32) for _ in range(2)]
@@ -247,7 +245,7 @@ def test_arithmetic_and_promotion_match_dali():
                                    err_msg=f"output {k}")
 
 
-def test_random_operators_distributions_match_dali():
+def test_random_operators_distributions_match_dali(dali):
     def define(lib):
         @lib.pipeline_def(batch_size=500, num_threads=1, device_id=None, seed=5)
         def pipe():
@@ -333,7 +331,7 @@ def test_run_module_runs_an_unmodified_dali_script(tmp_path, jpeg_folder):
     assert done.stdout.strip() == "['x', '--y'] 6"
 
 
-def test_classification_graph_matches_dali_values(jpeg_folder):
+def test_classification_graph_matches_dali_values(dali, jpeg_folder):
     """DALI's validation chain (decode, resize_shorter, crop_mirror_normalize with mirror both ways, CHW and
     HWC, float and float16) on the same files: same shapes, dtypes and layouts; values within 1.5 levels of
     the 0-255 scale (resampling rounding), mean error under 0.2 levels."""
@@ -481,7 +479,7 @@ def test_dct_scaling_is_fastloads_opt_in(photo_folder):
             assert levels.max() == 0
 
 
-def test_resnet50_validation_graph_matches_dali(photo_folder):
+def test_resnet50_validation_graph_matches_dali(dali, photo_folder):
     """The fused validation graph against real DALI: within one level (rounding), mean under 0.2 (measured at
     32/40, 64/72 and 224/256: max 1.0, mean 0.06-0.15). DALI keeps the requested scale where the resized size
     is fractional (256 of 375 -> 341.33); the fused path resizes the same source box (box_resize)."""
@@ -521,7 +519,7 @@ def validation_pipeline(lib, data_dir, output):
 
 
 @pytest.mark.parametrize("output", ["float16 HWC", "uint8 CHW", "resize"])
-def test_other_outputs_of_the_classification_graph_fuse_and_match_dali(photo_folder, output):
+def test_other_outputs_of_the_classification_graph_fuse_and_match_dali(dali, photo_folder, output):
     """HWC, float16 and uint8 outputs lower too (HWC is the loader's channels_last batch seen as NHWC, a
     dense tensor): the same shape, dtype and layout as real DALI's, values within one level (rounding) after
     a centre crop; a whole image shrunk 12x too inside, its border pixels as the training graph's crops (up
@@ -566,7 +564,7 @@ def test_an_unfused_graph_says_which_operators_and_why_once(jpeg_folder, monkeyp
 
 # DALI's Pipeline documentation (docs/pipeline.rst), its examples as written there, on small data.
 
-def test_docs_two_readers_images_and_masks(tmp_path):
+def test_docs_two_readers_images_and_masks(dali, tmp_path):
     """Two readers with the same seed read in the same order: each mask is its image's."""
     for kind in ("images", "masks"):
         for label in range(2):
@@ -640,7 +638,7 @@ def test_docs_current_pipeline_with_external_source():
         assert a.as_tensor().tolist() == [[1, 2]] * 3 and b.as_tensor().tolist() == [[0.5]] * 3
 
 
-def test_an_operators_own_seed_is_read_as_dalis(jpeg_folder):
+def test_an_operators_own_seed_is_read_as_dalis(dali, jpeg_folder):
     """DALI's rule for an operator given ``seed``: its values do not follow the pipeline's seed, two
     operators given one seed draw alike, another seed draws otherwise. The values are fastload's (its
     generator is not DALI's), the properties DALI's; a random crop or mirror with its own seed is not
@@ -721,7 +719,7 @@ def test_docs_experimental_pipeline_def():
         ours.pipeline.experimental.pipeline_def(debug=True)
 
 
-def test_per_sample_arguments_legacy_ops_and_indexing_match_dali():
+def test_per_sample_arguments_legacy_ops_and_indexing_match_dali(dali):
     """Per-sample DataNodes as named arguments (crop_pos_x, resize_shorter, angle, brightness, mirror), the
     legacy ops API with arguments split between construction and call, and indexing: as real DALI."""
     rng = np.random.default_rng(4)
@@ -761,6 +759,7 @@ def test_per_sample_arguments_legacy_ops_and_indexing_match_dali():
 def _on_both(graph) -> list[tuple[np.ndarray, str]]:
     """The one output of ``graph(lib)``, run in a pipeline of one sample on real DALI and on fastload:
     (its values, its layout) from each."""
+    dali = import_dali()
     results = []
     for lib in (dali, ours):
         @lib.pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
@@ -811,7 +810,7 @@ def test_crop_fill_padding_trim_and_layouts_are_dalis():
             refused().build()
 
 
-def test_declared_types_are_checked_as_dali_checks_them():
+def test_declared_types_are_checked_as_dali_checks_them(dali):
     """external_source's dtype and ndim, and the Pipeline's output_dtype and output_layout, are checks in
     DALI, not conversions: data that does not match is an error there and here (Python numbers still take
     the source's dtype)."""
@@ -864,7 +863,7 @@ def _scheduled(pipe, runs, outputs=1):
     return got
 
 
-def test_scheduled_api_matches_dali(jpeg_folder):
+def test_scheduled_api_matches_dali(dali, jpeg_folder):
     data = [np.full((2,), i, np.int32) for i in range(6)]
 
     def define(lib, depth):
@@ -906,7 +905,7 @@ def _sample(info):
     return np.full((info.idx_in_batch + 1,), info.idx_in_epoch * 10 + info.iteration, np.int16)
 
 
-def test_parallel_external_source_and_start_py_workers_match_dali():
+def test_parallel_external_source_and_start_py_workers_match_dali(dali):
     def define(lib):
         @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None, py_num_workers=2, py_start_method="fork",
                           prefetch_queue_depth=2)
@@ -925,7 +924,7 @@ def test_parallel_external_source_and_start_py_workers_match_dali():
         assert [m.at(i).tolist() for i in range(3)] == [t.at(i).tolist() for i in range(3)]
 
 
-def test_copy_to_external_matches_dali():
+def test_copy_to_external_matches_dali(dali):
     import ctypes
 
     def define(lib):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("nvidia.dali")
+pytest.importorskip("nvidia.dali")  # every test here runs DALI's own pipelines: the whole module needs DALI
 
 import nvidia.dali.plugin.base_iterator as dali_base  # noqa: E402
 import nvidia.dali.plugin.pytorch as dali_pt  # noqa: E402
