@@ -63,3 +63,22 @@ def test_each_json_operation_is_declared_once_and_names_a_declared_rocal_operato
         assert spec.OPERATORS[operation.rocal].supported, operation.name
         assert json_pipeline.OPERATIONS[operation.name] == (operation.required, operation.optional,
                                                             operation.ignored)
+
+
+def test_a_nodes_rocal_description_is_one_typed_slot(small_folder):
+    """Every node rocAL describes holds its description in ``DataNode.meta`` (a RocalMeta), no other attribute:
+    the decoder's image buffer, an operator's, and nothing on a node no rocAL operator made."""
+    from fastload.compat.rocal.meta import NONE, RocalMeta, meta
+    from fastload.compat.rocal.pipeline import Pipeline
+    with Pipeline(batch_size=1, rocal_cpu=True):
+        jpegs, _ = fn.readers.file(file_root=str(small_folder))
+        images = fn.decoders.image(jpegs, file_root=str(small_folder), max_decoded_width=64, max_decoded_height=48)
+        resized = fn.resize(images, resize_width=20, resize_height=10)
+        bright = fn.brightness(resized, brightness=1.0, brightness_shift=0.0)
+        coin = fn.random.coin_flip(probability=0.5)
+    assert isinstance(images.meta, RocalMeta) and images.meta.image.buffer == (48, 64)
+    assert meta(resized).image.buffer == (10, 20) and meta(resized).frames is None and meta(resized).boxes is None
+    assert meta(bright).image.buffer == (10, 20)
+    assert meta(coin) is NONE and meta(jpegs) is NONE
+    for node in (images, resized, bright):
+        assert not [name for name in vars(node) if name.startswith("rocal")]

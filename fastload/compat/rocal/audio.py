@@ -39,32 +39,20 @@ from __future__ import annotations
 import functools
 import io
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ..dali.graph import DataNode, Op
+from .meta import AudioShape, describe, meta
 from .spec import NOT_IMAGE, operator
 
 PREFIX = "fastload.compat.rocal"
 
 
-@dataclass(frozen=True)
-class AudioShape:
-    """An audio tensor's buffer: ``dims`` per sample ((X, Y), or (1,) for [batch, 1] values), rocAL's
-    layout name and the dtype's name."""
-
-    dims: tuple[int, ...]
-    layout: str = "NHW"
-    dtype: str = "float32"
-
-
 class AudioNode(DataNode):
     """A node holding rocAL audio tensors: its ``+`` is fn.tensor_add_tensor_float and ``*`` (by a number)
     fn.tensor_mul_scalar_float, rocAL's only operators on its tensors (rocal_pybind.cpp)."""
-
-    rocal_audio: AudioShape
 
     def _binary(self, other, fn, name, reflected=False):
         if name == "add" and not reflected and isinstance(other, DataNode):
@@ -76,7 +64,7 @@ class AudioNode(DataNode):
 
 def audio_node(node: DataNode, shape: AudioShape) -> AudioNode:
     node.__class__ = AudioNode
-    node.rocal_audio = shape
+    describe(node, audio=shape)
     return node
 
 
@@ -100,8 +88,7 @@ def _new(name: str, impl, inputs, args: dict, shape: AudioShape, num_outputs: in
     nodes = [audio_node(node, shape) for node in op.outputs]
     if same_info:
         for node in nodes:
-            node.rocal_rates = getattr(inputs[0], "rocal_rates", None)
-            node.rocal_downmixed = getattr(inputs[0], "rocal_downmixed", False)
+            describe(node, rates=meta(inputs[0]).rates, downmixed=meta(inputs[0]).downmixed)
     return nodes
 
 
@@ -185,15 +172,15 @@ def preemphasis_filter(*inputs, border=1, preemph_coeff=0.97, output_dtype=0):
     y[t] = x[t] - c * x[t-1], over the interleaved samples (RPP's pre_emphasis_filter.cpp)."""
     node = _audio_input("preemphasis_filter", inputs)
     _fp32_only("preemphasis_filter", output_dtype)
-    if node.rocal_audio.layout != "NHW":
-        raise NotImplementedError(f"{PREFIX}: fn.preemphasis_filter of a {node.rocal_audio.layout} spectrogram: "
+    if meta(node).audio.layout != "NHW":
+        raise NotImplementedError(f"{PREFIX}: fn.preemphasis_filter of a {meta(node).audio.layout} spectrogram: "
                                   f"MIVisionX runs it over the padded buffer's first values, not the sample's")
     border = int(border)
     if border not in (0, 1, 2):
         raise ValueError(f"{PREFIX}: fn.preemphasis_filter: border {border} (ZERO 0, CLAMP 1, REFLECT 2)")
     coefficient = float(np.float32(preemph_coeff))
     return _new("preemphasis_filter", _preemphasis, [node], {"border": border, "coefficient": coefficient},
-                node.rocal_audio, same_info=True)[0]
+                meta(node).audio, same_info=True)[0]
 
 
 def _preemphasis(ctx, op, audio, border, coefficient):
@@ -242,7 +229,7 @@ def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout
     if list(window_fn):
         raise NotImplementedError(f"{PREFIX}: fn.spectrogram(window_fn=...): rocAL's node then has no window "
                                   f"(only the default Hann window works)")
-    if node.rocal_audio.dims[1] != 1:
+    if meta(node).audio.dims[1] != 1:
         raise ValueError(f"{PREFIX}: fn.spectrogram takes mono audio (rocAL: max_shape[1] must be 1); downmix it")
     if int(output_dtype) != 0:
         warnings.warn(f"{PREFIX}: fn.spectrogram gives FLOAT (rocAL forces it)", stacklevel=2)
@@ -258,7 +245,7 @@ def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout
     if nfft < length or length < 1 or step < 1:
         raise ValueError(f"{PREFIX}: fn.spectrogram: nfft {nfft} < window_length {length}, or a zero length/step")
     offset = 0 if center_windows else length
-    frames, bins = max(0, _windows(node.rocal_audio.dims[0] - offset, step)), nfft // 2 + 1
+    frames, bins = max(0, _windows(meta(node).audio.dims[0] - offset, step)), nfft // 2 + 1
     dims = (bins, frames) if layout == 5 else (frames, bins)
     return _new("spectrogram", _spectrogram, [node],
                 {"nfft": nfft, "length": length, "step": step, "center": bool(center_windows),
@@ -309,7 +296,7 @@ def to_decibels(*inputs, bytes_per_sample_hint=(0,), cutoff_db=-200.0, multiplie
     ratio = np.float32(math.pow(10.0, float(np.float32(cutoff / multiplier))))
     if ratio == 0:
         ratio = np.nextafter(np.float32(0), np.float32(1))
-    shape = node.rocal_audio
+    shape = meta(node).audio
     return _new("to_decibels", _to_decibels, [node],
                 {"scale": float(np.float32(multiplier * np.float32(0.30103))), "min_ratio": float(ratio),
                  "reference": float(np.float32(reference))},
@@ -404,10 +391,10 @@ def mel_filter_bank(*inputs, bytes_per_sample_hint=(0,), freq_high=0.0, freq_low
     """``fn.mel_filter_bank`` of an NFT spectrogram (``mel_weights``): [nfilter, frames]."""
     node = _audio_input("mel_filter_bank", inputs)
     _fp32_only("mel_filter_bank", output_datatype)
-    if node.rocal_audio.layout != "NFT":
+    if meta(node).audio.layout != "NFT":
         raise ValueError(f"{PREFIX}: fn.mel_filter_bank takes an NFT spectrogram (RPP fails silently on "
-                         f"{node.rocal_audio.layout})")
-    bins, frames = node.rocal_audio.dims
+                         f"{meta(node).audio.layout})")
+    bins, frames = meta(node).audio.dims
     weights = mel_weights(bins, int(nfilter), float(sample_rate), float(freq_low), float(freq_high),
                           int(mel_formula) == 1, bool(normalize))
     return _new("mel_filter_bank", _mel, [node], {"weights": weights}, AudioShape((int(nfilter), frames), "NFT"))[0]
@@ -439,14 +426,14 @@ def normalize(*inputs, axes=(), mean=(), stddev=(), scale=1.0, shift=0.0, output
                                   f"given one at 0")
     given = (tuple(float(v) for v in mean), tuple(float(v) for v in stddev)) if list(mean) else None
     if given is not None:
-        count = node.rocal_audio.dims[1 - axes[0]]
+        count = meta(node).audio.dims[1 - axes[0]]
         if len(given[0]) != len(given[1]) or len(given[0]) not in (1, count):
             raise NotImplementedError(f"{PREFIX}: fn.normalize with {len(given[0])} means and {len(given[1])} "
                                       f"stddevs: give one of each, or one per {'bin' if axes[0] == 1 else 'frame'} "
                                       f"({count})")
     return _new("normalize", _normalize, [node],
                 {"axis": axes[0], "given": given, "scale": float(np.float32(scale)),
-                 "shift": float(np.float32(shift))}, node.rocal_audio, same_info=True)[0]
+                 "shift": float(np.float32(shift))}, meta(node).audio, same_info=True)[0]
 
 
 def _normalize(ctx, op, x, axis, given, scale, shift):
@@ -474,8 +461,8 @@ def nonsilent_region(*inputs, cutoff_db=-60, reference_power=0.0, reset_interval
     window = int(window_length)
     if window < 1:
         raise ValueError(f"{PREFIX}: fn.nonsilent_region: window_length {window_length}")
-    if node.rocal_audio.layout != "NHW" or node.rocal_audio.dims[1] != 1:
-        raise NotImplementedError(f"{PREFIX}: fn.nonsilent_region of {node.rocal_audio.dims[1]}-channel audio or a "
+    if meta(node).audio.layout != "NHW" or meta(node).audio.dims[1] != 1:
+        raise NotImplementedError(f"{PREFIX}: fn.nonsilent_region of {meta(node).audio.dims[1]}-channel audio or a "
                                   f"spectrogram: rocAL scans the buffer's first frame-count values (interleaved), "
                                   f"not the signal; downmix first")
     if int(reset_interval) == 0 or int(reset_interval) < -1:
@@ -533,13 +520,13 @@ def slice(*inputs, anchor=(), shape=(), fill_values=(0.0,), out_of_bounds_policy
     policy is inverted there: PAD copies part and leaves the rest stale, TRIMTOSHAPE and ERROR pad)."""
     node = _audio_input("slice", inputs)
     _fp32_only("slice", rocal_tensor_output_type)
-    if node.rocal_audio.dims[1] != 1:
-        raise NotImplementedError(f"{PREFIX}: fn.slice of {node.rocal_audio.dims[1]}-channel audio: rocAL's RPP "
+    if meta(node).audio.dims[1] != 1:
+        raise NotImplementedError(f"{PREFIX}: fn.slice of {meta(node).audio.dims[1]}-channel audio: rocAL's RPP "
                                   f"call copies nothing for it")
     if not (list(anchor) and list(shape) and isinstance(anchor[0], DataNode) and isinstance(shape[0], DataNode)):
         raise ValueError(f"{PREFIX}: fn.slice takes anchor=[tensor] and shape=[tensor] (per-sample begin and "
                          f"length, as fn.nonsilent_region gives them)")
-    return _new("slice", _slice, [node, anchor[0], shape[0]], {}, node.rocal_audio)[0]
+    return _new("slice", _slice, [node, anchor[0], shape[0]], {}, meta(node).audio)[0]
 
 
 def _slice(ctx, op, audio, anchor, shape):
@@ -561,16 +548,16 @@ def tensor_add_tensor_float(*inputs, output_datatype=0):
     _fp32_only("tensor_add_tensor_float", output_datatype)
     if len(inputs) != 2:
         raise ValueError(f"{PREFIX}: fn.tensor_add_tensor_float takes two tensors")
-    if node.rocal_audio.dims[1:] != (1,):
-        raise NotImplementedError(f"{PREFIX}: tensor + tensor of {node.rocal_audio.dims[1]}-channel audio: "
+    if meta(node).audio.dims[1:] != (1,):
+        raise NotImplementedError(f"{PREFIX}: tensor + tensor of {meta(node).audio.dims[1]}-channel audio: "
                                   f"MIVisionX reads it as planar")
-    other = getattr(inputs[1], "rocal_audio", None)
+    other = meta(inputs[1]).audio
     if other is not None and (other.dims != (1,) or other.dtype != "float32"):
         raise NotImplementedError(f"{PREFIX}: tensor + tensor adds the second tensor's i-th float to sample i "
                                   f"(MIVisionX's TensorAddTensor.cpp): give a [batch, 1] float value such as "
                                   f"fn.random.uniform(...)")
     return _new("tensor_add_tensor_float", lambda ctx, op, x, y: x + y.reshape(-1)[0].float(), list(inputs), {},
-                node.rocal_audio, same_info=True)[0]
+                meta(node).audio, same_info=True)[0]
 
 
 @operator(output=NOT_IMAGE)
@@ -579,7 +566,7 @@ def tensor_mul_scalar_float(*inputs, scalar=1.0, output_datatype=0):
     node = _audio_input("tensor_mul_scalar_float", inputs)
     _fp32_only("tensor_mul_scalar_float", output_datatype)
     factor = torch.tensor(float(np.float32(scalar)), dtype=torch.float32)
-    return _new("tensor_mul_scalar_float", lambda ctx, op, x: x * factor, [node], {}, node.rocal_audio,
+    return _new("tensor_mul_scalar_float", lambda ctx, op, x: x * factor, [node], {}, meta(node).audio,
                 same_info=True)[0]
 
 
@@ -632,16 +619,16 @@ def resample(*inputs, resample_rate=None, output_datatype=0, resample_hint=-1, q
                          f"rate, as rocAL's scripts make it)")
     if float(resample_hint) <= 0:
         raise ValueError(f"{PREFIX}: fn.resample: resample_hint must be > 0 (rocAL's buffer size)")
-    if node.rocal_audio.dims[1] != 1 or getattr(node, "rocal_downmixed", False):
+    if meta(node).audio.dims[1] != 1 or meta(node).downmixed:
         raise NotImplementedError(f"{PREFIX}: fn.resample of more than one channel, or after a downmix (rocAL "
                                   f"has no sample rates there), is not supported")
-    rates = getattr(node, "rocal_rates", None)
+    rates = meta(node).rates
     if rates is None:
         raise ValueError(f"{PREFIX}: fn.resample takes fn.decoders.audio's output (the files' rates)")
     hint = int(math.ceil(float(np.float32(resample_hint))))
     out = _new("resample", _resample, [node], {"window": ResamplingWindow(float(quality)), "rates": rates,
                                                "hint": hint, "out_rate": resample_rate},
-               AudioShape((hint, 1), node.rocal_audio.layout))[0]
+               AudioShape((hint, 1), meta(node).audio.layout))[0]
     return out
 
 
@@ -746,5 +733,5 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
     mixed = bool(downmix) and dims[1] > 1
     node = _new("decoders.audio", decode, [data], {"downmix": mixed, "max_samples": dims[0]},
                 AudioShape((dims[0], 1) if mixed else dims))[0]
-    node.rocal_rates, node.rocal_downmixed = files.rate, mixed
+    describe(node, rates=files.rate, downmixed=mixed)
     return node

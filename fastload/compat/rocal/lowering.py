@@ -26,6 +26,7 @@ from ...transforms import Geometry, Plan, _largest_reduction
 from ..dali import imageops as dali_imageops
 from ..dali.lowering import DaliRandomCropGeometry, Lowered, Mirror
 from . import ops_decoders, ops_geometry  # noqa: F401 (they declare the operators named here)
+from .meta import meta
 from .spec import OPERATORS
 from .types import RocalTensorLayout, RocalTensorOutputType
 
@@ -59,7 +60,7 @@ def lower(graph) -> Lowered | str:
     cmn = image.source
     if cmn is None or cmn.name != _CMN:
         return "its output does not come from crop_mirror_normalize"
-    out = image.rocal
+    out = meta(image).image
     if out.dtype not in (RocalTensorOutputType.FLOAT, RocalTensorOutputType.FLOAT16):
         return "its crop_mirror_normalize does not output floats"
     resize = cmn.inputs[0].source
@@ -68,7 +69,7 @@ def lower(graph) -> Lowered | str:
     sizes = resize.args["sizes"]
     if not (sizes["resize_width"] and sizes["resize_height"]) or sizes["resize_shorter"] or \
             sizes["resize_longer"] or sizes["max_size"] or sizes["scaling_mode"] not in (0, 1) or \
-            cmn.inputs[0].rocal.dtype != RocalTensorOutputType.UINT8:
+            meta(cmn.inputs[0]).image.dtype != RocalTensorOutputType.UINT8:
         return "its resize is not to a fixed width and height in uint8"
     size = (sizes["resize_height"], sizes["resize_width"])
     if out.buffer != size:

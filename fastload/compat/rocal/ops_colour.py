@@ -12,6 +12,7 @@ import torch
 
 from ..dali.graph import DataNode
 from . import imageops
+from .meta import meta
 from .ops_common import PREFIX, Rocal, _image_op, _kind, _param, _source
 from .spec import KEEP, operator
 from .types import RocalTensorLayout, RocalTensorOutputType
@@ -128,9 +129,9 @@ def blend(*inputs, ratio=None, device=None, output_layout=RocalTensorLayout.NHWC
           output_dtype=RocalTensorOutputType.UINT8):
     """``fn.blend(a, b, ratio=)``: a * ratio + b * (1 - ratio) over a's region (imageops.blend), in a's
     buffer; None: drawn per sample in [0.1, 0.9] (node_blend.h)."""
-    if len(inputs) != 2 or not all(isinstance(i, DataNode) and hasattr(i, "rocal") for i in inputs):
+    if len(inputs) != 2 or not all(meta(i).image is not None for i in inputs):
         raise TypeError(f"{PREFIX}: fn.blend takes two image outputs of decoders or image operators")
-    if any(hasattr(i, "rocal_frames") for i in inputs):
+    if any(meta(i).frames is not None for i in inputs):
         raise NotImplementedError(f"{PREFIX}: fn.blend of fn.readers.video's sequences is not supported")
     layout, dtype = _kind(output_layout, output_dtype)
     out = Rocal(_source(inputs).buffer, layout, dtype)

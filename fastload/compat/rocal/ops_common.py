@@ -19,34 +19,18 @@ module per family: ``ops_readers``, ``ops_decoders``, ``ops_geometry``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 
 from ..dali.graph import DataNode, Op, current_pipeline
 from . import coco
+from .meta import Rocal, describe, meta  # noqa: F401 (Rocal: the operators import it from here)
 from .spec import supported_names
-from .types import DTYPE_NAMES, TORCH_DTYPES, RocalTensorLayout, RocalTensorOutputType
+from .types import RocalTensorLayout, RocalTensorOutputType
 
 PREFIX = "fastload.compat.rocal"
-
-
-@dataclass(frozen=True)
-class Rocal:
-    """An image operator's output as rocAL describes it: its buffer (height, width), layout and type."""
-
-    buffer: tuple[int, int]
-    layout: RocalTensorLayout = RocalTensorLayout.NHWC
-    dtype: RocalTensorOutputType = RocalTensorOutputType.UINT8
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return TORCH_DTYPES[self.dtype]
-
-    @property
-    def dtype_name(self) -> str:
-        return DTYPE_NAMES[self.dtype]
 
 
 def refuse(operator: str, **given) -> None:
@@ -67,14 +51,15 @@ def _pipeline():
 def _source(inputs) -> Rocal:
     """What an image operator's input is: rocAL's description of an image, else a TypeError saying why."""
     image = inputs[0] if inputs else None
-    array = getattr(image, "rocal_array", None)
-    if array is not None and not hasattr(image, "rocal"):
+    described = meta(image)
+    array = described.array
+    if array is not None and described.image is None:
         raise TypeError(f"{PREFIX}: an image operator takes an image: fn.readers.numpy's output is one when its "
                         f"output_layout is NHWC or NCHW and its arrays uint8 of three dimensions, 1 or 3 "
                         f"channels (here {array.layout}, {array.dtype} of shape {array.max_shape})")
-    if not isinstance(image, DataNode) or not hasattr(image, "rocal"):
+    if described.image is None:
         raise TypeError(f"{PREFIX}: an image operator takes an image output of a decoder or another image operator")
-    return image.rocal
+    return described.image
 
 
 def _per_frame(impl):
@@ -91,7 +76,7 @@ def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal, others=(
     blend's second image), per frame for fn.readers.video's sequences, its output described by ``out``,
     with fn.readers.coco's boxes moved as rocAL's meta node for the operator moves them."""
     _source([image])
-    sequence = getattr(image, "rocal_frames", None)
+    sequence = meta(image).frames
     if sequence is None and out.layout in SEQUENCE_LAYOUTS:
         raise ValueError(f"{PREFIX}: fn.{name}: output_layout {out.layout.name} is for fn.readers.video's "
                          f"sequences: give NHWC or NCHW")
@@ -99,13 +84,11 @@ def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal, others=(
         out = replace(out, layout={v: k for k, v in SEQUENCE_LAYOUTS.items()}[out.layout])
     node = Op("rocal." + name, impl if sequence is None else _per_frame(impl), [image, *others], args,
               layouts=("HWC" if sequence is None else "FHWC",)).outputs[0]
-    node.rocal = out
-    if sequence is not None:
-        node.rocal_frames = sequence
-    boxes = getattr(image, "rocal_boxes", None)
+    boxes = meta(image).boxes
     if boxes is not None:  # fn.readers.coco's boxes, moved as rocAL's meta node for the operator moves them
-        node.rocal_boxes = coco.moved(_pipeline(), name, boxes, image, node, args,
+        boxes = coco.moved(_pipeline(), name, boxes, image, node, args,
                                       args.get("size") or (out.buffer[1], out.buffer[0]))
+    describe(node, image=out, frames=sequence, boxes=boxes)
     return node
 
 

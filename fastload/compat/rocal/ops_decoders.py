@@ -13,6 +13,7 @@ from ..dali import imageops as dali_imageops
 from ..dali.graph import Op
 from . import coco, imageops
 from .caffe import CaffeReader
+from .meta import describe
 from .ops_common import PREFIX, Rocal, _pipeline, refuse, unsupported
 from .ops_readers import TFRecordReader, _reader_node
 from .spec import READ, OpSpec, declare, operator
@@ -60,13 +61,14 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
               {"color": _color(output_type), "max_width": int(max_decoded_width),
                "max_height": int(max_decoded_height), "keep_original": int(decode_size_policy) == 3},
               layouts=("HWC",)).outputs[0]
-    node.rocal = Rocal((int(max_decoded_height), int(max_decoded_width)))
+    describe(node, image=Rocal((int(max_decoded_height), int(max_decoded_width))))
     if isinstance(reader, coco.COCOReader):  # the boxes, at the decoded size, follow the image's operators
         pipe = _pipeline()
-        node.rocal_boxes = pipe._rocal_boxes = pipe._rocal_decoded_boxes = Op(
+        boxes = pipe._rocal_boxes = pipe._rocal_decoded_boxes = Op(
             "rocal.boxes.decoded", coco.decoded_boxes(pipe._rocal_coco), [data, node], {}).outputs[0]
         pipe._unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
                             "(rocAL's plugins would give the first box labels of the batch as its labels)")
+        describe(node, boxes=boxes)
     return node
 
 
@@ -105,7 +107,7 @@ def decoders_image_raw(*inputs, user_feature_key_map=None, path="", random_shuff
                         pad_last_batch, stick_to_shard, shard_size, path, user_feature_key_map)
     node = Op("rocal.decoders.image_raw", _raw_image, [data],
               {"width": width, "height": height, "planes": 1 if color == "GRAY" else 3}, layouts=("HWC",)).outputs[0]
-    node.rocal = Rocal((height, width))
+    describe(node, image=Rocal((height, width)))
     return node
 
 
@@ -133,7 +135,7 @@ def _random_crop_decoder(name, inputs, file_root, path, shard_id, num_shards, ra
                "max_height": int(max_decoded_height), "area": tuple(float(v) for v in random_area),
                "ratio": tuple(float(v) for v in random_aspect_ratio), "attempts": int(num_attempts)},
               layouts=("HWC",)).outputs[0]
-    node.rocal = Rocal((int(max_decoded_height), int(max_decoded_width)))
+    describe(node, image=Rocal((int(max_decoded_height), int(max_decoded_width))))
     return node
 
 
@@ -230,7 +232,7 @@ def external_source(source, device=None, color_format=RocalImageColor.RGB, rando
     node = Op("rocal.external_source", _external_image, [items.outputs[0]],
               {"mode": int(mode), "color": _color(color_format), "max_width": int(max_width),
                "max_height": int(max_height)}, layouts=("HWC",)).outputs[0]
-    node.rocal = Rocal((int(max_height), int(max_width)))
+    describe(node, image=Rocal((int(max_height), int(max_width))))
     return node, []
 
 

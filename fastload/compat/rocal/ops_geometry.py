@@ -10,6 +10,7 @@ import torch
 
 from ..dali.graph import DataNode
 from . import imageops
+from .meta import meta
 from .ops_common import PREFIX, Rocal, RocalParam, _flag, _image_op, _kind, _mirror, _param, _source, refuse
 from .spec import MOVE, RESIZED, SIZE, TRANSPOSED, UNMOVED, operator
 from .types import RocalResizeInterpolationType, RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType
@@ -264,7 +265,7 @@ def transpose(*inputs, perm=[], output_layout=RocalTensorLayout.NHWC, output_dty
     its transpose did not write where an image is smaller -- and fastload refuses such an image when it
     meets one (images of the buffer's size, after a resize or crop, are what rocAL hands on too)."""
     source = _source(inputs)
-    if getattr(inputs[0], "rocal_frames", None) is not None:
+    if meta(inputs[0]).frames is not None:
         raise NotImplementedError(f"{PREFIX}: fn.transpose of fn.readers.video's sequences is not supported")
     perm = [int(p) for p in perm]
     if sorted(perm) != [0, 1, 2]:

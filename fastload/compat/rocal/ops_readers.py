@@ -17,6 +17,7 @@ from ..dali.graph import DataNode, Op
 from ..dali.operators import _read_sample
 from . import caffe, cifar10, coco, imageops, mxnet, npy, sequence, video
 from .caffe import CaffeReader
+from .meta import describe, meta
 from .mxnet import MXNetReader
 from .ops_common import PREFIX, Rocal, _pipeline, refuse
 from .ops_geometry import _resize_args, resize
@@ -291,8 +292,8 @@ def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, len
                                           RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read,
                                           reshuffle=reshuffle))
     node = Op("rocal." + name, frames, [data], {}, layouts=("FHWC",)).outputs[0]
-    node.rocal = Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC, RocalTensorOutputType.UINT8)
-    node.rocal_frames = length
+    describe(node, image=Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC,
+                               RocalTensorOutputType.UINT8), frames=length)
     return node
 
 
@@ -314,7 +315,7 @@ def readers_video_resize(sequence_length, resize_width, resize_height, file_list
     no tensor; fastload refuses that case. Its size rules are fn.resize's (rocalResize's)."""
     node = readers_video(sequence_length, file_list_frame_num, file_root, image_type, num_shards, random_shuffle,
                          step, stride, decoder_mode)
-    width, height = node.rocal.buffer[1], node.rocal.buffer[0]
+    height, width = meta(node).image.buffer
     if int(resize_width) == width or int(resize_height) == height:
         raise ValueError(f"{PREFIX}: readers.video_resize(resize_width={resize_width}, resize_height={resize_height})"
                          f" of {width}x{height} videos: rocAL resizes only when both sides differ from the video's "
@@ -538,10 +539,8 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     node = Op("rocal.readers.numpy", _npy_sample, [data],
               {"image": arrays.layout.layout if image else "", "kind": arrays.layout},
               layouts=("HWC" if image else "",)).outputs[0]
-    node.rocal_array = arrays.layout
-    if image:
-        node.rocal = Rocal(shape[:2] if layout == RocalTensorLayout.NHWC else shape[1:], layout,
-                           RocalTensorOutputType.UINT8)
+    describe(node, array=arrays.layout, image=Rocal(shape[:2] if layout == RocalTensorLayout.NHWC else shape[1:],
+                                                    layout, RocalTensorOutputType.UINT8) if image else None)
     return node
 
 
@@ -551,12 +550,12 @@ def log1p(*inputs, output_datatype=RocalTensorOutputType.FLOAT):
     takes (rocalLog1p, rocal_api_augmentation.cpp; RPP's host kernel: std::log1p(std::abs(x))); as in
     rocAL, ``output_datatype`` is not read and the output is float32 of the input's shape."""
     array = inputs[0] if inputs else None
-    kind = getattr(array, "rocal_array", None)
-    if kind is None or kind.dtype != "int16" or hasattr(array, "rocal"):
+    kind = meta(array).array
+    if kind is None or kind.dtype != "int16" or meta(array).image is not None:
         raise ValueError(f"{PREFIX}: fn.log1p takes an int16 array of fn.readers.numpy (rocAL: \"Log1p "
                          f"augmentation only supported for int16 inputs\")")
     node = Op("rocal.log1p", lambda ctx, op, x: x.float().abs().log1p(), [array], {}).outputs[0]
-    node.rocal_array = npy.NpyLayout(kind.max_shape, "float32", kind.layout)
+    describe(node, array=npy.NpyLayout(kind.max_shape, "float32", kind.layout))
     return node
 
 
@@ -590,5 +589,5 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
                                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
                                           name="CIFAR10Reader", read=records.read))
     node = Op("rocal.readers.cifar10", _cifar10_image, [data], {}, layouts=("HWC",)).outputs[0]
-    node.rocal = Rocal((cifar10.SIDE, cifar10.SIDE), RocalTensorLayout.NCHW, RocalTensorOutputType.UINT8)
+    describe(node, image=Rocal((cifar10.SIDE, cifar10.SIDE), RocalTensorLayout.NCHW, RocalTensorOutputType.UINT8))
     return node

@@ -28,6 +28,7 @@ import torch
 from ..dali import pipeline as dali_pipeline
 from . import coco, npy, types
 from .imageops import pad_batch
+from .meta import meta
 from .ops_common import PREFIX, RocalParam
 
 
@@ -279,7 +280,7 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def get_output_tensors(self) -> list:
         if self._current is None:
-            shapes = [getattr(node, "rocal_audio", None) for node in self._user_outputs]
+            shapes = [meta(node).audio for node in self._user_outputs]
             if shapes and all(shapes):  # rocAL's audio scripts read the buffers' dimensions before running
                 return [AudioTensor([torch.zeros((0,) * len(shape.dims))] * self._batch_size, shape)
                         for shape in shapes]
@@ -493,12 +494,12 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def _as_rocal(self, node, batch) -> RocalTensor:
         """A graph output's per-sample HWC images as rocAL's padded buffer in the operator's layout."""
-        audio = getattr(node, "rocal_audio", None)
+        audio = meta(node).audio
         if audio is not None:  # an audio tensor: each sample's region at its origin in [batch, *dims]
             return AudioTensor(batch.tensors, audio)
-        out = getattr(node, "rocal", None)
+        out = meta(node).image
         if out is None:  # an array of fn.readers.numpy
-            array = node.rocal_array
+            array = meta(node).array
             return RocalArray(npy.pad_arrays(list(batch.tensors), array.max_shape), array.layout, array.dtype)
         if out.layout in (types.NFHWC, types.NFCHW):  # fn.readers.video's sequences: frames padded alike
             frames = [pad_batch(list(sample), out.buffer, "NHWC") for sample in batch.tensors]
