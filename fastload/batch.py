@@ -24,7 +24,7 @@ from .cpu_augment import finish_batch, normalizes_per_sample, transform_image, w
 from .decode import decode
 from .deliver import DeviceDelivery
 from .errors import DecodeError
-from .pipeline import Job, LoaderPath, Stages, batches_ahead
+from .thread_pool import Job, LoaderPath, Stages, batches_ahead
 from .sample_reader import EpochContext, SampleReader
 from .sources import Source
 from .transforms import Plan, RandomResizedCropGeometry

@@ -58,7 +58,7 @@ from .decode import decode
 from .deliver import DeviceDelivery, Ready
 from .errors import DecodeError
 from .gpu_decode import CpuDecoder, decode_batch, pick_fastest
-from .pipeline import Job, LoaderPath, Stages, batches_ahead
+from .thread_pool import Job, LoaderPath, Stages, batches_ahead
 from .sample_reader import EpochContext, SampleReader
 
 # Device types the fused kernel path runs on. Tests add "cpu" to run it through Triton's interpreter.

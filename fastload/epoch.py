@@ -1,7 +1,7 @@
 """One epoch of a loader: what ``iter(loader)`` starts, as torch's ``_MultiProcessingDataLoaderIter``.
 
 ``start_epoch`` asks the schedule for the epoch (its order drawn as torch
-draws it), the path for its stages, and hands them to a ``ThreadPipeline``
+draws it), the path for its stages, and hands them to a ``ThreadPool``
 -- the iterator the training loop gets -- with the loader threads' worker
 identities (``fastload.workers``) and a ``Delivery`` that keeps the resume
 position and gives torch's IterableDataset length warning.
@@ -17,10 +17,10 @@ from typing import Callable
 import torch
 from torch.utils.data import IterableDataset
 
-from .pipeline import END, ThreadPipeline
+from .thread_pool import END, ThreadPool
 
 
-def start_epoch(loader) -> ThreadPipeline:
+def start_epoch(loader) -> ThreadPool:
     loader.refresh_path()
     path, threads = loader.path, loader.num_workers
     start = loader.schedule.start(loader.make_order)
@@ -35,18 +35,18 @@ def start_epoch(loader) -> ThreadPipeline:
         length = (len(order) if order is not None else len(loader)) - start.skip + replay
     except TypeError:
         length = None
-    pipeline = ThreadPipeline(stages.jobs, threads, stages.in_flight, loader.timeout,
-                              on_wait=loader.stats.waited, thread_init=workers.init_thread if workers else None,
-                              length=length, on_deliver=Delivery(loader, end_stats),
-                              serial_finish=stages.finish_in_order, handover=stages.handover, pinned=stages.pinned)
-    loader.iterators.add(pipeline)
-    weakref.finalize(pipeline, end_stats)  # a `break` or an error left the iterator: collected, it ends the epoch
+    pool = ThreadPool(stages.jobs, threads, stages.in_flight, loader.timeout,
+                      on_wait=loader.stats.waited, thread_init=workers.init_thread if workers else None,
+                      length=length, on_deliver=Delivery(loader, end_stats),
+                      serial_finish=stages.finish_in_order, handover=stages.handover, pinned=stages.pinned)
+    loader.iterators.add(pool)
+    weakref.finalize(pool, end_stats)  # a `break` or an error left the iterator: collected, it ends the epoch
     for _ in range(replay):
-        if next(pipeline, END) is END:
+        if next(pool, END) is END:
             break
     if replay:
         loader.schedule.replayed(start.skip)
-    return pipeline
+    return pool
 
 
 class Delivery:

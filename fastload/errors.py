@@ -57,6 +57,6 @@ class ErrorPolicy:
 
 class StuckThreadWarning(RuntimeWarning):
     """A loader thread did not stop within the shutdown bound (the loader's ``timeout``, else
-    ``fastload.pipeline.CLOSE_TIMEOUT``): it is still inside a call (a ``__getitem__`` blocked on a lock or
+    ``fastload.thread_pool.CLOSE_TIMEOUT``): it is still inside a call (a ``__getitem__`` blocked on a lock or
     a read), and is left running as a daemon thread until that call returns. The message names the thread
     and the sample it is on."""

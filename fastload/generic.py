@@ -25,7 +25,7 @@ import time
 from typing import Any, Iterator
 
 from .deliver import collate, to_device
-from .pipeline import END, SKIP, Job, LoaderPath, Stages, batches_ahead
+from .thread_pool import END, SKIP, Job, LoaderPath, Stages, batches_ahead
 from .sources import Source
 from .workers import current_dataset, worker_draws
 

@@ -23,7 +23,7 @@ from .decode import DEFAULT_MAX_PIXELS
 from .epoch import start_epoch
 from .options import Options
 from .order import SamplerOrder, dist_info
-from .pipeline import ThreadPipeline
+from .thread_pool import ThreadPool
 from .paths import choose_path, fast_path_inputs
 from .schedule import Schedule
 from .sources import Source
@@ -64,7 +64,7 @@ class DataLoader(torch.utils.data.DataLoader):
         timeout: seconds to wait for a batch (0: no limit). A timeout ends the epoch at once: threads
             stuck in a call are told to stop and are not waited for. Also the most that shutdown
             (``close()``, an exception or Ctrl-C leaving the loop, interpreter exit) waits for the threads
-            (0: ``fastload.pipeline.CLOSE_TIMEOUT``, 5 s); one still in a call is named in a warning.
+            (0: ``fastload.thread_pool.CLOSE_TIMEOUT``, 5 s); one still in a call is named in a warning.
         worker_init_fn: called with the worker id in each loader thread before it loads, with the
             process generators seeded as the worker's (and put back after the call).
         multiprocessing_context: accepted, as torch validates it, and unused: there are no processes.
@@ -211,7 +211,7 @@ class DataLoader(torch.utils.data.DataLoader):
     def check_worker_number_rationality(self) -> None:
         """No-op: torch warns about worker *processes* beyond the core count; these are threads."""
 
-    def __iter__(self) -> ThreadPipeline:
+    def __iter__(self) -> ThreadPool:
         return start_epoch(self)
 
     def state_dict(self) -> dict:

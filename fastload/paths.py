@@ -8,7 +8,7 @@
 * ``device.DevicePath`` -- the fast path with a CUDA ``device`` and a plan
   the fused kernel runs: decoded and augmented on the GPU.
 
-A path meets ``pipeline.LoaderPath``: ``fast`` and ``on_device``
+A path meets ``thread_pool.LoaderPath``: ``fast`` and ``on_device``
 (``loader.fast_path`` / ``loader.device_path``), ``plan``, and
 ``stages(batches, epoch, order)``: the epoch's declared stages. Adding a
 path is adding such a class and one line here.
@@ -29,7 +29,7 @@ from ._torchvision import DatasetFolder, default_loader, get_image_backend, pil_
 from .batch import CpuPath
 from .generic import IterablePath, MapPath
 from .gpu_decode import choose_decoder
-from .pipeline import LoaderPath
+from .thread_pool import LoaderPath
 from .read import read_file
 from .sources import Source
 from .transforms import Plan, UnsupportedTransform, compile_plan

@@ -1,7 +1,7 @@
 """Transforms with torchvision.transforms.v2 names and meanings, and the plan they compile to.
 
 The classes are torchvision's own (``ToDtype`` also accepts PIL images, so a
-pipeline needs no ``ToImage``): used anywhere else they behave exactly as in
+Compose needs no ``ToImage``): used anywhere else they behave exactly as in
 torchvision. On the fast path, ``compile_plan`` translates a Compose of these
 -- v2, or the classic v1 with ToTensor / PILToTensor / ConvertImageDtype --
 into a ``Plan``: one crop box and output size per sample (drawn from the
@@ -431,7 +431,7 @@ PlanGeometry = RandomResizedCropGeometry | ResizeGeometry | CenterCropGeometry
 
 @dataclass(frozen=True)
 class Plan:
-    """A fused description of a supported transform pipeline.
+    """A fused description of a supported Compose of transforms.
 
     ``geometry`` is the one resampling step: a ``RandomResizedCropGeometry``,
     a ``ResizeGeometry`` (with the CenterCrop that may follow it) or a
@@ -470,7 +470,7 @@ class Plan:
 
     @property
     def output_dtype(self) -> torch.dtype:
-        """The images' dtype: ``dtype``, or uint8 when the pipeline does not convert (``scale`` is None)."""
+        """The images' dtype: ``dtype``, or uint8 when the transforms do not convert (``scale`` is None)."""
         return self.dtype if self.scale is not None else torch.uint8
 
     @property
@@ -741,7 +741,7 @@ def compile_plan(transform) -> Plan:
         else:
             raise unsupported(t)
     if state == "pil":
-        raise UnsupportedTransform("the pipeline ends with a PIL image, which cannot be batched")
+        raise UnsupportedTransform("the transforms end with a PIL image, which cannot be batched")
     if geometry is None or geometry.output_size is None:
         raise UnsupportedTransform("no fixed output size (needs RandomResizedCrop, CenterCrop "
                                    "or Resize to (h, w)) so samples cannot be batched")

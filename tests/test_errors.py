@@ -16,7 +16,7 @@ import torch
 
 import fastload
 from fastload import transforms as T
-from fastload.pipeline import THREAD_PREFIX
+from fastload.thread_pool import THREAD_PREFIX
 from fastload.sample_data import make_image
 
 from conftest import TESTDATA

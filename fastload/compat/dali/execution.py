@@ -11,7 +11,7 @@ from typing import Iterator
 import torch
 
 from .order import ReaderOrder
-from ...pipeline import Job, LoaderPath, Stages, batches_ahead
+from ...thread_pool import Job, LoaderPath, Stages, batches_ahead
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source

@@ -13,9 +13,9 @@ import torch
 
 import fastload
 from fastload import DataLoader, recipes
-from fastload import pipeline as pipeline_module
+from fastload import thread_pool as pool_module
 from fastload.errors import StuckThreadWarning
-from fastload.pipeline import END, THREAD_PREFIX, Job, LoaderPath, Stages, ThreadPipeline, batches_ahead
+from fastload.thread_pool import END, THREAD_PREFIX, Job, LoaderPath, Stages, ThreadPool, batches_ahead
 
 
 def fastload_threads():
@@ -34,15 +34,15 @@ def jobs(count, delay=0.0, fail_at=None):
 
 @pytest.mark.parametrize("threads", [0, 1, 3])
 def test_outputs_in_order_and_threads_joined_on_exhaustion(threads):
-    pipeline = ThreadPipeline(jobs(20), threads, max_in_flight=4, length=20)
-    assert list(pipeline) == [2 * n for n in range(20)]
-    assert len(pipeline) == 20
+    pool = ThreadPool(jobs(20), threads, max_in_flight=4, length=20)
+    assert list(pool) == [2 * n for n in range(20)]
+    assert len(pool) == 20
     assert not fastload_threads()
 
 
 def test_torch_ops_in_loader_threads_run_on_one_thread_as_in_torchs_workers():
     """torch's workers and pin-memory thread call torch.set_num_threads(1); the loader threads do too (else N
-    threads each fan an op out to every core), and the thread that made the pipeline keeps its own count."""
+    threads each fan an op out to every core), and the thread that made the pool keeps its own count."""
     before = torch.get_num_threads()
     seen = []
 
@@ -52,40 +52,40 @@ def test_torch_ops_in_loader_threads_run_on_one_thread_as_in_torchs_workers():
             return n
         return Job([task], lambda results: results[0])
 
-    assert list(ThreadPipeline((job(n) for n in range(6)), 2, max_in_flight=2)) == list(range(6))
+    assert list(ThreadPool((job(n) for n in range(6)), 2, max_in_flight=2)) == list(range(6))
     assert seen == [1] * 6 and torch.get_num_threads() == before
 
 
 def test_break_then_garbage_collection_joins_threads():
-    pipeline = ThreadPipeline(jobs(100, delay=0.001), 2, max_in_flight=4)
-    for output in pipeline:
+    pool = ThreadPool(jobs(100, delay=0.001), 2, max_in_flight=4)
+    for output in pool:
         if output == 4:
             break
     assert fastload_threads()
-    del pipeline
+    del pool
     gc.collect()
     assert not fastload_threads()
 
 
 def test_error_reaches_consumer_which_may_go_on_as_with_torch():
-    pipeline = ThreadPipeline(jobs(10, fail_at=3), 2, max_in_flight=4)
+    pool = ThreadPool(jobs(10, fail_at=3), 2, max_in_flight=4)
     seen = []
     with pytest.raises(KeyError, match="bad item in job 3"):
-        for output in pipeline:
+        for output in pool:
             seen.append(output)
     assert seen == [0, 2, 4]
-    assert list(pipeline) == [8, 10, 12, 14, 16, 18]  # that batch is dropped, the next ones come
+    assert list(pool) == [8, 10, 12, 14, 16, 18]  # that batch is dropped, the next ones come
     assert not fastload_threads()  # joined on exhaustion
 
 
 def test_a_failed_job_gives_its_buffer_back():
     given_back = []
     failing = Job([lambda report: 1 / 0], lambda results: results, discard=lambda: given_back.append(True))
-    pipeline = ThreadPipeline(iter([failing]), 1, max_in_flight=1)
+    pool = ThreadPool(iter([failing]), 1, max_in_flight=1)
     with pytest.raises(ZeroDivisionError):
-        next(pipeline)
+        next(pool)
     assert given_back == [True]
-    pipeline.close()
+    pool.close()
 
 
 def test_timeout_names_the_stuck_stage():
@@ -94,19 +94,19 @@ def test_timeout_names_the_stuck_stage():
     def stuck(report):
         report("decode", "/data/slow.jpg")
         release.wait(5)
-    pipeline = ThreadPipeline(iter([Job([stuck], lambda r: r)]), 1, max_in_flight=1, timeout=0.2)
+    pool = ThreadPool(iter([Job([stuck], lambda r: r)]), 1, max_in_flight=1, timeout=0.2)
     try:
         with pytest.raises(RuntimeError, match=r"timed out after 0.2 seconds.*/data/slow.jpg in stage 'decode'"):
-            next(pipeline)
+            next(pool)
     finally:
         release.set()
-        pipeline.close()
+        pool.close()
 
 
 def test_end_marker_stops_iteration():
     outputs = iter([Job([lambda r: 1], lambda r: r[0]), Job([lambda r: END], lambda r: r[0]),
                     Job([lambda r: 3], lambda r: r[0])])
-    assert list(ThreadPipeline(outputs, 1, max_in_flight=3)) == [1]
+    assert list(ThreadPool(outputs, 1, max_in_flight=3)) == [1]
 
 
 def finishing_jobs(count, log, fail_at=None):
@@ -122,10 +122,10 @@ def finishing_jobs(count, log, fail_at=None):
 
 def test_serial_finish_runs_in_order_on_one_thread_and_never_too_far_ahead():
     log = []
-    pipeline = ThreadPipeline(finishing_jobs(30, log), 3, max_in_flight=10, serial_finish=2,
-                              handover=lambda output: ("handed", output))
+    pool = ThreadPool(finishing_jobs(30, log), 3, max_in_flight=10, serial_finish=2,
+                      handover=lambda output: ("handed", output))
     outputs = []
-    for output in pipeline:
+    for output in pool:
         time.sleep(0.002)  # a slow consumer: the finisher would run ahead if it could
         outputs.append(output)
         assert len(log) <= len(outputs) + 2  # at most serial_finish finished and not yet taken
@@ -137,26 +137,26 @@ def test_serial_finish_runs_in_order_on_one_thread_and_never_too_far_ahead():
 
 def test_serial_finish_error_reaches_the_consumer_and_close_joins_a_waiting_finisher():
     log = []
-    pipeline = ThreadPipeline(finishing_jobs(30, log, fail_at=3), 2, max_in_flight=8, serial_finish=1)
+    pool = ThreadPool(finishing_jobs(30, log, fail_at=3), 2, max_in_flight=8, serial_finish=1)
     with pytest.raises(ValueError, match="finish of job 3"):
-        list(pipeline)
-    assert list(pipeline) == [2 * n for n in range(4, 30)]  # the failed batch dropped, the rest in order
+        list(pool)
+    assert list(pool) == [2 * n for n in range(4, 30)]  # the failed batch dropped, the rest in order
     assert not fastload_threads()
     # a consumer that stops early: the finisher is blocked, waiting for the consumer to take a job
-    pipeline = ThreadPipeline(finishing_jobs(30, []), 2, max_in_flight=8, serial_finish=1)
-    next(pipeline)
+    pool = ThreadPool(finishing_jobs(30, []), 2, max_in_flight=8, serial_finish=1)
+    next(pool)
     time.sleep(0.05)
-    pipeline.close()
+    pool.close()
     assert not fastload_threads()
 
 
 def test_an_error_that_leaves_the_loop_stops_the_threads_at_once():
-    """The error's traceback must not keep the pipeline alive: threads stop when the `for` loop is left,
+    """The error's traceback must not keep the pool alive: threads stop when the `for` loop is left,
     without waiting for the garbage collector."""
     gc.disable()
     try:
         with pytest.raises(KeyError):
-            for _ in ThreadPipeline(jobs(10, fail_at=3), 2, max_in_flight=4):
+            for _ in ThreadPool(jobs(10, fail_at=3), 2, max_in_flight=4):
                 pass
         assert not fastload_threads()
     finally:
@@ -215,11 +215,11 @@ def test_close_of_a_stuck_job_returns_within_the_timeout_and_names_the_thread_an
         report("decode", "/data/slow.jpg")
         entered.set()
         release.wait()
-    pipeline = ThreadPipeline(iter([Job([lambda r: 1], lambda r: r[0]), Job([stuck], lambda r: r)]), 1,
-                              max_in_flight=2, timeout=0.5)
+    pool = ThreadPool(iter([Job([lambda r: 1], lambda r: r[0]), Job([stuck], lambda r: r)]), 1,
+                      max_in_flight=2, timeout=0.5)
     try:
-        assert next(pipeline) == 1 and entered.wait(5)
-        stuck, _ = _stuck_warnings_within(0.5, pipeline.close)
+        assert next(pool) == 1 and entered.wait(5)
+        stuck, _ = _stuck_warnings_within(0.5, pool.close)
         assert len(stuck) == 1 and re.search(r"fastload-\d+-0 on /data/slow.jpg \(stage 'decode'\)", stuck[0])
         assert [thread.daemon for thread in fastload_threads()] == [True]
     finally:
@@ -243,7 +243,7 @@ def test_loader_close_with_a_worker_stuck_in_getitem_is_bounded_by_timeout():
 
 def test_an_exception_in_the_loop_with_a_stuck_worker_returns_within_the_default_bound(monkeypatch):
     """timeout=0 (no limit on a batch): leaving the loop still waits at most CLOSE_TIMEOUT."""
-    monkeypatch.setattr(pipeline_module, "CLOSE_TIMEOUT", 0.5, raising=False)
+    monkeypatch.setattr(pool_module, "CLOSE_TIMEOUT", 0.5, raising=False)
     dataset = Blocking()
 
     def train():
@@ -259,8 +259,8 @@ def test_an_exception_in_the_loop_with_a_stuck_worker_returns_within_the_default
 
 
 _STUCK_SCRIPT = '''
-import sys, threading, time, warnings, torch, fastload, fastload.pipeline
-fastload.pipeline.CLOSE_TIMEOUT = 1.0  # the bound where timeout=0 (default 5 s)
+import sys, threading, time, warnings, torch, fastload, fastload.thread_pool
+fastload.thread_pool.CLOSE_TIMEOUT = 1.0  # the bound where timeout=0 (default 5 s)
 shown = warnings.showwarning
 def show(message, category, *args, **kwargs):  # when fastload gave up on the stuck thread, since "ready"
     if category.__name__ == "StuckThreadWarning":
@@ -346,3 +346,12 @@ def test_batches_ahead_is_prefetch_factor_per_thread():
         return types.SimpleNamespace(num_workers=workers, prefetch_factor=factor)
     assert [batches_ahead(loader(*case)) for case in [(0, None), (3, None), (3, 4), (0, 5)]] == [2, 6, 12, 5]
     assert batches_ahead(loader(8, 3), threads=1) == 3
+
+
+def test_the_old_module_name_is_the_thread_pool_itself():
+    """``fastload.pipeline`` (the module's old name) is ``fastload.thread_pool``: a setting made through it,
+    such as CLOSE_TIMEOUT, is the pool's."""
+    import fastload.pipeline
+    assert fastload.pipeline is pool_module
+    from fastload.pipeline import THREAD_PREFIX as old
+    assert old == THREAD_PREFIX
