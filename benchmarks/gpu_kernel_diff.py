@@ -17,7 +17,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gpu"))
 from test_augment_cuda import imagenet_like_batch  # noqa: E402
 
-from fastload.kernels.augment import AugmentParams, augment_batch, augment_reference  # noqa: E402
+from fastload.kernels.augment import AugmentParams, augment_batch  # noqa: E402
+from fastload.kernels.augment_torch import augment_torch  # noqa: E402
 
 
 def main() -> None:
@@ -26,13 +27,13 @@ def main() -> None:
 
         def both(params, imgs=images):
             k = augment_batch(imgs, params, (224, 224), torch.uint8).float()
-            r = augment_reference(imgs, params, (224, 224), torch.uint8).float()
+            r = augment_torch(imgs, params, (224, 224), torch.uint8).float()
             return (k - r).abs().flatten(1)
         d = both(p)
         on_cpu = AugmentParams(*[None if t is None else t.cpu()
                                  for t in (p.boxes, p.flips, p.ops, p.factors, p.windows, p.matrices)])
-        rc = augment_reference([i.cpu() for i in images], on_cpu, (224, 224), torch.uint8).float()
-        rg = augment_reference(images, p, (224, 224), torch.uint8).float().cpu()
+        rc = augment_torch([i.cpu() for i in images], on_cpu, (224, 224), torch.uint8).float()
+        rg = augment_torch(images, p, (224, 224), torch.uint8).float().cpu()
         print(f"seed {seed}: ref cpu vs gpu max {(rc - rg).abs().max().item()}, "
               f"frac {((rc - rg).abs() > 0).float().mean().item():.5f}")
         geo = both(AugmentParams.make(p.boxes, p.flips, device="cuda"))

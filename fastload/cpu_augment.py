@@ -4,15 +4,15 @@ Crop, antialiased resize, rotation or affine map, and flips run per sample
 in the worker thread on uint8 pixels (Pillow releases the GIL, and
 pillow-simd vectorizes the resampling). A rotation torchvision would apply
 to a PIL image is Pillow's, as there; one it would apply to a tensor is its
-grid sampling, through the kernel's plain-torch reference. The value part
+grid sampling, through the kernel's plain-torch twin (``warp_torch``). The value part
 of the plan -- dtype, scale, normalize, NCHW -- is
 ``fastload.kernels.normalize``'s math. For float32 output it runs per
 sample in ``fastload._normalize`` (one pass, flip folded in, no GIL, no
 OpenMP), straight into the sample's row of the batch; otherwise, or without
 the extension, once per batch on a staged uint8 batch with torch. Color
 operations (ColorJitter, grayscale) run per batch on the staged batch with
-``fastload.kernels.augment``'s plain-torch reference, the fused kernel's
-own oracle, so the CPU and GPU paths compute the same values.
+``fastload.kernels.augment_torch``, the fused kernel's plain-torch twin and
+its tests' oracle, so the CPU and GPU paths compute the same values.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from fastload.kernels.augment import finish_reference, warp_reference
-from fastload.kernels.normalize import normalize_reference
+from fastload.kernels.augment_torch import finish_torch, warp_torch
+from fastload.kernels.normalize import normalize_torch
 
 try:
     from . import _normalize
@@ -79,7 +79,7 @@ def warp_image(image: Image.Image, geometry: Geometry, affine: AffineGeometry) -
         return image.transform((width, height), Image.Transform.AFFINE, geometry.affine, resample,
                                fillcolor=tuple(int(v) for v in affine.fill))
     levels = torch.from_numpy(np.array(image)).permute(2, 0, 1)[None].float()
-    warped = warp_reference(levels, torch.tensor([geometry.affine]), affine.output_size, affine.nearest, affine.fill)
+    warped = warp_torch(levels, torch.tensor([geometry.affine]), affine.output_size, affine.nearest, affine.fill)
     return Image.fromarray(warped[0].round_().permute(1, 2, 0).to(torch.uint8).contiguous().numpy())
 
 
@@ -103,10 +103,10 @@ def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = No
     color operations.
     """
     if not plan.color:
-        return normalize_reference(staged, plan.scale, plan.shift, plan.dtype, out=out)
+        return normalize_torch(staged, plan.scale, plan.shift, plan.dtype, out=out)
     levels = staged.permute(0, 3, 1, 2).float()
     if not plan.color_quantized:  # torchvision's ToDtype(float32, scale=True)
         levels.mul_(1.0 / 255.0)
     ops, factors = color
-    return finish_reference(levels, ops, factors, plan.output_dtype, plan.scale, plan.shift,
+    return finish_torch(levels, ops, factors, plan.output_dtype, plan.scale, plan.shift,
                             quantize=plan.color_quantized, out=out)

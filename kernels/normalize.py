@@ -5,8 +5,9 @@ per-channel affine map of the uint8 pixel: ``x * scale[c] + shift[c]`` with
 ``scale = 1 / (255 * std)`` and ``shift = -mean / std``. Applying it once per
 batch, straight from the uint8 staging buffer into the output, reads each
 byte once and writes each output element once, instead of torchvision's
-three full passes per sample. This is the plain-torch reference; it is also
-what the CPU path runs.
+three full passes per sample. ``normalize_torch`` is it in plain torch: what
+the CPU path runs (there is no Triton kernel for it: torch's copy and
+in-place affine are already one pass each).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import torch
 
 
-def normalize_reference(images: torch.Tensor, scale, shift, dtype: torch.dtype,
+def normalize_torch(images: torch.Tensor, scale, shift, dtype: torch.dtype,
                         out: torch.Tensor | None = None) -> torch.Tensor:
     """Convert a batch of channels-last uint8 images to NCHW ``dtype``.
 

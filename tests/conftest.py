@@ -18,7 +18,7 @@ if not torch.cuda.is_available():
 if os.environ.get("TRITON_INTERPRET") == "1":
     # Triton 3.8's interpreter computes tl.fma as x * y + z in the inputs' precision, two roundings; the
     # device computes it with one, as torch's add with alpha does, and the kernels use it to round as
-    # torchvision does (kernels/augment.py's _blend). Model the device: float32's product is exact in
+    # torchvision does (kernels/augment_torch.py's _blend). Model the device: float32's product is exact in
     # float64, so rounding the float64 sum to float32 is the one rounding (but for a double-rounding tie,
     # about one sum in 2**29).
     import numpy as np

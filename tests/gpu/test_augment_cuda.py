@@ -5,7 +5,8 @@ import random
 import pytest
 import torch
 
-from fastload.kernels.augment import AugmentParams, augment_batch, augment_reference
+from fastload.kernels.augment import AugmentParams, augment_batch
+from fastload.kernels.augment_torch import augment_torch
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA (or ROCm) GPU")
 
@@ -54,7 +55,7 @@ def test_kernel_on_gpu_matches_reference(dtype, channels_last):
     level = 1.0 if dtype == torch.uint8 else max(SCALE)
 
     def difference(params):
-        expected = augment_reference(images, params, (224, 224), dtype, scale, shift)
+        expected = augment_torch(images, params, (224, 224), dtype, scale, shift)
         out = torch.full((64, 3, 224, 224), 7, dtype=dtype, device="cuda")
         if dtype.is_floating_point:
             out.fill_(float("nan"))
@@ -103,14 +104,14 @@ def test_warp_on_gpu_matches_torchvision(nearest):
 
 @pytest.mark.parametrize("antialias", [True, False])
 def test_taps_kernel_on_gpu_is_the_reference(antialias):
-    """The resize's taps as the GPU computes them (``_taps_kernel``, once per image and axis) are
-    ``taps_reference``'s on the CPU to the bit: its divisions round to nearest (``div_rn``, not Triton's
+    """The resize's taps as the GPU computes them (``taps_kernel``, once per image and axis) are
+    ``taps_torch``'s on the CPU to the bit: its divisions round to nearest (``div_rn``, not Triton's
     default approximate division) and its steps have no multiply-add to fuse."""
-    from fastload.kernels.augment import _taps, _taps_width, taps_reference
+    from fastload.kernels.augment import _taps, _taps_width, taps_torch
     images, params = imagenet_like_batch(32, seed=random.randrange(2 ** 31))
     params = params.with_windows((224, 224))
     ours = _taps(params, (224, 224), antialias, _taps_width(params, antialias))
-    expected = taps_reference(params.to("cpu"), (224, 224), antialias)
+    expected = taps_torch(params.to("cpu"), (224, 224), antialias)
     for got, want, what in zip(ours, expected, ("starts", "sizes", "weights")):
         assert torch.equal(got.cpu(), want), f"{what}: {(got.cpu() != want).sum()} values differ"
 
@@ -136,6 +137,6 @@ def test_plain_bilinear_on_gpu_matches_reference():
     images, params = imagenet_like_batch(32, seed=random.randrange(2 ** 31))
     params = AugmentParams.make(params.boxes, params.flips, device="cuda")
     ours = augment_batch(images, params, (224, 224), torch.uint8, antialias=False).float()
-    expected = augment_reference(images, params, (224, 224), torch.uint8, antialias=False).float()
+    expected = augment_torch(images, params, (224, 224), torch.uint8, antialias=False).float()
     diff = (ours - expected).abs()
     assert diff.max() <= 1 and (diff > 0).float().mean() <= 0.005

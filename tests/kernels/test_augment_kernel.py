@@ -31,7 +31,7 @@ Tolerances, and why:
   on the GPU in float and rounds (the kernel's rule: equal up to the same
   boundary flips) and on the CPU with 7-bit fixed-point weights (within 1
   level).
-- warp (rotation, affine map) vs the reference: ``warp_reference`` takes
+- warp (rotation, affine map) vs the reference: ``warp_torch`` takes
   the kernel's float32 steps in the kernel's order, so the interpreted warp
   is the reference's to the bit (test_warp_stage_is_the_reference). After a
   full crop-resize-warp only the resize's differences above remain, which
@@ -56,8 +56,9 @@ from torchvision.transforms.v2 import functional as TF
 from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
 
 from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams, Warp,
-                                      _blend_once, _taps_kernel, augment_batch, augment_reference, color_reference,
-                                      taps_reference)
+                                      augment_batch, taps_torch)
+from fastload.kernels.augment_torch import _blend_once, augment_torch, color_torch
+from fastload.kernels.augment_triton import taps_kernel
 from fastload.sample_data import make_image
 
 from conftest import TESTDATA, kernels_on_cpu, torch_fuses_add_with_alpha
@@ -141,7 +142,7 @@ def test_kernel_matches_reference(seed, dtype, atol, channels_last):
     images, boxes = awkward_batch(generator)
     params = make_params(generator, boxes)
     scale, shift = (None, None) if dtype == torch.uint8 else (SCALE, SHIFT)
-    expected = augment_reference(images, params, SIZE, dtype, scale, shift)
+    expected = augment_torch(images, params, SIZE, dtype, scale, shift)
     for poison in ((float("nan"),) if dtype.is_floating_point else (0, 255)):
         out = poisoned(len(images), dtype, channels_last, poison)
         result = augment_batch(images, params, SIZE, dtype, scale, shift, out=out)
@@ -164,7 +165,7 @@ def test_float_chain_matches_reference(seed):
     generator = random.Random(seed)
     images, boxes = awkward_batch(generator)
     params = make_params(generator, boxes)
-    expected = augment_reference(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False)
+    expected = augment_torch(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False)
     result = augment_batch(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False,
                            out=poisoned(len(images), torch.float32, False, float("nan")))
     # no truncations in the float chain, so no level flips
@@ -273,7 +274,7 @@ def test_plain_bilinear_resize_matches_torchvision(seed):
     images, boxes = awkward_batch(generator)
     params = make_params(generator, boxes, color=False)
     ours = augment_batch(images, params, SIZE, torch.uint8, antialias=False).float()
-    reference = augment_reference(images, params, SIZE, torch.uint8, antialias=False).float()
+    reference = augment_torch(images, params, SIZE, torch.uint8, antialias=False).float()
     expected = []
     for i, image in enumerate(images):
         rgb = image.expand(3, -1, -1) if image.shape[0] == 1 else image
@@ -304,14 +305,14 @@ def test_full_pipeline_against_torchvision_normalized(seed):
     assert share <= 0.015, f"seed {seed}: {share:.2%} differ"
 
 
-def test_color_reference_matches_torchvision_on_a_batch(seed):
+def test_color_torch_matches_torchvision_on_a_batch(seed):
     """The batched color reference (the CPU path) against torchvision per image, both chains."""
     generator = random.Random(seed)
     batch = torch.randint(0, 256, (6, 3, 15, 19), dtype=torch.uint8)
     ops, factors = random_color(generator, 6)
     ops_t, factors_t = torch.tensor(ops, dtype=torch.int32), torch.tensor(factors, dtype=torch.float32)
-    ours = color_reference(batch.float(), ops_t, factors_t, quantize=True)
-    ours_float = color_reference(batch.float() / 255, ops_t, factors_t, quantize=False)
+    ours = color_torch(batch.float(), ops_t, factors_t, quantize=True)
+    ours_float = color_torch(batch.float() / 255, ops_t, factors_t, quantize=False)
     expected = torch.stack([apply_torchvision_color(batch[i], ops[i], factors_t[i].tolist()) for i in range(6)])
     assert_levels_close(ours, expected.float(), f"seed {seed}")
     for i in range(6):
@@ -337,12 +338,12 @@ def test_blends_round_as_torchvision_exactly(seed):
     factors = torch.tensor([f + [0.0] * (2 - len(f)) for f in factors], dtype=torch.float32)
     ops_t = torch.tensor([op + [NONE] * (2 - len(op)) for op in ops], dtype=torch.int32)
     expected = torch.stack([apply_torchvision_color(batch[i], ops[i], factors[i].tolist()) for i in range(8)])
-    reference = color_reference(batch.float(), ops_t, factors, quantize=True)
+    reference = color_torch(batch.float(), ops_t, factors, quantize=True)
     assert torch.equal(reference, expected.float()), f"seed {seed}: {(reference != expected).sum()} values differ"
     floats = TF.to_dtype(batch, torch.float32, scale=True)
     expected_floats = torch.stack([apply_torchvision_color(floats[i], ops[i], factors[i].tolist())
                                    for i in range(8)])
-    assert torch.equal(color_reference(floats, ops_t, factors, quantize=False), expected_floats), f"seed {seed}"
+    assert torch.equal(color_torch(floats, ops_t, factors, quantize=False), expected_floats), f"seed {seed}"
     if not torch_fuses_add_with_alpha():
         return
     params = AugmentParams.make([(0, 0, 13, 17)] * 8, None, ops_t.tolist(), factors.tolist())
@@ -380,7 +381,7 @@ def test_resize_then_center_crop_windows(seed):
     torchvision = torch.stack([x.flip([d for d, on in ((-1, f[0]), (-2, f[1])) if on])
                                for x, f in zip(expected, flips)])
     assert_levels_close(ours.float(), torchvision, f"seed {seed}")
-    reference = augment_reference(images, params, SIZE, torch.float32, SCALE, SHIFT)
+    reference = augment_torch(images, params, SIZE, torch.float32, SCALE, SHIFT)
     normalized = augment_batch(images, params, SIZE, torch.float32, SCALE, SHIFT)
     assert ((normalized - reference).abs() > 1e-5).float().mean() <= 0.005, f"seed {seed}"
 
@@ -458,7 +459,7 @@ def assert_warped_close(ours, expected, nearest, what, within=0):
 
 @pytest.mark.parametrize("nearest", [False, True])
 def test_warp_stage_is_the_reference(seed, nearest):
-    """Through a 1:1 resize (exact) with flips and no colors, the interpreted kernel's warp is ``warp_reference``
+    """Through a 1:1 resize (exact) with flips and no colors, the interpreted kernel's warp is ``warp_torch``
     to the bit, every fill, uint8 and float chains: the reference repeats the kernel's float32 steps in its
     order. (Before, it reached the sampling point through grid_sample's normalized grid, a few ulp away: a value
     in a few hundred batches rounded a level apart, and the colors grew that to 6 levels (seed 607942710 in
@@ -473,7 +474,7 @@ def test_warp_stage_is_the_reference(seed, nearest):
         for quantize in (True, False):
             arguments = (images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3)
             ours = augment_batch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
-            expected = augment_reference(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
+            expected = augment_torch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
             difference = (ours - expected).abs().max() * 255
             assert torch.equal(ours, expected), f"seed {seed}, fill {fill}, quantize {quantize}: {difference} levels"
 
@@ -500,11 +501,11 @@ def test_warp_matches_reference(seed, nearest, fill):
     warp = Warp(SIZE, nearest, fill)
     ours = augment_batch(images, params, SIZE, torch.uint8, warp=warp,
                          out=poisoned(len(images), torch.uint8, False, 77))
-    difference = (ours.float() - augment_reference(images, params, SIZE, torch.uint8, warp=warp).float()).abs()
+    difference = (ours.float() - augment_torch(images, params, SIZE, torch.uint8, warp=warp).float()).abs()
     assert difference.max() <= 4, f"seed {seed}: max difference {difference.max()}"
     assert (difference > 0).float().mean() <= 0.02, f"seed {seed}: {(difference > 0).float().mean():.2%} differ"
     ours = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False, warp=warp)
-    expected = augment_reference(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False,
+    expected = augment_torch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False,
                                  warp=warp)
     torch.testing.assert_close(ours * 255, expected * 255, atol=2e-3, rtol=0, msg=lambda m: f"seed {seed}: {m}")
 
@@ -620,17 +621,17 @@ def random_geometry(generator: random.Random, n: int, size=TILED):
 
 @pytest.mark.parametrize("antialias", [True, False])
 def test_taps_kernel_is_the_reference(seed, antialias):
-    """``_taps_kernel`` (what a GPU runs) writes ``taps_reference``'s taps (what the interpreter uses) to the
+    """``taps_kernel`` (what a GPU runs) writes ``taps_torch``'s taps (what the interpreter uses) to the
     bit: the same float32 steps, division rounded to nearest on both. Upscales, shrinks, windows offset either
     way, rows and columns outside the resized image (size 0, zero weights)."""
     generator = random.Random(seed)
     _, boxes, windows = random_geometry(generator, 6)
     params = AugmentParams.make(boxes, windows=windows)
-    starts, sizes, weights = taps_reference(params, TILED, antialias)
+    starts, sizes, weights = taps_torch(params, TILED, antialias)
     n, lines = len(boxes), sum(TILED)
     out = (torch.full((n, lines), -7, dtype=torch.int32), torch.full((n, lines), -7, dtype=torch.int32),
            torch.full((n, lines, weights.shape[2]), float("nan")))
-    _taps_kernel[(n, 2)](params.boxes, params.windows, *out, *TILED, weights.shape[2], ANTIALIAS=antialias,
+    taps_kernel[(n, 2)](params.boxes, params.windows, *out, *TILED, weights.shape[2], ANTIALIAS=antialias,
                          BLOCK=4)  # more than one block a line
     for ours, expected, what in zip(out, (starts, sizes, weights), ("starts", "sizes", "weights")):
         assert torch.equal(ours, expected), f"seed {seed}: {what} differ"
@@ -656,7 +657,7 @@ def test_separable_resize_is_the_same_over_tiles(seed):
         what = f"seed {seed}, antialias {antialias}, quantize {quantize}"
         assert torch.equal(tiled, whole), f"{what}: {(tiled != whole).sum()} values differ"
         if antialias:
-            expected = augment_reference(*arguments, quantize=quantize, antialias=antialias)
+            expected = augment_torch(*arguments, quantize=quantize, antialias=antialias)
             diff = (tiled - expected).abs()
             if quantize:
                 assert diff.max() <= 4 * max(SCALE) + 1e-5, f"{what}: {diff.max()}"
@@ -674,4 +675,4 @@ def test_contrast_mean_over_tiles(seed):
     factors = [[generator.uniform(0.2, 2.0), generator.uniform(0.0, 2.0)] for _ in images]
     params = AugmentParams.make(boxes, None, ops, factors, windows=windows)
     ours = augment_batch(images, params, TILED, torch.uint8, block=(2, 4)).float()
-    assert_levels_close(ours, augment_reference(images, params, TILED, torch.uint8).float(), f"seed {seed}")
+    assert_levels_close(ours, augment_torch(images, params, TILED, torch.uint8).float(), f"seed {seed}")

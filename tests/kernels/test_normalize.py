@@ -4,7 +4,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
-from fastload.kernels.normalize import normalize_reference
+from fastload.kernels.normalize import normalize_torch
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -17,7 +17,7 @@ def test_matches_torchvision_to_dtype_then_normalize(dtype, atol, shape):
     images = torch.randint(0, 256, (n, h, w, 3), dtype=torch.uint8)
     scale = [1 / (255 * s) for s in STD]
     shift = [-m / s for m, s in zip(MEAN, STD)]
-    ours = normalize_reference(images, scale, shift, dtype)
+    ours = normalize_torch(images, scale, shift, dtype)
     reference = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
     expected = torch.stack([reference(image.permute(2, 0, 1)) for image in images])
     assert ours.dtype == dtype and ours.shape == (n, 3, h, w) and ours.is_contiguous()
@@ -26,14 +26,14 @@ def test_matches_torchvision_to_dtype_then_normalize(dtype, atol, shape):
 
 def test_uint8_identity_is_a_layout_change():
     images = torch.randint(0, 256, (2, 5, 3, 3), dtype=torch.uint8)
-    out = normalize_reference(images, None, None, torch.uint8)
+    out = normalize_torch(images, None, None, torch.uint8)
     assert torch.equal(out, images.permute(0, 3, 1, 2))
 
 
 def test_writes_into_a_poisoned_output():
     images = torch.randint(0, 256, (2, 4, 6, 3), dtype=torch.uint8)
     out = torch.full((2, 3, 4, 6), float("nan"))
-    normalize_reference(images, [1.0, 2.0, 3.0], [0.5, 0.0, -1.0], torch.float32, out=out)
+    normalize_torch(images, [1.0, 2.0, 3.0], [0.5, 0.0, -1.0], torch.float32, out=out)
     expected = images.permute(0, 3, 1, 2).float() * torch.tensor([1.0, 2.0, 3.0]).view(1, 3, 1, 1) \
         + torch.tensor([0.5, 0.0, -1.0]).view(1, 3, 1, 1)
     assert torch.equal(out, expected)
