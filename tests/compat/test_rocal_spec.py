@@ -82,3 +82,28 @@ def test_a_nodes_rocal_description_is_one_typed_slot(small_folder):
     assert meta(coin) is NONE and meta(jpegs) is NONE
     for node in (images, resized, bright):
         assert not [name for name in vars(node) if name.startswith("rocal")]
+
+
+def test_readers_are_found_by_their_class_not_by_a_name(small_folder):
+    """Each reader's op is a graph.ReaderOp named after what reads (rocAL: the decoder that reads what
+    fn.readers.file recorded), and the build finds it by that class: no rocAL reader poses as "readers.file"."""
+    from fastload.compat.dali import fn as dali_fn
+    from fastload.compat.dali.graph import Graph, ReaderOp
+    from fastload.compat.dali.pipeline import Pipeline as DaliPipeline
+    from fastload.compat.rocal.pipeline import Pipeline
+    pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(small_folder))
+        images = fn.decoders.image(jpegs, file_root=str(small_folder))
+        pipe.set_outputs(fn.resize(images, resize_width=8, resize_height=8))
+    pipe.build()
+    try:
+        (reader,) = pipe._readers
+        assert isinstance(reader, ReaderOp) and reader.name == "rocal.decoders.image.read"
+        assert not Graph(pipe._outputs).find("readers.file") and len(pipe.run()[0].batch) == 2
+    finally:
+        pipe.rocal_release()
+    with DaliPipeline(batch_size=1, num_threads=1, device_id=None):
+        encoded, labels = dali_fn.readers.file(file_root=str(small_folder))
+    assert isinstance(encoded.source, ReaderOp) and encoded.source is labels.source
+    assert encoded.source.name == "readers.file" and encoded.source.reader.samples

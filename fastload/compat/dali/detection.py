@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .graph import Op
+from .graph import Op, ReaderOp
 from .operators import ReaderSpec, _decode, _device, _fast_idct, _one, _read_sample, _seeded, check_args
 from .types import image_type_name, torch_dtype
 
@@ -140,8 +140,7 @@ def readers_coco(*, file_root=None, annotations_file="", ltrb=False, ratio=False
     spec = ReaderSpec([(path, k) for k, path in enumerate(files)], [os.path.relpath(p, file_root) for p in files],
                       int(shard_id), int(num_shards), bool(random_shuffle), int(initial_fill),
                       bool(shuffle_after_epoch), bool(stick_to_shard), bool(pad_last_batch), int(seed), name)
-    reader = Op("readers.file", _read_sample, [], {}, num_outputs=2)
-    reader.reader = spec
+    reader = ReaderOp("readers.file", _read_sample, spec)
 
     def annotations(ctx, op, place):
         sample = samples[int(place.reshape(-1)[0])]

@@ -266,6 +266,18 @@ def as_node(value) -> DataNode:
     return constant(value)
 
 
+class ReaderOp(Op):
+    """An op that reads a dataset: DALI's fn.readers.file and COCO reader, each of rocAL's readers. It has
+    no inputs; its outputs are a sample's encoded bytes and label, and ``reader`` is what it reads (its
+    ``samples`` [(path, label)], ``name``, and either DALI's sharding arguments or its own
+    ``order(batch_size, seed)`` and ``read(index)``). A pipeline's build finds its readers by this class
+    (``Graph.readers``), whatever each is named."""
+
+    def __init__(self, name: str, impl: Callable, reader, num_outputs: int = 2):
+        super().__init__(name, impl, [], {}, num_outputs=num_outputs)
+        self.reader = reader
+
+
 def ops_for(outputs: list[DataNode]) -> list[Op]:
     """The ops ``outputs`` depend on, each before its consumers (the rest are pruned, as DALI does)."""
     order, seen = [], set()
@@ -293,6 +305,10 @@ class Graph:
 
     def find(self, name: str) -> list[Op]:
         return [op for op in self.ops if op.name == name]
+
+    def readers(self) -> list[ReaderOp]:
+        """The ops that read a dataset, in graph order."""
+        return [op for op in self.ops if isinstance(op, ReaderOp)]
 
     def run_sample(self, ctx: SampleContext) -> tuple:
         """The outputs for one sample, evaluated by demand from them: each op runs once, after the inputs

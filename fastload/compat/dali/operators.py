@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from . import colour, conversions, crops, decoding, resampling, warping
-from .graph import DataNode, Op
+from .graph import DataNode, Op, ReaderOp
 from .types import image_type_name, interp_name, torch_dtype
 
 # Arguments every operator accepts and that change no result here (memory and scheduling hints; ``seed``
@@ -126,9 +126,7 @@ def readers_file(*, file_root=None, files=None, labels=None, file_list=None, sha
     spec = ReaderSpec([(p, label) for p, label, _ in found], [n for _, _, n in found], int(shard_id),
                       int(num_shards), bool(random_shuffle), int(initial_fill), bool(shuffle_after_epoch),
                       bool(stick_to_shard), bool(pad_last_batch), int(seed), name)
-    op = Op("readers.file", _read_sample, [], {}, num_outputs=2)
-    op.reader = spec
-    return op.outputs
+    return ReaderOp("readers.file", _read_sample, spec).outputs
 
 
 def _read_sample(ctx, op):

@@ -154,7 +154,7 @@ class Pipeline:
                 outputs = self.define_graph()
             self.set_outputs(*(outputs if isinstance(outputs, (list, tuple)) else [outputs]))
         self._graph = graph = Graph(self._outputs)
-        readers = graph.find("readers.file")
+        readers = graph.readers()
         self._sources = [op for op in graph.ops if isinstance(op, ExternalSourceOp)]
         if readers and self._sources:
             raise NotImplementedError("fastload.compat.dali: a pipeline runs readers, or external sources; "
@@ -165,7 +165,7 @@ class Pipeline:
         if readers:
             lowered = self._lower(graph) if len(readers) == 1 else "it has several readers"
             if isinstance(lowered, str):
-                names = sorted({op.name for op in graph.ops if op.name not in ("readers.file", "gpu", "cpu")})
+                names = sorted({op.name for op in graph.ops if op not in readers and op.name not in ("gpu", "cpu")})
                 self.unfused = f"{', '.join(names)} run one by one in torch, not fused: {lowered}"
                 if self._says_unfused:
                     _warn_unfused(self.unfused)

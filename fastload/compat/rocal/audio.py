@@ -729,7 +729,8 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
         dims = (files.frames, files.channels)
     data = ops_readers._reading(pipe, ops_readers.RocalReaderSpec(
         samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
-        RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch_repeated), name="AudioReader"))
+        RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch_repeated), name="AudioReader"),
+        "decoders.audio")
     mixed = bool(downmix) and dims[1] > 1
     node = _new("decoders.audio", decode, [data], {"downmix": mixed, "max_samples": dims[0]},
                 AudioShape((dims[0], 1) if mixed else dims))[0]

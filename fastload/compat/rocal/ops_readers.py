@@ -13,7 +13,7 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 
-from ..dali.graph import DataNode, Op
+from ..dali.graph import DataNode, Op, ReaderOp
 from ..dali.operators import _read_sample
 from . import caffe, cifar10, coco, imageops, mxnet, npy, sequence, video
 from .caffe import CaffeReader
@@ -290,7 +290,7 @@ def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, len
     _record(sequences)
     data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, random_shuffle, True,
                                           RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read,
-                                          reshuffle=reshuffle))
+                                          reshuffle=reshuffle), name)
     node = Op("rocal." + name, frames, [data], {}, layouts=("FHWC",)).outputs[0]
     describe(node, image=Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC,
                                RocalTensorOutputType.UINT8), frames=length)
@@ -473,7 +473,7 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
             raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
     return _reading(pipe, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
-                                          pad=bool(pad_last_batch), read=read))
+                                          pad=bool(pad_last_batch), read=read), decoder.removeprefix("fn."))
 
 
 def _same_path(decoder: str, path: str, reader_path: str, reader: str) -> None:
@@ -499,11 +499,12 @@ def _check_padding(reader: str, pad_last_batch, stick_to_shard) -> None:
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
 
 
-def _reading(pipe, spec: RocalReaderSpec) -> DataNode:
-    """The pipeline's reader op for ``spec``: its first output is each sample's bytes; its labels become
-    the pipeline's (rocAL's labelReader)."""
-    op = Op("readers.file", _read_sample, [], {}, num_outputs=2)
-    op.reader = spec
+def _reading(pipe, spec: RocalReaderSpec, reader: str) -> DataNode:
+    """The pipeline's reader op for ``spec``: a ``ReaderOp`` (which the build finds by its class, not by a
+    name) named after the operator whose reading it is (``"rocal.decoders.image.read"``: in rocAL the
+    decoder reads what fn.readers.file recorded; ``"rocal.readers.numpy.read"``). Its first output is each
+    sample's bytes; its labels become the pipeline's (rocAL's labelReader)."""
+    op = ReaderOp(f"rocal.{reader}.read", _read_sample, spec)
     pipe._rocal_labels = op.outputs[1]
     pipe._last_batch_policy = spec.last_batch_policy
     return op.outputs[0]
@@ -532,7 +533,7 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     data = _reading(pipe, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), seed=int(seed), name="NumpyReader",
-                                          read=arrays.read))
+                                          read=arrays.read), "readers.numpy")
     shape = arrays.layout.max_shape
     image = (arrays.layout.layout in ("NHWC", "NCHW") and arrays.layout.dtype == "uint8" and len(shape) == 3
              and shape[2 if layout == RocalTensorLayout.NHWC else 0] in (1, 3))
@@ -587,7 +588,7 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
     _record(records)
     data = _reading(pipe, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
                                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
-                                          name="CIFAR10Reader", read=records.read))
+                                          name="CIFAR10Reader", read=records.read), "readers.cifar10")
     node = Op("rocal.readers.cifar10", _cifar10_image, [data], {}, layouts=("HWC",)).outputs[0]
     describe(node, image=Rocal((cifar10.SIDE, cifar10.SIDE), RocalTensorLayout.NCHW, RocalTensorOutputType.UINT8))
     return node
