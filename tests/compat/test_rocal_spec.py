@@ -107,3 +107,16 @@ def test_readers_are_found_by_their_class_not_by_a_name(small_folder):
         encoded, labels = dali_fn.readers.file(file_root=str(small_folder))
     assert isinstance(encoded.source, ReaderOp) and encoded.source is labels.source
     assert encoded.source.name == "readers.file" and encoded.source.reader.samples
+
+
+def test_every_recorded_reader_meets_the_one_reader_protocol():
+    """A decoder asks what it was given how to read it (reading.RecordedReader), whatever reader recorded it;
+    only the TFRecord reader, whose source rocAL never gives a shard_id, is not sharded."""
+    from fastload.compat.rocal import caffe, coco, mxnet, ops_readers, webdataset
+    from fastload.compat.rocal.reading import RecordedReader
+    records = [ops_readers.FileReader("root", ""), ops_readers.TFRecordReader("root", {}), mxnet.MXNetReader("root"),
+               caffe.CaffeReader("root", False), coco.COCOReader("annotations.json", True, False),
+               webdataset.WebDatasetReader("root", (), types.RocalMissingComponentsBehavior(0))]
+    assert all(isinstance(record, RecordedReader) for record in records)
+    assert [record.sharded for record in records] == [True, False, True, True, True, True]
+    assert not isinstance(object(), RecordedReader)

@@ -35,9 +35,10 @@ import struct
 import threading
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...tfrecords import proto_fields, varints
+from .reading import refuse, same_path
 
 PREFIX = "fastload.compat.rocal"
 
@@ -49,9 +50,22 @@ class CaffeReader:
     path: str
     caffe2: bool
 
+    sharded = True
+
     @property
     def name(self) -> str:
         return "readers.caffe2" if self.caffe2 else "readers.caffe"
+
+    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+        """``reading.RecordedReader``: each of rocAL's three decoders has a Caffe and a Caffe2 branch, reading
+        its own ``path`` (decoders.py: source_path=path)."""
+        refuse(decoder, user_feature_key_map=key_map)
+        if not path:
+            raise ValueError(f"{PREFIX}: {decoder} after fn.{self.name} reads its own path=...: give it the "
+                             f"LMDB folder (rocAL's opens path='' and fails)")
+        same_path(decoder, path, self.path, "fn." + self.name)
+        records = CaffeRecords(replace(self, path=path))
+        return records.samples, records.read
 
 
 _OPEN = weakref.WeakValueDictionary()  # real path -> its Environment, while some reader holds it

@@ -47,6 +47,7 @@ import torch
 from ...errors import DecodeError
 from . import imageops
 from . import spec
+from .reading import refuse
 
 PREFIX = "fastload.compat.rocal"
 KEEP = 0.25  # meta_node.h: a box is kept when this share of it lies in the crop window
@@ -60,6 +61,17 @@ class COCOReader:
     ltrb: bool
     avoid_class_remapping: bool
     is_box_iou_matcher: bool = False  # fn.box_iou_matcher needs it (MasterGraph::box_iou_matcher)
+    sharded = True
+
+    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+        """``reading.RecordedReader``: fn.decoders.image reads the annotated images; their annotations go on
+        ``pipe._rocal_coco``."""
+        if decoder != "fn.decoders.image":
+            raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.coco is not supported (use "
+                                      f"fn.decoders.image)")
+        refuse(decoder, user_feature_key_map=key_map, path=path)
+        pipe._rocal_coco = COCOSamples(decoder, self, file_root)
+        return pipe._rocal_coco.samples, None
 
 
 def coco_reader(annotations_file, ltrb, masks, ratio, avoid_class_remapping, pixelwise_masks, is_box_encoder,

@@ -32,6 +32,7 @@ import warnings
 from dataclasses import dataclass
 
 from ...read import read_range
+from .reading import refuse, same_path
 
 PREFIX = "fastload.compat.rocal"
 MAGIC = 0xCED7230A
@@ -45,6 +46,17 @@ class MXNetReader:
     """What ``fn.readers.mxnet`` records: the folder of the .rec and .idx files."""
 
     path: str
+    sharded = True
+
+    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+        """``reading.RecordedReader``: fn.decoders.image(path=...) reads the records."""
+        if decoder != "fn.decoders.image":  # rocAL's has no MXNet branch: it reads file_root as image files
+            raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.mxnet: rocAL's reads file_root as a "
+                                      f"folder of images, not the records; use fn.decoders.image(path=...)")
+        refuse(decoder, user_feature_key_map=key_map)
+        same_path(decoder, path, self.path, "fn.readers.mxnet")
+        records = MXNetRecords(path or self.path)
+        return records.samples, records.read
 
 
 def record_files(path: str) -> tuple[str, str]:

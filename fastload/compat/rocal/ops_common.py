@@ -27,17 +27,11 @@ import torch
 from ..dali.graph import DataNode, Op, current_pipeline
 from . import coco
 from .meta import Rocal, describe, meta  # noqa: F401 (Rocal: the operators import it from here)
+from .reading import refuse  # noqa: F401 (the operators import it from here)
 from .spec import supported_names
 from .types import RocalTensorLayout, RocalTensorOutputType
 
 PREFIX = "fastload.compat.rocal"
-
-
-def refuse(operator: str, **given) -> None:
-    """NotImplementedError for arguments given that fastload does not run as rocAL does."""
-    named = [name for name, value in given.items() if value]
-    if named:
-        raise NotImplementedError(f"{PREFIX}: {operator}: {', '.join(named)} not supported")
 
 
 def _pipeline():

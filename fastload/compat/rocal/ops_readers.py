@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..dali.graph import DataNode, Op, ReaderOp
 from ..dali.operators import _read_sample
@@ -22,10 +22,11 @@ from .mxnet import MXNetReader
 from .ops_common import PREFIX, Rocal, _pipeline, refuse
 from .ops_geometry import _resize_args, resize
 from .order import RocalOrder
+from .reading import RecordedReader
 from .spec import NOT_IMAGE, READ, operator
 from .types import (RocalImageColor, RocalLastBatchPolicy, RocalMissingComponentsBehavior, RocalResizeInterpolationType,
                     RocalResizeScalingMode, RocalTensorLayout, RocalTensorOutputType)
-from .webdataset import WebDatasetReader, WebDatasetSamples, webdataset_reader
+from .webdataset import webdataset_reader
 
 # ------------------------------------------------------------------------------------------------ readers
 
@@ -35,6 +36,18 @@ class FileReader:
 
     def __init__(self, file_root: str, file_list: str):
         self.file_root, self.file_list = file_root, file_list
+
+    sharded = True
+
+    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+        """``reading.RecordedReader``: the decoder's file_root (else the recorded one) read as rocAL reads a
+        folder (``list_folder``)."""
+        refuse(decoder, user_feature_key_map=key_map, path=path)
+        root = file_root or self.file_root
+        samples = list_folder(root, self.file_list)
+        if not samples:
+            raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
+        return samples, None
 
 
 def _record(reader) -> None:
@@ -66,6 +79,18 @@ class TFRecordReader:
 
     def __init__(self, path: str, key_map: dict):
         self.path, self.key_map = path, key_map
+
+    sharded = False  # rocAL never passes shard_id to the TFRecord source
+
+    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+        """``reading.RecordedReader``: the records of the decoder's ``path`` (``tfrecord_samples``)."""
+        # rocAL hands num_shards to the TFRecord source as internal loaders whose batches it takes in turn,
+        # and never passes shard_id (rocalJpegTFRecordSource; image_loader_sharded.cpp)
+        if int(num_shards) != 1:
+            raise NotImplementedError(f"{PREFIX}: {decoder}(num_shards={num_shards}) after fn.readers.tfrecord: "
+                                      f"rocAL then splits one pipeline's reading over num_shards internal "
+                                      f"loaders, batch by batch; not supported")
+        return tfrecord_samples(decoder, self, path, key_map)
 
 
 @operator(output=READ)
@@ -415,71 +440,22 @@ def readers_webdataset(path, index_paths="", ext=None,
 def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_shuffle, last_batch_policy,
                  pad_last_batch, stick_to_shard, shard_size, path="", key_map=None) -> DataNode:
     """The reader a decoder makes (rocAL's decoders read: rocalJpegFileSourceSingleShard, or after
-    fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp)."""
+    fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp): the samples
+    the recorded reader says the decoder reads (``reading.RecordedReader``), in rocAL's order."""
     pipe = _pipeline()
     recorded = getattr(pipe, "_rocal_reader", None)
-    readers = (FileReader, TFRecordReader, WebDatasetReader, MXNetReader, coco.COCOReader, CaffeReader)
-    if not inputs or not isinstance(inputs[0], readers) or recorded is None:
+    if not inputs or not isinstance(inputs[0], RecordedReader) or recorded is None:
         raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord, "
                                   f"fn.readers.webdataset, fn.readers.mxnet, fn.readers.coco, fn.readers.caffe or "
                                   f"fn.readers.caffe2 recorded (other readers and external sources are not "
                                   f"supported yet)")
     stick_to_shard = _sharding(decoder, shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size)
-    read = None
     recorded = inputs[0]  # the reader this decoder was given (the last one recorded may be another's)
-    if isinstance(recorded, TFRecordReader):
-        # rocAL hands num_shards to the TFRecord source as internal loaders whose batches it takes in turn,
-        # and never passes shard_id (rocalJpegTFRecordSource; image_loader_sharded.cpp)
-        if int(num_shards) != 1:
-            raise NotImplementedError(f"{PREFIX}: {decoder}(num_shards={num_shards}) after fn.readers.tfrecord: "
-                                      f"rocAL then splits one pipeline's reading over num_shards internal "
-                                      f"loaders, batch by batch; not supported")
-        samples, read = tfrecord_samples(decoder, recorded, path, key_map)
-        shard_id = 0
-    elif isinstance(recorded, WebDatasetReader):
-        # each sample's label is its own position: the iterators give its ASCII members in its place
-        refuse(decoder, user_feature_key_map=key_map)
-        webdataset = WebDatasetSamples(decoder, recorded, file_root or recorded.path)
-        samples, read = webdataset.samples, webdataset.read
-        pipe._rocal_webdataset = webdataset
-    elif isinstance(recorded, coco.COCOReader):
-        if decoder != "fn.decoders.image":
-            raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.coco is not supported (use "
-                                      f"fn.decoders.image)")
-        refuse(decoder, user_feature_key_map=key_map, path=path)
-        pipe._rocal_coco = coco.COCOSamples(decoder, recorded, file_root)
-        samples = pipe._rocal_coco.samples
-    elif isinstance(recorded, MXNetReader):
-        if decoder != "fn.decoders.image":  # rocAL's has no MXNet branch: it reads file_root as image files
-            raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.mxnet: rocAL's reads file_root as a "
-                                      f"folder of images, not the records; use fn.decoders.image(path=...)")
-        refuse(decoder, user_feature_key_map=key_map)
-        _same_path(decoder, path, recorded.path, "fn.readers.mxnet")
-        records = mxnet.MXNetRecords(path or recorded.path)
-        samples, read = records.samples, records.read
-    elif isinstance(recorded, CaffeReader):  # each of rocAL's three decoders has a Caffe and a Caffe2 branch
-        refuse(decoder, user_feature_key_map=key_map)
-        if not path:  # rocAL's decoders read their own path for these readers (decoders.py: source_path=path)
-            raise ValueError(f"{PREFIX}: {decoder} after fn.{recorded.name} reads its own path=...: give it the "
-                             f"LMDB folder (rocAL's opens path='' and fails)")
-        _same_path(decoder, path, recorded.path, "fn." + recorded.name)
-        records = caffe.CaffeRecords(replace(recorded, path=path))
-        samples, read = records.samples, records.read
-    else:
-        refuse(decoder, user_feature_key_map=key_map, path=path)
-        root = file_root or recorded.file_root
-        samples = list_folder(root, recorded.file_list)
-        if not samples:
-            raise ValueError(f"{PREFIX}: {decoder}: no files found in {root!r}")
+    samples, read = recorded.decoder_samples(decoder, pipe, file_root, path, key_map, num_shards)
+    shard_id = shard_id if recorded.sharded else 0
     return _reading(pipe, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), read=read), decoder.removeprefix("fn."))
-
-
-def _same_path(decoder: str, path: str, reader_path: str, reader: str) -> None:
-    if path and os.path.abspath(path) != os.path.abspath(reader_path):
-        raise ValueError(f"{PREFIX}: {decoder}(path={path!r}) after {reader}(path={reader_path!r}): rocAL's "
-                         f"decoder reads its path's images and the reader its path's labels")
 
 
 def _sharding(decoder: str, shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size) -> bool:

@@ -35,6 +35,7 @@ import numpy as np
 from ...errors import DecodeError
 from ...shardfiles import ShardFiles
 from ...tarshards import is_whole_index, build_index
+from .reading import refuse
 from .types import RocalMissingComponentsBehavior
 
 PREFIX = "fastload.compat.rocal"
@@ -51,6 +52,15 @@ class WebDatasetReader:
     path: str
     extensions: tuple[str, ...]
     missing: RocalMissingComponentsBehavior
+    sharded = True
+
+    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+        """``reading.RecordedReader``: each sample's label is its own position: the iterators give its ASCII
+        members in its place (``pipe._rocal_webdataset``)."""
+        refuse(decoder, user_feature_key_map=key_map)
+        webdataset = WebDatasetSamples(decoder, self, file_root or self.path)
+        pipe._rocal_webdataset = webdataset
+        return webdataset.samples, webdataset.read
 
 
 def webdataset_reader(path, ext, missing) -> WebDatasetReader:
