@@ -112,16 +112,16 @@ class CpuPath(SampleReader, LoaderPath):
                 self.stats.add_sample(read, decoding, total - read - decoding)
                 return self.label(self.samples[index][1])
             data = done  # its bytes, for the route below (None: not read; the read below says why)
-        path, label, data, header, geometry = self.read(index, repeat, ctx, report, data)
+        path, label, data, header, draw = self.read(index, repeat, ctx, report, data)
         t1 = time.perf_counter()
         if color_row is not None:
-            color_row[0].copy_(torch.tensor([op for op, _ in geometry.color], dtype=torch.int32))
-            color_row[1].copy_(torch.tensor([factor for _, factor in geometry.color], dtype=torch.float32))
-        reduction = geometry.max_reduction if self.dct else 1
+            color_row[0].copy_(torch.tensor([op for op, _ in draw.color], dtype=torch.int32))
+            color_row[1].copy_(torch.tensor([factor for _, factor in draw.color], dtype=torch.float32))
+        reduction = draw.max_reduction if self.dct else 1
         if self.native:
             report("augment", path)
             buffer = rows.array()
-            decoding = native_sample.sample(data, header, geometry, self.plan, reduction, buffer,
+            decoding = native_sample.sample(data, header, draw, self.plan, reduction, buffer,
                                             row * buffer.strides[0], self.native_kind)
             if decoding is not None:
                 elapsed = time.perf_counter() - t1
@@ -129,15 +129,15 @@ class CpuPath(SampleReader, LoaderPath):
                 self.stats.add("augment", elapsed - decoding)
                 return self.label(label)
         out = rows.get()[row]
-        decoded = decode(index, path, data, header, geometry, reduction)
+        decoded = decode(index, path, data, header, draw, reduction)
         ctx.errors.check_corrupt(decoded.warning, ctx.epoch, index, path)
         t2 = time.perf_counter()
         report("augment", path)
         try:
-            image = transform_image(decoded, geometry, self.plan.resample, flip=not self.direct,
+            image = transform_image(decoded, draw, self.plan.resample, flip=not self.direct,
                                     affine=self.plan.affine)
             if self.direct:
-                write_normalized(image, geometry.hflip, self.plan, out)
+                write_normalized(image, draw.hflip, self.plan, out)
             else:
                 out.numpy()[...] = np.asarray(image)
         except Exception as error:

@@ -30,56 +30,56 @@ except ImportError:  # built without a C compiler: batches are normalized in tor
     _normalize = None
 
 from .decode import Decoded
-from .transforms import AffineGeometry, Geometry, Plan
+from .transforms import AffineGeometry, Draw, Plan
 
 
-def transform_image(decoded: Decoded, geometry: Geometry, resample: int, flip: bool = True,
+def transform_image(decoded: Decoded, draw: Draw, resample: int, flip: bool = True,
                     affine: AffineGeometry | None = None) -> Image.Image:
     """Crop, resize, rotate or map (``affine``: the plan's), flip vertically and (unless ``flip`` is False)
     horizontally; returns RGB."""
     image, scale = decoded.image, decoded.scale
     x0, y0 = decoded.origin
-    if scale != 1 or geometry.box_resize:
-        left, top, right, bottom = geometry.source_box
+    if scale != 1 or draw.box_resize:
+        left, top, right, bottom = draw.source_box
         box = (left / scale - x0, top / scale - y0, right / scale - x0, bottom / scale - y0)
-        image = image.resize(geometry.output_size, resample, box=box)
+        image = image.resize(draw.resampled_size[::-1], resample, box=box)
     else:
-        if geometry.crop is not None:
-            left, top, right, bottom = geometry.crop
+        if draw.crop is not None:
+            left, top, right, bottom = draw.crop
             crop = (left - x0, top - y0, right - x0, bottom - y0)
             if crop != (0, 0, image.width, image.height):
                 image = image.crop(crop)
-        if geometry.resize is not None and image.size != geometry.resize:
-            image = image.resize(geometry.resize, resample)
-        if geometry.post_crop is not None:
-            image = image.crop(geometry.post_crop)
-    if geometry.affine is not None:
-        image = warp_image(image, geometry, affine)
-    if flip and geometry.hflip:
+        if draw.resize is not None and image.size != draw.resize:
+            image = image.resize(draw.resize, resample)
+        if draw.post_crop is not None:
+            image = image.crop(draw.post_crop)
+    if draw.affine is not None:
+        image = warp_image(image, draw, affine)
+    if flip and draw.hflip:
         image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-    if geometry.vflip:
+    if draw.vflip:
         image = image.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
     if image.mode != "RGB":
         image = image.convert("RGB")
     return image
 
 
-def warp_image(image: Image.Image, geometry: Geometry, affine: AffineGeometry) -> Image.Image:
+def warp_image(image: Image.Image, draw: Draw, affine: AffineGeometry) -> Image.Image:
     """The flips before the rotation or affine map, then the map itself, as torchvision applies them: on
     a PIL image, Pillow's ``transform`` with the matrix torchvision gives it; on a tensor, grid sampling
     with torchvision's fill mask, rounded back to uint8. Returns RGB."""
     image = image.convert("RGB") if image.mode != "RGB" else image
-    if geometry.pre_flips[0]:
+    if draw.pre_flips[0]:
         image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-    if geometry.pre_flips[1]:
+    if draw.pre_flips[1]:
         image = image.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
     height, width = affine.output_size
     if affine.pil:
         resample = Image.Resampling.NEAREST if affine.nearest else Image.Resampling.BILINEAR
-        return image.transform((width, height), Image.Transform.AFFINE, geometry.affine, resample,
+        return image.transform((width, height), Image.Transform.AFFINE, draw.affine, resample,
                                fillcolor=tuple(int(v) for v in affine.fill))
     levels = torch.from_numpy(np.array(image)).permute(2, 0, 1)[None].float()
-    warped = warp_torch(levels, torch.tensor([geometry.affine]), affine.output_size, affine.nearest, affine.fill)
+    warped = warp_torch(levels, torch.tensor([draw.affine]), affine.output_size, affine.nearest, affine.fill)
     return Image.fromarray(warped[0].round_().permute(1, 2, 0).to(torch.uint8).contiguous().numpy())
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from .errors import DecodeError
-from .transforms import Geometry
+from .transforms import Draw
 
 try:
     from . import _jpeg
@@ -202,7 +202,7 @@ def read_header(index: int, path: str, data: bytes, max_pixels: int | None = DEF
     return Header(image.width, image.height, image)
 
 
-def decode(index: int, path: str, data: bytes, header: Header, geometry: Geometry | None = None,
+def decode(index: int, path: str, data: bytes, header: Header, geometry: Draw | None = None,
            reduction: int = 1) -> Decoded:
     """Decode what ``geometry`` reads (everything when None) at 1/``reduction`` scale or the nearest the format allows.
 
@@ -239,7 +239,7 @@ def thread_scratch(size: int) -> np.ndarray:
     return scratch
 
 
-def _decode_region(data: bytes, header: Header, geometry: Geometry | None, scale: int) -> Decoded | str | None:
+def _decode_region(data: bytes, header: Header, geometry: Draw | None, scale: int) -> Decoded | str | None:
     """The region decoder's result, or libjpeg's warning / None when Pillow must decide."""
     if geometry is None:
         left, top, right, bottom = 0, 0, -(-header.width // scale), -(-header.height // scale)

@@ -89,7 +89,7 @@ class _Sample:
     path: str
     data: bytes
     header: Any
-    geometry: Any
+    draw: Any  # its Draw (fastload.transforms)
     label: Any
     image: torch.Tensor | None = None  # (C, H, W) uint8 when decoded on the CPU (pinned when CUDA is there)
     origin: tuple[int, int] = (0, 0)  # where ``image``'s top-left pixel lies in the whole image
@@ -185,8 +185,8 @@ class DevicePath(SampleReader, LoaderPath):
                  on_cpu: bool = False) -> _Sample:
         """Read and draw a sample; decode it here unless the GPU decoder takes it (every candidate, while
         they are still to be measured), in which case its bytes are made ready for the batched call."""
-        path, label, data, header, geometry = self.read(index, repeat, ctx, report)
-        sample = _Sample(position, index, path, data, header, geometry, label)
+        path, label, data, header, draw = self.read(index, repeat, ctx, report)
+        sample = _Sample(position, index, path, data, header, draw, label)
         gpus = [self.decoder] if self.decoder is not None else self.candidates
         if on_cpu or not gpus or not all(gpu.accepts(data) for gpu in gpus):
             sample.refused = bool(gpus) and not on_cpu
@@ -203,7 +203,7 @@ class DevicePath(SampleReader, LoaderPath):
         """The one CPU fallback: decode the sample's crop region on the CPU into (pinned) memory; returns it
         as (C, H, W). For files the GPU decoder refuses, fails, or every file with a CPU decoder."""
         started = time.perf_counter()
-        decoded = decode(sample.index, sample.path, sample.data, sample.header, sample.geometry, 1)
+        decoded = decode(sample.index, sample.path, sample.data, sample.header, sample.draw, 1)
         ctx.errors.check_corrupt(decoded.warning, ctx.epoch, sample.index, sample.path)
         image = decoded.image if decoded.image.mode in ("RGB", "L") else decoded.image.convert("RGB")
         pixels = np.asarray(image)
@@ -294,7 +294,7 @@ class DevicePath(SampleReader, LoaderPath):
         from .gpu_nvimgcodec import region_pays
         regions = []
         for s in pending:
-            g, width, height = s.geometry, s.header.width, s.header.height
+            g, width, height = s.draw, s.header.width, s.header.height
             window = g.region(width, height, 1) if g is not None and g.crop is not None else None
             regions.append(window if region_pays(window, width, height) else None)
         return regions if any(r is not None for r in regions) else None
@@ -315,7 +315,7 @@ class DevicePath(SampleReader, LoaderPath):
         boxes, windows, flips, ops, factors = [], [], [], [], []
         out_h, out_w = self.plan.resampled_size
         for s in samples:
-            g = s.geometry
+            g = s.draw
             height, width = s.image.shape[1:]
             left, top, right, bottom = g.crop if g.crop is not None else (0, 0, width, height)
             x0, y0 = s.origin
@@ -330,7 +330,7 @@ class DevicePath(SampleReader, LoaderPath):
             factors.append([factor for _, factor in g.color])
         return AugmentParams.make(boxes, flips, ops if self.plan.color_slots else None,
                                   factors if self.plan.color_slots else None, windows=windows,
-                                  matrices=[s.geometry.warp for s in samples] if self.warp is not None else None)
+                                  matrices=[s.draw.warp for s in samples] if self.warp is not None else None)
 
     @property
     def device_bytes(self) -> int:

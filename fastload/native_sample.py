@@ -29,7 +29,7 @@ from __future__ import annotations
 from PIL import Image
 
 from .decode import MAX_SCANS, Header, thread_scratch
-from .transforms import Geometry, Plan
+from .transforms import Draw, Plan
 
 try:
     from . import _jpeg
@@ -49,7 +49,7 @@ def available(plan: Plan) -> bool:
             and plan.resample in _FILTERS)
 
 
-def steps(header: Header, geometry: Geometry, reduction: int) -> tuple | None:
+def steps(header: Header, geometry: Draw, reduction: int) -> tuple | None:
     """The native call's region, box, size and window for this sample, or None where the steps are not
     expressible (a crop or window that pads): Pillow's route, ``cpu_augment.transform_image``, in numbers."""
     width, height = header.width, header.height
@@ -58,7 +58,7 @@ def steps(header: Header, geometry: Geometry, reduction: int) -> tuple | None:
     if reduction != 1 or geometry.box_resize:
         sl, st, sr, sb = geometry.source_box
         box = (sl / reduction - left, st / reduction - top, sr / reduction - left, sb / reduction - top)
-        size = geometry.output_size
+        size = geometry.resampled_size[::-1]  # (width, height), as the native call takes sizes
         return (left, top, in_w, in_h), box, size, (0, 0) + size
     if geometry.crop is not None and geometry.crop != (left, top, right, bottom):
         return None  # a crop reaching past the image: padded, the Pillow route
@@ -70,7 +70,7 @@ def steps(header: Header, geometry: Geometry, reduction: int) -> tuple | None:
     return (left, top, in_w, in_h), (0.0, 0.0, float(in_w), float(in_h)), size, (wl, wt, wr - wl, wb - wt)
 
 
-def sample(data: bytes, header: Header, geometry: Geometry, plan: Plan, reduction: int, out, offset: int,
+def sample(data: bytes, header: Header, geometry: Draw, plan: Plan, reduction: int, out, offset: int,
            kind: int) -> float | None:
     """Decode and augment one JPEG into ``out`` (a writable buffer: the batch) at byte ``offset``.
 

@@ -65,7 +65,7 @@ class SampleReader:
 
     def read(self, index: int, repeat: int, ctx: EpochContext, report,
              data: bytes | None = None) -> tuple[str, Any, bytes, Any, Any]:
-        """(path, label, file bytes, header, geometry) of sample ``index`` in the context's epoch, its
+        """(path, label, file bytes, header, draw) of sample ``index`` in the context's epoch, its
         augmentation drawn with ``repeat`` (``load_or_replace`` says which); ``data``: its bytes, if read."""
         path, label = self.samples[index]
         report("read", path)
@@ -75,10 +75,10 @@ class SampleReader:
         read = time.perf_counter()
         report("decode", path)
         header = read_header(index, path, data, self.options.max_image_pixels)
-        geometry = self.plan.draw(header.width, header.height, ctx.seed, ctx.epoch, index, repeat)
+        draw = self.plan.draw(header.width, header.height, ctx.seed, ctx.epoch, index, repeat)
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
-        return path, label, data, header, geometry
+        return path, label, data, header, draw
 
     def label(self, label: Any) -> Any:
         return self.target_transform(label) if self.target_transform is not None else label

@@ -55,7 +55,7 @@ ToImage = v2.ToImage
 
 __all__ = ["Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
            "RandomVerticalFlip", "RandomRotation", "RandomAffine", "ColorJitter", "RandomGrayscale", "Grayscale",
-           "RandomApply", "Normalize", "ToDtype", "ToImage", "Plan", "Geometry", "RandomResizedCropGeometry",
+           "RandomApply", "Normalize", "ToDtype", "ToImage", "Plan", "Draw", "RandomResizedCropGeometry",
            "ResizeGeometry", "CenterCropGeometry", "AffineGeometry", "compile_plan", "UnsupportedTransform"]
 
 
@@ -90,8 +90,12 @@ def _center_offset(size: int, crop: int) -> int:
 
 
 @dataclass(frozen=True)
-class Geometry:
-    """What one sample's decoded image goes through, in Pillow terms.
+class Draw:
+    """One sample's draw: what its decoded image goes through, in Pillow terms (boxes are (left, top,
+    right, bottom), ``resize`` is (width, height)), and its colour operations. Its distribution is the
+    plan's ``geometry`` (a ``*Geometry`` class: ``RandomResizedCropGeometry``, ``ResizeGeometry``,
+    ``CenterCropGeometry``), whose ``sample`` makes it; ``Plan.draw`` adds the flips, the affine map
+    and the colours.
 
     At full scale: ``crop`` (an integer box in source pixels, padded with
     zeros outside the image as PIL/torchvision crops are), ``resize`` the
@@ -104,7 +108,7 @@ class Geometry:
     id, factor) per slot of the plan. When the JPEG is decoded at 1/s scale
     (s <= ``max_reduction``, the largest DCT scale that still covers the
     output), the resampling steps become one resize that reads
-    ``source_box`` (float source pixels) straight to ``output_size``;
+    ``source_box`` (float source pixels) straight to ``resampled_size``;
     ``box_resize`` asks for that at full scale too (a resize whose scale is
     not the ratio of integer sizes: DALI's, fastload.compat.dali).
     """
@@ -121,21 +125,21 @@ class Geometry:
     pre_flips: tuple[bool, bool] = (False, False)
     box_resize: bool = False
 
-    def with_flips(self, hflip: bool, vflip: bool) -> "Geometry":
+    def with_flips(self, hflip: bool, vflip: bool) -> "Draw":
         """This geometry with these flips: ``dataclasses.replace``'s result, made without its per-field
         machinery (a sample's draw runs on a loader thread, under the GIL)."""
-        flipped = object.__new__(Geometry)
+        flipped = object.__new__(Draw)
         flipped.__dict__.update(self.__dict__, hflip=hflip, vflip=vflip)
         return flipped
 
     @staticmethod
     def resized_crop(box: tuple[int, int, int, int], resize: tuple[int, int], max_reduction: int,
-                     hflip: bool = False, vflip: bool = False) -> "Geometry":
-        """``Geometry(crop=box, resize=resize, source_box=box, max_reduction=..., hflip=..., vflip=...)``
+                     hflip: bool = False, vflip: bool = False) -> "Draw":
+        """``Draw(crop=box, resize=resize, source_box=box, max_reduction=..., hflip=..., vflip=...)``
         without the frozen dataclass's per-field ``__setattr__`` (about 4 us of a loader thread's GIL time
         per sample): a RandomResizedCrop's draw."""
-        made = object.__new__(Geometry)
-        made.__dict__.update(_GEOMETRY_DEFAULTS, crop=box, resize=resize, source_box=box,
+        made = object.__new__(Draw)
+        made.__dict__.update(_DRAW_DEFAULTS, crop=box, resize=resize, source_box=box,
                              max_reduction=max_reduction, hflip=hflip, vflip=vflip)
         return made
 
@@ -161,15 +165,16 @@ class Geometry:
                 min(scaled_w, math.ceil(right) + margin), min(scaled_h, math.ceil(bottom) + margin))
 
     @property
-    def output_size(self) -> tuple[int, int]:
-        """(width, height) of the resampled image (the input of any affine step)."""
+    def resampled_size(self) -> tuple[int, int]:
+        """(height, width) of the resampled image (the input of any affine step), as ``Plan.resampled_size``."""
         if self.post_crop is not None:
             left, top, right, bottom = self.post_crop
-            return right - left, bottom - top
+            return bottom - top, right - left
         if self.resize is not None:
-            return self.resize
+            width, height = self.resize
+            return height, width
         left, top, right, bottom = self.crop
-        return right - left, bottom - top
+        return bottom - top, right - left
 
     @property
     def warp(self) -> tuple[float, float, float, float, float, float] | None:
@@ -178,7 +183,7 @@ class Geometry:
         if self.affine is None:
             return None
         a, b, c, d, e, f = self.affine
-        width, height = self.output_size
+        height, width = self.resampled_size
         if self.pre_flips[0]:
             a, b, c = -a, -b, width - c
         if self.pre_flips[1]:
@@ -186,7 +191,8 @@ class Geometry:
         return a, b, c, d, e, f
 
 
-_GEOMETRY_DEFAULTS = {field.name: field.default for field in dataclasses.fields(Geometry)}
+_DRAW_DEFAULTS = {field.name: field.default for field in dataclasses.fields(Draw)}
+Geometry = Draw  # the draw's old name, kept importable: "geometry" is the plan's distribution now
 
 
 def _pair(size) -> tuple[int, int]:
@@ -255,15 +261,15 @@ class RandomResizedCropGeometry:
         """(height, width) of every output."""
         return self.size
 
-    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Draw:
         """This sample's crop and resize for a source image of ``width`` x ``height``."""
-        return self.geometry(*_rrc_params(width, height, self.scale, self.ratio, rng))
+        return self.crop_draw(*_rrc_params(width, height, self.scale, self.ratio, rng))
 
-    def geometry(self, top: int, left: int, h: int, w: int, hflip: bool = False, vflip: bool = False) -> Geometry:
-        """The Geometry of the crop (top, left, h, w), resized to ``size``, with these flips."""
+    def crop_draw(self, top: int, left: int, h: int, w: int, hflip: bool = False, vflip: bool = False) -> Draw:
+        """The draw of the crop (top, left, h, w), resized to ``size``, with these flips."""
         out_h, out_w = self.size
         box = (left, top, left + w, top + h)
-        return Geometry.resized_crop(box, (out_w, out_h), _largest_reduction(min(w / out_w, h / out_h)), hflip, vflip)
+        return Draw.resized_crop(box, (out_w, out_h), _largest_reduction(min(w / out_w, h / out_h)), hflip, vflip)
 
     @functools.cached_property
     def draw_arguments(self) -> tuple[float, float, float, float, float, float]:
@@ -294,21 +300,21 @@ class ResizeGeometry:
             return self.size
         return None
 
-    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Draw:
         """This sample's resize (and crop) for a source image of ``width`` x ``height``; draws nothing."""
         rw, rh = _resized_size(width, height, self.size, self.max_size)
         reduction = _largest_reduction(min(width / rw, height / rh))
         if self.crop is None:
-            return Geometry(resize=(rw, rh), max_reduction=reduction,
-                            source_box=(0.0, 0.0, float(width), float(height)))
+            return Draw(resize=(rw, rh), max_reduction=reduction,
+                        source_box=(0.0, 0.0, float(width), float(height)))
         ch, cw = self.crop
         top, left = _center_offset(rh, ch), _center_offset(rw, cw)
         post_crop = (left, top, left + cw, top + ch)
         if top < 0 or left < 0:  # the crop pads: no reduced decode
-            return Geometry(resize=(rw, rh), post_crop=post_crop)
+            return Draw(resize=(rw, rh), post_crop=post_crop)
         sx, sy = width / rw, height / rh
-        return Geometry(resize=(rw, rh), post_crop=post_crop, max_reduction=reduction,
-                        source_box=(left * sx, top * sy, (left + cw) * sx, (top + ch) * sy))
+        return Draw(resize=(rw, rh), post_crop=post_crop, max_reduction=reduction,
+                    source_box=(left * sx, top * sy, (left + cw) * sx, (top + ch) * sy))
 
 
 @dataclass(frozen=True)
@@ -322,11 +328,11 @@ class CenterCropGeometry:
         """(height, width) of every output."""
         return self.size
 
-    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Draw:
         """This sample's crop for a source image of ``width`` x ``height``; draws nothing."""
         ch, cw = self.size
         top, left = _center_offset(height, ch), _center_offset(width, cw)
-        return Geometry(crop=(left, top, left + cw, top + ch))
+        return Draw(crop=(left, top, left + cw, top + ch))
 
 
 def _rotation_matrix(angle: float, width: int, height: int, center, output: tuple[int, int]) -> tuple[float, ...]:
@@ -435,7 +441,7 @@ class Plan:
 
     ``geometry`` is the one resampling step: a ``RandomResizedCropGeometry``,
     a ``ResizeGeometry`` (with the CenterCrop that may follow it) or a
-    ``CenterCropGeometry``; its ``sample`` gives each sample's ``Geometry``.
+    ``CenterCropGeometry``; its ``sample`` gives each sample's ``Draw``.
     ``affine``, an ``AffineGeometry`` or None, is a rotation or affine map
     of the resampled image (of ``resampled_size``) to ``output_size``.
     All fields are immutable values, so two plans compare equal with == when
@@ -475,7 +481,7 @@ class Plan:
 
     @property
     def color_slots(self) -> int:
-        """How many (operation, factor) slots each sample's ``Geometry.color`` has."""
+        """How many (operation, factor) slots each sample's ``Draw.color`` has."""
         return sum(4 if step[0] == "jitter" else 1 for _, steps in self.color for step in steps)
 
     def _sample_color(self, rng: SampleRandom) -> tuple[tuple[int, float], ...]:
@@ -500,7 +506,7 @@ class Plan:
                 slots.extend((ops[k], factors[k]) if factors[k] is not None else (NONE, 0.0) for k in order)
         return tuple(slots)
 
-    def draw(self, width: int, height: int, seed: int, epoch: int, index: int, repeat: int) -> Geometry:
+    def draw(self, width: int, height: int, seed: int, epoch: int, index: int, repeat: int) -> Draw:
         """``sample`` with the stream of (seed, epoch, index, repeat) (fastload.rng). A RandomResizedCrop
         with flips and nothing else random is drawn in native code (``rng.draw_resized_crop``: the very
         values, without the ~10 us of Python a loader thread would spend on them under the GIL)."""
@@ -508,7 +514,7 @@ class Plan:
             geometry = self.geometry
             top, left, h, w, hflip, vflip = draw_resized_crop(seed, epoch, index, repeat, width, height,
                                                               *geometry.draw_arguments, self.hflip_p, self.vflip_p)
-            return geometry.geometry(top, left, h, w, hflip, vflip)
+            return geometry.crop_draw(top, left, h, w, hflip, vflip)
         return self.sample(width, height, SampleRandom(seed, epoch, index, repeat))
 
     @functools.cached_property
@@ -518,7 +524,7 @@ class Plan:
         return (draw_resized_crop is not None and type(self.geometry) is RandomResizedCropGeometry
                 and self.affine is None and not self.color)  # a subclass (DALI's, rocAL's) draws its own way
 
-    def sample(self, width: int, height: int, rng: SampleRandom) -> Geometry:
+    def sample(self, width: int, height: int, rng: SampleRandom) -> Draw:
         """This sample's geometry for a source image of ``width`` x ``height``."""
         geometry = self.geometry.sample(width, height, rng)
         matrix = self.affine.sample(rng) if self.affine is not None else None

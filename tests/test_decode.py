@@ -11,7 +11,7 @@ import fastload
 from fastload import decode as decode_module
 from fastload import gpu_decode
 from fastload.decode import Header, decode, open_image, read_header
-from fastload.transforms import Geometry
+from fastload.transforms import Draw
 from fastload.errors import DecodeError
 from fastload.read import read_file
 
@@ -143,7 +143,7 @@ def test_region_decode_equals_pillow_crop_on_every_test_file():
         except Exception:
             expected = None  # Pillow refuses it: so must we
         for box in _awkward_regions(header.width, header.height, rng):
-            geometry = Geometry(crop=box)
+            geometry = Draw(crop=box)
             try:
                 decoded = decode(0, str(path), data, Header(header.width, header.height), geometry)
             except DecodeError:
@@ -172,7 +172,7 @@ def test_region_decode_is_exact_for_each_chroma_subsampling(subsampling, size):
     header = read_header(0, "a.jpg", data)
     assert header.image is None
     for box in _awkward_regions(*size, np.random.default_rng(subsampling)):
-        decoded = decode(0, "a.jpg", data, header, Geometry(crop=box))
+        decoded = decode(0, "a.jpg", data, header, Draw(crop=box))
         assert decoded.origin == box[:2]
         left, top, right, bottom = box
         assert np.array_equal(np.asarray(decoded.image), expected[top:bottom, left:right]), box
@@ -184,7 +184,7 @@ def test_region_decode_at_reduced_scale_matches_pillow_draft_near_the_box():
     out = io.BytesIO()
     make_image(2, 1600, 1200).save(out, "JPEG", quality=90)
     data = out.getvalue()
-    geometry = Geometry(crop=(100, 200, 1500, 1100), resize=(224, 224), source_box=(100, 200, 1500, 1100),
+    geometry = Draw(crop=(100, 200, 1500, 1100), resize=(224, 224), source_box=(100, 200, 1500, 1100),
                         max_reduction=4)
     for scale in (2, 4):
         decoded = decode(0, "big.jpg", data, read_header(0, "big.jpg", data), geometry, reduction=scale)

@@ -270,7 +270,7 @@ def test_affine_parameters_are_drawn_as_torchvision_draws_them():
 
 def test_flips_before_the_rotation_fold_into_its_input():
     """A flip before the rotation is drawn into ``pre_flips`` (never ``hflip``), one after it into ``vflip``; the
-    kernel's map (``Geometry.warp``) reads the flipped input where ``affine`` reads the unflipped one."""
+    kernel's map (``Draw.warp``) reads the flipped input where ``affine`` reads the unflipped one."""
     from fastload.rng import SampleRandom
     plan = compile_plan(v2.Compose([v2.RandomResizedCrop((20, 30)), v2.RandomHorizontalFlip(),
                                     v2.RandomRotation(40), v2.RandomVerticalFlip(), v2.ToImage()]))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from PIL import Image
 
-from ...transforms import Geometry, Plan, RandomResizedCropGeometry, _largest_reduction
+from ...transforms import Draw, Plan, RandomResizedCropGeometry, _largest_reduction
 from . import crops, resampling
 
 _COPIES = ("gpu", "cpu")
@@ -56,13 +56,13 @@ class DaliRandomCropGeometry(RandomResizedCropGeometry):
     salt: int = 0
     mirror: Mirror = Mirror(0.0)
 
-    def sample(self, width: int, height: int, rng) -> Geometry:
+    def sample(self, width: int, height: int, rng) -> Draw:
         y, x, h, w = crops.random_crop_window(height, width, rng.fork(self.salt), self.scale, self.ratio,
                                                  self.num_attempts)
         out_h, out_w = self.size
         box = (x, y, x + w, y + h)
-        return Geometry(crop=box, resize=(out_w, out_h), source_box=box, hflip=self.mirror.draw(rng),
-                        max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
+        return Draw(crop=box, resize=(out_w, out_h), source_box=box, hflip=self.mirror.draw(rng),
+                    max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class DaliResizeCropGeometry:
     crop: tuple[int, int] | None
     crop_pos: tuple[float, float] = (0.5, 0.5)
     mirror: Mirror = Mirror(0.0)
-    # its samples resize a fractional source box (Geometry.box_resize), which the fused kernel's integer
+    # its samples resize a fractional source box (Draw.box_resize), which the fused kernel's integer
     # boxes cannot say: fastload.device.unsupported keeps it on the CPU fast path
     box_resize = True
 
@@ -85,7 +85,7 @@ class DaliResizeCropGeometry:
         args = dict(self.resize)
         return int(args["resize_y"]), int(args["resize_x"])
 
-    def sample(self, width: int, height: int, rng) -> Geometry:
+    def sample(self, width: int, height: int, rng) -> Draw:
         (rh, rw), (y_lo, y_hi), (x_lo, x_hi) = resampling._resize_plan(height, width, **dict(self.resize))
         top, left, ch, cw = 0, 0, rh, rw
         if self.crop is not None:
@@ -100,8 +100,8 @@ class DaliResizeCropGeometry:
         box = (max(0.0, float(x_lo) + left * sx), max(0.0, float(y_lo) + top * sy),
                min(float(width), float(x_lo) + (left + cw) * sx), min(float(height), float(y_lo) + (top + ch) * sy))
         post_crop = (left, top, left + cw, top + ch) if self.crop is not None else None
-        return Geometry(resize=(rw, rh), post_crop=post_crop, source_box=box, box_resize=True,
-                        hflip=self.mirror.draw(rng))
+        return Draw(resize=(rw, rh), post_crop=post_crop, source_box=box, box_resize=True,
+                    hflip=self.mirror.draw(rng))
 
 
 @dataclass

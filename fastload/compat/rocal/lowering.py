@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from PIL import Image
 
-from ...transforms import Geometry, Plan, _largest_reduction
+from ...transforms import Draw, Plan, _largest_reduction
 from ..dali import imageops as dali_imageops
 from ..dali.lowering import DaliRandomCropGeometry, Lowered, Mirror
 from . import ops_decoders, ops_geometry  # noqa: F401 (they declare the operators named here)
@@ -42,14 +42,14 @@ class RocalRandomCropGeometry(DaliRandomCropGeometry):
 
     cap: tuple[int, int] = (1 << 30, 1 << 30)  # (height, width)
 
-    def sample(self, width: int, height: int, rng) -> Geometry:
+    def sample(self, width: int, height: int, rng) -> Draw:
         y, x, h, w = dali_imageops.random_crop_window(height, width, rng.fork(self.salt), self.scale, self.ratio,
                                                       self.num_attempts)
         h, w = min(h, self.cap[0]), min(w, self.cap[1])
         out_h, out_w = self.size
         box = (x, y, x + w, y + h)
-        return Geometry(crop=box, resize=(out_w, out_h), source_box=box, hflip=self.mirror.draw(rng),
-                        max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
+        return Draw(crop=box, resize=(out_w, out_h), source_box=box, hflip=self.mirror.draw(rng),
+                    max_reduction=_largest_reduction(min(w / out_w, h / out_h)))
 
 
 def lower(graph) -> Lowered | str:
