@@ -964,3 +964,24 @@ def test_a_malformed_cached_webdataset_index_is_rebuilt(photos, tmp_path):
     with pytest.warns(UserWarning, match="not samples"):
         pipe = _webdataset_pipeline(image_path)
     assert len(ROCALClassificationIterator(pipe, display=0, device="cpu", device_id=0)) == 3
+
+
+def test_rocals_run_is_built_on_the_dali_pipelines_machinery_not_on_its_run(photos, monkeypatch):
+    """rocAL's run() (rocAL's tensors, None at the epoch's end) takes its batches from the DALI pipeline's
+    machinery (_next_outputs), never from DALI's run(), whose API it does not share."""
+    from fastload.compat.dali import pipeline as dali_pipeline
+
+    def dalis_run(self):
+        raise AssertionError("the rocAL pipeline called DALI's run()")
+    monkeypatch.setattr(dali_pipeline.Pipeline, "run", dalis_run)
+    pipe = Pipeline(batch_size=5, num_threads=1, rocal_cpu=True, seed=3)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=photos)
+        pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=8, resize_height=6),
+                         labels)
+    try:
+        outputs = [pipe.run(), pipe.run(), pipe.run()]
+        assert [None if out is None else len(out) for out in outputs] == [2, 2, None]
+        assert outputs[0][0].batch.shape[:3] == (5, 6, 8) and outputs[0][1] == []
+    finally:
+        pipe.rocal_release()

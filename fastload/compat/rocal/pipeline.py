@@ -230,20 +230,23 @@ class Pipeline(dali_pipeline.Pipeline):
 
     # -- running (rocAL's protocol)
     def rocal_run(self) -> int:
-        """Make the next batch: 0 (OK), or RUNTIME_ERROR when the epoch has no batch left."""
+        """Make the next batch: 0 (OK), or RUNTIME_ERROR when the epoch has no batch left. The batch comes
+        from the DALI pipeline's machinery (``_next_outputs``: the loader's next batch, or the external
+        source's), which DALI's own ``run()`` wraps; rocAL's ``run()`` is a different API (rocAL's tensors,
+        None at the epoch's end), so it is built on that machinery rather than on DALI's ``run()``."""
         self.build()
         if self._remaining < self._batch_size:
             return int(types.RUNTIME_ERROR)
         if self._external is not None:
             labels = self._feed_external()
-            images = dali_pipeline.Pipeline.run(self)
+            images = self._next_outputs()
         elif self._rocal_boxes is not None:
-            *images, labels, boxes = dali_pipeline.Pipeline.run(self)
+            *images, labels, boxes = self._next_outputs()
             keep_xywh = not self._rocal_coco_ltrb() and self._rocal_boxes is self._rocal_decoded_boxes
             self._ltrb_boxes = list(boxes.tensors)
             self._boxes = [coco.as_xywh(table) if keep_xywh else table for table in boxes.tensors]
         else:
-            *images, labels = dali_pipeline.Pipeline.run(self)
+            *images, labels = self._next_outputs()
             labels = labels.as_tensor().reshape(-1).to(torch.int32)
         tensors = iter([self._as_rocal(node, out) for node, out in zip(self._user_outputs, images)])
         self._current = ([next(tensors) if slot is None else [] for slot in self._slots], labels)
