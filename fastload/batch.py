@@ -102,24 +102,24 @@ class CpuPath(SampleReader, LoaderPath):
         """
         data = None
         if self.load_settings is not None and getattr(self.read_bytes, "__func__", None) is Source.read:
-            path = self.samples[index][0]  # a file (ImageFolder, FileList): read in the native call too
-            report("decode", path)
+            file = self.samples[index][0]  # a file (ImageFolder, FileList): read in the native call too
+            report("decode", file)
             buffer = rows.array()
-            done = native_sample.load(path, (ctx.seed, ctx.epoch, index, repeat), self.load_settings, buffer,
+            done = native_sample.load(file, (ctx.seed, ctx.epoch, index, repeat), self.load_settings, buffer,
                                       row * buffer.strides[0])
             if type(done) is tuple:
                 read, decoding, total = done
                 self.stats.add_sample(read, decoding, total - read - decoding)
                 return self.label(self.samples[index][1])
             data = done  # its bytes, for the route below (None: not read; the read below says why)
-        path, label, data, header, draw = self.read(index, repeat, ctx, report, data)
+        file, label, data, header, draw = self.read(index, repeat, ctx, report, data)
         t1 = time.perf_counter()
         if color_row is not None:
             color_row[0].copy_(torch.tensor([op for op, _ in draw.color], dtype=torch.int32))
             color_row[1].copy_(torch.tensor([factor for _, factor in draw.color], dtype=torch.float32))
         reduction = draw.max_reduction if self.dct else 1
         if self.native:
-            report("augment", path)
+            report("augment", file)
             buffer = rows.array()
             decoding = native_sample.sample(data, header, draw, self.plan, reduction, buffer,
                                             row * buffer.strides[0], self.native_kind)
@@ -129,10 +129,10 @@ class CpuPath(SampleReader, LoaderPath):
                 self.stats.add("augment", elapsed - decoding)
                 return self.label(label)
         out = rows.get()[row]
-        decoded = decode(index, path, data, header, draw, reduction)
-        ctx.errors.check_corrupt(decoded.warning, ctx.epoch, index, path)
+        decoded = decode(index, file, data, header, draw, reduction)
+        ctx.errors.check_corrupt(decoded.warning, ctx.epoch, index, file)
         t2 = time.perf_counter()
-        report("augment", path)
+        report("augment", file)
         try:
             image = transform_image(decoded, draw, self.plan.resample, flip=not self.direct,
                                     affine=self.plan.affine)
@@ -141,7 +141,7 @@ class CpuPath(SampleReader, LoaderPath):
             else:
                 out.numpy()[...] = np.asarray(image)
         except Exception as error:
-            raise DecodeError(index, path, f"augmentation failed: {error}") from error
+            raise DecodeError(index, file, f"augmentation failed: {error}") from error
         self.stats.add("decode", t2 - t1)
         self.stats.add("augment", time.perf_counter() - t2)
         return self.label(label)

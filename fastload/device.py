@@ -86,7 +86,7 @@ class _Sample:
 
     position: int
     index: int
-    path: str
+    file: str  # its file path, or its name in a source
     data: bytes
     header: Any
     draw: Any  # its Draw (fastload.transforms)
@@ -185,8 +185,8 @@ class DevicePath(SampleReader, LoaderPath):
                  on_cpu: bool = False) -> _Sample:
         """Read and draw a sample; decode it here unless the GPU decoder takes it (every candidate, while
         they are still to be measured), in which case its bytes are made ready for the batched call."""
-        path, label, data, header, draw = self.read(index, repeat, ctx, report)
-        sample = _Sample(position, index, path, data, header, draw, label)
+        file, label, data, header, draw = self.read(index, repeat, ctx, report)
+        sample = _Sample(position, index, file, data, header, draw, label)
         gpus = [self.decoder] if self.decoder is not None else self.candidates
         if on_cpu or not gpus or not all(gpu.accepts(data) for gpu in gpus):
             sample.refused = bool(gpus) and not on_cpu
@@ -203,8 +203,8 @@ class DevicePath(SampleReader, LoaderPath):
         """The one CPU fallback: decode the sample's crop region on the CPU into (pinned) memory; returns it
         as (C, H, W). For files the GPU decoder refuses, fails, or every file with a CPU decoder."""
         started = time.perf_counter()
-        decoded = decode(sample.index, sample.path, sample.data, sample.header, sample.draw, 1)
-        ctx.errors.check_corrupt(decoded.warning, ctx.epoch, sample.index, sample.path)
+        decoded = decode(sample.index, sample.file, sample.data, sample.header, sample.draw, 1)
+        ctx.errors.check_corrupt(decoded.warning, ctx.epoch, sample.index, sample.file)
         image = decoded.image if decoded.image.mode in ("RGB", "L") else decoded.image.convert("RGB")
         pixels = np.asarray(image)
         # pinned from a reader thread, whose current device would otherwise be GPU 0: under torchrun every
@@ -266,7 +266,7 @@ class DevicePath(SampleReader, LoaderPath):
                 self.decoder = pick_fastest(self.candidates, encoded)[0]
             decoder = decoder or self.decoder or self.candidates[0]
             regions = self._regions(pending, decoder)
-            items = [(s.index, s.path, s.data) for s in pending]
+            items = [(s.index, s.file, s.data) for s in pending]
             started = time.perf_counter()
             results = decode_batch(items, decoder, functools.partial(self._fallback, pending, ctx), encoded,
                                    regions)

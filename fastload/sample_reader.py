@@ -39,7 +39,7 @@ class SampleReader:
 
     Args:
         loader: whose options, stats, schedule (seeds) and collate_fn apply.
-        samples: the dataset's [(path or name, label)].
+        samples: the dataset's [(file path or name, label)].
         plan: the compiled transform.
         read: sample index -> its encoded bytes (a file's, or a source's own).
     """
@@ -65,20 +65,20 @@ class SampleReader:
 
     def read(self, index: int, repeat: int, ctx: EpochContext, report,
              data: bytes | None = None) -> tuple[str, Any, bytes, Any, Any]:
-        """(path, label, file bytes, header, draw) of sample ``index`` in the context's epoch, its
+        """(file, label, file bytes, header, draw) of sample ``index`` in the context's epoch, its
         augmentation drawn with ``repeat`` (``load_or_replace`` says which); ``data``: its bytes, if read."""
-        path, label = self.samples[index]
-        report("read", path)
+        file, label = self.samples[index]
+        report("read", file)
         started = time.perf_counter()
         if data is None:
             data = self.read_bytes(index)
         read = time.perf_counter()
-        report("decode", path)
-        header = read_header(index, path, data, self.options.max_image_pixels)
+        report("decode", file)
+        header = read_header(index, file, data, self.options.max_image_pixels)
         draw = self.plan.draw(header.width, header.height, ctx.seed, ctx.epoch, index, repeat)
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
-        return path, label, data, header, draw
+        return file, label, data, header, draw
 
     def label(self, label: Any) -> Any:
         return self.target_transform(label) if self.target_transform is not None else label

@@ -97,16 +97,16 @@ class GraphPath(SampleReader, LoaderPath):
             yield Job(tasks, self._finish, what=[self.samples[index][0] for _, index in batch])
 
     def run(self, index: int, repeat: int, ctx, report, others, shared: dict) -> tuple:
-        path, label = self.samples[index]
-        report("read", path)
+        file, label = self.samples[index]
+        report("read", file)
         started = time.perf_counter()
         readers = {self.readers[0].id: (self.read_bytes(index), label)}
         for op, other in others:
-            other_path, other_label = op.reader.samples[other]
-            readers[op.id] = (read_file(other, other_path), other_label)
+            other_file, other_label = op.reader.samples[other]
+            readers[op.id] = (read_file(other, other_file), other_label)
         read = time.perf_counter()
-        report("graph", path)
-        sample = SampleContext(ctx.seed, ctx.epoch, index, name=path, readers=readers, gpu=self.gpu,
+        report("graph", file)
+        sample = SampleContext(ctx.seed, ctx.epoch, index, name=file, readers=readers, gpu=self.gpu,
                                repeat=repeat, batch=shared)
         outputs = self.graph.run_sample(sample)
         self.stats.add("read", read - started)
