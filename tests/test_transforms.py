@@ -5,7 +5,7 @@ from torchvision import transforms as v1
 from torchvision.transforms import v2
 
 from fastload import transforms as T
-from fastload.transforms import UnsupportedTransform, compile_plan
+from fastload.transforms import CenterCropGeometry, Draw, UnsupportedTransform, compile_plan
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -286,3 +286,15 @@ def test_flips_before_the_rotation_fold_into_its_input():
             u, v = a * x + b * y + c, d * x + e * y + f
             a2, b2, c2, d2, e2, f2 = g.warp
             assert (a2 * x + b2 * y + c2, d2 * x + e2 * y + f2) == pytest.approx((30 - u if g.pre_flips[0] else u, v))
+
+
+def test_a_draws_resampled_size_is_height_width_as_every_size():
+    """Draw.resampled_size is (height, width) like Plan.resampled_size and the geometries' output_size, though
+    a draw's boxes and ``resize`` are Pillow's (left, top, right, bottom) and (width, height); the draw's
+    old name, Geometry, still imports."""
+    assert Draw(resize=(30, 20)).resampled_size == (20, 30)
+    assert Draw(crop=(5, 2, 45, 12)).resampled_size == (10, 40)
+    assert Draw(resize=(30, 20), post_crop=(1, 2, 25, 18)).resampled_size == (16, 24)
+    assert CenterCropGeometry((16, 24)).sample(100, 50, None).resampled_size == (16, 24)
+    from fastload.transforms import Geometry
+    assert Geometry is Draw
