@@ -120,3 +120,41 @@ def test_every_recorded_reader_meets_the_one_reader_protocol():
     assert all(isinstance(record, RecordedReader) for record in records)
     assert [record.sharded for record in records] == [True, False, True, True, True, True]
     assert not isinstance(object(), RecordedReader)
+
+
+# each image operator fastload runs, called with the fewest arguments rocAL's binding takes; its size (where
+# it asks one) is 10 x 12
+IMAGE_CALLS = {
+    "blend": lambda images: fn.blend(images, images, ratio=0.5),
+    "random_crop": dict(crop_area_factor=None, crop_aspect_ratio=None, crop_pox_x=None, crop_pox_y=None),
+    "lens_correction": dict(camera_matrix=[10.0, 32.0, 10.0, 24.0], distortion_coeffs=[0.0] * 5),
+    "rain": dict(rain=0.5),
+    "resize": dict(resize_width=12, resize_height=10),
+    "resize_mirror_normalize": dict(resize_width=12, resize_height=10),
+    "roi_resize": dict(resize_width=12, resize_height=10, roi_w=8, roi_h=8, roi_pos_x=0, roi_pos_y=0),
+    "crop_mirror_normalize": dict(crop=(10, 12)), "crop": dict(crop=(10, 12)), "center_crop": dict(crop=(10, 12)),
+    "rotate": dict(angle=10.0, dest_width=12, dest_height=10),
+    "warp_affine": dict(dest_width=12, dest_height=10, matrix=[1, 0, 0, 1, 0, 0]),
+    "resize_crop_mirror": dict(resize_width=12, resize_height=10, crop_w=8, crop_h=8),
+    "resize_crop": dict(resize_width=12, resize_height=10),
+    "transpose": dict(perm=[1, 0, 2]),
+}
+
+
+def test_each_image_operators_output_buffer_follows_its_declared_rule(small_folder):
+    """The spec's output rule is what the operator does: SOURCE keeps the input's 48 x 64 buffer, SIZE and
+    RESIZED give the size asked, TRANSPOSED swaps the sides; every image operator is checked (a new one
+    fails here until it is)."""
+    from fastload.compat.rocal.meta import meta
+    from fastload.compat.rocal.pipeline import Pipeline
+    image_rules = (spec.SOURCE, spec.SIZE, spec.RESIZED, spec.TRANSPOSED)
+    operators = [op for op in spec.OPERATORS.values() if op.supported and op.output in image_rules]
+    assert {op.name for op in operators} >= set(IMAGE_CALLS)
+    expected = {spec.SOURCE: (48, 64), spec.SIZE: (10, 12), spec.RESIZED: (10, 12), spec.TRANSPOSED: (64, 48)}
+    with Pipeline(batch_size=1, rocal_cpu=True):
+        jpegs, _ = fn.readers.file(file_root=str(small_folder))
+        images = fn.decoders.image(jpegs, file_root=str(small_folder), max_decoded_width=64, max_decoded_height=48)
+        for op in operators:
+            call = IMAGE_CALLS.get(op.name, {})
+            out = call(images) if callable(call) else op.impl(images, **call)
+            assert meta(out).image.buffer == expected[op.output], op.name
