@@ -157,12 +157,12 @@ PROBES = [
     Probe("stuck-close", "close(), an exception in the loop, Ctrl-C, interpreter exit, each with a worker stuck "
           "in __getitem__", "each returns within the timeout (default CLOSE_TIMEOUT=5 s) and warns naming "
           "the thread and sample",
-          ["tests/test_pipeline.py::test_close_of_a_stuck_job_returns_within_the_timeout_and_names_the_thread_and_"
+          ["tests/test_thread_pool.py::test_close_of_a_stuck_job_returns_within_the_timeout_and_names_the_thread_and_"
            "item",
-           "tests/test_pipeline.py::test_loader_close_with_a_worker_stuck_in_getitem_is_bounded_by_timeout",
-           "tests/test_pipeline.py::test_an_exception_in_the_loop_with_a_stuck_worker_returns_within_the_default_"
+           "tests/test_thread_pool.py::test_loader_close_with_a_worker_stuck_in_getitem_is_bounded_by_timeout",
+           "tests/test_thread_pool.py::test_an_exception_in_the_loop_with_a_stuck_worker_returns_within_the_default_"
            "bound",
-           "tests/test_pipeline.py::test_interpreter_exit_and_ctrl_c_return_within_the_bound_with_a_stuck_worker"],
+           "tests/test_thread_pool.py::test_interpreter_exit_and_ctrl_c_return_within_the_bound_with_a_stuck_worker"],
           direct=_stuck_worker_at_the_default_bound, bound_s=7.0),
     Probe("lock-wait", "the shard cache's lock held by a stopped (SIGSTOP) process",
           "the wait ends at lock_timeout with a LockTimeout naming the holder's pid and host",

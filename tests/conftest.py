@@ -50,7 +50,7 @@ kernels_on_cpu = pytest.mark.skipif(
 
 from fastload.decode import decode, read_header  # noqa: E402
 from fastload.gpu_decode import TorchvisionGpuDecoder  # noqa: E402
-from fastload.pipeline import THREAD_PREFIX  # noqa: E402
+from fastload.thread_pool import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
 def resident_mib() -> float:
@@ -215,7 +215,7 @@ def no_thread_survives():
     """Every test must leave no fastload thread running. A thread still inside a call it cannot leave (close()
     gave up on it after its bound and warned: the device path's finish step running the fused kernel in
     Triton's interpreter takes 10-20 s a batch here) is given until that call returns, at most 60 s; one that
-    never stops fails the test. tests/test_pipeline.py times the bound itself."""
+    never stops fails the test. tests/test_thread_pool.py times the bound itself."""
     yield
     import gc
     gc.collect()
