@@ -63,6 +63,8 @@ class Batcher:
         if max_batch < 1 or max_wait_ms < 0 or any(not 1 <= p <= max_batch for p in preferred):
             raise ValueError("max_batch must be positive, max_wait_ms not negative, preferred sizes in "
                              "[1, max_batch]")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads={threads}: a positive number of intra-op threads, or None for torch's")
         self.process, self.max_batch, self.max_wait = process, max_batch, max_wait_ms / 1000
         self.preferred = frozenset(preferred)
         self.stats = stats
@@ -70,8 +72,16 @@ class Batcher:
         self.threads = threads  # torch's intra-op threads for ``process`` (None: torch's default)
         self._queue: queue.Queue = queue.Queue()
         self._closed, self._closing = False, threading.Lock()
+        self._counted = threading.Event()  # the thread has set its intra-op count
+        default = torch.get_num_threads()  # this thread's: torch's default, or what the user set
         self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
         self._thread.start()
+        if threads is not None:
+            # torch.set_num_threads also sets the count every thread not yet set up starts with (torch sets
+            # a thread's up at its first parallel op from the count last set anywhere): put that back, so a
+            # pipeline batcher's 1 does not become the classifier's, the decode pool's or the caller's.
+            self._counted.wait()
+            torch.set_num_threads(default)
 
     def submit(self, item) -> Future:
         """``item``'s Future; a RuntimeError once closed (nothing would answer it)."""
@@ -92,8 +102,12 @@ class Batcher:
         self._thread.join()
 
     def _run(self) -> None:
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
+        try:
+            if self.threads is not None:
+                torch.get_num_threads()  # (this thread's set-up now: done later, it would overwrite the count)
+                torch.set_num_threads(self.threads)
+        finally:
+            self._counted.set()
         closing = False
         while not closing:
             first = self._queue.get()

@@ -13,6 +13,7 @@ import os
 import random
 import signal
 import subprocess
+import time
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -293,3 +294,27 @@ def test_close_shuts_idle_and_stalled_connections_at_once(model):
     answer = stalled.recv(65536)
     stalled.close()
     assert statuses(answer) == [400]
+
+
+def test_a_batcher_keeps_its_intra_op_threads_when_another_sets_fewer():
+    """A classifier's batcher (2 intra-op threads) started before a pipeline-only model's (1): torch sets a
+    thread's count up at its first parallel op from the count last set anywhere, which left the classifier on
+    one core (fastload serve --pipeline p.json --model resnet50 serves both), and the 1 became the default
+    of every thread set up later."""
+    from fastload.serve import Batcher
+    before = torch.get_num_threads()
+    batchers = [Batcher(lambda items: [torch.get_num_threads() for _ in items], threads=2)]
+    try:
+        time.sleep(0.3)  # (its thread has set its count)
+        batchers.append(Batcher(lambda items: [torch.get_num_threads() for _ in items], threads=1))
+        time.sleep(0.3)
+        assert [batcher.submit(0).result(timeout=10) for batcher in batchers] == [2, 1]
+        counts = []  # a thread set up after both (a decode thread, a third model's batcher): the default
+        fresh = threading.Thread(target=lambda: counts.append(torch.get_num_threads()))
+        fresh.start()
+        fresh.join()
+        assert counts == [before]
+    finally:
+        for batcher in batchers:
+            batcher.close()
+        torch.set_num_threads(before)
