@@ -236,8 +236,8 @@ class Model:
         self.name, self.pipeline, self.classifier, self.max_batch_size = name, pipeline, classifier, max_batch_size
         self.stats = ModelStats()
         # A pipeline alone runs small per-image ops beside the decode threads: on one intra-op thread (fanned
-        # out, they wait on each other for cores the decoders hold). A classifier gets every core it had.
-        threads = 1 if classifier is None and torch.device(pipeline.device).type == "cpu" else torch.get_num_threads()
+        # out, they wait on each other for cores the decoders hold). A classifier keeps torch's default.
+        threads = 1 if classifier is None and torch.device(pipeline.device).type == "cpu" else None
         self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
                                self.stats, threads)
         if classifier is None:
