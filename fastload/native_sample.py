@@ -49,28 +49,28 @@ def available(plan: Plan) -> bool:
             and plan.resample in _FILTERS)
 
 
-def steps(header: Header, geometry: Draw, reduction: int) -> tuple | None:
+def steps(header: Header, draw: Draw, reduction: int) -> tuple | None:
     """The native call's region, box, size and window for this sample, or None where the steps are not
     expressible (a crop or window that pads): Pillow's route, ``cpu_augment.transform_image``, in numbers."""
     width, height = header.width, header.height
-    left, top, right, bottom = geometry.region(width, height, reduction)
+    left, top, right, bottom = draw.region(width, height, reduction)
     in_w, in_h = right - left, bottom - top
-    if reduction != 1 or geometry.box_resize:
-        sl, st, sr, sb = geometry.source_box
+    if reduction != 1 or draw.box_resize:
+        sl, st, sr, sb = draw.source_box
         box = (sl / reduction - left, st / reduction - top, sr / reduction - left, sb / reduction - top)
-        size = geometry.resampled_size[::-1]  # (width, height), as the native call takes sizes
+        size = draw.resampled_size[::-1]  # (width, height), as the native call takes sizes
         return (left, top, in_w, in_h), box, size, (0, 0) + size
-    if geometry.crop is not None and geometry.crop != (left, top, right, bottom):
+    if draw.crop is not None and draw.crop != (left, top, right, bottom):
         return None  # a crop reaching past the image: padded, the Pillow route
-    size = geometry.resize or (in_w, in_h)
-    window = geometry.post_crop or (0, 0) + size
+    size = draw.resize or (in_w, in_h)
+    window = draw.post_crop or (0, 0) + size
     wl, wt, wr, wb = window
     if wl < 0 or wt < 0 or wr > size[0] or wb > size[1]:
         return None
     return (left, top, in_w, in_h), (0.0, 0.0, float(in_w), float(in_h)), size, (wl, wt, wr - wl, wb - wt)
 
 
-def sample(data: bytes, header: Header, geometry: Draw, plan: Plan, reduction: int, out, offset: int,
+def sample(data: bytes, header: Header, draw: Draw, plan: Plan, reduction: int, out, offset: int,
            kind: int) -> float | None:
     """Decode and augment one JPEG into ``out`` (a writable buffer: the batch) at byte ``offset``.
 
@@ -80,7 +80,7 @@ def sample(data: bytes, header: Header, geometry: Draw, plan: Plan, reduction: i
     """
     if header.image is not None:  # Pillow parsed the header: not a JPEG the region decoder takes
         return None
-    found = steps(header, geometry, reduction)
+    found = steps(header, draw, reduction)
     if found is None:
         return None
     region, box, size, window = found
@@ -89,7 +89,7 @@ def sample(data: bytes, header: Header, geometry: Draw, plan: Plan, reduction: i
     while True:
         try:
             result = _jpeg.sample(data, scratch, out, 8 // reduction, region, box, size, window, plan.resample,
-                                  geometry.hflip, geometry.vflip, kind, scale, shift, offset)
+                                  draw.hflip, draw.vflip, kind, scale, shift, offset)
         except (ValueError, NotImplementedError, MemoryError):
             return None  # Pillow's verdict and wording for what libjpeg rejects
         if isinstance(result, int):  # the scratch is too small for this image: grow it and try again
