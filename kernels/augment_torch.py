@@ -124,13 +124,23 @@ def _window(image: torch.Tensor, top: int, left: int, size: tuple[int, int]) -> 
     return out
 
 
+def _interpolate(image: torch.Tensor, size: tuple[int, int], antialias: bool) -> torch.Tensor:
+    return F.interpolate(image[None], size=size, mode="bilinear", align_corners=False, antialias=antialias)[0]
+
+
 def resized_crop_torch(image: torch.Tensor, box: Sequence[int], size: tuple[int, int],
                            antialias: bool = True) -> torch.Tensor:
     """torchvision's resized_crop (bilinear, antialiased unless ``antialias`` is False) of a (C, H, W) image,
     in float32, as RGB (3, h, w)."""
     top, left, height, width = (int(v) for v in box)
     crop = _window(image.float(), top, left, (height, width))  # torchvision pads outside the image with zeros
-    resized = F.interpolate(crop[None], size=size, mode="bilinear", align_corners=False, antialias=antialias)[0]
+    if antialias and size[1] == 1 and size[0] != 1:
+        # torch's antialiased float interpolate (CPU, 2.11-2.15) is wrong for an output one column wide: with
+        # 11 x 7 -> 9 x 1, every row repeats the first one. The transposed resize (width 9, height 1) is right,
+        # and it is the same separable filter.
+        resized = _interpolate(crop.transpose(1, 2), (size[1], size[0]), antialias).transpose(1, 2)
+    else:
+        resized = _interpolate(crop, size, antialias)
     return resized.expand(3, -1, -1) if image.shape[0] == 1 else resized
 
 

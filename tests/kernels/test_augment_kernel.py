@@ -57,7 +57,7 @@ from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_m
 
 from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION, AugmentParams, Warp,
                                       augment_batch, taps_torch)
-from fastload.kernels.augment_torch import _blend_once, augment_torch, color_torch
+from fastload.kernels.augment_torch import _blend_once, augment_torch, color_torch, resized_crop_torch
 from fastload.kernels.augment_triton import taps_kernel
 from fastload.sample_data import make_image
 
@@ -617,6 +617,19 @@ def random_geometry(generator: random.Random, n: int, size=TILED):
         else:
             windows.append((size[0], size[1], 0, 0))
     return images, boxes, windows
+
+
+@pytest.mark.parametrize("size", [(9, 1), (2, 1), (20, 1), (1, 9)])
+def test_the_reference_resizes_to_one_column(size):
+    """torch's antialiased float interpolate repeats the first row in an output one column wide (11 x 7 ->
+    9 x 1); the oracle works round it, so it agrees with torch's uint8 resize (a separate implementation,
+    rounded: 1 level) and with the kernel on such windows (seed 1197599323 drew one)."""
+    image = torch.randint(0, 256, (3, 11, 7), dtype=torch.uint8)
+    ours = resized_crop_torch(image, (0, 0, 11, 7), size)
+    uint8 = torch.nn.functional.interpolate(image[None], size=size, mode="bilinear", antialias=True)[0]
+    assert (ours - uint8.float()).abs().max() <= 1.0
+    kernel = augment_batch([image], AugmentParams.make([(0, 0, 11, 7)]), size, torch.uint8)
+    assert (kernel[0].float() - uint8.float()).abs().max() <= 1.0
 
 
 @pytest.mark.parametrize("antialias", [True, False])
