@@ -288,7 +288,7 @@ def test_random_crop_decoders_keep_rocals_defaults_and_cut_to_the_cap(one_photo)
         sliced = fn.decoders.image_slice(jpegs, file_root=one_photo, max_decoded_width=30, max_decoded_height=20)
         pipe.set_outputs(sliced)
     (out,) = pipe.run()
-    op = next(op for op in pipe._graph.ops if op.name == "rocal.decoders.image_slice")
+    op = next(op for op in pipe._dali_pipeline._graph.ops if op.name == "rocal.decoders.image_slice")
     assert op.args["ratio"] == (0.75, 1.33333) and op.args["attempts"] == 100
     assert out.dimensions() == [4, 20, 30, 3]
     assert all(w <= 30 and h <= 20 for _, _, w, h in out.get_rois().tolist())

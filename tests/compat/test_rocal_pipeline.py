@@ -16,6 +16,7 @@ import torch
 
 import fastload.compat.rocal.fn as fn
 import fastload.compat.rocal.types as types
+from fastload.compat.rocal.definition import RocalGraph
 from fastload.compat.rocal.pipeline import Pipeline, pipeline_def
 from fastload.compat.rocal.plugin import generic
 from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
@@ -464,7 +465,7 @@ def test_the_copies_that_fill_the_last_batch_are_augmented_anew(photos, monkeypa
     a sample of its own that its random operators draw for (here the random-crop decoder's window and the
     mirror coin), and so in fastload, on the fused path and operator by operator alike."""
     if not fused:
-        monkeypatch.setattr(Pipeline, "_lower", lambda self, graph: "forced for the test")
+        monkeypatch.setattr(RocalGraph, "_lower", lambda self, graph: "forced for the test")
     pipe = imagenet_train_pipeline(photos)
     assert pipe.loader.fast_path == fused
     pipe.run(), pipe.run()
@@ -482,7 +483,7 @@ def test_the_imagenet_training_graph_is_fused_and_equals_the_operator_run(photos
     under 0.5 levels, 99th percentile of each image at most 6."""
     fused = imagenet_train_pipeline(photos)
     assert fused.unfused is None and fused.loader.fast_path
-    monkeypatch.setattr(Pipeline, "_lower", lambda self, graph: "forced for the test")
+    monkeypatch.setattr(RocalGraph, "_lower", lambda self, graph: "forced for the test")
     slow = imagenet_train_pipeline(photos)
     assert not slow.loader.fast_path
     std = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1) * 255
@@ -966,15 +967,19 @@ def test_a_malformed_cached_webdataset_index_is_rebuilt(photos, tmp_path):
     assert len(ROCALClassificationIterator(pipe, display=0, device="cpu", device_id=0)) == 3
 
 
-def test_rocals_run_is_built_on_the_dali_pipelines_machinery_not_on_its_run(photos, monkeypatch):
-    """rocAL's run() (rocAL's tensors, None at the epoch's end) takes its batches from the DALI pipeline's
-    machinery (_next_outputs), never from DALI's run(), whose API it does not share."""
+def test_rocals_pipeline_owns_a_dali_pipeline_rather_than_being_one(photos, monkeypatch):
+    """rocAL's Pipeline is no DALI Pipeline (its run() returns rocAL's tensors, None at the epoch's end): it
+    owns one (``RocalGraph``), into which its operators record and whose own run() gives it each batch.
+    rocAL's operators outside a rocAL pipeline -- inside a DALI one included -- are refused."""
     from fastload.compat.dali import pipeline as dali_pipeline
+    runs, dalis_run = [], dali_pipeline.Pipeline.run
 
-    def dalis_run(self):
-        raise AssertionError("the rocAL pipeline called DALI's run()")
-    monkeypatch.setattr(dali_pipeline.Pipeline, "run", dalis_run)
+    def counted(self):
+        runs.append(self)
+        return dalis_run(self)
+    monkeypatch.setattr(dali_pipeline.Pipeline, "run", counted)
     pipe = Pipeline(batch_size=5, num_threads=1, rocal_cpu=True, seed=3)
+    assert not isinstance(pipe, dali_pipeline.Pipeline)
     with pipe:
         jpegs, labels = fn.readers.file(file_root=photos)
         pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=photos), resize_width=8, resize_height=6),
@@ -983,5 +988,9 @@ def test_rocals_run_is_built_on_the_dali_pipelines_machinery_not_on_its_run(phot
         outputs = [pipe.run(), pipe.run(), pipe.run()]
         assert [None if out is None else len(out) for out in outputs] == [2, 2, None]
         assert outputs[0][0].batch.shape[:3] == (5, 6, 8) and outputs[0][1] == []
+        assert runs == [pipe._dali_pipeline] * 2
     finally:
         pipe.rocal_release()
+    with dali_pipeline.Pipeline(batch_size=1, num_threads=1, device_id=None):
+        with pytest.raises(RuntimeError, match="inside a rocAL pipeline's definition"):
+            fn.readers.file(file_root=photos)

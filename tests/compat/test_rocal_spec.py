@@ -98,7 +98,7 @@ def test_readers_are_found_by_their_class_not_by_a_name(small_folder):
         pipe.set_outputs(fn.resize(images, resize_width=8, resize_height=8))
     pipe.build()
     try:
-        (reader,) = pipe._readers
+        (reader,) = pipe._dali_pipeline._readers
         assert isinstance(reader, ReaderOp) and reader.name == "rocal.decoders.image.read"
         assert not Graph(pipe._outputs).find("readers.file") and len(pipe.run()[0].batch) == 2
     finally:

@@ -695,9 +695,10 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
     [samples, channels] float32 (``decode``), downmixed to one channel when asked; labels from the list.
     As in rocAL, ``dtype``, ``quality``, ``sample_rate``, ``seed`` and ``bytes_per_sample_hint`` are not
     read (rocal_api_data_loaders.cpp: no resampling at decode)."""
-    from . import ops_common, ops_readers
+    from . import ops_readers
+    from .definition import defining
     from .types import RocalLastBatchPolicy
-    pipe = ops_common._pipeline()
+    definition = defining()
     reader = inputs[0] if inputs else None
     if not isinstance(reader, ops_readers.FileReader):
         raise NotImplementedError(f"{PREFIX}: fn.decoders.audio reads what fn.readers.file recorded")
@@ -727,7 +728,7 @@ def decoders_audio(*inputs, file_root="", file_list_path="", bytes_per_sample_hi
         dims = (int(max_decoded_samples), int(max_decoded_channels))
     else:
         dims = (files.frames, files.channels)
-    data = ops_readers._reading(pipe, ops_readers.RocalReaderSpec(
+    data = ops_readers._reading(definition, ops_readers.RocalReaderSpec(
         samples, int(shard_id), int(num_shards), bool(random_shuffle), bool(stick_to_shard),
         RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch_repeated), name="AudioReader"),
         "decoders.audio")

@@ -56,7 +56,7 @@ class CaffeReader:
     def name(self) -> str:
         return "readers.caffe2" if self.caffe2 else "readers.caffe"
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map, num_shards: int):
         """``reading.RecordedReader``: each of rocAL's three decoders has a Caffe and a Caffe2 branch, reading
         its own ``path`` (decoders.py: source_path=path)."""
         refuse(decoder, user_feature_key_map=key_map)

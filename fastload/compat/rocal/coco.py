@@ -63,15 +63,15 @@ class COCOReader:
     is_box_iou_matcher: bool = False  # fn.box_iou_matcher needs it (MasterGraph::box_iou_matcher)
     sharded = True
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map, num_shards: int):
         """``reading.RecordedReader``: fn.decoders.image reads the annotated images; their annotations go on
-        ``pipe._rocal_coco``."""
+        the pipeline's ``definition.coco``."""
         if decoder != "fn.decoders.image":
             raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.coco is not supported (use "
                                       f"fn.decoders.image)")
         refuse(decoder, user_feature_key_map=key_map, path=path)
-        pipe._rocal_coco = COCOSamples(decoder, self, file_root)
-        return pipe._rocal_coco.samples, None
+        definition.coco = COCOSamples(decoder, self, file_root)
+        return definition.coco.samples, None
 
 
 def coco_reader(annotations_file, ltrb, masks, ratio, avoid_class_remapping, pixelwise_masks, is_box_encoder,
@@ -233,10 +233,11 @@ def _flipped(ctx, op, table, image, horizontal, vertical):
     return _float32(table)
 
 
-def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, int]):
+def moved(definition, name: str, boxes, before, after, args: dict, size: tuple[int, int]):
     """The boxes after operator ``name`` made ``after`` from ``before``: the same node for a colour
     operator, a new one where rocAL's meta node moves them, NotImplementedError where fastload does not
-    reproduce it. ``size`` is the operator's (width, height) where it crops."""
+    reproduce it. ``size`` is the operator's (width, height) where it crops; ``definition`` is the
+    pipeline's (its boxes so far)."""
     from ..dali.graph import Op
     rule = spec.boxes_rule(name)  # each operator's, declared with it (spec.OpSpec.boxes)
     if rule == spec.KEEP:  # rocAL has no meta node for it and moves no pixel: the boxes stay
@@ -257,13 +258,13 @@ def moved(pipe, name: str, boxes, before, after, args: dict, size: tuple[int, in
         raise NotImplementedError(f"{PREFIX}: {what} on images of fn.readers.coco: moving their boxes as rocAL "
                                   f"does is not supported (fn.resize, fn.crop with a size, fn.crop_mirror_normalize, "
                                   f"fn.flip and the colour operators are)")
-    if boxes is not pipe._rocal_boxes:
+    if boxes is not definition.boxes:
         raise NotImplementedError(f"{PREFIX}: fn.{name} moves boxes on a second branch of fn.readers.coco's images: "
                                   f"rocAL moves one set of boxes through every box-moving operator in the order "
                                   f"they are defined; fastload follows one chain")
     impl, inputs, op_args = rules[name]
     node = Op("rocal.boxes." + name, impl, inputs, op_args).outputs[0]
-    pipe._rocal_boxes = node
+    definition.boxes = node
     return node
 
 

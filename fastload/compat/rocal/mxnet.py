@@ -48,7 +48,7 @@ class MXNetReader:
     path: str
     sharded = True
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map, num_shards: int):
         """``reading.RecordedReader``: fn.decoders.image(path=...) reads the records."""
         if decoder != "fn.decoders.image":  # rocAL's has no MXNet branch: it reads file_root as image files
             raise NotImplementedError(f"{PREFIX}: {decoder} after fn.readers.mxnet: rocAL's reads file_root as a "

@@ -24,22 +24,15 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..dali.graph import DataNode, Op, current_pipeline
+from ..dali.graph import DataNode, Op
 from . import coco
+from .definition import defining
 from .meta import Rocal, describe, meta  # noqa: F401 (Rocal: the operators import it from here)
 from .reading import refuse  # noqa: F401 (the operators import it from here)
 from .spec import supported_names
 from .types import RocalTensorLayout, RocalTensorOutputType
 
 PREFIX = "fastload.compat.rocal"
-
-
-def _pipeline():
-    pipe = current_pipeline()
-    if pipe is None:
-        raise RuntimeError(f"{PREFIX}: operators are called inside a pipeline definition (with pipe: ..., or a "
-                           f"@pipeline_def function)")
-    return pipe
 
 
 def _source(inputs) -> Rocal:
@@ -80,8 +73,8 @@ def _image_op(name: str, impl, image: DataNode, args: dict, out: Rocal, others=(
               layouts=("HWC" if sequence is None else "FHWC",)).outputs[0]
     boxes = meta(image).boxes
     if boxes is not None:  # fn.readers.coco's boxes, moved as rocAL's meta node for the operator moves them
-        boxes = coco.moved(_pipeline(), name, boxes, image, node, args,
-                                      args.get("size") or (out.buffer[1], out.buffer[0]))
+        boxes = coco.moved(defining(), name, boxes, image, node, args,
+                           args.get("size") or (out.buffer[1], out.buffer[0]))
     describe(node, image=out, frames=sequence, boxes=boxes)
     return node
 

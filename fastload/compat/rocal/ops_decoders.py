@@ -13,8 +13,9 @@ from ..dali import imageops as dali_imageops
 from ..dali.graph import Op
 from . import coco, imageops
 from .caffe import CaffeReader
+from .definition import defining
 from .meta import describe
-from .ops_common import PREFIX, Rocal, _pipeline, refuse, unsupported
+from .ops_common import PREFIX, Rocal, refuse, unsupported
 from .ops_readers import TFRecordReader, _reader_node
 from .spec import READ, OpSpec, declare, operator
 from .types import RocalImageColor, RocalLastBatchPolicy
@@ -63,10 +64,10 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
               layouts=("HWC",)).outputs[0]
     describe(node, image=Rocal((int(max_decoded_height), int(max_decoded_width))))
     if isinstance(reader, coco.COCOReader):  # the boxes, at the decoded size, follow the image's operators
-        pipe = _pipeline()
-        boxes = pipe._rocal_boxes = pipe._rocal_decoded_boxes = Op(
-            "rocal.boxes.decoded", coco.decoded_boxes(pipe._rocal_coco), [data, node], {}).outputs[0]
-        pipe._unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
+        definition = defining()
+        boxes = definition.boxes = definition.decoded_boxes = Op(
+            "rocal.boxes.decoded", coco.decoded_boxes(definition.coco), [data, node], {}).outputs[0]
+        definition.unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
                             "(rocAL's plugins would give the first box labels of the batch as its labels)")
         describe(node, boxes=boxes)
     return node
@@ -152,7 +153,7 @@ def decoders_image_random_crop(*inputs, user_feature_key_map=None, path="", file
     rule DALI has), cut to the cap. The windows are rocAL's in distribution, not in value."""
     refuse("fn.decoders.image_random_crop", annotations_file=annotations_file,
            decode_size_policy=decode_size_policy not in (1, 3))
-    if isinstance(getattr(_pipeline(), "_rocal_reader", None), TFRecordReader):
+    if isinstance(defining().reader, TFRecordReader):
         # after fn.readers.tfrecord rocAL's image_random_crop calls the same b.tfImageDecoder as image: the
         # whole image, capped, no random window (rocAL_pybind/amd/rocal/decoders.py, image_random_crop)
         return decoders_image(*inputs, user_feature_key_map=user_feature_key_map, path=path,
@@ -180,7 +181,7 @@ def decoders_image_slice(*inputs, file_root="", path="", annotations_file="", sh
     (b.fusedDecoderCropShard), with its own defaults (aspect [0.75, 1.33333], 100 attempts)."""
     refuse("fn.decoders.image_slice", annotations_file=annotations_file,
            decode_size_policy=decode_size_policy not in (1, 3))
-    if isinstance(getattr(_pipeline(), "_rocal_reader", None), TFRecordReader):
+    if isinstance(defining().reader, TFRecordReader):
         raise NotImplementedError(f"{PREFIX}: fn.decoders.image_slice after fn.readers.tfrecord: rocAL's has no "
                                   f"TFRecord branch (it reads file_root as a folder of images); use "
                                   f"fn.decoders.image")
@@ -226,9 +227,9 @@ def external_source(source, device=None, color_format=RocalImageColor.RGB, rando
            shard_size=shard_size not in (-1, None))
     if int(mode) != 2:
         imageops.require_dct_scaling("fn.external_source (it decodes with USER_GIVEN_SIZE)")
-    pipe = _pipeline()
+    definition = defining()
     items = ExternalSourceOp(None, None, True, False, None, [None], ("",), "cpu", None)
-    pipe._external = (items, iter(source), int(mode))
+    definition.external = (items, iter(source), int(mode))
     node = Op("rocal.external_source", _external_image, [items.outputs[0]],
               {"mode": int(mode), "color": _color(color_format), "max_width": int(max_width),
                "max_height": int(max_height)}, layouts=("HWC",)).outputs[0]

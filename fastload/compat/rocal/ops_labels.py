@@ -8,7 +8,8 @@ import numpy as np
 
 from ..dali.operators import random_coin_flip, random_uniform
 from . import anchors as anchor_rules
-from .ops_common import PREFIX, _pipeline, unsupported
+from .definition import defining
+from .ops_common import PREFIX, unsupported
 from .spec import NOT_IMAGE, OpSpec, declare, operator
 from .types import RocalTensorLayout, RocalTensorOutputType
 
@@ -34,17 +35,17 @@ def one_hot(*inputs, num_classes=0, device=None):
     L - 1, label 0 at the last place; rocalGetOneHotImageLabels, rocAL/source/api/rocal_api_meta_data.cpp)."""
     if int(num_classes) < 1:
         raise ValueError("fn.one_hot: num_classes must be positive")
-    pipe = _pipeline()
-    pipe._num_classes, pipe._one_hot_encoding = int(num_classes), True
+    definition = defining()
+    definition.num_classes, definition.one_hot_encoding = int(num_classes), True
     return []
 
 
 def _coco_boxes(name: str):
-    pipe = _pipeline()
-    if pipe._rocal_boxes is None:
+    definition = defining()
+    if definition.boxes is None:
         raise ValueError(f"{PREFIX}: fn.{name} encodes fn.readers.coco's boxes: read them first (fn.readers.coco, "
                          f"then fn.decoders.image(..., annotations_file=...))")
-    return pipe
+    return definition
 
 
 @operator(output=NOT_IMAGE)
@@ -52,17 +53,17 @@ def box_encoder(*inputs, anchors, criteria=0.5, means=None, offset=False, scale=
     """``fn.box_encoder``: each run encodes the batch's boxes, as the operators left them, against
     ``anchors`` (``fastload.compat.rocal.anchors``); ``pipe.get_encoded_boxes_and_lables(batch, anchors)``
     gives them. Returns (None, []) as rocAL's does (its binding returns nothing)."""
-    pipe = _coco_boxes("box_encoder")
-    pipe._box_encoder = anchor_rules.box_encoder(anchors, criteria, means, offset, scale, stds)
-    _one_anchor_list(pipe)
+    definition = _coco_boxes("box_encoder")
+    definition.box_encoder = anchor_rules.box_encoder(anchors, criteria, means, offset, scale, stds)
+    _one_anchor_list(definition)
     return None, []
 
 
-def _one_anchor_list(pipe) -> None:
+def _one_anchor_list(definition) -> None:
     """rocAL keeps one anchor list for both (MasterGraph::box_iou_matcher overwrites the encoder's _anchors,
     which the matcher then points at): the last given would serve both, so two different lists are refused."""
-    if pipe._box_encoder is not None and pipe._box_iou_matcher is not None and \
-            not np.array_equal(pipe._box_encoder.anchors, pipe._box_iou_matcher.anchors):
+    if definition.box_encoder is not None and definition.box_iou_matcher is not None and \
+            not np.array_equal(definition.box_encoder.anchors, definition.box_iou_matcher.anchors):
         raise ValueError(f"{PREFIX}: fn.box_encoder and fn.box_iou_matcher with different anchors: rocAL keeps one "
                          f"anchor list, the last given, for both; give them the same anchors")
 
@@ -73,13 +74,13 @@ def box_iou_matcher(*inputs, anchors, high_threshold=0.5, low_threshold=0.4, all
     """``fn.box_iou_matcher``: each run matches the batch's boxes to ``anchors``
     (``fastload.compat.rocal.anchors``); ``pipe.get_matched_indices()`` gives them. As in rocAL it needs
     ``readers.coco(is_box_iou_matcher=True)``. Returns (None, [])."""
-    pipe = _coco_boxes("box_iou_matcher")
-    if not pipe._rocal_reader.is_box_iou_matcher:
+    definition = _coco_boxes("box_iou_matcher")
+    if not definition.reader.is_box_iou_matcher:
         raise ValueError(f"{PREFIX}: fn.box_iou_matcher needs fn.readers.coco(..., is_box_iou_matcher=True) (rocAL: "
                          f"\"Box IOU matcher variable not set cannot return matched idx\")")
-    pipe._box_iou_matcher = anchor_rules.box_iou_matcher(anchors, high_threshold, low_threshold,
+    definition.box_iou_matcher = anchor_rules.box_iou_matcher(anchors, high_threshold, low_threshold,
                                                          allow_low_quality_matches)
-    _one_anchor_list(pipe)
+    _one_anchor_list(definition)
     return None, []
 
 

@@ -17,9 +17,10 @@ from ..dali.graph import DataNode, Op, ReaderOp
 from ..dali.operators import _read_sample
 from . import caffe, cifar10, coco, imageops, mxnet, npy, sequence, video
 from .caffe import CaffeReader
+from .definition import defining
 from .meta import describe, meta
 from .mxnet import MXNetReader
-from .ops_common import PREFIX, Rocal, _pipeline, refuse
+from .ops_common import PREFIX, Rocal, refuse
 from .ops_geometry import _resize_args, resize
 from .order import RocalOrder
 from .reading import RecordedReader
@@ -39,7 +40,7 @@ class FileReader:
 
     sharded = True
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map, num_shards: int):
         """``reading.RecordedReader``: the decoder's file_root (else the recorded one) read as rocAL reads a
         folder (``list_folder``)."""
         refuse(decoder, user_feature_key_map=key_map, path=path)
@@ -53,11 +54,11 @@ class FileReader:
 def _record(reader) -> None:
     """Make ``reader`` the pipeline's: one per pipeline, as rocAL's ("A metadata reader has already been
     created", rocAL/source/pipeline/master_graph.cpp)."""
-    pipe = _pipeline()
-    if getattr(pipe, "_rocal_reader", None) is not None:
-        raise RuntimeError(f"{PREFIX}: the pipeline already has a reader ({type(pipe._rocal_reader).__name__}); "
+    definition = defining()
+    if definition.reader is not None:
+        raise RuntimeError(f"{PREFIX}: the pipeline already has a reader ({type(definition.reader).__name__}); "
                            f"rocAL takes one per pipeline (\"A metadata reader has already been created\")")
-    pipe._rocal_reader = reader
+    definition.reader = reader
 
 
 @operator(output=READ)
@@ -82,7 +83,7 @@ class TFRecordReader:
 
     sharded = False  # rocAL never passes shard_id to the TFRecord source
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map, num_shards: int):
         """``reading.RecordedReader``: the records of the decoder's ``path`` (``tfrecord_samples``)."""
         # rocAL hands num_shards to the TFRecord source as internal loaders whose batches it takes in turn,
         # and never passes shard_id (rocalJpegTFRecordSource; image_loader_sharded.cpp)
@@ -311,9 +312,9 @@ def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, len
     """A sequence reader's node: ``sequences`` recorded as the pipeline's reader, read in rocAL's order
     (every batch full, the last filled with the last sequence), each sample's bytes made its NFHWC uint8
     frames by ``frames``, in a buffer of the reader's largest frame."""
-    pipe = _pipeline()
+    definition = defining()
     _record(sequences)
-    data = _reading(pipe, RocalReaderSpec(sequences.samples, 0, 1, random_shuffle, True,
+    data = _reading(definition, RocalReaderSpec(sequences.samples, 0, 1, random_shuffle, True,
                                           RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read,
                                           reshuffle=reshuffle), name)
     node = Op("rocal." + name, frames, [data], {}, layouts=("FHWC",)).outputs[0]
@@ -375,11 +376,11 @@ def readers_sequence_reader(file_root, sequence_length, image_type=RocalImageCol
     if int(step) < 0 or int(stride) < 0:
         raise ValueError(f"{PREFIX}: readers.sequence_reader: step={step}, stride={stride}: rocAL's are unsigned")
     sequences = sequence.FrameSequences(str(file_root), length, int(step), int(stride), color.name,
-                                        _pipeline()._batch_size)
+                                        defining().batch_size)
     # rocAL shuffles its padded sequences once, at the start, and reads that order every epoch
     node = _sequence_node("readers.sequence_reader", sequences, sequences.read, bool(random_shuffle),
                           sequences.frames, length, reshuffle=False)
-    _pipeline()._unlabelled = ("fn.readers.sequence_reader gives no labels (rocAL makes no meta data reader for "
+    defining().unlabelled = ("fn.readers.sequence_reader gives no labels (rocAL makes no meta data reader for "
                                "it): use run()'s outputs, or plugin.generic's iterator, whose labels are None")
     return node
 
@@ -442,8 +443,8 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     """The reader a decoder makes (rocAL's decoders read: rocalJpegFileSourceSingleShard, or after
     fn.readers.tfrecord rocalJpegTFRecordSource, rocAL/source/api/rocal_api_data_loaders.cpp): the samples
     the recorded reader says the decoder reads (``reading.RecordedReader``), in rocAL's order."""
-    pipe = _pipeline()
-    recorded = getattr(pipe, "_rocal_reader", None)
+    definition = defining()
+    recorded = definition.reader
     if not inputs or not isinstance(inputs[0], RecordedReader) or recorded is None:
         raise NotImplementedError(f"{PREFIX}: {decoder} reads what fn.readers.file, fn.readers.tfrecord, "
                                   f"fn.readers.webdataset, fn.readers.mxnet, fn.readers.coco, fn.readers.caffe or "
@@ -451,9 +452,9 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
                                   f"supported yet)")
     stick_to_shard = _sharding(decoder, shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size)
     recorded = inputs[0]  # the reader this decoder was given (the last one recorded may be another's)
-    samples, read = recorded.decoder_samples(decoder, pipe, file_root, path, key_map, num_shards)
+    samples, read = recorded.decoder_samples(decoder, definition, file_root, path, key_map, num_shards)
     shard_id = shard_id if recorded.sharded else 0
-    return _reading(pipe, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
+    return _reading(definition, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), read=read), decoder.removeprefix("fn."))
 
@@ -475,14 +476,14 @@ def _check_padding(reader: str, pad_last_batch, stick_to_shard) -> None:
                                   f"supported (rocAL then reads one cycle over the whole dataset)")
 
 
-def _reading(pipe, spec: RocalReaderSpec, reader: str) -> DataNode:
+def _reading(definition, spec: RocalReaderSpec, reader: str) -> DataNode:
     """The pipeline's reader op for ``spec``: a ``ReaderOp`` (which the build finds by its class, not by a
     name) named after the operator whose reading it is (``"rocal.decoders.image.read"``: in rocAL the
     decoder reads what fn.readers.file recorded; ``"rocal.readers.numpy.read"``). Its first output is each
     sample's bytes; its labels become the pipeline's (rocAL's labelReader)."""
     op = ReaderOp(f"rocal.{reader}.read", _read_sample, spec)
-    pipe._rocal_labels = op.outputs[1]
-    pipe._last_batch_policy = spec.last_batch_policy
+    definition.labels = op.outputs[1]
+    definition.last_batch_policy = spec.last_batch_policy
     return op.outputs[0]
 
 
@@ -501,12 +502,12 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     image the image operators take; rocAL's numpy reader gives no labels (use ``ROCALNumpyIterator``)."""
     layout = RocalTensorLayout(output_layout)
     stick_to_shard = _sharding("fn.readers.numpy", shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size)
-    pipe = _pipeline()
+    definition = defining()
     arrays = npy.NpyFiles(file_root, list(files or ()), layout.name)
     _record(arrays)
-    pipe._unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or plugin.pytorch) "
+    definition.unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or plugin.pytorch) "
                         "returns its arrays, as rocAL's")
-    data = _reading(pipe, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards), bool(random_shuffle),
+    data = _reading(definition, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards), bool(random_shuffle),
                                           bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
                                           pad=bool(pad_last_batch), seed=int(seed), name="NumpyReader",
                                           read=arrays.read), "readers.numpy")
@@ -559,10 +560,10 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
     if int(shard_id) != 0:
         raise ValueError(f"{PREFIX}: readers.cifar10(shard_id={shard_id}) with num_shards=1: give shard_id 0")
     refuse("fn.readers.cifar10", shard_size=shard_size not in (-1, None))
-    pipe = _pipeline()
+    definition = defining()
     records = cifar10.Cifar10Records(file_root, filename_prefix)
     _record(records)
-    data = _reading(pipe, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
+    data = _reading(definition, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
                                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
                                           name="CIFAR10Reader", read=records.read), "readers.cifar10")
     node = Op("rocal.readers.cifar10", _cifar10_image, [data], {}, layouts=("HWC",)).outputs[0]

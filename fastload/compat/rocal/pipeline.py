@@ -1,8 +1,9 @@
 """rocAL's ``Pipeline`` and ``pipeline_def`` (``amd.rocal.pipeline``), run by fastload.
 
-A rocAL pipeline is a fastload.compat.dali pipeline underneath (the same
-graph, executor and loader); what is rocAL's is its constructor, its
-epochs and the way it hands out batches (rocAL_pybind/amd/rocal/pipeline.py
+A rocAL pipeline owns a fastload.compat.dali pipeline (``definition.RocalGraph``:
+the same graph, executor and loader) and drives it through DALI's API;
+what is rocAL's is its constructor, its epochs and the way it hands out
+batches (rocAL_pybind/amd/rocal/pipeline.py
 at ROCm/rocAL 0981d5bb):
 
 * the labels are not a graph output: ``get_image_labels()`` gives the
@@ -26,7 +27,10 @@ import numpy as np
 import torch
 
 from ..dali import pipeline as dali_pipeline
+from ..dali.graph import pop_pipeline, push_pipeline
 from . import coco, npy, types
+from .definition import Definition, RocalGraph
+from .lowering import lower
 from .imageops import pad_batch
 from .meta import meta
 from .ops_common import PREFIX, RocalParam
@@ -148,56 +152,75 @@ def _uint8_pixels(item, place: int) -> np.ndarray:
     return array.astype(np.uint8)
 
 
-class Pipeline(dali_pipeline.Pipeline):
+class Pipeline:
     """rocAL's pipeline: its arguments as in rocAL (``rocal_cpu=True`` for the CPU). ``tensor_layout``,
     ``tensor_dtype``, ``mean``, ``std`` and ``reverse_channels`` are kept for the iterators, which in rocAL
     store and do not apply them; each operator's output_layout/output_dtype decide its output.
     ``dct_scaling`` is fastload's own, as on fastload.compat.dali's Pipeline: "auto" lets a fused
-    random-crop graph decode a large window at reduced DCT scale (faster; not rocAL's pixels)."""
+    random-crop graph decode a large window at reduced DCT scale (faster; not rocAL's pixels).
 
-    _says_unfused = False
+    The graph is recorded and run by a fastload.compat.dali pipeline this one owns (``RocalGraph``);
+    what the operators decide beside it is its ``Definition``. The underscored attributes rocAL's own
+    Pipeline has (``_batch_size``, ``_device_id``, ``_multiplier``, ``_num_classes``, ...) keep their
+    names and meanings: rocAL's plugins and scripts read them."""
 
     def __init__(self, batch_size=-1, num_threads=0, device_id=0, seed=1, exec_pipelined=True,
                  prefetch_queue_depth=2, exec_async=True, bytes_per_sample=0, rocal_cpu=False, max_streams=-1,
                  default_cuda_stream_priority=0, tensor_layout=types.NCHW, reverse_channels=False, mean=None,
                  std=None, tensor_dtype=types.FLOAT, output_memory_type=None, dct_scaling=False):
-        super().__init__(batch_size=batch_size, num_threads=num_threads if num_threads and num_threads > 0 else 1,
-                         device_id=None, seed=seed if seed is not None else 1,
-                         prefetch_queue_depth=prefetch_queue_depth, dct_scaling=dct_scaling)
+        self._batch_size, self._num_threads, self._device_id = batch_size, num_threads, device_id
+        self._seed = seed if seed is not None else 1
+        self._prefetch_queue_depth = prefetch_queue_depth
         self._rocal_cpu = bool(rocal_cpu)
-        self._rocal_device_id = device_id
         self._tensor_layout, self._tensor_dtype = tensor_layout, tensor_dtype
         self._reverse_channels = reverse_channels
         self._multiplier = [1 / x for x in std] if std else [1.0, 1.0, 1.0]
         self._offset = [-(m / s) for m, s in zip(mean, std)] if mean and std else [0.0, 0.0, 0.0]
         self._output_memory_type = output_memory_type if output_memory_type is not None else (
             types.HOST_MEMORY if rocal_cpu else types.DEVICE_MEMORY)
-        self._reader = self._name = self._num_classes = None
-        self._one_hot_encoding = False
-        self._last_batch_policy = None
-        self._rocal_reader = self._rocal_labels = None
-        self._rocal_webdataset = None  # fn.readers.webdataset's samples, whose members replace labels
-        self._unlabelled = None  # why get_image_labels refuses, for a reader without labels (fn.readers.numpy)
-        self._rocal_coco = None  # fn.readers.coco's samples and annotations
-        self._rocal_boxes = self._rocal_decoded_boxes = None  # their boxes: the last box-moving op's, the decoder's
-        self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout), as the getters give them
-        self._ltrb_boxes = None  # the same in l, t, r, b: rocAL's encoder and matcher run before its xywh copy
-        self._box_encoder = self._box_iou_matcher = None  # fn.box_encoder's and fn.box_iou_matcher's rules
-        self._external = None  # (its ExternalSourceOp, the user's iterator, its mode) with fn.external_source
-        self._user_outputs: list = []
+        self._reader = self._name = None  # the meta data reader's name, as rocAL's build sets it
+        self.definition = Definition(batch_size)
+        # device_id=None: the graph runs on the CPU; the fused plan is fastload's CPU path
+        threads = num_threads if num_threads and num_threads > 0 else 1
+        self._dali_pipeline = RocalGraph(self.definition, lower, batch_size=batch_size, num_threads=threads,
+                                         device_id=None, seed=self._seed,
+                                         prefetch_queue_depth=prefetch_queue_depth, dct_scaling=dct_scaling)
+        self._outputs: list | None = None  # what set_outputs was given, less the empty label lists
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
+        self._built = False
         self._remaining = 0
         self._current = None  # (output batches, labels) of the last run
+        self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout), as the getters give them
+        self._ltrb_boxes = None  # the same in l, t, r, b: rocAL's encoder and matcher run before its xywh copy
+
+    # -- what the operators decided, under the names rocAL's Pipeline gives them (its plugins read these)
+    _num_classes = property(lambda self: self.definition.num_classes)
+    _one_hot_encoding = property(lambda self: self.definition.one_hot_encoding)
+    _box_encoder = property(lambda self: self.definition.box_encoder)
+    _box_iou_matcher = property(lambda self: self.definition.box_iou_matcher)
+    _last_batch_policy = property(lambda self: self.definition.last_batch_policy)
+    _is_external_source_operator = property(lambda self: self.definition.external is not None)
+
+    # -- definition
+    def __enter__(self):
+        push_pipeline(self._dali_pipeline)
+        return self
+
+    def __exit__(self, *exc):
+        pop_pipeline()
+
+    def define_graph(self):
+        """Deprecated in rocAL, which raises NotImplementedError and never calls it."""
+        raise NotImplementedError(f"{PREFIX}: define_graph is deprecated in rocAL, which never calls it: define "
+                                  f"the graph inside `with pipe:` and call set_outputs(), or use @pipeline_def")
 
     def set_outputs(self, *outputs) -> None:
         """The pipeline's outputs. An empty list among them (the labels ``fn.readers.file`` returns) keeps
         its place in what ``run()`` returns, so ``images, labels = pipe.run()`` unpacks as scripts write it."""
         self._slots = [[] if isinstance(out, (list, tuple)) and not out else None for out in outputs]
-        super().set_outputs(*[out for out in outputs if not (isinstance(out, (list, tuple)) and not out)])
-
-    def _lower(self, graph):
-        from .lowering import lower
-        return lower(graph)
+        self._outputs = []
+        for out in outputs:
+            self._outputs.extend(out if isinstance(out, (list, tuple)) else [out])
 
     def build(self):
         """Build the graph and its loader (rocalVerify); returns the pipeline, as rocAL's does."""
@@ -205,57 +228,66 @@ class Pipeline(dali_pipeline.Pipeline):
             if self._outputs is None:
                 raise RuntimeError(f"{PREFIX}: the pipeline has no outputs: call set_outputs() inside "
                                    f"`with pipe:`, or use @pipeline_def")
-            self._user_outputs = list(self._outputs)
-            if self._external is None:
-                if self._rocal_labels is None:
+            recorded = self.definition
+            outputs = list(self._outputs)
+            if recorded.external is None:
+                if recorded.labels is None:
                     raise NotImplementedError(f"{PREFIX}: the pipeline reads nothing: give it a reader (and the "
                                               f"decoder after it, where rocAL has one) or fn.external_source")
-                self._outputs = self._user_outputs + [self._rocal_labels]
-                if self._rocal_boxes is not None:
-                    self._outputs.append(self._rocal_boxes)
-                self._reader = self._name = "COCOReader" if self._rocal_boxes is not None else "labelReader"
-            super().build()
+                outputs.append(recorded.labels)
+                if recorded.boxes is not None:
+                    outputs.append(recorded.boxes)
+                self._reader = self._name = "COCOReader" if recorded.boxes is not None else "labelReader"
+            self._dali_pipeline.set_outputs(*outputs)
+            self._dali_pipeline.build()
+            self._built = True
             self._remaining = self._epoch_samples()
         return self
 
     @property
-    def _is_external_source_operator(self) -> bool:
-        return self._external is not None
+    def loader(self):
+        """The fastload DataLoader that runs the pipeline's reader (its ``stats`` say where time goes)."""
+        return self._dali_pipeline.loader
+
+    @property
+    def unfused(self) -> str | None:
+        """Why the graph runs operator by operator (None: it is fused, or reads an external source)."""
+        self.build()
+        return self._dali_pipeline.unfused
 
     def _epoch_samples(self) -> int:
-        if self._external is not None:  # ceil(n / batch_size) batches (rocAL's plugins)
-            return -(-int(self._external[1].n) // self._batch_size) * self._batch_size
-        order = self._loader.make_order()
+        if self.definition.external is not None:  # ceil(n / batch_size) batches (rocAL's plugins)
+            return -(-int(self.definition.external[1].n) // self._batch_size) * self._batch_size
+        order = self.loader.make_order()
         return order.counted() if hasattr(order, "counted") else len(order) * self._batch_size
 
     # -- running (rocAL's protocol)
     def rocal_run(self) -> int:
-        """Make the next batch: 0 (OK), or RUNTIME_ERROR when the epoch has no batch left. The batch comes
-        from the DALI pipeline's machinery (``_next_outputs``: the loader's next batch, or the external
-        source's), which DALI's own ``run()`` wraps; rocAL's ``run()`` is a different API (rocAL's tensors,
-        None at the epoch's end), so it is built on that machinery rather than on DALI's ``run()``."""
+        """Make the next batch: 0 (OK), or RUNTIME_ERROR when the epoch has no batch left. The batch is the
+        graph's next (DALI's ``run()``: the loader's next batch, or the external source's)."""
         self.build()
         if self._remaining < self._batch_size:
             return int(types.RUNTIME_ERROR)
-        if self._external is not None:
+        recorded = self.definition
+        if recorded.external is not None:
             labels = self._feed_external()
-            images = self._next_outputs()
-        elif self._rocal_boxes is not None:
-            *images, labels, boxes = self._next_outputs()
-            keep_xywh = not self._rocal_coco_ltrb() and self._rocal_boxes is self._rocal_decoded_boxes
+            images = self._dali_pipeline.run()
+        elif recorded.boxes is not None:
+            *images, labels, boxes = self._dali_pipeline.run()
+            keep_xywh = not self._rocal_coco_ltrb() and recorded.boxes is recorded.decoded_boxes
             self._ltrb_boxes = list(boxes.tensors)
             self._boxes = [coco.as_xywh(table) if keep_xywh else table for table in boxes.tensors]
         else:
-            *images, labels = self._next_outputs()
+            *images, labels = self._dali_pipeline.run()
             labels = labels.as_tensor().reshape(-1).to(torch.int32)
-        tensors = iter([self._as_rocal(node, out) for node, out in zip(self._user_outputs, images)])
+        tensors = iter([self._as_rocal(node, out) for node, out in zip(self._outputs, images)])
         self._current = ([next(tensors) if slot is None else [] for slot in self._slots], labels)
         self._remaining -= self._batch_size
         return int(types.OK)
 
     def _feed_external(self) -> torch.Tensor:
         """Give the external source its next batch from the user's iterator; the batch's labels."""
-        op, source, mode = self._external
+        op, source, mode = self.definition.external
         batch = next(source)
         items, labels = batch[0], batch[1] if len(batch) > 1 else None
         if len(items) != self._batch_size:
@@ -269,7 +301,7 @@ class Pipeline(dali_pipeline.Pipeline):
             heights, widths = batch[2], batch[3]
             values = [torch.from_numpy(_uint8_pixels(item, place)[:int(h), :int(w)]).contiguous()
                       for place, (item, h, w) in enumerate(zip(items, heights, widths))]
-        self._fed[op.id] = values
+        self._dali_pipeline.feed_input(op.outputs[0], values)
         if labels is None:
             return torch.zeros(self._batch_size, dtype=torch.int32)
         return torch.as_tensor(np.asarray(labels)).reshape(-1).to(torch.int32)
@@ -283,7 +315,7 @@ class Pipeline(dali_pipeline.Pipeline):
 
     def get_output_tensors(self) -> list:
         if self._current is None:
-            shapes = [meta(node).audio for node in self._user_outputs]
+            shapes = [meta(node).audio for node in self._outputs or ()]
             if shapes and all(shapes):  # rocAL's audio scripts read the buffers' dimensions before running
                 return [AudioTensor([torch.zeros((0,) * len(shape.dims))] * self._batch_size, shape)
                         for shape in shapes]
@@ -353,12 +385,13 @@ class Pipeline(dali_pipeline.Pipeline):
         """The last batch's labels: int32, [batch_size]."""
         if self._current is None:
             raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
-        if self._rocal_webdataset is not None:
+        webdataset = self.definition.webdataset
+        if webdataset is not None:
             raise RuntimeError(f"{PREFIX}: fn.readers.webdataset gives no labels: get_ascii_datas() gives each "
-                               f"sample's {', '.join(self._rocal_webdataset.reader.extensions) or 'no other'} "
+                               f"sample's {', '.join(webdataset.reader.extensions) or 'no other'} "
                                f"members, as rocAL")
-        if self._unlabelled:
-            raise RuntimeError(f"{PREFIX}: {self._unlabelled}")
+        if self.definition.unlabelled:
+            raise RuntimeError(f"{PREFIX}: {self.definition.unlabelled}")
         return self._current[1].numpy()
 
     # -- fn.readers.coco's meta data (rocal_pybind.cpp: getBoundingBoxLabels, getBoundingBoxCords, ...)
@@ -368,7 +401,7 @@ class Pipeline(dali_pipeline.Pipeline):
         return self._boxes
 
     def _rocal_coco_ltrb(self) -> bool:
-        return self._rocal_reader is None or getattr(self._rocal_reader, "ltrb", True)
+        return self.definition.reader is None or getattr(self.definition.reader, "ltrb", True)
 
     def get_bounding_box_labels(self) -> list[np.ndarray]:
         """The last batch's box labels: per image an int32 array [boxes]."""
@@ -448,11 +481,12 @@ class Pipeline(dali_pipeline.Pipeline):
         uint8 array of raw bytes per sample, empty where missing (rocAL's getAsciiDatas)."""
         if self._current is None:
             raise RuntimeError(f"{PREFIX}: no batch yet: call run() or rocal_run() first")
-        if self._rocal_webdataset is None:
+        webdataset = self.definition.webdataset
+        if webdataset is None:
             raise RuntimeError(f"{PREFIX}: get_ascii_datas() is fn.readers.webdataset's; this pipeline reads with "
                                f"another reader")
-        samples = [self._rocal_webdataset.ascii(int(i)) for i in self._current[1]]
-        return [[sample[e] for sample in samples] for e in range(len(self._rocal_webdataset.reader.extensions))]
+        samples = [webdataset.ascii(int(i)) for i in self._current[1]]
+        return [[sample[e] for sample in samples] for e in range(len(webdataset.reader.extensions))]
 
     def get_remaining_images(self) -> int:
         self.build()
@@ -464,19 +498,19 @@ class Pipeline(dali_pipeline.Pipeline):
     def get_last_batch_padded_size(self) -> int:
         """How many copies of the last file fill this shard's last batch."""
         self.build()
-        return self._loader.make_order().padded if self._loader is not None else 0
+        loader = self.loader
+        return loader.make_order().padded if loader is not None else 0
 
     def rocal_reset_loaders(self) -> None:
         """Start the next epoch, from its start (what the last one left is dropped, as rocAL's reset)."""
         self.build()
-        if self._batches is not None:
-            self._batches.close()
-            self._batches = None
+        self._dali_pipeline.restart()
         self._remaining = self._epoch_samples()
 
     def timing_info(self):
         """rocAL's TimingInfo fields, in microseconds, from the loader's stats."""
-        spent = self._loader.stats.seconds if self._loader is not None else {}
+        loader = self.loader
+        spent = loader.stats.seconds if loader is not None else {}
 
         def seconds(stage):
             return spent.get(stage, 0.0)
@@ -484,16 +518,15 @@ class Pipeline(dali_pipeline.Pipeline):
                            int(seconds("copy") * 1e6))
 
     def set_seed(self, seed=0) -> None:
-        if self._built:
-            raise RuntimeError(f"{PREFIX}: set_seed after build() is not supported")
+        self._dali_pipeline.reseed(seed)
         self._seed = int(seed)
 
     def get_handle(self):
         return self
 
     def rocal_release(self) -> None:
-        if self._loader is not None:
-            self._loader.close()
+        if self._built and self.loader is not None:
+            self.loader.close()
 
     def _as_rocal(self, node, batch) -> RocalTensor:
         """A graph output's per-sample HWC images as rocAL's padded buffer in the operator's layout."""
@@ -512,7 +545,7 @@ class Pipeline(dali_pipeline.Pipeline):
             return RocalTensor(dense.permute(0, 1, 4, 2, 3).contiguous() if layout == "NFCHW" else dense, layout,
                                out.dtype_name, rois)
         layout = "NCHW" if out.layout == types.NCHW else "NHWC"
-        if self._lowered is not None:  # the fused plan's batch: dense, in the output's layout already
+        if self._dali_pipeline.fused:  # the fused plan's batch: dense, in the output's layout already
             dense = batch.as_tensor()
             return RocalTensor(dense, layout, out.dtype_name, [out.buffer] * dense.shape[0])
         samples = list(batch.tensors)

@@ -25,12 +25,13 @@ class RecordedReader(Protocol):
 
     sharded: bool
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map,
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map,
                         num_shards: int) -> tuple[list, Callable[[int], bytes] | None]:
         """The samples [(path, label)] decoder ``decoder`` (e.g. "fn.decoders.image") reads with its own
         ``file_root``, ``path`` and ``user_feature_key_map`` arguments, and ``read(index)`` for a reader of
         records (None: read the sample's file). It refuses what rocAL's decoder would read otherwise, and
-        may record on ``pipe`` what the pipeline hands out beside the images (COCO's annotations)."""
+        may record on ``definition`` (the pipeline's ``definition.Definition``) what the pipeline hands out
+        beside the images (COCO's annotations)."""
         ...
 
 

@@ -54,12 +54,12 @@ class WebDatasetReader:
     missing: RocalMissingComponentsBehavior
     sharded = True
 
-    def decoder_samples(self, decoder: str, pipe, file_root: str, path: str, key_map, num_shards: int):
+    def decoder_samples(self, decoder: str, definition, file_root: str, path: str, key_map, num_shards: int):
         """``reading.RecordedReader``: each sample's label is its own position: the iterators give its ASCII
-        members in its place (``pipe._rocal_webdataset``)."""
+        members in its place (the pipeline's ``definition.webdataset``)."""
         refuse(decoder, user_feature_key_map=key_map)
         webdataset = WebDatasetSamples(decoder, self, file_root or self.path)
-        pipe._rocal_webdataset = webdataset
+        definition.webdataset = webdataset
         return webdataset.samples, webdataset.read
 
 

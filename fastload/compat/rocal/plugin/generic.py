@@ -40,7 +40,7 @@ class ROCALGenericIterator:
         # rocAL's fills labels after fn.external_source and its "labelReader" readers (readers.file and
         # readers.cifar10) only, and returns None with every other reader (TFRecord, Caffe, Caffe2, MXNet,
         # webdataset, COCO, video, sequence)
-        reader = self.loader._rocal_reader
+        reader = self.loader.definition.reader
         if not self.loader._is_external_source_operator and not isinstance(reader, (FileReader, Cifar10Records)):
             return outputs, None
         labels = self.loader.get_image_labels()

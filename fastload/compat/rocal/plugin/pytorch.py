@@ -44,7 +44,7 @@ class ROCALGenericIterator:
             raise StopIteration
         outputs = [torch.from_numpy(t.batch.numpy()).to(self.device) for t in self.loader.get_output_tensors()]
         keep = kept(self.loader)
-        if self.loader._rocal_webdataset is not None:  # its members in place of labels, as rocAL's
+        if self.loader.definition.webdataset is not None:  # its members in place of labels, as rocAL's
             return [out[0:keep] for out in outputs], [batch[0:keep] for batch in self.loader.get_ascii_datas()]
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
