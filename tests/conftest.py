@@ -213,9 +213,9 @@ def quiet_iterators():
 @pytest.fixture(autouse=True)
 def no_thread_survives():
     """Every test must leave no fastload thread running. A thread still inside a call it cannot leave (close()
-    gave up on it after its bound and warned: the device path's finish step running the fused kernel in
-    Triton's interpreter takes 10-20 s a batch here) is given until that call returns, at most 60 s; one that
-    never stops fails the test. tests/test_thread_pool.py times the bound itself."""
+    gave up on it after its bound and warned, as it may for a decode or a batch's augmentation on two busy
+    cores) is given until that call returns, at most 60 s -- a margin, not a measured bound; one that never
+    stops fails the test. tests/test_thread_pool.py times close()'s bound itself."""
     yield
     import gc
     gc.collect()

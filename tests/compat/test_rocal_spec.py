@@ -61,8 +61,7 @@ def test_each_json_operation_is_declared_once_and_names_a_declared_rocal_operato
     assert len(names) == len(set(names)) and list(json_pipeline.OPERATIONS) == names
     for operation in json_pipeline.JSON_OPERATIONS:
         assert spec.OPERATORS[operation.rocal].supported, operation.name
-        assert json_pipeline.OPERATIONS[operation.name] == (operation.required, operation.optional,
-                                                            operation.ignored)
+        assert json_pipeline.OPERATIONS[operation.name] is operation
 
 
 def test_a_nodes_rocal_description_is_one_typed_slot(small_folder):

@@ -166,10 +166,7 @@ JSON_OPERATIONS = (
         lambda p: lambda x: imageops.resize_crop_mirror(x, p["crop_w"], p["crop_h"], p["dest_width"],
                                                         p["dest_height"], p.get("mirror", False)), _dest),
 )
-# operation -> (required keys, optional keys, keys the backend reads nowhere and ignores), from the declarations
-OPERATIONS: dict[str, tuple[dict, dict, frozenset]] = {op.name: (op.required, op.optional, op.ignored)
-                                                       for op in JSON_OPERATIONS}
-_BY_NAME = {op.name: op for op in JSON_OPERATIONS}
+OPERATIONS: dict[str, JsonOperation] = {op.name: op for op in JSON_OPERATIONS}  # the declarations by name
 COLOR_FORMATS = {"RGB24": "RGB", "BGR24": "BGR", "U8": "GRAY"}
 MAX_DECODED = 1000  # the backend's external source: ROCAL_USE_USER_GIVEN_SIZE, 1000 x 1000
 
@@ -247,7 +244,8 @@ def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
         if name not in OPERATIONS:
             raise PipelineSpecError(where, f"unknown operation {_shown(name)} (known: {', '.join(OPERATIONS)})",
                                     place, key="operation")
-        required, optional, ignored = OPERATIONS[name]
+        declared = OPERATIONS[name]
+        required, optional, ignored = declared.required, declared.optional, declared.ignored
 
         def refuse(key: str, message: str):
             raise PipelineSpecError(where, message, place, name, key)
@@ -277,7 +275,7 @@ def parse(spec: Any, where: str = "the pipeline") -> list[tuple[str, dict]]:
 
 def _operation(name: str, p: dict) -> tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, int]]:
     """One operation as a function of an HWC image, and its output buffer (height, width)."""
-    operation = _BY_NAME[name]
+    operation = OPERATIONS[name]
     return operation.step(p), operation.buffer(p)
 
 
