@@ -29,6 +29,7 @@ def test_operators_record_on_their_own_pipelines_definition(small_folder):
         outer.set_outputs(images)
     assert isinstance(outer._dali_pipeline, RocalGraph) and outer._dali_pipeline.definition is outer.definition
     assert isinstance(outer.definition.reader, FileReader) and inner.definition.reader is None
+    assert outer.definition.label_reader and not inner.definition.label_reader  # rocAL's labelReader kind
     assert (inner._num_classes, inner._one_hot_encoding) == (7, True)
     assert (outer._num_classes, outer._one_hot_encoding) == (None, False)
     assert outer.definition.labels is not None and outer._last_batch_policy is outer.definition.last_batch_policy

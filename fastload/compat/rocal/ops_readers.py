@@ -51,14 +51,14 @@ class FileReader:
         return samples, None
 
 
-def _record(reader) -> None:
+def _record(reader, label_reader: bool = False) -> None:
     """Make ``reader`` the pipeline's: one per pipeline, as rocAL's ("A metadata reader has already been
-    created", rocAL/source/pipeline/master_graph.cpp)."""
+    created", rocAL/source/pipeline/master_graph.cpp); ``label_reader``: it is rocAL's label reader kind."""
     definition = defining()
     if definition.reader is not None:
         raise RuntimeError(f"{PREFIX}: the pipeline already has a reader ({type(definition.reader).__name__}); "
                            f"rocAL takes one per pipeline (\"A metadata reader has already been created\")")
-    definition.reader = reader
+    definition.reader, definition.label_reader = reader, label_reader
 
 
 @operator(output=READ)
@@ -69,7 +69,7 @@ def readers_file(file_root, file_filters=None, file_list="", stick_to_shard=Fals
     (rocAL_pybind/amd/rocal/readers.py). shard_id, num_shards and random_shuffle, which rocAL's older API
     (and its Python API page) pass here, are accepted and ignored too: the decoder's decide."""
     reader = FileReader(str(file_root), file_list or "")
-    _record(reader)
+    _record(reader, label_reader=True)
     return reader, []
 
 
@@ -562,7 +562,7 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
     refuse("fn.readers.cifar10", shard_size=shard_size not in (-1, None))
     definition = defining()
     records = cifar10.Cifar10Records(file_root, filename_prefix)
-    _record(records)
+    _record(records, label_reader=True)
     data = _reading(definition, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
                                           RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
                                           name="CIFAR10Reader", read=records.read), "readers.cifar10")

@@ -14,8 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types
-from ..cifar10 import Cifar10Records
-from ..ops_readers import FileReader
 from ._common import NumpyIterator, check_display, classification_args, one_hot, the_pipeline
 from ._common import draw_patches  # noqa: F401 (rocAL's name, refused)
 
@@ -40,8 +38,7 @@ class ROCALGenericIterator:
         # rocAL's fills labels after fn.external_source and its "labelReader" readers (readers.file and
         # readers.cifar10) only, and returns None with every other reader (TFRecord, Caffe, Caffe2, MXNet,
         # webdataset, COCO, video, sequence)
-        reader = self.loader.definition.reader
-        if not self.loader._is_external_source_operator and not isinstance(reader, (FileReader, Cifar10Records)):
+        if not self.loader._is_external_source_operator and not self.loader.definition.label_reader:
             return outputs, None
         labels = self.loader.get_image_labels()
         if self.loader._one_hot_encoding:
