@@ -34,3 +34,18 @@ def test_operators_record_on_their_own_pipelines_definition(small_folder):
     assert (outer._num_classes, outer._one_hot_encoding) == (None, False)
     assert outer.definition.labels is not None and outer._last_batch_policy is outer.definition.last_batch_policy
     assert inner.definition.batch_size == 3 and not outer._is_external_source_operator
+
+
+def test_the_loader_and_timing_info_build_the_pipeline_first(small_folder):
+    """``pipe.loader`` and ``timing_info()`` before ``build()``: the pipeline is built (its graph gets the
+    outputs set_outputs was given), not refused in DALI's words."""
+    pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=str(small_folder))
+        pipe.set_outputs(fn.resize(fn.decoders.image(jpegs, file_root=str(small_folder)), resize_width=8,
+                                   resize_height=8))
+    try:
+        assert pipe.timing_info().load_time == 0 and pipe.loader is not None
+        assert pipe.run()[0].batch.shape[0] == 2
+    finally:
+        pipe.rocal_release()

@@ -32,7 +32,7 @@ class Definition:
         batch_size: the pipeline's (fn.readers.sequence_reader pads its sequences to whole batches).
         reader: the one recorded reader (``reading.RecordedReader``), as rocAL's one meta data reader.
         label_reader: whether that reader makes rocAL's label reader (fn.readers.file, fn.readers.cifar10),
-            whose labels rocAL's generic iterator gives (None after every other reader).
+            whose labels rocAL's generic iterator gives (it gives None after every other reader).
         labels: the reading op's labels output (rocAL's labelReader), which the pipeline runs beside its
             outputs and hands out through ``get_image_labels()``.
         last_batch_policy: the reading op's (the iterators pad or drop by it).

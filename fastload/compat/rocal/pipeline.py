@@ -246,7 +246,9 @@ class Pipeline:
 
     @property
     def loader(self):
-        """The fastload DataLoader that runs the pipeline's reader (its ``stats`` say where time goes)."""
+        """The fastload DataLoader that runs the pipeline's reader (its ``stats`` say where time goes); builds
+        the pipeline first, as rocAL's getters do."""
+        self.build()
         return self._dali_pipeline.loader
 
     @property
