@@ -53,6 +53,14 @@ from fastload.gpu_decode import TorchvisionGpuDecoder  # noqa: E402
 from fastload.thread_pool import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
+def ctrl_c_default() -> None:
+    """A child's preexec_fn for tests that press Ctrl-C (send SIGINT): Python installs its KeyboardInterrupt
+    handler only where SIGINT starts at its default, and a test run started in the background of a
+    non-interactive shell (``cmd &``, nohup) passes SIGINT on ignored."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def resident_mib() -> float:
     """This process's resident memory in MiB (Linux's /proc/self/statm): what a host-memory leak grows,
     after glibc hands back what its arenas keep free (malloc_trim), so the arena a thread lands on does not

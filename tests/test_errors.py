@@ -19,7 +19,7 @@ from fastload import transforms as T
 from fastload.thread_pool import THREAD_PREFIX
 from fastload.sample_data import make_image
 
-from conftest import TESTDATA
+from conftest import TESTDATA, ctrl_c_default
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 TRAIN = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
@@ -161,7 +161,7 @@ for epoch in range(1000):
         time.sleep(0.05)
 '''
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=ctrl_c_default)
     if ending == "sigint":
         assert process.stdout.readline().strip() == "looping"
         process.send_signal(signal.SIGINT)

@@ -17,6 +17,8 @@ from fastload import thread_pool as pool_module
 from fastload.errors import StuckThreadWarning
 from fastload.thread_pool import END, THREAD_PREFIX, Job, LoaderPath, Stages, ThreadPool, batches_ahead
 
+from conftest import ctrl_c_default
+
 
 def fastload_threads():
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
@@ -295,8 +297,8 @@ def test_interpreter_exit_and_ctrl_c_return_within_the_bound_with_a_stuck_worker
     within CLOSE_TIMEOUT; both name the stuck thread and sample."""
     script = tmp_path / "stuck.py"
     script.write_text(_STUCK_SCRIPT)
-    process = subprocess.Popen([sys.executable, str(script), how, str(timeout)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, str(script), how, str(timeout)], preexec_fn=ctrl_c_default,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline() == "ready\n", process.stderr.read() if process.poll() is not None else ""
         started = time.monotonic()
