@@ -60,8 +60,11 @@ def _check(per_rank: list[dict], world: int) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("world", [2, 3])
-def test_torchrun_ranks_get_disjoint_equal_shards_from_every_rank_source(numbered_list, tmp_path, world):
+def test_torchrun_ranks_get_disjoint_equal_shards_from_every_rank_source(numbered_list, tmp_path):
+    """Three ranks (a size they do not divide: padded shards), each finding its rank from torch.distributed,
+    from torchrun's environment, or from arguments, alike. Two ranks: the loopback launch below, and the
+    Lightning, Accelerate, DDP-example and resume tests."""
+    world = 3
     for mode in ("dist", "env", "args"):
         _torchrun("--standalone", f"--nproc_per_node={world}", str(SCRIPT), str(numbered_list), str(tmp_path),
                   mode)
