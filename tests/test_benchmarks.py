@@ -165,3 +165,21 @@ def test_gpu_checks_script_parses_and_its_steps_start(tmp_path):
     for expected in ("timeout(100s)", "fastload GPU decode:nvimgcodec", "lanes 2", "ms/step"):
         assert expected in result.stdout
     assert "noise" not in result.stdout
+
+
+def test_gil_compat_measures_a_window_of_the_rocal_loader(tmp_path):
+    """gil_compat.py: py-spy attached to the rocAL loader after its warm-up; the held time and the images
+    of the window give a positive figure per image (skipped where py-spy is not installed: it is no extra)."""
+    import shutil
+
+    import pytest
+    if not (shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))):
+        pytest.skip("py-spy is not installed")
+    from fastload.sample_data import make_sample_folder
+    root = make_sample_folder(tmp_path / "folder", num_images=8, num_classes=2)
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "gil_compat.py"), str(root), "--batch-size", "4",
+                             "--workers", "1", "--seconds", "2"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    assert measured["loader"] == "fastload.compat.rocal" and measured["images_per_s"] > 0
+    assert measured["gil_us_per_image"] > 0 and measured["window_s"] == 2
