@@ -168,8 +168,7 @@ class Pipeline:
                  prefetch_queue_depth=2, exec_async=True, bytes_per_sample=0, rocal_cpu=False, max_streams=-1,
                  default_cuda_stream_priority=0, tensor_layout=types.NCHW, reverse_channels=False, mean=None,
                  std=None, tensor_dtype=types.FLOAT, output_memory_type=None, dct_scaling=False):
-        self._batch_size, self._num_threads, self._device_id = batch_size, num_threads, device_id
-        self._seed = seed if seed is not None else 1
+        self._num_threads, self._device_id = num_threads, device_id
         self._prefetch_queue_depth = prefetch_queue_depth
         self._rocal_cpu = bool(rocal_cpu)
         self._tensor_layout, self._tensor_dtype = tensor_layout, tensor_dtype
@@ -183,7 +182,7 @@ class Pipeline:
         # device_id=None: the graph runs on the CPU; the fused plan is fastload's CPU path
         threads = num_threads if num_threads and num_threads > 0 else 1
         self._dali_pipeline = RocalGraph(self.definition, lower, batch_size=batch_size, num_threads=threads,
-                                         device_id=None, seed=self._seed,
+                                         device_id=None, seed=seed if seed is not None else 1,
                                          prefetch_queue_depth=prefetch_queue_depth, dct_scaling=dct_scaling)
         self._outputs: list | None = None  # what set_outputs was given, less the empty label lists
         self._slots: list = []  # per set_outputs argument: None for an image output, [] kept as given
@@ -193,7 +192,9 @@ class Pipeline:
         self._boxes = None  # the last batch's per-sample boxes table (coco.py's layout), as the getters give them
         self._ltrb_boxes = None  # the same in l, t, r, b: rocAL's encoder and matcher run before its xywh copy
 
-    # -- what the operators decided, under the names rocAL's Pipeline gives them (its plugins read these)
+    # -- rocAL's Pipeline's names for what the definition and the graph hold (its plugins read these)
+    _batch_size = property(lambda self: self.definition.batch_size)
+    _seed = property(lambda self: self._dali_pipeline.seed)
     _num_classes = property(lambda self: self.definition.num_classes)
     _one_hot_encoding = property(lambda self: self.definition.one_hot_encoding)
     _box_encoder = property(lambda self: self.definition.box_encoder)
@@ -499,8 +500,7 @@ class Pipeline:
 
     def get_last_batch_padded_size(self) -> int:
         """How many copies of the last file fill this shard's last batch."""
-        self.build()
-        loader = self.loader
+        loader = self.loader  # (built first)
         return loader.make_order().padded if loader is not None else 0
 
     def rocal_reset_loaders(self) -> None:
@@ -521,7 +521,6 @@ class Pipeline:
 
     def set_seed(self, seed=0) -> None:
         self._dali_pipeline.reseed(seed)
-        self._seed = int(seed)
 
     def get_handle(self):
         return self
