@@ -67,8 +67,9 @@ def decoders_image(*inputs, user_feature_key_map=None, path="", file_root="", an
         definition = defining()
         boxes = definition.boxes = definition.decoded_boxes = Op(
             "rocal.boxes.decoded", coco.decoded_boxes(definition.coco), [data, node], {}).outputs[0]
-        definition.unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and get_bounding_box_cords() "
-                            "(rocAL's plugins would give the first box labels of the batch as its labels)")
+        definition.unlabelled = ("fn.readers.coco gives boxes: get_bounding_box_labels() and "
+                                 "get_bounding_box_cords() (rocAL's plugins would give the first box labels of the "
+                                 "batch as its labels)")
         describe(node, boxes=boxes)
     return node
 

@@ -79,7 +79,7 @@ def box_iou_matcher(*inputs, anchors, high_threshold=0.5, low_threshold=0.4, all
         raise ValueError(f"{PREFIX}: fn.box_iou_matcher needs fn.readers.coco(..., is_box_iou_matcher=True) (rocAL: "
                          f"\"Box IOU matcher variable not set cannot return matched idx\")")
     definition.box_iou_matcher = anchor_rules.box_iou_matcher(anchors, high_threshold, low_threshold,
-                                                         allow_low_quality_matches)
+                                                               allow_low_quality_matches)
     _one_anchor_list(definition)
     return None, []
 

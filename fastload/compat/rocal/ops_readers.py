@@ -315,8 +315,8 @@ def _sequence_node(name: str, sequences, read, random_shuffle: bool, frames, len
     definition = defining()
     _record(sequences)
     data = _reading(definition, RocalReaderSpec(sequences.samples, 0, 1, random_shuffle, True,
-                                          RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read,
-                                          reshuffle=reshuffle), name)
+                                                RocalLastBatchPolicy.LAST_BATCH_FILL, name=name, read=read,
+                                                reshuffle=reshuffle), name)
     node = Op("rocal." + name, frames, [data], {}, layouts=("FHWC",)).outputs[0]
     describe(node, image=Rocal((sequences.height, sequences.width), RocalTensorLayout.NFHWC,
                                RocalTensorOutputType.UINT8), frames=length)
@@ -381,7 +381,7 @@ def readers_sequence_reader(file_root, sequence_length, image_type=RocalImageCol
     node = _sequence_node("readers.sequence_reader", sequences, sequences.read, bool(random_shuffle),
                           sequences.frames, length, reshuffle=False)
     defining().unlabelled = ("fn.readers.sequence_reader gives no labels (rocAL makes no meta data reader for "
-                               "it): use run()'s outputs, or plugin.generic's iterator, whose labels are None")
+                             "it): use run()'s outputs, or plugin.generic's iterator, whose labels are None")
     return node
 
 
@@ -455,8 +455,8 @@ def _reader_node(decoder: str, inputs, file_root, shard_id, num_shards, random_s
     samples, read = recorded.decoder_samples(decoder, definition, file_root, path, key_map, num_shards)
     shard_id = shard_id if recorded.sharded else 0
     return _reading(definition, RocalReaderSpec(samples, int(shard_id), int(num_shards), bool(random_shuffle),
-                                          bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
-                                          pad=bool(pad_last_batch), read=read), decoder.removeprefix("fn."))
+                                                bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
+                                                pad=bool(pad_last_batch), read=read), decoder.removeprefix("fn."))
 
 
 def _sharding(decoder: str, shard_id, num_shards, pad_last_batch, stick_to_shard, shard_size) -> bool:
@@ -505,12 +505,13 @@ def readers_numpy(*inputs, file_root="", files=(), num_shards=1, output_layout=R
     definition = defining()
     arrays = npy.NpyFiles(file_root, list(files or ()), layout.name)
     _record(arrays)
-    definition.unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or plugin.pytorch) "
-                        "returns its arrays, as rocAL's")
-    data = _reading(definition, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards), bool(random_shuffle),
-                                          bool(stick_to_shard), RocalLastBatchPolicy(last_batch_policy),
-                                          pad=bool(pad_last_batch), seed=int(seed), name="NumpyReader",
-                                          read=arrays.read), "readers.numpy")
+    definition.unlabelled = ("fn.readers.numpy gives no labels: ROCALNumpyIterator (plugin.generic or "
+                             "plugin.pytorch) returns its arrays, as rocAL's")
+    data = _reading(definition, RocalReaderSpec(arrays.samples, int(shard_id), int(num_shards),
+                                                bool(random_shuffle), bool(stick_to_shard),
+                                                RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
+                                                seed=int(seed), name="NumpyReader", read=arrays.read),
+                    "readers.numpy")
     shape = arrays.layout.max_shape
     image = (arrays.layout.layout in ("NHWC", "NCHW") and arrays.layout.dtype == "uint8" and len(shape) == 3
              and shape[2 if layout == RocalTensorLayout.NHWC else 0] in (1, 3))
@@ -564,8 +565,8 @@ def readers_cifar10(*inputs, file_root="", num_shards=1, image_type=RocalImageCo
     records = cifar10.Cifar10Records(file_root, filename_prefix)
     _record(records, label_reader=True)
     data = _reading(definition, RocalReaderSpec(records.samples, 0, 1, bool(random_shuffle), bool(stick_to_shard),
-                                          RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
-                                          name="CIFAR10Reader", read=records.read), "readers.cifar10")
+                                                RocalLastBatchPolicy(last_batch_policy), pad=bool(pad_last_batch),
+                                                name="CIFAR10Reader", read=records.read), "readers.cifar10")
     node = Op("rocal.readers.cifar10", _cifar10_image, [data], {}, layouts=("HWC",)).outputs[0]
     describe(node, image=Rocal((cifar10.SIDE, cifar10.SIDE), RocalTensorLayout.NCHW, RocalTensorOutputType.UINT8))
     return node
