@@ -71,7 +71,8 @@ def main(argv=None) -> int:
                 raise SystemExit(f"gil_compat: py-spy failed: {spy.stderr[-500:]}")
             window = json.loads(process.stdout.readline())
         finally:
-            process.kill() if process.poll() is None else None
+            if process.poll() is None:
+                process.kill()
             process.wait()
         with open(raw) as stacks:
             samples = sum(int(line.rsplit(" ", 1)[1]) for line in stacks if line.strip())

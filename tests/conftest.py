@@ -53,6 +53,7 @@ from fastload.gpu_decode import TorchvisionGpuDecoder  # noqa: E402
 from fastload.thread_pool import THREAD_PREFIX  # noqa: E402
 from fastload.sample_data import make_image  # noqa: E402
 
+
 def ctrl_c_default() -> None:
     """A child's preexec_fn for tests that press Ctrl-C (send SIGINT): Python installs its KeyboardInterrupt
     handler only where SIGINT starts at its default, and a test run started in the background of a
