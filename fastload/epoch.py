@@ -41,9 +41,11 @@ def start_epoch(loader) -> ThreadPool:
                       serial_finish=stages.finish_in_order, handover=stages.handover, pinned=stages.pinned)
     loader.iterators.add(pool)
     weakref.finalize(pool, end_stats)  # a `break` or an error left the iterator: collected, it ends the epoch
-    for _ in range(replay):
+    for replayed in range(replay):
         if next(pool, END) is END:
-            break
+            pool.close()
+            raise ValueError(f"the resumed state says {replay} batches of epoch {start.epoch} were delivered, but "
+                             f"the dataset gave only {replayed}: it is not the dataset the state was saved over")
     if replay:
         loader.schedule.replayed(start.skip)
     return pool

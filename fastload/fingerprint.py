@@ -22,7 +22,8 @@ import warnings
 
 
 class ResumeStateWarning(UserWarning):
-    """A state saved without a fingerprint (an older fastload): loaded as before, unchecked."""
+    """A state whose fingerprint is None (how a state saved by an older fastload, which had none, is
+    loaded): loaded unchecked."""
 
 
 def _digest(parts) -> str:
@@ -59,8 +60,8 @@ def _size(path) -> int | None:
 def check(saved: dict | None, current: dict) -> None:
     """Raise ValueError naming what differs between the state's fingerprint and this loader's."""
     if saved is None:
-        warnings.warn("this state has no fingerprint of its samples and order (saved by an older fastload): "
-                      "loaded unchecked", ResumeStateWarning, stacklevel=3)
+        warnings.warn("this state's fingerprint of its samples and order is None: loaded unchecked",
+                      ResumeStateWarning, stacklevel=3)
         return
     differences = []
     saved_samples, samples = saved.get("samples", {}), current["samples"]

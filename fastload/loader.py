@@ -188,12 +188,13 @@ class DataLoader(torch.utils.data.DataLoader):
         elif fast is not None:  # same plan: the samples, target_transform or reader may still be new
             self.path.samples, self.path.target_transform, self.path.read_bytes = fast[0], fast[2], fast[3]
 
-    def make_order(self):
-        """This rank's order of an epoch (``fastload.order.Order``), None for a generic IterableDataset."""
+    def make_order(self, seed: int | None = None):
+        """This rank's order of an epoch (``fastload.order.Order``), None for a generic IterableDataset.
+        ``seed``: a fastload source's order seed (default: the schedule's)."""
         if isinstance(self.dataset, Source):
             return self.dataset.make_order(self.batch_size, self.drop_last, rank=self.rank,
                                            world_size=self.world_size, shuffle=self.source_shuffle,
-                                           seed=self.schedule.order_seed)
+                                           seed=self.schedule.order_seed if seed is None else seed)
         if isinstance(self.dataset, IterableDataset):
             return None
         return SamplerOrder(self._index_sampler, len(self.dataset), self._auto_collation)
@@ -230,11 +231,16 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def load_state_dict(self, state: dict) -> None:
         """Make the next iteration continue from ``state`` (from ``state_dict``, possibly of another process).
-        A state saved over other samples (names, labels, file sizes) or order settings (shuffle, sampler,
-        drop_last) is refused with a ValueError saying which (``fastload.fingerprint``)."""
-        schedule_state = {key: value for key, value in state.items() if key != "fingerprint"}
-        self.schedule.load_state_dict(schedule_state, self.batch_size, _length(self.dataset))
-        fingerprint.check(state.get("fingerprint"), self._fingerprint())
+
+        The state is checked whole before any of it is applied, so a refused state changes nothing: each
+        field present, of its type and in its range (``fastload.schedule.STATE_FIELDS``), no more batches
+        delivered than its epoch holds, and saved over the same samples (names, labels, file sizes) and
+        order settings (shuffle, sampler, drop_last; ``fastload.fingerprint``). A ValueError names the
+        field or what differs. A state whose ``fingerprint`` is None loads unchecked, with a warning."""
+        checked = self.schedule.check_state(state, self.batch_size, _length(self.dataset))
+        fingerprint.check(checked["fingerprint"], self._fingerprint())
+        self.schedule.check_position(checked, self.make_order)
+        self.schedule.resume_from(checked)
 
     def _fingerprint(self) -> dict:
         """The samples' part (cached for this sample list: it may stat every file) and the order's."""

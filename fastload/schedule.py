@@ -125,13 +125,12 @@ class Schedule:
 
     def _rng_state(self) -> dict | None:
         """The RNG a shuffling sampler draws from, before it draws: the generator, else the global one."""
-        if not isinstance(self.sampler, RandomSampler):
+        kind = _rng_kind(self.sampler, self.generator)
+        if kind is None:
             return None
-        if self.generator is not None:
-            return {"generator": self.generator.get_state().tolist()}
-        if self.sampler.generator is not None:
-            return {"sampler_generator": self.sampler.generator.get_state().tolist()}
-        return {"global": torch.get_rng_state().tolist()}
+        generator = {"generator": self.generator, "sampler_generator": getattr(self.sampler, "generator", None),
+                     "global": torch.default_generator}[kind]
+        return {kind: generator.get_state().tolist()}
 
     @contextlib.contextmanager
     def _rng_restored(self, rng: dict | None):
@@ -162,13 +161,38 @@ class Schedule:
                 "rng": position["rng"], "batch_size": batch_size, "dataset_len": dataset_len,
                 "world_size": position["world_size"], "segments": position["segments"]}
 
-    def load_state_dict(self, state: dict, batch_size: int | None, dataset_len: int | None) -> None:
-        if state.get("version") != 1:
-            raise ValueError(f"not a fastload DataLoader state (version {state.get('version')!r})")
-        if (state["batch_size"], state["dataset_len"]) != (batch_size, dataset_len):
-            raise ValueError(f"this state was saved with batch_size={state['batch_size']} over "
-                             f"{state['dataset_len']} samples; this loader has batch_size={batch_size} "
-                             f"over {dataset_len}: the remaining batches would not be the same")
+    def check_state(self, state, batch_size: int | None, dataset_len: int | None) -> dict:
+        """``state``'s fields, each present, of its type and in its range, and saved with this loader's
+        batch size over as many samples; a ValueError naming the first field that is wrong. Nothing is
+        changed here (``load_state_dict`` checks a state whole before it applies any of it)."""
+        state = check_fields(state)
+        for name, here in (("batch_size", batch_size), ("dataset_len", dataset_len)):
+            if state[name] != here:
+                raise ValueError(f"state field {name!r}: this state was saved with batch_size={state['batch_size']} "
+                                 f"over {state['dataset_len']} samples; this loader has batch_size={batch_size} "
+                                 f"over {dataset_len}: the remaining batches would not be the same")
+        return state
+
+    def check_position(self, state: dict, order_for: Callable[[int], Any]) -> None:
+        """A checked ``state``'s position is one this loader can resume: its RNG the one this loader's
+        sampler draws from, and no more batches delivered than its epoch holds at the world size it was
+        saved at (``order_for(seed)`` makes this rank's order with a seed). Nothing is changed here."""
+        expected = _rng_kind(self.sampler, self.generator)
+        saved = next(iter(state["rng"]), None) if state["rng"] is not None else None
+        if saved is not None and saved != expected:
+            raise ValueError(f"state field 'rng': saved from the {saved!r} RNG, but this loader's sampler draws "
+                             f"from {expected or 'none'}")
+        if not state["finished"] and state["batches"]:
+            order = order_for(state["seed"])
+            if order is not None:
+                order, skip, _ = resume_at_world_size(order, state["epoch"], state["batches"],
+                                                      state["world_size"], state["segments"])
+                if skip > len(order):
+                    raise ValueError(f"state field 'batches': {state['batches']} batches delivered, but epoch "
+                                     f"{state['epoch']} has {len(order)} here")
+
+    def resume_from(self, state: dict) -> None:
+        """The next iteration continues from ``state`` (as ``check_state`` returned it)."""
         self._pending = dict(state)
 
     def _apply_pending(self) -> tuple[int, Any, int | None, list]:
@@ -178,9 +202,93 @@ class Schedule:
         if state is None:
             return 0, None, None, []
         self.seed = state["seed"]
-        self._augment_seed = state.get("augment_seed", state["seed"])
+        self._augment_seed = state["augment_seed"]
         self.set_epoch(state["epoch"] + 1 if state["finished"] else state["epoch"])
         self._source_epoch_seen = getattr(self.source, "epoch", None)
         if state["finished"]:
             return 0, None, None, []
-        return state["batches"], state["rng"], state.get("world_size"), state.get("segments") or []
+        return state["batches"], state["rng"], state["world_size"], [list(s) for s in state["segments"]]
+
+
+def _rng_kind(sampler, generator: torch.Generator | None) -> str | None:
+    """Which RNG a shuffled epoch's order is drawn from: the loader's ``generator``, the sampler's own, the
+    global one; None where the sampler does not shuffle."""
+    if not isinstance(sampler, RandomSampler):
+        return None
+    if generator is not None:
+        return "generator"
+    return "sampler_generator" if sampler.generator is not None else "global"
+
+
+SEEDS = (-(1 << 63), (1 << 64) - 1)  # what torch.manual_seed takes
+RNG_STATE_BYTES = torch.get_rng_state().numel()  # a CPU generator's state (mt19937 and its extras)
+
+
+def check_fields(state) -> dict:
+    """A state's fields, each present, of its type and in range; a ValueError naming the first that is not.
+    A state is read from a file that may be old, edited or of another program: every number in it is
+    range-checked before it decides which batches come."""
+    if not isinstance(state, dict):
+        raise ValueError(f"a DataLoader state is a dict, not {type(state).__name__}")
+    if "version" not in state or state["version"] != 1 or isinstance(state["version"], bool):
+        raise ValueError(f"not a fastload DataLoader state (state field 'version' is {state.get('version')!r}, "
+                         "expected 1)")
+    unknown = sorted(map(repr, set(state) - set(STATE_FIELDS)))
+    if unknown:
+        raise ValueError(f"state field {unknown[0]}: not a field of a fastload DataLoader state "
+                         f"(fields: {', '.join(STATE_FIELDS)})")
+    for name, (check, what) in STATE_FIELDS.items():
+        if name not in state:
+            raise ValueError(f"state field {name!r} is missing ({what})")
+        if not check(state[name]):
+            raise ValueError(f"state field {name!r} is {_short(state[name])}: expected {what}")
+    return dict(state)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _int(low: int | None = None, high: int | None = None) -> Callable[[Any], bool]:
+    return lambda v: (isinstance(v, int) and not isinstance(v, bool) and (low is None or v >= low)
+                      and (high is None or v <= high))
+
+
+def _rng(value) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in (
+            "generator", "sampler_generator", "global"):
+        return False
+    data = next(iter(value.values()))
+    return (isinstance(data, list) and len(data) == RNG_STATE_BYTES
+            and all(type(b) is int and 0 <= b <= 255 for b in data))
+
+
+def _segments(value) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(s, (list, tuple)) and len(s) == 2 and _int(1)(s[0]) and _int(0)(s[1]) for s in value)
+
+
+def _fingerprint(value) -> bool:
+    return value is None or (isinstance(value, dict) and set(value) == {"samples", "order"}
+                             and all(isinstance(part, dict) for part in value.values()))
+
+
+_COUNT = 1 << 62  # no epoch, batch count, size or length is near this
+STATE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "version": (lambda v: v == 1, "1"),
+    "epoch": (_int(0, _COUNT), "the epoch, an integer >= 0"),
+    "batches": (_int(0, _COUNT), "the batches delivered in the epoch, an integer >= 0"),
+    "finished": (lambda v: isinstance(v, bool), "True or False (whether the epoch ran out)"),
+    "seed": (_int(*SEEDS), "the order's seed, an integer torch.manual_seed takes"),
+    "augment_seed": (_int(*SEEDS), "the augmentation's seed, an integer torch.manual_seed takes"),
+    "rng": (_rng, f"None, or {{'generator' | 'sampler_generator' | 'global': the {RNG_STATE_BYTES} bytes of a "
+                  "CPU generator's state}"),
+    "batch_size": (lambda v: v is None or _int(1, _COUNT)(v), "None or an integer >= 1"),
+    "dataset_len": (lambda v: v is None or _int(0, _COUNT)(v), "None or an integer >= 0"),
+    "world_size": (lambda v: v is None or _int(1, 1 << 31)(v), "None or the world size, an integer >= 1"),
+    "segments": (_segments, "a list of [world size >= 1, batches >= 0] pairs"),
+    "fingerprint": (_fingerprint, "None (load unchecked) or {'samples': {...}, 'order': {...}}"),
+}

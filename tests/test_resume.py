@@ -240,7 +240,8 @@ def test_a_failed_batch_counts_as_consumed_as_under_torch(workers):
 def test_resume_refuses_other_samples_or_order_settings_saying_which(image_folder, tmp_path):
     """A folder of the same count with one file swapped for another, a file replaced under its name by one
     of another size, or another shuffle: the saved position would deliver samples twice and others never,
-    so load_state_dict refuses, naming what differs; a state from an older fastload loads with a warning."""
+    so load_state_dict refuses, naming what differs. A state without its fingerprint is refused naming it;
+    one whose fingerprint is None (how to load a state of an older fastload) loads with a warning."""
     import shutil
     import warnings
 
@@ -269,6 +270,9 @@ def test_resume_refuses_other_samples_or_order_settings_saying_which(image_folde
     with pytest.raises(ValueError, match="shuffle: saved True, now False"):
         fastload.DataLoader(tensors, batch_size=4, shuffle=False).load_state_dict(shuffled.state_dict())
     old = {key: value for key, value in shuffled.state_dict().items() if key != "fingerprint"}
+    with pytest.raises(ValueError, match="'fingerprint' is missing"):
+        fastload.DataLoader(tensors, batch_size=4, shuffle=True).load_state_dict(old)
+    old["fingerprint"] = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fastload.DataLoader(tensors, batch_size=4, shuffle=True).load_state_dict(old)
