@@ -39,6 +39,7 @@ setup(
                  "Intended Audience :: Science/Research"],
     packages=[*find_packages(include=["fastload", "fastload.*"]), "fastload.kernels"],
     package_dir={"fastload": "fastload", "fastload.kernels": "kernels"},
+    package_data={"fastload": ["serve_openapi.json"]},  # (fastload serve's OpenAPI description, GET /v2/openapi.json)
     ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"], depends=["fastload/_resample.h"],
                            libraries=["jpeg"], extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],

@@ -30,21 +30,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
+import pathlib
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Callable
 
 import torch
 from aiohttp import web
 
 from .errors import DecodeError
-from .serve_model import Batcher, Model, ModelStats, load_model, model_input, top5  # noqa: F401  (public here)
+from .serve_limits import MAX_MODELS, MAX_QUEUE
+from .serve_metrics import prometheus_text
+from .serve_model import (Batcher, DecodePool, Model, ModelStats, QueueFull, load_model,  # noqa: F401  (public here)
+                          model_input, top5)
 from .serve_protocol import (DTYPES, ONE_INPUT, PROTOCOL_EXTENSIONS, RequestError,  # noqa: F401
-                             encode_output, images_input, parse_bytes_tensor, parse_infer_request, raw_tensor)
+                             check_model_name, encode_output, flag, images_input, load_json, load_parameters,
+                             parameters_of, parse_bytes_tensor, parse_infer_request, raw_tensor)
 
 log = logging.getLogger("fastload.serve")
 _CHARGED = "fastload.charged"  # a request's key: the bytes of its chunked body charged to the bytes in flight
@@ -72,6 +78,12 @@ class InferenceServer:
         pipeline_loader: what makes a pipeline of a repository's file, called as ``pipeline_loader(path,
             batch=batch)``; needed with ``repository`` (``fastload serve`` passes
             ``fastload.compat.rocal.JsonPipeline``: the server itself knows no front end's format).
+        max_models: models loaded at once at most (each holds a batcher thread); a repository load past it is
+            answered 429 (gRPC's RESOURCE_EXHAUSTED: a quota, free one by unloading a model).
+        max_queue: images waiting in the batcher of each model it makes (the default model's, the repository's)
+            at most; past it: 503 + Retry-After.
+
+    The limits policy (every bound a request's numbers meet, and the caps) is fastload/serve_limits.py.
     """
 
     def __init__(self, pipeline=None, model: torch.nn.Module | None = None, host: str = "127.0.0.1",
@@ -80,7 +92,8 @@ class InferenceServer:
                  repository: str | None = None, max_connections: int = 512, max_inflight_bytes: int = 256 << 20,
                  decode_threads: int | None = None, decode_budget_s: float = 10.0, access_log: bool = False,
                  preferred_batch_size: tuple[int, ...] = (), grpc_port: int | None = None,
-                 pipeline_loader: Callable[..., Any] | None = None):
+                 pipeline_loader: Callable[..., Any] | None = None, max_models: int = MAX_MODELS,
+                 max_queue: int = MAX_QUEUE):
         if repository is not None and pipeline_loader is None:
             raise ValueError("a model repository needs pipeline_loader, what makes a pipeline of its files "
                              "(fastload.compat.rocal.JsonPipeline for rocAL's JSON pipelines)")
@@ -91,25 +104,34 @@ class InferenceServer:
         self.grpc_port, self._grpc = grpc_port, None
         self.max_connections, self.max_inflight_bytes = max_connections, max_inflight_bytes
         self.decode_budget_s, self.access_log, self.repository = decode_budget_s, access_log, repository
+        if isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 1:
+            raise ValueError(f"max_models={max_models!r}: a positive whole number of models")
+        self.max_models, self.max_queue = max_models, max_queue
         self.models: dict[str, Model] = {}
         self.name = name
         if pipeline is not None:
-            self.models[name] = Model(name, pipeline, model, max_batch, max_wait_ms * 1000, preferred_batch_size)
+            self.models[name] = Model(name, pipeline, model, max_batch, max_wait_ms * 1000, preferred_batch_size,
+                                      max_queue)
         for m in models:
             self.models[m.name] = m
         try:
             if repository is not None:
                 for file in sorted(os.listdir(repository)):
                     if file.endswith(".json") and file[:-5] not in self.models:
+                        if len(self.models) >= max_models:
+                            raise ValueError(f"{repository} holds more pipelines than max_models={max_models}")
                         self._load(file[:-5], {"model": file, "batch": max_batch})
-        except BaseException:
+        except RequestError as error:  # (a repository file the checks refuse, at start)
             for m in self.models.values():  # (their batcher threads)
+                m.close()
+            raise ValueError(f"{repository}: {error.reason}") from None
+        except BaseException:
+            for m in self.models.values():
                 m.close()
             raise
         self.requests = 0  # infer requests taken so far
         self._inflight_bytes = 0
-        self._pool = ThreadPoolExecutor(decode_threads or min(8, (os.cpu_count() or 2) * 2),
-                                        thread_name_prefix="fastload-serve-decode")
+        self._decoder = DecodePool(decode_threads or min(8, (os.cpu_count() or 2) * 2))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -148,18 +170,19 @@ class InferenceServer:
         routes.get("/v2/health/live")(self._live)
         routes.get("/v2/health/ready")(self._ready)
         routes.get("/v2")(self._server_metadata)
+        routes.get("/v2/models/stats")(self._model_stats)  # (before /v2/models/{model}, which would take it)
         for prefix in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
             routes.get(prefix)(self._model_metadata)
             routes.get(prefix + "/ready")(self._model_ready)
             routes.get(prefix + "/stats")(self._model_stats)
             routes.post(prefix + "/infer", expect_handler=self._expect)(self._infer)
-        routes.get("/v2/models/stats")(self._model_stats)
         routes.post("/v2/repository/index")(self._index)
         routes.post("/v2/repository/models/{model}/load")(self._repository_load)
         routes.post("/v2/repository/models/{model}/unload")(self._repository_unload)
         routes.get("/metrics")(self._metrics)
         routes.post("/predict", expect_handler=self._expect)(self._predict)
         routes.get("/health")(self._health)
+        routes.get("/v2/openapi.json")(self._openapi)
         app.add_routes(routes)
         access = None
         if self.access_log:
@@ -202,7 +225,7 @@ class InferenceServer:
             m.close()
         for closing in self._unloading:
             closing.join()
-        self._pool.shutdown(wait=True, cancel_futures=True)  # (a decode past its budget is waited for here)
+        self._decoder.close()
 
     def __enter__(self) -> "InferenceServer":
         return self.start()
@@ -214,7 +237,8 @@ class InferenceServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
-        """503 + Retry-After past the connection or bytes-in-flight cap; every error as {"error": ...}."""
+        """503 + Retry-After past the connection or bytes-in-flight cap; every error as {"error": ...}, a bug
+        of ours too (500, its traceback logged, never sent)."""
         length = request.content_length or 0
         connections = len(self._runner.server.connections)
         if connections > self.max_connections:
@@ -238,6 +262,9 @@ class InferenceServer:
             if error.status == 405:
                 return _error(405, f"{request.method} {request.path}: use {error.headers.get('Allow')}", headers)
             return _error(error.status, error.text or error.reason, headers)
+        except Exception as error:
+            log.exception("%s %s failed", request.method, request.path)
+            return _error(500, f"the server failed: {type(error).__name__}")
         finally:
             self._inflight_bytes -= request.get(_CHARGED, 0)
 
@@ -350,7 +377,7 @@ class InferenceServer:
         """The images decoded in the pool, within the request's budget: (name, tensor) each."""
         loop = asyncio.get_running_loop()
         names = [f"request {first}" + (f" image {i}" if len(images) > 1 else "") for i in range(len(images))]
-        futures = [loop.run_in_executor(self._pool, model.pipeline._decode, data, i, name)
+        futures = [self._decoder.run(loop, model.pipeline._decode, data, i, name)
                    for i, (data, name) in enumerate(zip(images, names))]
         try:
             decoded = await asyncio.wait_for(asyncio.gather(*futures), self.decode_budget_s)
@@ -375,7 +402,9 @@ class InferenceServer:
         decoded = await self._decode(model, images, self.requests)
         model.stats.made_input(time.perf_counter_ns() - decoding)
         try:
-            futures = [asyncio.wrap_future(model.batcher.submit(item)) for item in decoded]
+            futures = [asyncio.wrap_future(future) for future in model.batcher.submit_all(decoded)]
+        except QueueFull as full:
+            raise RequestError(503, f"model {model.name!r}: {full}", {"Retry-After": "1"}) from None
         except RuntimeError:
             raise RequestError(404, f"model {model.name!r} was unloaded while its request was decoded") from None
         results = await asyncio.gather(*futures, return_exceptions=True)
@@ -392,7 +421,8 @@ class InferenceServer:
         model = self._model(request)
         with model.stats.counted():
             body = await self._body(request)
-            infer, images = parse_infer_request(body, request.headers.get("Inference-Header-Content-Length"))
+            infer, images = parse_infer_request(body, request.headers.get("Inference-Header-Content-Length"),
+                                                model.max_batch_size)
             results = await self.run(model, images)
             encoding = time.perf_counter_ns()
             answer = self._infer_answer(model, infer, results)
@@ -400,14 +430,14 @@ class InferenceServer:
             return answer
 
     def _infer_answer(self, model: Model, infer: dict, results: list) -> web.Response:
-        default = (infer.get("parameters") or {}).get("binary_data_output", False)
-        wanted = [r if isinstance(r, dict) else {} for r in infer.get("outputs") or []]
-        parameters = [r.get("parameters") or {} for r in wanted]
-        answers = model.answer(results, [(r.get("name"), p.get("classification", 0))
-                                         for r, p in zip(wanted, parameters)])
+        """The answer's JSON header and binary parts (``infer``'s fields were checked by parse_infer_request)."""
+        default = flag(parameters_of(infer, "the request"), "binary_data_output")
+        wanted = infer.get("outputs") or []
+        parameters = [parameters_of(r, "an output") for r in wanted]
+        answers = model.answer(results, [(r["name"], p.get("classification", 0)) for r, p in zip(wanted, parameters)])
         outputs, binary = [], []
         for (name, dtype, shape, tensor), params in zip(answers, parameters or [{}]):
-            out, data = encode_output(name, dtype, tensor, bool(params.get("binary_data", default)), shape)
+            out, data = encode_output(name, dtype, tensor, flag(params, "binary_data", default), shape)
             outputs.append(out)
             binary.append(data)
         header = {"model_name": model.name, "model_version": model.version, "outputs": outputs}
@@ -421,7 +451,7 @@ class InferenceServer:
 
     async def _predict(self, request: web.Request):
         """POST /predict: one image's bytes, the first model's answer (top-5 with a classifier)."""
-        model = next(iter(self.models.values()))
+        model = self._first_model()
         body = await self._body(request)
         if not body:
             raise RequestError(400, "an empty body: send the image's bytes")
@@ -432,18 +462,29 @@ class InferenceServer:
         return web.json_response({"top5": [{"class": int(i), "probability": float(v)}
                                            for v, i in zip(values, indices)]})
 
+    def _first_model(self) -> Model:
+        """The model /predict and /health answer for: the first loaded; 503 when every model was unloaded."""
+        for model in self.models.values():
+            return model
+        raise RequestError(503, "no model is loaded: load one (POST /v2/repository/models/{name}/load)")
+
+    async def _openapi(self, request):
+        """GET /v2/openapi.json: the REST API's OpenAPI 3 description (fastload/serve_openapi.json)."""
+        return web.Response(body=_openapi_text(), content_type="application/json")
+
     async def _health(self, request):
-        model = next(iter(self.models.values()))
+        model = self._first_model()
         return web.json_response({"status": "ok", "model": model.name, "batches": model.batcher.batches,
                                   "output_shape": list(model.pipeline.output_shape)})
 
     # -- the repository
 
     def _load(self, name: str, parameters: dict, swap: bool = True) -> Model:
-        file = parameters.get("model", f"{name}.json")
-        batch = parameters.get("batch", 8)
-        if not isinstance(file, str) or not isinstance(batch, int) or batch < 1:
-            raise RequestError(400, "parameters: \"model\" a pipeline file name, \"batch\" a positive integer")
+        """Model ``name`` made of a repository file; ``parameters`` as serve_protocol.load_parameters checks
+        them (every number range-checked before use: 400 naming it)."""
+        check_model_name(name)
+        parameters = load_parameters(name, parameters)
+        file = parameters["model"]
         if self.repository is None:
             raise RequestError(400, "this server has no model repository (--repository) to load from")
         root = os.path.realpath(self.repository)
@@ -453,10 +494,14 @@ class InferenceServer:
         if not os.path.isfile(path):
             raise RequestError(400, f"no pipeline {file!r} in the model repository")
         try:
-            pipeline = self.pipeline_loader(path, batch=batch)
-            classifier = parameters.get("classifier")
-            classifier = load_model(classifier) if classifier else None
-            model = Model(name, pipeline, classifier, batch, float(parameters.get("max_queue_delay_us", 5000)))
+            pipeline = self.pipeline_loader(path, batch=parameters["batch"])
+            classifier = parameters["classifier"]
+            if classifier is not None:
+                classifier = load_model(classifier)
+                log.warning("model %r: classifier %s has random weights (a repository load gives no weights)",
+                            name, parameters["classifier"])
+            model = Model(name, pipeline, classifier, parameters["batch"], parameters["max_queue_delay_us"],
+                          max_queue=self.max_queue)
         except RequestError:
             raise
         except ValueError as error:
@@ -464,6 +509,12 @@ class InferenceServer:
         if swap:
             self._swap(name, model)
         return model
+
+    def _room_for(self, name: str) -> None:
+        """429 if loading ``name`` would hold more than max_models models (a reload replaces its model)."""
+        if name not in self.models and len(self.models) >= self.max_models:
+            raise RequestError(429, f"{len(self.models)} models are loaded, the limit (max_models) is "
+                                    f"{self.max_models}: unload one first")
 
     def _swap(self, name: str, model: Model | None) -> None:
         """``model`` (None: no model) served as ``name``; the one it replaces answers what it holds, then stops."""
@@ -476,8 +527,17 @@ class InferenceServer:
             self._unloading.append(closing)
 
     async def repository_load(self, name: str, parameters: dict) -> None:
-        """Load (or reload) model ``name`` from the repository: ``parameters`` as ``_load`` takes them."""
+        """Load (or reload) model ``name`` from the repository: ``parameters`` as ``_load`` takes them; 400 for
+        a bad name or parameter, 429 past max_models."""
+        check_model_name(name)
+        load_parameters(name, parameters)  # (checked before a thread is asked for)
+        self._room_for(name)
         model = await asyncio.get_running_loop().run_in_executor(None, self._load, name, parameters, False)
+        try:
+            self._room_for(name)  # (again: another load may have finished meanwhile)
+        except RequestError:
+            model.close()
+            raise
         self._swap(name, model)  # (in the loop's thread, as every reader of self.models)
 
     def repository_unload(self, name: str) -> None:
@@ -495,13 +555,10 @@ class InferenceServer:
 
     async def _repository_load(self, request):
         body = await self._body(request)
-        try:
-            parameters = (json.loads(body) if body else {}).get("parameters") or {}
-        except (ValueError, AttributeError):
-            raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}") from None
-        if not isinstance(parameters, dict):
+        load = load_json(body, "the load request") if body else {}
+        if not isinstance(load, dict):
             raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}")
-        await self.repository_load(request.match_info["model"], parameters)
+        await self.repository_load(request.match_info["model"], parameters_of(load, "the load request"))
         return web.json_response({})
 
     async def _repository_unload(self, request):
@@ -512,30 +569,18 @@ class InferenceServer:
         return web.json_response(self.repository_index())
 
     async def _metrics(self, request):
-        lines = []
-        metrics = [("nv_inference_request_success", "counter", lambda s: s.success[0]),
-                   ("nv_inference_request_failure", "counter", lambda s: s.fail[0]),
-                   ("nv_inference_count", "counter", lambda s: s.inferences),
-                   ("nv_inference_exec_count", "counter", lambda s: s.executions),
-                   ("nv_inference_request_duration_us", "counter", lambda s: (s.success[1] + s.fail[1]) // 1000),
-                   ("nv_inference_queue_duration_us", "counter", lambda s: s.queue[1] // 1000),
-                   ("nv_inference_compute_input_duration_us", "counter", lambda s: s.compute_input[1] // 1000),
-                   ("nv_inference_compute_infer_duration_us", "counter", lambda s: s.compute[1] // 1000),
-                   ("nv_inference_compute_output_duration_us", "counter", lambda s: s.compute_output[1] // 1000)]
-        for metric, kind, value in metrics:
-            lines += [f"# TYPE {metric} {kind}"]
-            lines += [f'{metric}{{model="{m.name}",version="{m.version}"}} {value(m.stats)}'
-                      for m in self.models.values()]
-        lines += ["# TYPE fastload_inflight_request_bytes gauge", f"fastload_inflight_request_bytes "
-                  f"{self._inflight_bytes}", "# TYPE fastload_open_connections gauge",
-                  f"fastload_open_connections {len(self._runner.server.connections)}"]
-        return web.Response(body=("\n".join(lines) + "\n").encode(),
-                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+        body = prometheus_text(list(self.models.values()), self._inflight_bytes, len(self._runner.server.connections))
+        return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
 async def _continue(request: web.Request) -> None:
     from aiohttp.web_urldispatcher import _default_expect_handler
     await _default_expect_handler(request)
+
+
+@functools.lru_cache(maxsize=1)
+def _openapi_text() -> bytes:
+    return (pathlib.Path(__file__).parent / "serve_openapi.json").read_bytes()
 
 
 def _error(status: int, reason: str, headers: dict | None = None) -> web.Response:

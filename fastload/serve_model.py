@@ -6,17 +6,21 @@ run requests through it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from .errors import DecodeError
+from .serve_limits import MAX_BATCH_SIZE, MAX_QUEUE, MAX_QUEUE_DELAY_US
 from .serve_protocol import DTYPES, RequestError
+
+log = logging.getLogger("fastload.serve")  # (serve.py's logger)
 
 def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
     """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
@@ -34,7 +38,12 @@ def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn
     except ValueError as error:
         raise ValueError(f"unknown torchvision model {name!r} ({error})") from None
     if weights is not None:
-        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+        try:  # (weights_only: a state_dict file is tensors; unpickling anything else could run code)
+            model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+        except OSError:
+            raise
+        except Exception as error:  # (not a torch file, not a state_dict, or another model's)
+            raise ValueError(f"{weights}: not a state_dict of torchvision's {name}: {error}") from None
     return model.eval()
 
 
@@ -51,31 +60,47 @@ def top5(logits: torch.Tensor) -> list[list[dict]]:
             for row_v, row_i in zip(values, indices)]
 
 
+class QueueFull(Exception):
+    """A batcher's queue holds max_queue images: the request is answered 503 with Retry-After, not queued."""
+
+
 class Batcher:
     """One thread that runs ``process`` on batches of the items submitted to it (Triton's dynamic batcher):
     it takes the first waiting item, then more until ``max_batch`` items, or a preferred batch size with
     nothing more waiting, or ``max_wait_ms`` after the first, and answers each item's Future with its element
     of ``process(items)`` (an exception there is raised by that item's Future alone, one raised by ``process``
-    by every Future of the batch). ``stats`` records each batch's size, queue and compute times."""
+    by every Future of the batch). ``stats`` records each batch's size, queue and compute times.
+
+    One batch never stops the thread: an item whose Future was cancelled while it waited (a gRPC deadline, a
+    client gone) is dropped, any other failure in the loop answers that batch's Futures with it and the thread
+    goes on, and a thread found dead (which nothing here should allow) is replaced at the next submit. At most
+    ``max_queue`` items wait (``submit_all`` past it: QueueFull), so a burst costs bounded memory.
+    """
 
     def __init__(self, process: Callable[[list], list], max_batch: int = 8, max_wait_ms: float = 5.0,
-                 preferred: tuple[int, ...] = (), stats: "ModelStats | None" = None, threads: int | None = None):
-        if max_batch < 1 or max_wait_ms < 0 or any(not 1 <= p <= max_batch for p in preferred):
-            raise ValueError("max_batch must be positive, max_wait_ms not negative, preferred sizes in "
-                             "[1, max_batch]")
+                 preferred: tuple[int, ...] = (), stats: "ModelStats | None" = None, threads: int | None = None,
+                 max_queue: int = MAX_QUEUE):
+        if (isinstance(max_batch, bool) or not isinstance(max_batch, int) or not 1 <= max_batch <= MAX_BATCH_SIZE
+                or not 0 <= max_wait_ms <= MAX_QUEUE_DELAY_US / 1000
+                or any(not 1 <= p <= max_batch for p in preferred)):
+            raise ValueError(f"max_batch must be a whole number from 1 to {MAX_BATCH_SIZE}, max_wait_ms from 0 to "
+                             f"{MAX_QUEUE_DELAY_US // 1000}, preferred sizes in [1, max_batch]")
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads}: a positive number of intra-op threads, or None for torch's")
+        if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 1:
+            raise ValueError(f"max_queue={max_queue!r}: a positive whole number of waiting items")
         self.process, self.max_batch, self.max_wait = process, max_batch, max_wait_ms / 1000
         self.preferred = frozenset(preferred)
         self.stats = stats
+        self.max_queue = max(max_queue, max_batch)  # (a full batch always fits)
         self.batches = 0  # how many batches ran (for tests and /health)
         self.threads = threads  # torch's intra-op threads for ``process`` (None: torch's default)
         self._queue: queue.Queue = queue.Queue()
+        self._waiting = 0  # items submitted and not yet taken into a batch
         self._closed, self._closing = False, threading.Lock()
         self._counted = threading.Event()  # the thread has set its intra-op count
         default = torch.get_num_threads()  # this thread's: torch's default, or what the user set
-        self._thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
-        self._thread.start()
+        self._thread = self._start()
         if threads is not None:
             # torch.set_num_threads also sets the count every thread not yet set up starts with (torch sets
             # a thread's up at its first parallel op from the count last set anywhere): put that back, so a
@@ -83,14 +108,32 @@ class Batcher:
             self._counted.wait()
             torch.set_num_threads(default)
 
+    def _start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name="fastload-serve-batcher", daemon=True)
+        thread.start()
+        return thread
+
     def submit(self, item) -> Future:
-        """``item``'s Future; a RuntimeError once closed (nothing would answer it)."""
-        future: Future = Future()
+        """``item``'s Future; a RuntimeError once closed (nothing would answer it), QueueFull when full."""
+        return self.submit_all([item])[0]
+
+    def submit_all(self, items: list) -> list[Future]:
+        """A Future for each of ``items`` (one request's), all queued or none: RuntimeError once closed,
+        QueueFull if they would take the queue past max_queue."""
+        futures = [Future() for _ in items]
         with self._closing:
             if self._closed:
                 raise RuntimeError("closed (the model was unloaded)")
-            self._queue.put((item, future, time.perf_counter_ns()))
-        return future
+            if self._waiting + len(items) > self.max_queue:
+                raise QueueFull(f"{self._waiting} images wait for the model, the limit is {self.max_queue}: retry")
+            if not self._thread.is_alive():
+                log.error("a batcher thread was found dead: a new one takes its queue")
+                self._thread = self._start()
+            self._waiting += len(items)
+            now = time.perf_counter_ns()
+            for item, future in zip(items, futures):
+                self._queue.put((item, future, now))
+        return futures
 
     def close(self) -> None:
         """Answer everything submitted so far, then stop the thread."""
@@ -110,22 +153,42 @@ class Batcher:
             self._counted.set()
         closing = False
         while not closing:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch, deadline = [first], time.monotonic() + self.max_wait
-            while len(batch) < self.max_batch:
-                if len(batch) in self.preferred and self._queue.empty():
-                    break
-                try:
-                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    closing = True
-                    break
-                batch.append(item)
-            self._answer(batch)
+            batch: list = []
+            try:
+                closing = self._collect(batch)
+                if batch:
+                    self._answer(batch)
+            except Exception as error:  # a bug of ours, or a broken process: this batch fails, the rest is served
+                log.exception("a batch of %d failed outside its process()", len(batch))
+                for _, future, _ in batch:
+                    if not future.done():
+                        future.set_exception(RuntimeError(f"the batcher failed: {error!r}"))
+
+    def _take(self, timeout: float | None):
+        """The next queued entry (None: close() was asked), or queue.Empty after ``timeout``."""
+        entry = self._queue.get(timeout=timeout)
+        if entry is not None:
+            with self._closing:
+                self._waiting -= 1
+        return entry
+
+    def _collect(self, batch: list) -> bool:
+        """Fill ``batch`` with the next batch's entries (whose Futures are now running: a cancel comes too
+        late); an entry whose Future was cancelled while it waited is dropped. True once close() was asked."""
+        deadline = None
+        while len(batch) < self.max_batch:
+            if batch and len(batch) in self.preferred and self._queue.empty():
+                return False
+            try:
+                entry = self._take(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return False
+            if entry is None:
+                return True
+            if entry[1].set_running_or_notify_cancel():
+                batch.append(entry)
+                deadline = deadline or time.monotonic() + self.max_wait
+        return False
 
     def _answer(self, batch: list) -> None:
         started = time.perf_counter_ns()
@@ -144,6 +207,36 @@ class Batcher:
                 future.set_exception(result)
             else:
                 future.set_result(result)
+
+
+class DecodePool:
+    """The decode threads of a server (both APIs'), kept working: a pool found shut down or broken by
+    anything but ``close()`` is replaced by a new one and the work submitted there, so that no request fails
+    and none after it for that."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._pool = self._new()
+        self._closed = False
+
+    def _new(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(self.threads, thread_name_prefix="fastload-serve-decode")
+
+    def run(self, loop, function, *args):
+        """``function(*args)`` in a decode thread, as an asyncio future of ``loop``."""
+        try:
+            return loop.run_in_executor(self._pool, function, *args)
+        except RuntimeError:  # (shut down, or a BrokenExecutor)
+            if self._closed:
+                raise RequestError(503, "the server is stopping", {"Retry-After": "1"}) from None
+            log.error("the decode pool was found shut down: a new one takes its work")
+            self._pool = self._new()
+            return loop.run_in_executor(self._pool, function, *args)
+
+    def close(self) -> None:
+        """Stop the threads, once what they run is done (a decode past its budget is waited for here)."""
+        self._closed = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
@@ -226,20 +319,22 @@ class Model:
         pipeline: a ``JsonPipeline``.
         classifier: a torch module (float NCHW in, logits out), or None for the pipeline alone.
         max_batch_size, max_queue_delay_us, preferred_batch_size: Triton's dynamic batching knobs (a request
-            of more images than max_batch_size is refused, as Triton does).
+            of more images than max_batch_size is refused, as Triton does); bounds in serve_limits.py.
+        max_queue: images waiting for the batcher at most (past it: 503 with Retry-After).
     """
 
     version = "1"
 
     def __init__(self, name: str, pipeline, classifier: torch.nn.Module | None = None, max_batch_size: int = 8,
-                 max_queue_delay_us: float = 5000, preferred_batch_size: tuple[int, ...] = ()):
+                 max_queue_delay_us: float = 5000, preferred_batch_size: tuple[int, ...] = (),
+                 max_queue: int = MAX_QUEUE):
         self.name, self.pipeline, self.classifier, self.max_batch_size = name, pipeline, classifier, max_batch_size
         self.stats = ModelStats()
         # A pipeline alone runs small per-image ops beside the decode threads: on one intra-op thread (fanned
         # out, they wait on each other for cores the decoders hold). A classifier keeps torch's default.
         threads = 1 if classifier is None and torch.device(pipeline.device).type == "cpu" else None
         self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
-                               self.stats, threads)
+                               self.stats, threads, max_queue)
         if classifier is None:
             self.output = ("output", DTYPES.get(pipeline.output_dtype, "FP32"), [-1, *pipeline.output_shape])
         else:
@@ -267,7 +362,7 @@ class Model:
             if requested != name:
                 raise RequestError(400, f"model {self.name!r} has one output, {name!r}")
             if k:
-                if self.classifier is None or not isinstance(k, int) or k < 1:
+                if self.classifier is None or isinstance(k, bool) or not isinstance(k, int) or k < 1:
                     raise RequestError(400, "classification: a positive class count, on a classifier's output")
                 values, indices = batch.topk(min(k, batch.shape[1]), dim=1)
                 strings = [f"{v:f}:{i}".encode() for row_v, row_i in zip(values.tolist(), indices.tolist())

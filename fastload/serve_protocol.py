@@ -10,9 +10,13 @@ import base64
 import json
 import math
 import struct
+import unicodedata
 from typing import Callable
 
 import torch
+
+from .serve_limits import (MAX_BATCH_SIZE, MAX_CLASSIFICATION, MAX_DIGITS, MAX_JSON_DEPTH, MAX_JSON_VALUES,
+                           MAX_NAME, MAX_QUEUE_DELAY_US, MAX_SHAPE_RANK)
 
 DTYPES = {torch.uint8: "UINT8", torch.float16: "FP16", torch.float32: "FP32"}
 PROTOCOL_EXTENSIONS = ["binary_tensor_data", "classification", "model_repository", "statistics"]
@@ -27,10 +31,14 @@ class RequestError(ValueError):
         self.status, self.reason, self.headers = status, reason, headers or {}
 
 
-def parse_bytes_tensor(data: bytes) -> list[bytes]:
-    """Triton's binary BYTES tensor: each element a 4-byte little-endian length and its bytes."""
+def parse_bytes_tensor(data: bytes, limit: int = MAX_BATCH_SIZE) -> list[bytes]:
+    """Triton's binary BYTES tensor: each element a 4-byte little-endian length and its bytes. More than
+    ``limit`` elements is 400 as soon as the one past it is reached (five million empty elements fit in
+    20 MiB: parsing them all held the event loop for seconds)."""
     elements, offset = [], 0
     while offset < len(data):
+        if len(elements) == limit:
+            raise RequestError(400, f"a BYTES tensor of more than {limit} elements: the limit")
         if offset + 4 > len(data):
             raise RequestError(400, "a BYTES tensor ends inside an element's 4-byte length")
         (length,) = struct.unpack_from("<I", data, offset)
@@ -42,54 +50,194 @@ def parse_bytes_tensor(data: bytes) -> list[bytes]:
     return elements
 
 
-def _flatten(data) -> list:
-    return [x for item in data for x in _flatten(item)] if isinstance(data, list) else [data]
+def _flatten(data, limit: int) -> list:
+    """A JSON tensor's nested lists as one list, without recursion (a body nested 950 deep is valid JSON) and
+    at most ``limit`` elements or MAX_JSON_DEPTH levels deep."""
+    flat, stack = [], [(iter(data), 1)]
+    while stack:
+        items, depth = stack[-1]
+        for item in items:
+            if isinstance(item, list):
+                if depth >= MAX_JSON_DEPTH:
+                    raise RequestError(400, f"a tensor's data nested over {MAX_JSON_DEPTH} deep")
+                stack.append((iter(item), depth + 1))
+                break
+            if len(flat) == limit:
+                raise RequestError(400, f"a tensor of more than {limit} elements: the limit")
+            flat.append(item)
+        else:
+            stack.pop()
+    return flat
 
 
-def parse_infer_request(body: bytes, header_length: str | None) -> tuple[dict, list[bytes]]:
-    """(the request's JSON, the images of its one BYTES input). JSON BYTES elements are base64 strings
-    (a JSON string cannot hold an image's bytes)."""
+def load_json(body: bytes, what: str):
+    """``body`` parsed as JSON, its size of work bounded first: more than MAX_JSON_VALUES commas and colons
+    (counted in the bytes: a few ms for 20 MiB) is 400 before json.loads could hold the event loop for
+    long; a document nested past the parser's depth is 400 too."""
+    values = body.count(b",") + body.count(b":")
+    if values > MAX_JSON_VALUES:
+        raise RequestError(400, f"{what} holds over {MAX_JSON_VALUES} JSON values: the limit")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise RequestError(400, f"{what} is not JSON: {error}") from None
+
+
+def parameters_of(holder: dict, where: str) -> dict:
+    """The ``parameters`` object of a request, an input or an output ({} if absent); anything but a JSON
+    object is 400."""
+    parameters = holder.get("parameters")
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise RequestError(400, f"{where}'s \"parameters\" must be a JSON object, not {type(parameters).__name__}")
+    return parameters
+
+
+def flag(parameters: dict, key: str, default: bool = False) -> bool:
+    """A boolean parameter (binary_data, binary_data_output): true or false, nothing else."""
+    value = parameters.get(key, default)
+    if not isinstance(value, bool):
+        raise RequestError(400, f"parameter {key!r}={_shown(value)}: true or false")
+    return value
+
+
+def integer(value, name: str, low: int, high: int) -> int:
+    """``value`` as a whole number in [low, high]: a JSON integer or a string of digits (gRPC's string
+    parameters carry numbers as text); a boolean (an int in Python), a float or anything else is 400 naming
+    ``name``."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise RequestError(400, f"{name}={_shown(value)}: a whole number from {low} to {high}")
+    return value
+
+
+def number(value, name: str, low: float, high: float) -> float:
+    """``value`` as a finite number in [low, high]: a JSON number or its text; a boolean, NaN, an infinity
+    (Python's JSON reader takes Infinity and 1e999) or anything else is 400 naming ``name``."""
+    if isinstance(value, str) and len(value) <= 2 * MAX_DIGITS:
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise RequestError(400, f"{name}={_shown(value)}: a number from {low:g} to {high:g}")
+    return float(value)
+
+
+def check_model_name(name) -> str:
+    """A name a model may be loaded under: a non-empty string of at most MAX_NAME characters, without
+    control characters (NUL, newlines: it reaches logs and /metrics labels) or '/' (it is a URL path
+    segment); else 400. For both APIs' repository loads."""
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
+        raise RequestError(400, f"a model name is 1 to {MAX_NAME} characters, not {_shown(name)}")
+    if "/" in name or any(unicodedata.category(c) == "Cc" for c in name):
+        raise RequestError(400, f"model name {name!r}: no '/' and no control characters")
+    return name
+
+
+LOAD_PARAMETERS = ("model", "batch", "classifier", "max_queue_delay_us")
+
+
+def load_parameters(name: str, parameters: dict) -> dict:
+    """A repository load's parameters, range-checked, with their defaults: ``model`` (a pipeline file of
+    the repository: a file name, default ``<name>.json``), ``batch`` (max_batch_size: 1 to MAX_BATCH_SIZE,
+    default 8), ``classifier`` (a torchvision model name, or absent), ``max_queue_delay_us`` (0 to
+    MAX_QUEUE_DELAY_US, default 5000). Numbers may come as text (gRPC's string parameters). An unknown
+    parameter is 400 naming it (Triton's ``config`` and ``file:`` parameters are not served). For both
+    APIs' repository loads."""
+    if not isinstance(parameters, dict):
+        raise RequestError(400, "expected {\"parameters\": {\"model\": ..., \"batch\": ...}}")
+    unknown = [key for key in parameters if key not in LOAD_PARAMETERS]
+    if unknown:
+        raise RequestError(400, f"unknown load parameter {_shown(unknown[0])} (known: {', '.join(LOAD_PARAMETERS)})")
+    file = parameters.get("model", f"{name}.json")
+    if not isinstance(file, str) or not 0 < len(file) <= 4 * MAX_NAME or any(
+            unicodedata.category(c) == "Cc" for c in file):
+        raise RequestError(400, f"parameter \"model\"={_shown(file)}: a pipeline file name of the repository")
+    classifier = parameters.get("classifier")
+    if classifier is not None and (not isinstance(classifier, str) or not 0 < len(classifier) <= MAX_NAME):
+        raise RequestError(400, f"parameter \"classifier\"={_shown(classifier)}: a torchvision model's name")
+    return {"model": file, "batch": integer(parameters.get("batch", 8), "batch", 1, MAX_BATCH_SIZE),
+            "classifier": classifier or None,
+            "max_queue_delay_us": number(parameters.get("max_queue_delay_us", 5000), "max_queue_delay_us", 0,
+                                         MAX_QUEUE_DELAY_US)}
+
+
+def _shown(value) -> str:
+    """A value from a request as an error message shows it: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_infer_request(body: bytes, header_length: str | None,
+                        max_images: int = MAX_BATCH_SIZE) -> tuple[dict, list[bytes]]:
+    """(the request's JSON, the images of its one BYTES input), every field the server reads checked
+    (``parameters`` objects, ``outputs``, ``id``). JSON BYTES elements are base64 strings (a JSON string
+    cannot hold an image's bytes). More than ``max_images`` images (the model's max_batch_size) is 400
+    before they are read."""
     if header_length is not None:
-        if not header_length.isascii() or not header_length.isdigit() or int(header_length) > len(body):
-            raise RequestError(400, f"Inference-Header-Content-Length {header_length!r}: not a length within "
-                                    f"the {len(body)}-byte body")
+        if (not header_length.isascii() or not header_length.isdigit() or len(header_length) > MAX_DIGITS
+                or int(header_length) > len(body)):
+            raise RequestError(400, f"Inference-Header-Content-Length {_shown(header_length)}: not a length "
+                                    f"within the {len(body)}-byte body")
         header, binary = body[:int(header_length)], body[int(header_length):]
     else:
         header, binary = body, b""
-    try:
-        request = json.loads(header)
-    except (ValueError, RecursionError) as error:
-        raise RequestError(400, f"the inference request is not JSON: {error}") from None
+    request = load_json(header, "the inference request")
     if not isinstance(request, dict) or not isinstance(request.get("inputs"), list) or len(request["inputs"]) != 1:
         raise RequestError(400, ONE_INPUT)
+    parameters_of(request, "the request")
+    flag(parameters_of(request, "the request"), "binary_data_output")
+    if "id" in request and not isinstance(request["id"], str):
+        raise RequestError(400, f"the request's \"id\" must be a string, not {_shown(request['id'])}")
+    outputs = request.get("outputs", [])
+    if not isinstance(outputs, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str)
+                                                for o in outputs):
+        raise RequestError(400, "\"outputs\" must be a list of {\"name\": ..., \"parameters\": {...}} objects")
+    for output in outputs:
+        flag(parameters_of(output, f"output {output['name']!r}"), "binary_data")
+        classification = parameters_of(output, "an output").get("classification", 0)
+        integer(classification, "classification", 0, MAX_CLASSIFICATION)
     tensor = request["inputs"][0]
     if not isinstance(tensor, dict):
         raise RequestError(400, "the input must be a BYTES tensor of encoded images")
 
     def elements() -> list[bytes]:
-        size = (tensor.get("parameters") or {}).get("binary_data_size")
+        size = parameters_of(tensor, "the input").get("binary_data_size")
         if size is not None:
-            if not isinstance(size, int) or size != len(binary):
-                raise RequestError(400, f"binary_data_size {size!r}, but {len(binary)} bytes follow the header")
-            return parse_bytes_tensor(binary)
+            if isinstance(size, bool) or not isinstance(size, int) or size != len(binary):
+                raise RequestError(400, f"binary_data_size {_shown(size)}, but {len(binary)} bytes follow the header")
+            return parse_bytes_tensor(binary, max_images)
+        data = tensor.get("data", [])
+        if not isinstance(data, list):
+            raise RequestError(400, "the input's \"data\" must be a list of base64 strings")
         try:
-            return [base64.b64decode(item, validate=True) for item in _flatten(tensor.get("data", []))]
+            return [base64.b64decode(item, validate=True) for item in _flatten(data, max_images)]
         except (ValueError, TypeError):
             raise RequestError(400, "a JSON BYTES element must be the image's bytes in base64") from None
 
-    return request, images_input(tensor.get("datatype"), tensor.get("shape"), elements)
+    return request, images_input(tensor.get("datatype"), tensor.get("shape"), elements, max_images)
 
 
-def images_input(datatype, shape, elements: Callable[[], list[bytes]]) -> list[bytes]:
+def images_input(datatype, shape, elements: Callable[[], list[bytes]],
+                 max_images: int = MAX_BATCH_SIZE) -> list[bytes]:
     """The images of a request's one input, on either protocol: its datatype BYTES, its shape a list of sizes
-    holding as many elements as ``elements()`` (which reads them out of the request) gives."""
+    holding as many elements as ``elements()`` (which reads them out of the request) gives, and at most
+    ``max_images`` (checked on the shape, before they are read)."""
     if datatype != "BYTES":
         raise RequestError(400, "the input must be a BYTES tensor of encoded images")
-    if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and s >= 0 for s in shape):
-        raise RequestError(400, f"the input's shape {shape!r}: a list of sizes")
+    if (not isinstance(shape, list) or not 0 < len(shape) <= MAX_SHAPE_RANK
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)):
+        raise RequestError(400, f"the input's shape {_shown(shape)}: a list of at most {MAX_SHAPE_RANK} sizes")
+    count = math.prod(shape)
+    if count > max_images:
+        raise RequestError(400, f"{count if count < 10 ** 12 else 'over 10^12'} images in one request: "
+                                f"max_batch_size is {max_images}")
     images = elements()
-    if math.prod(shape) != len(images):
-        raise RequestError(400, f"the input's shape {shape} holds {math.prod(shape)} elements, {len(images)} came")
+    if count != len(images):
+        raise RequestError(400, f"the input's shape {shape} holds {count} elements, {len(images)} came")
     return images
 
 

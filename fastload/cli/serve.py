@@ -20,13 +20,17 @@ import signal
 import sys
 import threading
 
+from ..serve_limits import MAX_MODELS, MAX_QUEUE
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pipeline", help="the JSON preprocessing pipeline (rocAL's format)")
     parser.add_argument("--model", default="resnet50", help="a torchvision classifier after --pipeline ('none': "
                                                             "the pipeline alone)")
     parser.add_argument("--repository", help="a folder of JSON pipelines, each served as a preprocessing model")
-    parser.add_argument("--weights", help="its state_dict (torch.save file); default: random weights")
+    parser.add_argument("--weights", help="the classifier's weights: a torchvision state_dict file (torch.save of "
+                                          "model.state_dict(), loaded with weights_only=True); without it the "
+                                          "classifier has random weights (a warning says so at start)")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="the port to listen on")
     parser.add_argument("--grpc-port", type=int,
@@ -42,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preferred-batch-size", type=int, nargs="*", default=[],
                         help="batch sizes run at once when reached with nothing more waiting")
     parser.add_argument("--max-connections", type=int, default=512, help="past it: 503 with Retry-After")
+    parser.add_argument("--max-models", type=int, default=MAX_MODELS,
+                        help="models loaded at once at most; a repository load past it: 429")
+    parser.add_argument("--max-queue", type=int, default=MAX_QUEUE,
+                        help="images waiting for a model's batcher at most; past it: 503 with Retry-After")
     parser.add_argument("--max-inflight-bytes", type=int, default=256 << 20,
                         help="request bytes being read or run at most; past it: 503 with Retry-After")
     parser.add_argument("--decode-budget", type=_positive, default=10.0,
@@ -72,24 +80,28 @@ def run(args: argparse.Namespace) -> int:
 
     from ..compat.rocal import JsonPipeline
     from ..serve import InferenceServer, Model, load_model
+    if args.weights is not None and args.model == "none":
+        raise SystemExit("fastload serve: --weights is a classifier's: it needs --model")
     if args.max_wait_ms is not None:
         args.max_queue_delay_us = args.max_wait_ms * 1000
     try:
-        pipeline, model, models = None, None, []
+        pipeline, model, models, name = None, None, [], "model"
         if args.pipeline is not None:
             pipeline = JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device)
-            stem = os.path.basename(args.pipeline)[:-5]
+            name = stem = os.path.basename(args.pipeline)[:-5]
             if args.model != "none":
                 model = load_model(args.model, args.weights).to(args.device)
                 models = [Model(stem, JsonPipeline(args.pipeline, batch=args.max_batch, device=args.device), None,
-                                args.max_batch, args.max_queue_delay_us, tuple(args.preferred_batch_size))]
+                                args.max_batch, args.max_queue_delay_us, tuple(args.preferred_batch_size),
+                                args.max_queue)]
         server = InferenceServer(pipeline, model, args.host, args.port, args.max_batch, args.max_queue_delay_us / 1000,
-                                 args.max_bytes, name=args.model if model is not None else stem,
+                                 args.max_bytes, name=args.model if model is not None else name,
                                  timeout_s=args.timeout, models=models, repository=args.repository,
                                  max_connections=args.max_connections, max_inflight_bytes=args.max_inflight_bytes,
                                  decode_budget_s=args.decode_budget, access_log=args.access_log,
                                  preferred_batch_size=tuple(args.preferred_batch_size), grpc_port=args.grpc_port,
-                                 pipeline_loader=JsonPipeline)
+                                 pipeline_loader=JsonPipeline, max_models=args.max_models,
+                                 max_queue=args.max_queue)
     except (OSError, ValueError, RuntimeError) as error:
         raise SystemExit(f"fastload serve: {error}") from None
     stop = threading.Event()
@@ -107,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"fastload serve: {args.pipeline}'s output is uint8 (mean/std applied to 0-255 pixels and saturated, "
               f"as rocAL's backend gives it); add \"output_dtype\": \"float32\" to its normalizing operation for a "
               f"model input", file=sys.stderr, flush=True)
+    if model is not None and args.weights is None:
+        print(f"fastload serve: warning: {args.model} has RANDOM weights (no --weights given): its answers mean "
+              f"nothing. Pass --weights PATH, a state_dict file (torch.save(model.state_dict(), PATH) of "
+              f"torchvision's {args.model} with its weights)", file=sys.stderr, flush=True)
     stop.wait()
     for sig in (signal.SIGINT, signal.SIGTERM):  # a second one does not wait for the requests in flight
         signal.signal(sig, lambda *_: os._exit(1))
