@@ -26,6 +26,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 import threading
 import time
 from typing import BinaryIO, Callable
@@ -248,6 +249,70 @@ def _reason(error: BaseException, url: str, status: int | None) -> str:
     except ValueError:
         said = f"HTTP {status}"
     return f"{said} ({detail})" if detail else said
+
+
+class Sequential:
+    """A file read front to back by an index builder, every size it is asked for checked against what is
+    left before anything is allocated: a local file (``pread`` at each offset; its size known, so a length
+    past its end is found without reading) or a stream read once (a remote file: read in chunks of at most
+    ``CHUNK`` bytes, so a length field of 2**62 costs no more memory than the bytes the stream holds).
+
+    ``at`` is the offset of the next byte; ``take(n)`` gives up to ``n`` bytes there and ``skip(n)`` passes
+    up to ``n``, both fewer only where the file ends (the caller compares). A stream that is a regular
+    file (a remote shard's local copy) is read as a local file."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: str | None = None, stream: BinaryIO | None = None):
+        self.at, self.size, self.stream, self._descriptor, self._owned = 0, None, stream, None, False
+        if path is not None:
+            self._descriptor, self._owned = os.open(path, os.O_RDONLY), True
+        else:
+            try:
+                descriptor = stream.fileno()
+                if stat.S_ISREG(os.fstat(descriptor).st_mode):
+                    self._descriptor, self.at = descriptor, stream.tell()
+            except (AttributeError, OSError, ValueError):  # a network stream: no descriptor
+                pass
+        if self._descriptor is not None:
+            self.size = os.fstat(self._descriptor).st_size
+
+    def left(self) -> int | None:
+        """Bytes left in a local file; None for a stream (known only at its end)."""
+        return None if self.size is None else max(0, self.size - self.at)
+
+    def take(self, n: int) -> bytes:
+        if self._descriptor is not None:
+            data = os.pread(self._descriptor, max(0, min(n, self.size - self.at)), self.at)
+        else:
+            parts, wanted = [], n
+            while wanted > 0 and (part := self.stream.read(min(wanted, self.CHUNK))):
+                parts.append(part)
+                wanted -= len(part)
+            data = b"".join(parts)
+        self.at += len(data)
+        return data
+
+    def skip(self, n: int) -> int:
+        if self._descriptor is not None:
+            skipped = max(0, min(n, self.size - self.at))
+        else:
+            skipped = 0
+            while skipped < n and (part := self.stream.read(min(n - skipped, self.CHUNK))):
+                skipped += len(part)
+        self.at += skipped
+        return skipped
+
+    def close(self) -> None:
+        if self._owned:
+            os.close(self._descriptor)
+            self._owned = False
+
+    def __enter__(self) -> "Sequential":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class _Counted:
@@ -524,6 +589,9 @@ class ShardFiles:
         OSError (RemoteError once the retries are spent or on a permanent error, ChangedError for a file that
         changed since it was indexed). All release the GIL."""
         path = self.paths[number]
+        total = self.identities[number].get("size")
+        if total is not None:  # a size from an index (a header's word) never allocates past the file's end
+            size = max(0, min(size, total - offset))
         if self.cache is not None and is_remote(path):
             return os.pread(self.descriptor(number), size, offset)
         if is_remote(path):

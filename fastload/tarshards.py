@@ -15,24 +15,55 @@ Shards may be local paths or any fsspec URL (``https://``, ``s3://`` with
 s3fs installed, ...), read in either mode, indexed (one ranged request per
 sample) or streaming (whole shards in a local cache): ``shardfiles.py``,
 which ``TFRecords`` shares. ``fastload pack`` writes shards.
+
+Shards come from outside, so nothing in one is trusted. The index is built
+from the tar headers by ``members`` here, not by Python's tarfile (whose
+3.11 reads a header with a negative base-256 size forever): each 512-byte
+header's checksum is verified, its size is octal or positive base-256 up to
+``MAX_SIZE``, GNU long names and pax headers (``path``, ``size``) are read
+up to ``MAX_EXTENDED`` bytes, and every size is checked against what the
+file holds before it is used. A header that fails ends the index there, the
+reason recorded; the member whose data runs past the end is that sample's
+error. Members are grouped as webdataset's ``group_by_keys`` groups them: a
+run of consecutive members with one key is a sample, so a key seen again
+after another one is a new sample (``000.jpg 000.cls 001.jpg 001.cls
+000.jpg`` is three samples, the last without a label); two members with one
+name in a run (``000.jpg 000.jpg``) make that sample an error naming the
+member (webdataset raises there too), never one of them silently dropped.
+A label (``parse_label``) is an int64 written as ASCII digits, or a JSON
+integer; anything else is that sample's error, so ``on_error="skip"`` skips
+just it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tarfile
 from pathlib import Path
 from typing import BinaryIO, Callable
 
 from .errors import DecodeError
 from .shardcache import LOCK_TIMEOUT
-from .shardfiles import ShardedSource, ShardFiles
+from .shardfiles import Sequential, ShardedSource, ShardFiles
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
-LABEL_EXTENSIONS = ("cls", "txt", "json")  # likewise for its label; see _label
-INDEX_VERSION = 1
+LABEL_EXTENSIONS = ("cls", "txt", "json")  # likewise for its label; see parse_label
+INDEX_VERSION = 2
 MAX_TEXT = 4096  # members up to this size that are not images are kept in the index as text
+BLOCK = 512
+ZERO_BLOCK = bytes(BLOCK)
+MAX_SIZE = (1 << 63) - 1  # a member size past this (an off_t) is a corrupt header
+MAX_EXTENDED = 1 << 20  # bytes of a GNU long name or pax header read into memory; more is a corrupt header
+REGULAR_TYPES = (b"0", b"\0", b"7")  # regular and contiguous files (tarfile's REGULAR_TYPES less GNU sparse)
+NO_DATA_TYPES = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, folders, fifos: no data follows
+EXTENDED = (b"L", b"K", b"x", b"X", b"g")  # GNU long name and link name, pax (and Solaris's) headers
+GNU_TYPES = (b"L", b"K", b"S")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_OCTAL = re.compile(rb"[0-7]*")
+_PAX_LENGTH = re.compile(rb"([0-9]{1,20}) ")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def split_key(name: str) -> tuple[str, str]:
@@ -43,56 +74,224 @@ def split_key(name: str) -> tuple[str, str]:
     return (f"{folder}/{stem}" if folder else stem), (extension.lower() if dot else "")
 
 
+class CorruptTar(ValueError):
+    """A tar header that cannot be trusted: a bad checksum, a size that is not a number, negative or past
+    ``MAX_SIZE``, an extended header over ``MAX_EXTENDED`` bytes or malformed, a header cut short."""
+
+
+class CutShort(CorruptTar):
+    """A member whose data runs past the file's end (a truncated shard, or a size no header should have):
+    ``member`` is its name where it is a regular file (``members`` yielded it), else None."""
+
+    def __init__(self, message: str, member: str | None):
+        super().__init__(message)
+        self.member = member
+
+
+def _text(field: bytes) -> str:
+    """A header's string field: up to its first NUL, as tarfile decodes names (UTF-8, undecodable bytes
+    kept as surrogates)."""
+    return field.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
+def _number(field: bytes, what: str) -> int:
+    """A numeric field: octal digits (NUL- or space-padded), or GNU's base-256 (first byte 0x80, big-endian).
+    A negative base-256 number (first byte 0xff) is refused: it is what makes Python 3.11's tarfile read one
+    header forever."""
+    if field[:1] == b"\x80":
+        value = int.from_bytes(field[1:], "big")
+    elif field[:1] and field[0] & 0x80:
+        raise CorruptTar(f"{what} is a negative or malformed base-256 number ({field.hex()})")
+    else:
+        digits = field.split(b"\0", 1)[0].strip()
+        if not _OCTAL.fullmatch(digits):
+            raise CorruptTar(f"{what} {field!r} is not an octal number")
+        value = int(digits, 8) if digits else 0
+    if value > MAX_SIZE:
+        raise CorruptTar(f"{what} {value} is past {MAX_SIZE}")
+    return value
+
+
+def parse_header(block: bytes) -> tuple[str, int, bytes]:
+    """(name, size, typeflag) of one 512-byte ustar / GNU / v7 header, its checksum verified (the unsigned
+    sum or the signed one some old tars wrote, as tarfile accepts); CorruptTar saying why not. The name is
+    ustar's ``prefix/name`` (not for GNU's own types); extended headers (GNU's L, pax x and g) are the
+    caller's (``members``)."""
+    if len(block) != BLOCK:
+        raise CorruptTar(f"a header of {len(block)} bytes (the file ends inside it)")
+    stored = _number(block[148:156], "header checksum")
+    unsigned = 256 + sum(block) - sum(block[148:156])
+    signed = unsigned - 256 * (sum(b >= 0x80 for b in block[:148]) + sum(b >= 0x80 for b in block[156:]))
+    if stored not in (unsigned, signed):
+        raise CorruptTar(f"bad header checksum ({stored} stored, {unsigned} computed)")
+    kind = block[156:157]
+    name = _text(block[:100])
+    prefix = _text(block[345:500]) if block[257:263] == b"ustar\0" else ""
+    if prefix and kind not in GNU_TYPES:
+        name = f"{prefix}/{name}"
+    return name, _number(block[124:136], "member size"), kind
+
+
+def parse_pax(data: bytes) -> dict[str, str]:
+    """A pax extended header's records (``"%d %s=%s\n"``, the length counting the whole record) as
+    {keyword: value}; CorruptTar for a record that does not frame."""
+    records, at = {}, 0
+    while at < len(data) and data[at] != 0:
+        match = _PAX_LENGTH.match(data, at)
+        length = int(match.group(1)) if match else 0
+        record = data[at:at + length]
+        if not match or length <= len(match.group(0)) or len(record) < length or not record.endswith(b"\n") \
+                or b"=" not in record:
+            raise CorruptTar(f"a malformed pax record at byte {at} of its header: {data[at:at + 40]!r}")
+        keyword, _, value = record[len(match.group(0)):-1].partition(b"=")
+        records[keyword.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        at += length
+    return records
+
+
+def members(file: Sequential, keep: Callable[[str, int], bool]):
+    """(name, data offset, size, data) of each regular file of the tar read from ``file``, in order; ``data``
+    is the member's bytes where ``keep(name, size)`` asks for them, else None. Reads headers only (and the
+    members kept): GNU long names (L) and long link names (K), pax extended headers (x, and g for every
+    member after it: ``path`` and ``size``) are applied to the member they precede. Ends at the first zero
+    block or the file's end. Raises CorruptTar at a header that cannot be trusted and at the first member
+    whose data runs past the file's end -- after yielding that member, with its declared size and no data.
+    Every size is range-checked before it is used: extended headers against ``MAX_EXTENDED``, data
+    against the file's size (a stream: against what it holds, read in bounded chunks)."""
+    global_pax: dict[str, str] = {}
+    pax: dict[str, str] = {}
+    long_name = None
+    while True:
+        at = file.at
+        block = file.take(BLOCK)
+        if not block or block == ZERO_BLOCK:
+            if at == 0 and not block:
+                raise CorruptTar("an empty file")
+            return
+        try:
+            name, size, kind = parse_header(block)
+        except CorruptTar as error:
+            raise CorruptTar(f"at byte {at}: {error}") from None
+        if kind in EXTENDED:
+            if size > MAX_EXTENDED:
+                raise CorruptTar(f"at byte {at}: an extended header ({kind.decode()!r}) of {size} bytes (at most "
+                                 f"{MAX_EXTENDED})")
+            data = file.take(size)
+            if len(data) < size:
+                raise CorruptTar(f"at byte {at}: the file ends inside an extended header")
+            file.skip(-size % BLOCK)
+            if kind == b"L":
+                long_name = _text(data)
+            elif kind in (b"x", b"X"):
+                pax.update(parse_pax(data))
+            elif kind == b"g":
+                global_pax.update(parse_pax(data))
+            continue
+        fields = {**global_pax, **pax}
+        if long_name is not None:
+            name = long_name
+        name = fields.get("path", name)
+        if "size" in fields:
+            if not fields["size"].isascii() or not fields["size"].isdigit() or len(fields["size"]) > 19 \
+                    or int(fields["size"]) > MAX_SIZE:
+                raise CorruptTar(f"at byte {at}: pax size {fields['size'][:40]!r} is not a size")
+            size = int(fields["size"])
+        pax, long_name = {}, None
+        regular = kind in REGULAR_TYPES and not (kind == b"\0" and name.endswith("/")) and \
+            not any(key.startswith("GNU.sparse.") for key in fields)
+        if not regular and kind in NO_DATA_TYPES:
+            continue  # links, folders, devices: tarfile reads no data after them whatever the size says
+        offset = file.at
+        left = file.left()
+        wanted = regular and keep(name, size) and (left is None or size <= left)
+        data = file.take(size) if wanted else None
+        got = len(data) if data is not None else file.skip(size)
+        if got < size:
+            if regular:
+                yield name, offset, size, None
+            raise CutShort(f"the file ends {got} bytes into member {name!r}, whose header at byte {at} says "
+                           f"{size} (truncated, or a corrupt size)", name if regular else None)
+        file.skip(-size % BLOCK)
+        if regular:
+            yield name, offset, size, data
+
+
 def build_index(path: str | None, stream: BinaryIO | None = None) -> dict:
     """A shard's index from its tar headers (the local file ``path``, or read once as ``stream``): per
-    sample (in the order of its first member), its key, the (offset, size) of each member by extension,
-    and the text of its small non-image members (labels). A shard that ends early (truncated) or has a
-    corrupt header is indexed up to there and says so (``"error"``); members that run past its end are
-    kept, so reading them is that sample's error."""
-    samples: dict[str, dict[str, list[int]]] = {}
-    texts: dict[str, dict[str, str]] = {}
+    sample (a run of members with one key, in order), its key, the (offset, size) of each member by
+    extension, and the text of its small non-image members (labels); ``problems``: [sample position,
+    reason] for a sample that cannot be read (a duplicate member, a member cut by the file's end). A shard
+    that ends early (truncated) or has a corrupt header is indexed up to there and says so (``"error"``);
+    the member cut by its end is kept with the size its header declares, so reading it is that sample's
+    error. Never more than the headers (and small members) are read, and no size from the file is used
+    before it is checked against the file's (``members``)."""
+    samples: list[list] = []
+    problems: dict[int, str] = {}
     error = None
-    try:
-        with (tarfile.open(fileobj=stream, mode="r|") if stream is not None else tarfile.open(path, "r:")) \
-                as archive:
-            for member in archive:
-                if not member.isfile():
+    count = 0
+
+    def keep(name: str, size: int) -> bool:
+        # small members (labels) go into the index, so opening the shards reads no sample
+        return size <= MAX_TEXT and split_key(name)[1] not in IMAGE_EXTENSIONS
+
+    with Sequential(path, stream) as file:
+        try:
+            for name, offset, size, data in members(file, keep):
+                count += 1
+                key, extension = split_key(name)
+                if not samples or samples[-1][0] != key:  # webdataset's group_by_keys: a new key, a new sample
+                    samples.append([key, {}, {}])
+                _, found, texts = samples[-1]
+                if extension in found:
+                    problems.setdefault(len(samples) - 1, f"two {name!r} members in one sample (a duplicate "
+                                                          f"file name, which webdataset refuses too)")
                     continue
-                key, extension = split_key(member.name)
-                samples.setdefault(key, {})[extension] = [member.offset_data, member.size]
-                if extension not in IMAGE_EXTENSIONS and member.size <= MAX_TEXT:
-                    # small members (labels) go into the index, so opening the shards reads no sample
-                    data = archive.extractfile(member).read()
-                    if len(data) == member.size:
-                        texts.setdefault(key, {})[extension] = data.decode("utf-8", "replace")
-    except (tarfile.TarError, EOFError, *((OSError,) if stream is None else ())) as failure:
-        # (a remote stream's OSError -- a timeout, a reset -- is the network's, not the shard's: it goes up
-        # to be retried, never into the index as if the shard ended there)
-        error = f"cannot read past {sum(len(m) for m in samples.values())} members: {failure}"
-    return {"version": INDEX_VERSION, "error": error,
-            "samples": [[key, members, texts.get(key, {})] for key, members in samples.items()]}
+                found[extension] = [offset, size]
+                if data is not None:
+                    texts[extension] = data.decode("utf-8", "replace")
+        except CorruptTar as failure:
+            error = f"cannot read past {count} members: {failure}"
+            if isinstance(failure, CutShort) and failure.member is not None:  # the sample it ends in
+                problems.setdefault(len(samples) - 1, f"the shard is cut short: {failure}")
+    return {"version": INDEX_VERSION, "error": error, "samples": samples,
+            "problems": sorted([position, reason] for position, reason in problems.items())}
 
 
 def is_whole_index(index: dict) -> bool:
     """Whether a cached index is one of this version, whole (a malformed one is rebuilt)."""
-    samples = index.get("samples")
+    samples, problems = index.get("samples"), index.get("problems")
     return index.get("version") == INDEX_VERSION and "error" in index and isinstance(samples, list) and \
-        all(isinstance(s, list) and len(s) == 3 and isinstance(s[1], dict) and isinstance(s[2], dict)
-            for s in samples)
+        isinstance(problems, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], int)
+                                           and isinstance(p[1], str) for p in problems) and \
+        all(isinstance(s, list) and len(s) == 3 and isinstance(s[1], dict) and isinstance(s[2], dict) and
+            all(isinstance(m, list) and len(m) == 2 and all(type(v) is int and v >= 0 for v in m)
+                for m in s[1].values()) for s in samples)
 
 
-def _label(extension: str, text: str) -> int:
-    """A label member's class: ``.cls`` and ``.txt`` hold the integer as text; ``.json`` holds an integer
-    or an object with an integer ``"label"`` (or ``"cls"``)."""
-    text = text.strip()
+def parse_label(extension: str, text: str) -> int:
+    """A label member's class, an int64: ``.cls`` and ``.txt`` hold an integer as ASCII digits (an optional
+    sign, whitespace around); ``.json`` holds an integer or an object with an integer ``"label"`` (or
+    ``"cls"``). ValueError saying why not: no integer ("2.9", "three", unicode digits, a JSON float, string,
+    bool or list), or one outside int64 (a batch's label tensor is int64)."""
     if extension == "json":
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
         if isinstance(value, dict):
             value = value.get("label", value.get("cls"))
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"no integer label in {text[:60]!r}")
-        return value
-    return int(text)
+            raise ValueError(f"no integer label in {text.strip()[:60]!r}")
+    else:
+        stripped = text.strip()
+        if not _INTEGER.fullmatch(stripped):
+            raise ValueError(f"{stripped[:60]!r} is not an integer")
+        if len(stripped.lstrip("+-").lstrip("0")) > 19:
+            raise ValueError(f"{stripped[:60]!r} is outside int64")
+        value = int(stripped)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{str(value)[:60]} is outside int64")
+    return value
 
 
 class TarShards(ShardedSource):
@@ -103,8 +302,9 @@ class TarShards(ShardedSource):
     ``{"label": n}``); ``label_extensions`` changes that choice. Samples are numbered shard by shard in
     their order in the shard, so the order, sharding, resume and augmentation rules are a folder's
     (``fastload.Source``: shuffle, seed, drop_last, even_shards, rank, world_size). A sample with no
-    image or no readable label, or whose bytes lie past the end of a truncated shard, is a DecodeError
-    naming ``shard.tar:key`` when read (``on_error="skip"`` skips and reports it).
+    image or no readable label (not an int64: see ``parse_label``), with a duplicate member, or whose bytes
+    lie past the end of a truncated shard, is a DecodeError naming ``shard.tar:key`` and the reason when read
+    (``on_error="skip"`` skips and reports it).
 
     Args:
         urls: a shard path or fsspec URL, a brace pattern (``train-{000000..001023}.tar``), a glob, or a
@@ -156,22 +356,25 @@ class TarShards(ShardedSource):
         samples: list[tuple[str, int]] = []
         for number, path in enumerate(self.shards):
             index = self.storage.index(number, "shard-index", ".idx.json", is_whole_index, build_index)
-            for key, members, texts in index["samples"]:
+            found = dict(index["problems"])  # per sample of the shard: why its members cannot be read
+            for position, (key, members, texts) in enumerate(index["samples"]):
                 image = next((e for e in IMAGE_EXTENSIONS if e in members), None)
-                label, problem = -1, None
-                if image is None:
+                label, problem = -1, found.get(position)
+                if problem is None and image is None:
                     problem = f"no image member ({', '.join('.' + e for e in IMAGE_EXTENSIONS)}) " \
                               f"among {sorted(members)}"
-                else:
+                elif problem is None:  # labels checked here, per sample: a bad one is that sample's error
                     label, problem = self._label(members, texts, label_extensions)
                 if problem is not None:
                     self.problems[len(samples)] = problem
+                    label = -1
                 offset, size = members[image] if image else (0, 0)
                 self.ranges.append((number, offset, size))
                 samples.append((f"{path}:{key}", label))
             if index["error"] and not index["samples"]:
                 raise ValueError(f"fastload.TarShards: {path}: not a readable tar ({index['error']})")
-            if index["error"] and len(samples) - 1 in self.problems:  # the sample the shard ends in
+            if index["error"] and len(samples) - 1 in self.problems and \
+                    index["error"] not in self.problems[len(samples) - 1]:  # the sample the shard ends in
                 self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
         super().__init__(samples, transform, target_transform, **order)
 
@@ -187,7 +390,7 @@ class TarShards(ShardedSource):
         if found not in texts:
             return -1, f"its .{found} member is over {MAX_TEXT} bytes or lies past the end of the shard"
         try:
-            return _label(found, texts[found]), None
+            return parse_label(found, texts[found]), None
         except ValueError as error:
             return -1, f"unreadable label in its .{found} member: {error}"
 

@@ -3,8 +3,11 @@ as the folder they were packed from, indexes cached and rebuilt when a shard cha
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -578,3 +581,142 @@ def test_a_malformed_cached_index_is_rebuilt(image_folder, tmp_path):
         assert fastload.TarShards(str(shard)).samples == good.samples
         assert json.loads((tmp_path / "train-000.tar.idx.json").read_text()) == index
 
+
+
+def _header(name: bytes, size_field: bytes, kind: bytes = b"0") -> bytes:
+    """One ustar header with a size field given as raw bytes (tarfile's writer cannot write a hostile one)."""
+    block = bytearray(512)
+    block[:len(name)], block[100:108], block[124:136], block[156:157] = name, b"0000644\0", size_field, kind
+    block[257:265], block[148:156] = b"ustar\x0000", b" " * 8
+    block[148:156] = b"%06o\0 " % sum(block)
+    return bytes(block)
+
+
+def _good_members(data: bytes, count: int = 2) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for i in range(count):
+            tarshards.add_member(archive, f"s{i}.jpg", data)
+            tarshards.add_member(archive, f"s{i}.cls", str(i).encode())
+    return out.getvalue().rstrip(b"\0")  # (its end-of-archive blocks off: more members follow)
+
+
+def _pad(data: bytes) -> bytes:
+    return data + bytes(-len(data) % 512)
+
+
+def test_a_negative_base256_size_ends_the_index_there_and_never_hangs(image_folder, tmp_path):
+    """A header whose size is a negative base-256 number made Python 3.11's tarfile read that header forever,
+    memory growing (and TarShards with it): the index stops at that header, the reason recorded, and the
+    samples before it are read. Run in a child with a time and memory bound, so a hang fails the test. (-512
+    sends tarfile back to the same header, over and over.)"""
+    jpeg = open(fastload.ImageFolder(image_folder).samples[0][0], "rb").read()
+    shard = tmp_path / "hostile.tar"
+    negative = ((1 << 96) - 512).to_bytes(12, "big")
+    shard.write_bytes(_pad(_good_members(jpeg)) + _header(b"evil.jpg", negative) + bytes(4096))
+    code = f"""if True:
+        import resource
+        from fastload import tarshards
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (size + (1 << 30), size + (1 << 30)))
+        import fastload
+        source = fastload.TarShards({str(shard)!r})
+        print(len(source.samples), source.targets)
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["2", "[0,", "1]"]
+    index = tarshards.build_index(str(shard))
+    assert "negative" in index["error"] and [s[0] for s in index["samples"]] == ["s0", "s1"]
+    (tmp_path / "first.tar").write_bytes(_header(b"evil.jpg", negative) + bytes(1024))
+    with pytest.raises(ValueError, match=r"first.tar: not a readable tar .*negative"):
+        fastload.TarShards(str(tmp_path / "first.tar"))
+
+
+@pytest.mark.parametrize("size_field, reason", [
+    (b"\x80" + (1 << 62).to_bytes(11, "big"), "the file ends"),  # huge, within off_t: past the file's end
+    (b"\x80" + (1 << 80).to_bytes(11, "big"), "past"),  # past off_t: a corrupt header
+    (b"-0000000001\0", "not an octal"), (b"0000000001x\0", "not an octal"),
+])
+def test_absurd_sizes_are_range_checked_before_use(image_folder, tmp_path, size_field, reason):
+    """A member size past the file's end or past off_t, or not octal, ends the index at that header with the
+    reason; the samples before it read, the one cut is that sample's error -- no allocation of the size."""
+    jpeg = open(fastload.ImageFolder(image_folder).samples[0][0], "rb").read()
+    shard = tmp_path / "absurd.tar"
+    shard.write_bytes(_pad(_good_members(jpeg)) + _header(b"s9.jpg", size_field) + bytes(1024))
+    index = tarshards.build_index(str(shard))
+    assert reason in index["error"]
+    source = fastload.TarShards(str(shard))
+    assert source.read(1) == jpeg and source.targets[:2] == [0, 1]
+    if len(source.samples) == 3:  # the member cut by the end: its sample's error, naming it
+        with pytest.raises(fastload.DecodeError, match=r"absurd.tar:s9\): .*cut short"):
+            source.read(2)
+        assert source.storage.read(0, *source.ranges[2][1:]) == bytes(1024)  # the read is clamped to the file
+
+
+def test_a_key_seen_again_after_another_is_a_new_sample_as_webdataset_groups_them(image_folder, tmp_path):
+    """``000.jpg 000.cls 001.jpg 001.cls 000.jpg`` is three samples (webdataset's group_by_keys), not two
+    with the first image dropped and the second labelled with the first's label; webdataset agrees."""
+    photos = [open(path, "rb").read() for path, _ in fastload.ImageFolder(image_folder).samples[:3]]
+    shard = tmp_path / "repeat.tar"
+    with tarfile.open(shard, "w") as archive:
+        for name, payload in [("000.jpg", photos[0]), ("000.cls", b"7"), ("001.jpg", photos[1]), ("001.cls", b"8"),
+                              ("000.jpg", photos[2])]:
+            tarshards.add_member(archive, name, payload)
+    source = fastload.TarShards(str(shard))
+    assert [name.rsplit(":", 1)[1] for name, _ in source.samples] == ["000", "001", "000"]
+    assert source.targets == [7, 8, -1] and source.read(0) == photos[0]
+    with pytest.raises(fastload.DecodeError, match=r"repeat.tar:000\): no label member"):
+        source.read(2)
+    webdataset = pytest.importorskip("webdataset")
+    grouped = list(webdataset.WebDataset(str(shard), shardshuffle=False, empty_check=False))
+    assert [sorted(k for k in sample if not k.startswith("__")) for sample in grouped] == \
+        [["cls", "jpg"], ["cls", "jpg"], ["jpg"]]
+
+
+def test_a_duplicate_member_in_one_sample_is_that_samples_error_never_a_silent_drop(image_folder, tmp_path):
+    photos = [open(path, "rb").read() for path, _ in fastload.ImageFolder(image_folder).samples[:3]]
+    shard = tmp_path / "dup.tar"
+    with tarfile.open(shard, "w") as archive:
+        for name, payload in [("a.jpg", photos[0]), ("a.jpg", photos[1]), ("a.cls", b"1"), ("b.jpg", photos[2]),
+                              ("b.cls", b"2")]:
+            tarshards.add_member(archive, name, payload)
+    source = fastload.TarShards(str(shard), T.Compose([T.CenterCrop(8), T.ToImage()]))
+    assert len(source.samples) == 2
+    with pytest.raises(fastload.DecodeError, match=r"dup.tar:a\): two 'a.jpg' members in one sample"):
+        source.read(0)
+    loader = fastload.DataLoader(source, batch_size=2, on_error="skip")
+    assert {label for _, batch in loader for label in batch.tolist()} == {2}
+    assert [entry[2].rsplit(":", 1)[1] for entry in loader.stats.skipped] == ["a"]
+
+
+@pytest.mark.parametrize("extension, text", [
+    ("cls", str(1 << 63)), ("cls", str(-(1 << 63) - 1)), ("cls", "9" * 400), ("cls", "2.9"), ("cls", "three"),
+    ("cls", "\u0661\u0662"), ("cls", ""), ("txt", "1_000"), ("json", "2.0"), ("json", '"3"'), ("json", "true"),
+    ("json", "[1]"), ("json", '{"label": null}'), ("json", str(1 << 64)), ("json", "[" * 3000),
+])
+def test_a_bad_label_is_that_samples_error_and_skip_skips_only_it(image_folder, tmp_path, extension, text):
+    """A label past int64, not an integer, or a JSON value of another type failed the whole epoch ("Overflow
+    when unpacking long long" in the batch's label tensor) even with on_error="skip": now it is that sample's
+    DecodeError naming the shard, key and member, and skip delivers every other sample."""
+    photos = [open(path, "rb").read() for path, _ in fastload.ImageFolder(image_folder).samples[:3]]
+    shard = tmp_path / "labels.tar"
+    with tarfile.open(shard, "w") as archive:
+        for i, photo in enumerate(photos):
+            tarshards.add_member(archive, f"k{i}.jpg", photo)
+            tarshards.add_member(archive, f"k{i}.{extension}", text.encode() if i == 1 else str(i).encode())
+    source = fastload.TarShards(str(shard), T.Compose([T.CenterCrop(8), T.ToImage()]))
+    assert source.targets == [0, -1, 2]
+    with pytest.raises(fastload.DecodeError, match=rf"labels.tar:k1\): unreadable label in its .{extension} member"):
+        source.read(1)
+    loader = fastload.DataLoader(source, batch_size=3, on_error="skip")
+    assert {label for _, batch in loader for label in batch.tolist()} == {0, 2}
+    assert [entry[2].rsplit(":", 1)[1] for entry in loader.stats.skipped] == ["k1"]
+
+
+@pytest.mark.parametrize("text, value", [(" 42\n", 42), ("+7", 7), ("-3", -3), (str((1 << 63) - 1), (1 << 63) - 1),
+                                         (str(-(1 << 63)), -(1 << 63)), ("007", 7)])
+def test_int64_labels_with_whitespace_and_signs_are_read(text, value):
+    assert tarshards.parse_label("cls", text) == value
+    assert tarshards.parse_label("json", json.dumps({"label": value})) == value
