@@ -93,6 +93,8 @@ class SampleReader:
         away from a truncated JPEG's damage decodes)."""
         for attempt in range(start, ctx.order.attempts()):
             candidate = index if attempt == 0 else ctx.order.replacement(position, index, attempt)
+            if ctx.errors.known_bad(candidate):
+                continue  # (failed already in this epoch: recorded once, not read again)
             repeat = ctx.order.repeat(position, index) if attempt == 0 else 0
             try:
                 return load(candidate, repeat)

@@ -93,12 +93,10 @@ class Stats:
             self.images += images
             self.batches += 1
 
-    def record(self, kind: str, entry: tuple) -> int:
-        """Append to ``skipped`` or ``corrupt``; returns how many that list holds for entry's epoch."""
+    def record(self, kind: str, entry: tuple) -> None:
+        """Append to ``skipped`` or ``corrupt`` (entries start with their epoch)."""
         with self._lock:
-            entries = getattr(self, kind)
-            entries.append(entry)
-            return sum(1 for other in entries if other[0] == entry[0])
+            getattr(self, kind).append(entry)
 
     @property
     def retried(self) -> int:

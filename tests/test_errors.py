@@ -80,6 +80,42 @@ def test_skip_budget_as_count_or_fraction(tmp_path, budget, raises):
         assert sorted(entry[1] for entry in loader.stats.skipped) == [4, 11]
 
 
+def test_a_fraction_of_a_budget_rounds_up_and_the_error_names_it(tmp_path):
+    """max_skips=0.001 over 20 samples allows one skip (0.02 rounded up), not none; past it the error says
+    the fraction and the count it came to."""
+    payloads = [_jpeg(i) for i in range(20)]
+    payloads[4] = b"not a jpeg"
+    loader = fastload.DataLoader(_file_list(tmp_path, payloads), batch_size=5, on_error="skip", max_skips=0.001)
+    assert sum(len(y) for _, y in loader) == 20
+    payloads[11] = b"not a jpeg"
+    (tmp_path / "f011.jpg").write_bytes(payloads[11])
+    with pytest.raises(fastload.LoaderError, match=r"2 samples skipped .* max_skips=0.001 \(1 of the epoch"):
+        list(loader)
+
+
+def test_each_bad_sample_is_recorded_once_and_read_once(tmp_path):
+    """A run of bad files: each is recorded once, though several samples try it as their replacement; and a
+    folder of bad files only (here 1,500 empty ones) fails in one pass over them, not one pass per sample
+    (it took minutes at 20,000 files)."""
+    payloads = [_jpeg(i) for i in range(12)]
+    payloads[3:8] = [b""] * 5
+    loader = fastload.DataLoader(_file_list(tmp_path, payloads), batch_size=4, num_workers=2, on_error="skip")
+    assert sum(len(y) for _, y in loader) == 12
+    indices = [entry[1] for entry in loader.stats.skipped]
+    assert sorted(indices) == [3, 4, 5, 6, 7]
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    source = _file_list(empty, [b""] * 1500)
+    loader = fastload.DataLoader(source, batch_size=50, num_workers=2, on_error="skip")
+    started = time.monotonic()
+    with pytest.raises(fastload.DecodeError, match="no loadable sample left"):
+        list(loader)
+    assert time.monotonic() - started < 60  # (quadratic: about 1.1 million reads)
+    indices = [entry[1] for entry in loader.stats.skipped]
+    assert len(indices) == len(set(indices)) == 1500
+
+
 def test_invalid_policies_are_refused(tmp_path):
     source = _file_list(tmp_path, [_jpeg(0)])
     for options in ({"on_error": "ignore"}, {"on_corrupt": "fix"}, {"max_skips": -1}, {"max_skips": 1.5}):
