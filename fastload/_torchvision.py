@@ -14,11 +14,85 @@ why it is missing (``REASON``).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Callable
 
 __all__ = ["AVAILABLE", "REASON", "IMG_EXTENSIONS", "DatasetFolder", "default_loader", "find_classes",
-           "make_dataset", "pil_loader", "get_image_backend", "InterpolationMode", "v1", "v2",
+           "make_dataset", "list_samples", "pil_loader", "get_image_backend", "InterpolationMode", "v1", "v2",
            "_get_inverse_affine_matrix", "_interpolation_modes_from_int", "_compute_affine_output_size"]
+
+
+def list_samples(directory, class_to_idx: dict[str, int] | None = None, extensions=None,
+                 is_valid_file: Callable[[str], bool] | None = None,
+                 allow_empty: bool = False) -> list[tuple[str, int]]:
+    """torchvision's ``make_dataset`` (the same samples, in the same order; BSD-3-Clause, the torchvision
+    authors), except that a folder that is its own ancestor through a symbolic link (a loop) is not entered
+    again: torchvision's walk follows a loop until the path is too long for the system, listing each file
+    under it dozens of times. The loops are named in one warning."""
+    directory = os.path.expanduser(directory)
+    if class_to_idx is None:
+        _, class_to_idx = find_classes(directory)
+    elif not class_to_idx:
+        raise ValueError("'class_to_index' must have at least one entry to collect any samples.")
+    if (extensions is None) == (is_valid_file is None):
+        raise ValueError("Both extensions and is_valid_file cannot be None or not None at the same time")
+    if extensions is not None:
+        suffixes = extensions if isinstance(extensions, str) else tuple(extensions)
+
+        def is_valid_file(name: str) -> bool:
+            return name.lower().endswith(suffixes)
+    instances, found = [], set()
+    loops: list[str] = []
+    for target in sorted(class_to_idx):
+        folder = os.path.join(directory, target)
+        if not os.path.isdir(folder):
+            continue
+        for root, _, names in sorted(_walk(folder, loops)):
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                if is_valid_file(path):
+                    instances.append((path, class_to_idx[target]))
+                    found.add(target)
+    if loops:
+        warnings.warn(f"fastload: {len(loops)} symbolic link(s) lead back to a folder above them (a loop), "
+                      f"not followed: {', '.join(loops[:5])}{' ...' if len(loops) > 5 else ''}", RuntimeWarning,
+                      stacklevel=3)
+    empty = set(class_to_idx) - found
+    if empty and not allow_empty:
+        message = f"Found no valid file for the classes {', '.join(sorted(empty))}. "
+        if extensions is not None:
+            message += ("Supported extensions are: "
+                        f"{extensions if isinstance(extensions, str) else ', '.join(extensions)}")
+        raise FileNotFoundError(message)
+    return instances
+
+
+def _walk(top: str, loops: list[str]):
+    """``os.walk(top, followlinks=True)``, top down, never entering a folder that is one of its own ancestors
+    (by device and inode); each such link is appended to ``loops``."""
+    chains = {top: {_identity(top)}}
+    for root, folders, names in os.walk(top, followlinks=True):
+        chain = chains.pop(root, set())
+        kept = []
+        for name in folders:
+            path = os.path.join(root, name)
+            identity = _identity(path)
+            if identity is not None and identity in chain:
+                loops.append(path)
+                continue
+            kept.append(name)
+            chains[path] = chain | {identity}
+        folders[:] = kept
+        yield root, folders, names
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
 
 try:
     import torchvision
@@ -37,7 +111,6 @@ except Exception as error:  # noqa: BLE001 -- ImportError, or the RuntimeError o
     from ._standin_transforms import affine_unavailable as _compute_affine_output_size
     from ._standin_transforms import affine_unavailable as _get_inverse_affine_matrix
     v1 = v2 = make(REASON)
-    import warnings
     warnings.warn(f"fastload: {REASON}; fastload's sources and fast path work without it (fastload.transforms "
                   f"gives stand-ins of the transforms it compiles), the rest needs a torchvision built for this "
                   f"torch", RuntimeWarning, stacklevel=2)
@@ -57,40 +130,7 @@ except Exception as error:  # noqa: BLE001 -- ImportError, or the RuntimeError o
             raise FileNotFoundError(f"Couldn't find any class folder in {directory}.")
         return classes, {name: i for i, name in enumerate(classes)}
 
-    def make_dataset(directory, class_to_idx: dict[str, int] | None = None, extensions=None,
-                     is_valid_file: Callable[[str], bool] | None = None,
-                     allow_empty: bool = False) -> list[tuple[str, int]]:
-        directory = os.path.expanduser(directory)
-        if class_to_idx is None:
-            _, class_to_idx = find_classes(directory)
-        elif not class_to_idx:
-            raise ValueError("'class_to_index' must have at least one entry to collect any samples.")
-        if (extensions is None) == (is_valid_file is None):
-            raise ValueError("Both extensions and is_valid_file cannot be None or not None at the same time")
-        if extensions is not None:
-            suffixes = extensions if isinstance(extensions, str) else tuple(extensions)
-
-            def is_valid_file(name: str) -> bool:
-                return name.lower().endswith(suffixes)
-        instances, found = [], set()
-        for target in sorted(class_to_idx):
-            folder = os.path.join(directory, target)
-            if not os.path.isdir(folder):
-                continue
-            for root, _, names in sorted(os.walk(folder, followlinks=True)):
-                for name in sorted(names):
-                    path = os.path.join(root, name)
-                    if is_valid_file(path):
-                        instances.append((path, class_to_idx[target]))
-                        found.add(target)
-        empty = set(class_to_idx) - found
-        if empty and not allow_empty:
-            message = f"Found no valid file for the classes {', '.join(sorted(empty))}. "
-            if extensions is not None:
-                message += ("Supported extensions are: "
-                            f"{extensions if isinstance(extensions, str) else ', '.join(extensions)}")
-            raise FileNotFoundError(message)
-        return instances
+    make_dataset = list_samples
 
     def pil_loader(path: str):
         from PIL import Image

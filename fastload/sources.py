@@ -10,7 +10,9 @@ its fast path.
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -18,11 +20,29 @@ from typing import Any, Callable
 import torch
 from PIL import Image
 
-from ._torchvision import IMG_EXTENSIONS, find_classes, make_dataset, pil_loader
+from ._torchvision import IMG_EXTENSIONS, find_classes, list_samples, pil_loader
 from .decode import open_image
 from .errors import DecodeError
 from .order import ShardOrder, dist_info, num_shard_samples, split_for_workers
 from .read import read_file
+
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+_DECIMAL = re.compile(r"[+-]?[0-9]{1,20}")  # a file list's label: ASCII digits (int() also takes "1_0", "١")
+
+
+def class_index(label, name: str) -> int:
+    """``label`` as the class index a batch's int64 labels hold: an integer (Python's, numpy's, a one-element
+    integer tensor) within int64; a ValueError naming the sample otherwise (a float label such as 2.9 would
+    be truncated to 2, silently)."""
+    try:
+        value = operator.index(label)
+    except TypeError:
+        raise ValueError(f"{name}: label {label!r} is not a class index (an integer); give integer labels, or a "
+                         f"target_transform that makes them") from None
+    if not INT64[0] <= value <= INT64[1]:
+        raise ValueError(f"{name}: label {value} does not fit in the int64 a batch's labels are")
+    return value
 
 
 class Source(torch.utils.data.IterableDataset):
@@ -181,10 +201,14 @@ class Source(torch.utils.data.IterableDataset):
 class ImageFolder(Source):
     """``root/class_name/**/image.ext`` with torchvision's discovery rules.
 
-    Class folders are sorted to give label indices; files are found with
-    torchvision's own ``make_dataset`` (its default extensions, compared
+    Class folders are sorted to give label indices; files are found by
+    torchvision's ``make_dataset`` rules (its default extensions, compared
     case-insensitively, the same sample order), so ``classes``,
-    ``class_to_idx`` and ``samples`` equal torchvision's ImageFolder's.
+    ``class_to_idx`` and ``samples`` equal torchvision's ImageFolder's --
+    except under a symbolic link that leads back to a folder above it (a
+    loop), which is not followed (torchvision lists the files under it
+    again at every level until the path is too long) and is named in a
+    warning.
 
     Args:
         root: the folder of class folders.
@@ -203,7 +227,7 @@ class ImageFolder(Source):
         self.root = os.fspath(root)
         self.classes, self.class_to_idx = find_classes(self.root)
         extensions = None if is_valid_file is not None else IMG_EXTENSIONS
-        samples = make_dataset(self.root, self.class_to_idx, extensions, is_valid_file,
+        samples = list_samples(self.root, self.class_to_idx, extensions, is_valid_file,
                                allow_empty=allow_empty)
         super().__init__(samples, transform, target_transform, **order)
         self.imgs = self.samples
@@ -254,13 +278,10 @@ class FileList(Source):
             if not line or line.startswith("#"):
                 continue
             fields = line.rsplit(None, 1)
-            try:
-                if len(fields) != 2:
-                    raise ValueError
-                label = int(fields[1])
-            except ValueError:
+            if len(fields) != 2 or not _DECIMAL.fullmatch(fields[1]):
                 raise ValueError(f"{self.list_file}:{number}: expected 'path label' with an "
-                                 f"integer label, got {line!r}") from None
+                                 f"integer label, got {line!r}")
+            label = class_index(int(fields[1]), f"{self.list_file}:{number}")
             samples.append((os.path.join(self.root, fields[0]), label))
         return samples
 
@@ -297,7 +318,10 @@ class Encoded(ByteSource):
     def __init__(self, items, transform: Callable | None = None, target_transform: Callable | None = None, *,
                  name: str = "encoded", **order):
         self.items, self.name = items, name
-        super().__init__([(f"{name}[{i}]", label) for i, (_, label) in enumerate(items)], transform,
+        labels = [label for _, label in items]
+        if target_transform is None:  # the labels become an int64 tensor: each must be a class index
+            labels = [class_index(label, f"{name}[{i}]") for i, label in enumerate(labels)]
+        super().__init__([(f"{name}[{i}]", label) for i, label in enumerate(labels)], transform,
                          target_transform, **order)
 
     def _repr_parts(self) -> list[tuple[str, Any]]:

@@ -176,3 +176,22 @@ def test_the_repr_of_a_half_made_source_shows_what_is_set():
     assert repr(half) == "ImageFolder(root='/data/train')"
     assert repr(fastload.TarShards.__new__(fastload.TarShards)) == "TarShards()"
     assert repr(fastload.TFRecords.__new__(fastload.TFRecords)) == "TFRecords()"
+
+
+def test_a_symlink_loop_is_listed_once_and_named(tmp_path):
+    """A link back to a folder above it: torchvision's walk lists the files under it at every level until
+    the path is too long for the system; fastload's ImageFolder lists them once and names the link. A link
+    to a sibling folder (no loop) is followed, as torchvision follows it."""
+    import torchvision
+    from PIL import Image
+    for folder in ("a/inner", "b"):
+        (tmp_path / folder).mkdir(parents=True)
+    for number, folder in enumerate(("a", "a/inner", "b")):
+        Image.new("RGB", (4, 4)).save(tmp_path / folder / f"{number}.jpg")
+    (tmp_path / "a" / "inner" / "sibling").symlink_to(tmp_path / "b", target_is_directory=True)
+    expected = torchvision.datasets.ImageFolder(str(tmp_path)).samples  # no loop yet: the same samples
+    assert fastload.ImageFolder(tmp_path).samples == expected
+    (tmp_path / "a" / "inner" / "up").symlink_to(tmp_path / "a", target_is_directory=True)
+    with pytest.warns(RuntimeWarning, match="loop.*inner/up"):
+        source = fastload.ImageFolder(tmp_path)
+    assert source.samples == expected
