@@ -21,7 +21,6 @@ which Google's storage clients use): Python's zlib only has the other CRC-32.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 from typing import BinaryIO, Callable
@@ -30,11 +29,13 @@ import google_crc32c
 
 from .errors import DecodeError
 from .shardcache import LOCK_TIMEOUT
-from .shardfiles import ShardedSource, ShardFiles, is_remote
+from .shardfiles import Sequential, ShardedSource, ShardFiles, is_remote
 
 INDEX_VERSION = 1
 IMAGE_FEATURE = "image/encoded"  # TensorFlow's ImageNet TFRecords (models/research/inception), DALI's examples
 LABEL_FEATURE = "image/class/label"
+UINT64 = (1 << 64) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def masked_crc(data: bytes) -> int:
@@ -65,6 +66,8 @@ def unframe(record: bytes) -> bytes:
 
 
 def varint(buffer: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` and the offset after it; at most 10 bytes, the value kept to 64 bits as protobuf
+    does (ValueError for one cut short or longer)."""
     value = shift = 0
     while True:
         if at >= len(buffer):
@@ -73,7 +76,7 @@ def varint(buffer: bytes, at: int) -> tuple[int, int]:
         at += 1
         value |= (byte & 0x7F) << shift
         if not byte & 0x80:
-            return value, at
+            return value & UINT64, at
         shift += 7
         if shift > 63:
             raise ValueError("varint longer than 64 bits")
@@ -81,24 +84,35 @@ def varint(buffer: bytes, at: int) -> tuple[int, int]:
 
 def proto_fields(message: bytes):
     """(field number, wire type, value) of a protobuf message: varints as ints, length-delimited fields
-    as bytes, fixed32/fixed64 as raw bytes."""
+    and fixed32/fixed64 as bytes. Every length is checked against what the message holds; ValueError for a
+    field that runs past its end, a field number 0, or a wire type other than 0, 1, 2 and 5 (3 and 4 are
+    the deprecated groups, which tf.train.Example has none of; 6 and 7 do not exist)."""
     at = 0
     while at < len(message):
         tag, at = varint(message, at)
         number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise ValueError("a field numbered 0")
         if wire == 0:
             value, at = varint(message, at)
-        elif wire == 2:
-            size, at = varint(message, at)
-            if at + size > len(message):
-                raise ValueError("a field runs past the end of its message")
-            value, at = message[at:at + size], at + size
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
+        elif wire in (1, 2, 5):
+            if wire == 2:
+                size, at = varint(message, at)
+            else:
+                size = 8 if wire == 1 else 4
+            if size > len(message) - at:
+                raise ValueError(f"a field of {size} bytes runs past the end of its message")
             value, at = message[at:at + size], at + size
         else:
             raise ValueError(f"unsupported wire type {wire}")
         yield number, wire, value
+
+
+def _message(wire: int, value, what: str) -> bytes:
+    """A field that must be length-delimited (a message, a string, a packed list): its bytes, else ValueError."""
+    if wire != 2:
+        raise ValueError(f"{what} has wire type {wire}, not 2 (length-delimited)")
+    return value
 
 
 def varints(wire: int, value) -> list[int]:
@@ -106,46 +120,65 @@ def varints(wire: int, value) -> list[int]:
     if wire == 0:
         return [value]
     items, at = [], 0
-    while wire == 2 and at < len(value):
+    value = _message(wire, value, "an int64_list value")
+    while at < len(value):
         item, at = varint(value, at)
         items.append(item)
     return items
 
 
+def _floats(wire: int, value) -> tuple[float, ...]:
+    """A float_list occurrence: one fixed32 (wire type 5) or a packed run (2) of a multiple of 4 bytes."""
+    if wire == 5:
+        return struct.unpack("<f", value)
+    value = _message(wire, value, "a float_list value")
+    if len(value) % 4:
+        raise ValueError(f"a packed float_list of {len(value)} bytes (not a multiple of 4)")
+    return struct.unpack(f"<{len(value) // 4}f", value)
+
+
 def _feature(message: bytes):
     """A tf.train.Feature's list: bytes_list (1) -> [bytes], float_list (2) -> [float], int64_list (3) ->
-    [int] (packed or not; int64 as two's complement)."""
-    for kind, _, content in proto_fields(message):
-        values = []
-        for _, wire, value in proto_fields(content):
+    [int] (packed or not; int64 as two's complement). As protobuf reads a oneof: the last kind present
+    wins, and occurrences of the same kind merge; unknown fields are skipped."""
+    kind, values = None, []
+    for number, wire, content in proto_fields(message):
+        if number not in (1, 2, 3):
+            continue
+        content = _message(wire, content, "a Feature's list")
+        if number != kind:
+            kind, values = number, []
+        for field, wire, value in proto_fields(content):
+            if field != 1:
+                continue
             if kind == 1:
-                values.append(value)
+                values.append(_message(wire, value, "a bytes_list value"))
             elif kind == 2:
-                values.extend(struct.unpack(f"<{len(value) // 4}f", value) if wire == 2 else
-                              struct.unpack("<f", value))
-            elif kind == 3:
+                values.extend(_floats(wire, value))
+            else:
                 values.extend(v - (1 << 64) if v >= 1 << 63 else v for v in varints(wire, value))
-        return values
-    return []
+    return values
 
 
 def parse_example(data: bytes) -> dict[str, list]:
     """A serialized tf.train.Example as {feature name: list of values} (tensorflow/core/example/
     example.proto and feature.proto: Example.features = 1, Features.feature = 1 (a map: key = 1,
-    value = 2))."""
+    value = 2)). Raises ValueError only (a truncated varint, a length past the end of its message, a wire
+    type out of range or not the field's, a packed list of the wrong byte length, a name not UTF-8): the
+    record's error, never the file's."""
     features: dict[str, list] = {}
-    for number, _, message in proto_fields(data):
+    for number, wire, message in proto_fields(data):
         if number != 1:
             continue
-        for entry_number, _, entry in proto_fields(message):
+        for entry_number, wire, entry in proto_fields(_message(wire, message, "Example.features")):
             if entry_number != 1:
                 continue
             key, value = "", b""
-            for field, _, content in proto_fields(entry):
+            for field, wire, content in proto_fields(_message(wire, entry, "a feature map entry")):
                 if field == 1:
-                    key = content.decode("utf-8")
+                    key = _message(wire, content, "a feature's name").decode("utf-8")
                 elif field == 2:
-                    value = content
+                    value = _message(wire, content, "a Feature")
             features[key] = _feature(value)
     return features
 
@@ -160,7 +193,9 @@ def example(features: dict[str, list]) -> bytes:
         if all(isinstance(v, (bytes, bytearray)) for v in values):
             listed = field(1, b"".join(field(1, bytes(v)) for v in values))
         elif all(isinstance(v, int) for v in values):
-            listed = field(3, field(1, b"".join(_encode_varint(v & (1 << 64) - 1) for v in values)))
+            if any(not INT64_MIN <= v <= INT64_MAX for v in values):
+                raise ValueError(f"feature {name!r}: an int64_list value outside int64")
+            listed = field(3, field(1, b"".join(_encode_varint(v & UINT64) for v in values)))
         else:
             listed = field(2, field(1, struct.pack(f"<{len(values)}f", *values)))
         entries += field(1, field(1, name.encode()) + field(2, listed))
@@ -187,7 +222,7 @@ def parse_dali_index(text: str, path: str) -> list[tuple[int, int]]:
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             fields = line.split()
-            if len(fields) != 2 or not all(f.isdigit() for f in fields):
+            if len(fields) != 2 or not all(f.isascii() and f.isdigit() for f in fields):
                 raise ValueError(f"{path}, line {number}: expected 'offset size', got {line.strip()!r}")
             records.append((int(fields[0]), int(fields[1])))
     return records
@@ -197,12 +232,14 @@ def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, l
                 name_feature: str | None = None) -> dict:
     """Every record's (offset, size, label, problem) -- and, given ``name_feature``, its name (the bytes
     feature as text, None where absent) -- from one pass over the file (the local ``path``, or read once as
-    ``stream``); a record whose frame or Example is bad, or has no image or label, is indexed with the
-    reason; a file that ends inside a record stops there, that record's problem saying so."""
+    ``stream``). A record whose data CRC, Example, image or label is bad is indexed with the reason (its
+    own error). The framing is trusted only as far as it checks: a length whose CRC fails, or that runs
+    past the file's end, ends the index at that record, its problem saying so -- the length is compared
+    with the bytes the file holds before anything of that size is read or allocated."""
     records = []
-    with (open(path, "rb") if stream is None else contextlib.nullcontext(stream)) as file:
-        offset = 0
-        while head := file.read(12):
+    with Sequential(path, stream) as file:
+        while head := file.take(12):
+            offset = file.at - len(head)
             if len(head) < 12:
                 records.append([offset, len(head), -1, "the file ends inside a record's header (truncated)"])
                 break
@@ -211,31 +248,56 @@ def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, l
                 records.append([offset, 12, -1, "bad CRC of the record's length: the rest of the file cannot "
                                                 "be framed"])
                 break
-            rest = file.read(length + 4)
-            record = head + rest
+            left = file.left()
+            if left is not None and length + 4 > left:  # (a stream: its chunks end where its bytes do)
+                records.append([offset, 12 + left, -1, f"the file ends inside this record (truncated: its length "
+                                                       f"says {length} bytes of data, {left} follow its header)"])
+                break
+            rest = file.take(length + 4)
+            if len(rest) < length + 4:
+                records.append([offset, 12 + len(rest), -1, f"the file ends inside this record (truncated: its "
+                                                            f"length says {length} bytes of data, {len(rest)} "
+                                                            f"follow its header)"])
+                break
             label, problem, features = -1, None, {}
             try:
-                features = parse_example(unframe(record))
+                features = parse_example(unframe(head + rest))
                 label, problem = _label_and_problem(features, image_feature, label_feature)
             except ValueError as error:
-                problem = f"{error}" if len(rest) == length + 4 else "the file ends inside this record (truncated)"
-            records.append([offset, len(record), label, problem])
+                problem = f"{error}"
+            records.append([offset, 16 + length, label, problem])
             if name_feature is not None:
                 names = features.get(name_feature)
                 records[-1].append(names[0].decode("utf-8", "replace") if names and isinstance(names[0], bytes)
                                    else None)
-            offset += len(record)
     features = [image_feature, label_feature] + ([name_feature] if name_feature is not None else [])
     return {"version": INDEX_VERSION, "features": features, "records": records}
 
 
+def is_whole_index(index: dict, features: list) -> bool:
+    """Whether a cached index is one of this version, for these features, with well-formed records (a
+    malformed one is rebuilt): offsets and sizes non-negative ints, labels ints, problems None or text."""
+    records = index.get("records")
+    return index.get("version") == INDEX_VERSION and index.get("features") == features and \
+        isinstance(records, list) and all(
+            isinstance(r, list) and len(r) >= 4 and type(r[0]) is int and type(r[1]) is int and r[0] >= 0 and
+            r[1] >= 0 and type(r[2]) is int and (r[3] is None or isinstance(r[3], str)) for r in records)
+
+
 def _label_and_problem(features: dict, image_feature: str, label_feature: str) -> tuple[int, str | None]:
     if not features.get(image_feature) or not isinstance(features[image_feature][0], bytes):
-        return -1, f"no bytes feature {image_feature!r} (features: {sorted(features)})"
+        return -1, f"no bytes feature {image_feature!r} (features: {_names(features)})"
     labels = features.get(label_feature)
     if not labels or not isinstance(labels[0], int):
-        return -1, f"no int64 feature {label_feature!r} (features: {sorted(features)})"
+        return -1, f"no int64 feature {label_feature!r} (features: {_names(features)})"
     return labels[0], None
+
+
+def _names(features: dict) -> str:
+    """The feature names for a problem's message, bounded (an Example may hold thousands, long ones)."""
+    names = sorted(features)
+    shown = ", ".join(repr(name[:40]) for name in names[:10])
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
 
 
 class TFRecords(ShardedSource):
@@ -284,6 +346,8 @@ class TFRecords(ShardedSource):
             if len(index_paths) != len(self.files):
                 raise ValueError(f"fastload.TFRecords: {len(index_paths)} index files for {len(self.files)} "
                                  f"TFRecord files (one each, in the same order)")
+        if isinstance(label_offset, bool) or not isinstance(label_offset, int):
+            raise TypeError(f"fastload.TFRecords: label_offset must be an int, not {label_offset!r}")
         self.image_feature = image_feature
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (file number, offset, size) of its record
         self.problems: dict[int, str] = {}
@@ -292,10 +356,7 @@ class TFRecords(ShardedSource):
         samples = []
         for number, path in enumerate(self.files):
             index = self.storage.index(
-                number, "tfrecord-index", ".fastload-idx.json",
-                lambda index: index.get("version") == INDEX_VERSION and index.get("features") == features
-                and isinstance(index.get("records"), list)
-                and all(isinstance(r, list) and len(r) >= 4 for r in index["records"]),
+                number, "tfrecord-index", ".fastload-idx.json", lambda index: is_whole_index(index, features),
                 lambda local, stream: build_index(local, stream, image_feature, label_feature, name_feature))
             if index_paths is not None:
                 dali = self._dali_index(os.fspath(index_paths[number]))
@@ -306,6 +367,8 @@ class TFRecords(ShardedSource):
             for record, (offset, size, label, problem, *name) in enumerate(index["records"]):
                 if name_feature is not None:  # (a record cut short has no name entry)
                     self.names.append(name[0] if name else None)
+                if problem is None and not INT64_MIN <= label + label_offset <= INT64_MAX:
+                    problem = f"its label {label} + label_offset {label_offset} is outside int64"
                 if problem is not None:
                     self.problems[len(samples)] = problem
                 self.ranges.append((number, offset, size))

@@ -170,3 +170,71 @@ def test_a_malformed_cached_index_is_rebuilt(image_folder, tmp_path):
             json.dump(broken, out)
         assert fastload.TFRecords(paths[0]).samples == good.samples
         assert json.loads(open(place).read()) == index
+
+
+def _hostile_frame(length: int, data: bytes = b"") -> bytes:
+    """A record header whose length (CRC-valid: the CRC is no secret) says ``length``, then ``data``."""
+    head = struct.pack("<Q", length)
+    return head + struct.pack("<I", tfrecords.masked_crc(head)) + data
+
+
+@pytest.mark.parametrize("length", [1 << 62, (1 << 64) - 1, 1 << 33])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_huge_record_length_ends_the_index_there_never_the_source(image_folder, tmp_path, length, streamed):
+    """A length field of 2**62 (a MemoryError from the constructor), 2**64-1 (OverflowError) or 8 GiB, its CRC
+    valid: the length is compared with what the file holds before anything is read or allocated, the index
+    ends at that record with the reason, the records before it read; from a stream too."""
+    photos = [open(path, "rb").read() for path, _ in fastload.ImageFolder(image_folder).samples[:2]]
+    path = tmp_path / "huge.tfrecord"
+    path.write_bytes(b"".join(tfrecords.frame(tfrecords.example({"image/encoded": [p], "image/class/label": [i]}))
+                              for i, p in enumerate(photos)) + _hostile_frame(length, b"x" * 100))
+    if streamed:
+        import io
+        index = tfrecords.build_index(None, io.BytesIO(path.read_bytes()), tfrecords.IMAGE_FEATURE,
+                                      tfrecords.LABEL_FEATURE)
+        assert [r[3] for r in index["records"]][:2] == [None, None]
+        assert "the file ends inside this record" in index["records"][2][3] and len(index["records"]) == 3
+        return
+    source = fastload.TFRecords(str(path))
+    assert source.targets == [0, 1, -1] and source.read(1) == photos[1]
+    with pytest.raises(fastload.DecodeError, match=rf"huge.tfrecord:record 2\): the file ends inside this record "
+                                                   rf"\(truncated: its length says {length} bytes"):
+        source.read(2)
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (tfrecords.example({"image/encoded": [b"\xff\xd8"], "image/class/label": [1]})[:-1], "past the end|truncated"),
+    # a float_list packed as 5 bytes (a struct.error for the whole source before)
+    (b"\x0a\x1b\x0a\x19\x0a\x04bbox\x12\x11\x12\x0f\x0a\x05\x00\x00\x80\x3f\x01" + b"\x00" * 8, "multiple of 4"),
+    (b"\x0b\x00", "wire type 3"), (b"\x0a\x05\x0a\x03\x0a\x05a", "past the end"),
+    (b"\x0a\x05\x0a\x03\x0a\x01\xff", "can't decode"), (b"\x08\x01", "wire type 0"),
+    (b"\x0a\x80", "truncated varint"), (b"\x0a" + b"\xff" * 11, "longer than 64 bits"), (b"\x02", "numbered 0"),
+])
+def test_an_example_that_cannot_be_parsed_is_that_records_error(image_folder, tmp_path, bad, reason):
+    """Truncated varints, packed lists of the wrong length, wire types out of range or not the field's, nested
+    lengths past the end: a ValueError from parse_example, so the record's DecodeError, never the source's."""
+    with pytest.raises(ValueError, match=reason):
+        tfrecords.parse_example(bad)
+    photo = open(fastload.ImageFolder(image_folder).samples[0][0], "rb").read()
+    path = tmp_path / "bad.tfrecord"
+    path.write_bytes(tfrecords.frame(bad) +
+                     tfrecords.frame(tfrecords.example({"image/encoded": [photo], "image/class/label": [5]})))
+    source = fastload.TFRecords(str(path), transform=T.Compose([T.CenterCrop(8), T.ToImage()]))
+    assert source.targets == [-1, 5]
+    with pytest.raises(fastload.DecodeError, match=r"bad.tfrecord:record 0\)"):
+        source.read(0)
+    loader = fastload.DataLoader(source, batch_size=2, on_error="skip")
+    assert {label for _, labels in loader for label in labels.tolist()} == {5}
+
+
+def test_a_label_pushed_past_int64_by_label_offset_is_that_records_error(image_folder, tmp_path):
+    photo = open(fastload.ImageFolder(image_folder).samples[0][0], "rb").read()
+    path = fastload.TFRecords.write([(photo, (1 << 63) - 1), (photo, 4)], tmp_path / "edge.tfrecord")
+    assert fastload.TFRecords(path).targets == [(1 << 63) - 1, 4]
+    source = fastload.TFRecords(path, label_offset=1)
+    assert source.targets == [-1, 5]
+    with pytest.raises(fastload.DecodeError, match=r"record 0\): its label 9223372036854775807 \+ label_offset 1 "
+                                                   r"is outside int64"):
+        source.read(0)
+    with pytest.raises(ValueError, match="outside int64"):
+        tfrecords.example({"label": [1 << 63]})
