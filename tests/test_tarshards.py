@@ -720,3 +720,20 @@ def test_a_bad_label_is_that_samples_error_and_skip_skips_only_it(image_folder, 
 def test_int64_labels_with_whitespace_and_signs_are_read(text, value):
     assert tarshards.parse_label("cls", text) == value
     assert tarshards.parse_label("json", json.dumps({"label": value})) == value
+
+
+def test_rocals_webdataset_reader_on_the_same_index_refuses_a_duplicate_member_too(image_folder, tmp_path):
+    """rocAL's WebDataset reader (compat.rocal) stands on this index: the sample with two ``a.jpg`` is its error
+    there too, never one of the images silently."""
+    from fastload.compat.rocal.webdataset import WebDatasetSamples, webdataset_reader
+    photos = [open(path, "rb").read() for path, _ in fastload.ImageFolder(image_folder).samples[:3]]
+    (tmp_path / "wds").mkdir()
+    with tarfile.open(tmp_path / "wds" / "dup.tar", "w") as archive:
+        for name, payload in [("a.jpg", photos[0]), ("a.jpg", photos[1]), ("a.cls", b"1"), ("b.jpg", photos[2]),
+                              ("b.cls", b"2")]:
+            tarshards.add_member(archive, name, payload)
+    samples = WebDatasetSamples("fn.decoders.image", webdataset_reader(tmp_path / "wds", [{"jpg", "cls"}], 0),
+                                str(tmp_path / "wds"))
+    assert samples.read(1) == photos[2]
+    with pytest.raises(fastload.DecodeError, match=r"dup.tar:a\): two 'a.jpg' members"):
+        samples.read(0)

@@ -97,6 +97,7 @@ class WebDatasetSamples:
         self.samples: list[tuple[str, int]] = []
         self.images: list[tuple[int, int, int]] = []  # per sample: (shard, offset, size) of its JPEG
         self.members: list[tuple] = []  # per sample and extension: (shard, offset, size), or None if missing
+        self.problems: dict[int, str] = {}  # per sample whose members the index found unreadable: why
         no_image = skipped = 0
         for number, path in enumerate(self.storage.paths):
             index = self.storage.index(number, "shard-index", ".idx.json",
@@ -104,7 +105,8 @@ class WebDatasetSamples:
             if index["error"] and not index["samples"]:
                 raise ValueError(f"{decoder}: {path}: not a readable tar ({index['error']}); rocAL reads every "
                                  f"entry of {folder} as one")
-            for key, members, _ in index["samples"]:
+            problems = dict(index["problems"])  # (a duplicate member, one cut by the end: read() says which)
+            for position, (key, members, _) in enumerate(index["samples"]):
                 image = next((e for e in members if e in JPEG_EXTENSIONS), None)
                 if image is None:
                     no_image += 1
@@ -122,6 +124,8 @@ class WebDatasetSamples:
                 if large:
                     raise NotImplementedError(f"{decoder}: {name}: its {', '.join('.' + e for e in large)} member "
                                               f"is over {MAX_ASCII} bytes, which rocAL's ASCII buffers hold")
+                if position in problems:
+                    self.problems[len(self.samples)] = problems[position]
                 self.samples.append((name, len(self.samples)))
                 self.images.append((number, *members[image]))
                 self.members.append(tuple(None if m is None else (number, *m) for m in found))
@@ -132,6 +136,8 @@ class WebDatasetSamples:
             warnings.warn(f"{decoder}: {'; '.join(left_out)}", stacklevel=3)
 
     def read(self, index: int) -> bytes:
+        if index in self.problems:
+            raise DecodeError(index, self.samples[index][0], self.problems[index])
         number, offset, size = self.images[index]
         data = self.storage.read(number, offset, size)
         if len(data) < size:
