@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import weakref
+from typing import TypeVar
 
 import torch
 from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
@@ -31,8 +32,14 @@ from .stats import Stats
 from .workers import Workers
 
 
-class DataLoader(torch.utils.data.DataLoader):
+T_co = TypeVar("T_co", covariant=True)
+
+
+class DataLoader(torch.utils.data.DataLoader[T_co]):
     """A drop-in ``torch.utils.data.DataLoader`` that loads with threads.
+
+    Generic in what its dataset yields, as torch's is (``DataLoader[Tensor]`` in an annotation, and
+    ``class Mine(DataLoader[T_co])``).
 
     Takes torch's arguments with torch's meanings, except that
     ``num_workers`` counts threads in this process (no worker processes,

@@ -130,5 +130,27 @@ def local_device(device) -> torch.device | None:
         return None
     device = torch.device(device)
     if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
-        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    _check_available(device)
     return device
+
+
+def _check_available(device: torch.device) -> None:
+    """A ValueError now, naming the device and what this torch has, where ``device`` cannot be used (torch
+    itself fails only at the first copy there, from inside the loader's threads)."""
+    if device.type in ("cpu", "meta"):
+        return
+    backend = getattr(torch, device.type, None)
+    available = getattr(backend, "is_available", None)
+    if available is None or available():
+        count = getattr(backend, "device_count", lambda: None)()
+        if device.index is None or count is None or device.index < count:
+            return
+        raise ValueError(f"device={str(device)!r}: this machine has {count} {device.type} device(s), "
+                         f"{device.type}:0 to {device.type}:{count - 1}" if count else
+                         f"device={str(device)!r}: this machine has no {device.type} device")
+    build = (f"a CUDA {torch.version.cuda} build" if torch.version.cuda else
+             f"a ROCm {torch.version.hip} build" if getattr(torch.version, "hip", None) else "a CPU-only build")
+    raise ValueError(f"device={str(device)!r}: no {device.type} device is available here (torch "
+                     f"{torch.__version__} is {build}; available: cpu). Leave device=None to load on the CPU, "
+                     f"or install a torch built for your GPU (https://pytorch.org/get-started/locally/)")

@@ -161,15 +161,17 @@ def test_rocm_style_fallback_decodes_on_the_cpu_and_augments_on_the_device(small
         iter(fastload.DataLoader(dataset, batch_size=8, device="cpu", decoder="torchcodec"))
 
 
-def test_gpu_decoding_asked_for_where_the_device_path_cannot_run(image_folder):
+def test_gpu_decoding_asked_for_where_the_device_path_cannot_run(image_folder, monkeypatch):
     dataset = fastload.ImageFolder(str(image_folder), transform=recipes.resnet50_train(16))
     with pytest.raises(ValueError, match="device is not a CUDA device"):
         fastload.DataLoader(dataset, batch_size=8, decode_device="cuda")
     bicubic = fastload.ImageFolder(str(image_folder), transform=fastload.transforms.Compose([
         fastload.transforms.RandomResizedCrop(16, interpolation=fastload.transforms.InterpolationMode.BICUBIC),
         fastload.transforms.ToDtype(torch.float32, scale=True)]))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # (the plan is refused before any GPU is used)
     with pytest.raises(ValueError, match="not bilinear"):
         fastload.DataLoader(bicubic, batch_size=8, device="cuda", decoder="nvjpeg")
+    monkeypatch.undo()
     for bad in (dict(decode_device="gpu"), dict(decoder="dali"), dict(device_prefetch=0),
                 dict(memory_format=torch.preserve_format)):
         with pytest.raises(ValueError):

@@ -327,6 +327,8 @@ result = (type(loader).__module__, len(loader), sorted(labels.items()))
 
 
 def test_a_bare_cuda_device_under_torchrun_is_the_local_rank(image_folder, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # (as on a node of 4 GPUs)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     monkeypatch.setenv("LOCAL_RANK", "3")
     source = fastload.ImageFolder(image_folder, TRAIN)
     assert fastload.DataLoader(source, device="cuda").device == torch.device("cuda", 3)
@@ -688,3 +690,34 @@ def test_the_docstrings_list_every_argument():
             if name != "self":
                 prefix = "**" if parameter.kind is parameter.VAR_KEYWORD else ""
                 assert f"{prefix}{name}" in args, f"{cls.__name__}'s docstring does not list {name}"
+
+
+def test_a_device_that_is_not_available_is_refused_at_construction(image_folder, monkeypatch):
+    """torch would fail at the first batch, inside a loader thread ('invalid argument to exchangeDevice'):
+    the loader says at once which device, what this torch has, and what to do."""
+    source = fastload.ImageFolder(image_folder, TRAIN)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device='cuda': no cuda device is available here \(torch .* is a "
+                                         r".*available: cpu\).*device=None.*pytorch.org"):
+        fastload.DataLoader(source, device="cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match=r"device='cuda:2': this machine has 2 cuda device\(s\), cuda:0 to cuda:1"):
+        fastload.DataLoader(source, device="cuda:2")
+    loader = fastload.DataLoader(source)
+    with pytest.raises(ValueError, match="no cuda device"):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        loader.device = "cuda"  # set later: validated again
+    assert loader.device is None
+
+
+def test_the_loader_is_generic_like_torchs():
+    from typing import TypeVar
+    T_co = TypeVar("T_co", covariant=True)
+
+    class Stateful(fastload.DataLoader[T_co]):
+        pass
+
+    assert fastload.DataLoader[torch.Tensor].__origin__ is fastload.DataLoader
+    assert Stateful[int].__origin__ is Stateful
+    assert list(Stateful(list(range(4)), batch_size=2))[1].tolist() == [2, 3]
