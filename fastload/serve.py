@@ -170,12 +170,12 @@ class InferenceServer:
         routes.get("/v2/health/live")(self._live)
         routes.get("/v2/health/ready")(self._ready)
         routes.get("/v2")(self._server_metadata)
-        routes.get("/v2/models/stats")(self._model_stats)  # (before /v2/models/{model}, which would take it)
         for prefix in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
             routes.get(prefix)(self._model_metadata)
             routes.get(prefix + "/ready")(self._model_ready)
             routes.get(prefix + "/stats")(self._model_stats)
             routes.post(prefix + "/infer", expect_handler=self._expect)(self._infer)
+        routes.get("/v2/models/stats")(self._model_stats)
         routes.post("/v2/repository/index")(self._index)
         routes.post("/v2/repository/models/{model}/load")(self._repository_load)
         routes.post("/v2/repository/models/{model}/unload")(self._repository_unload)

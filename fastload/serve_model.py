@@ -73,7 +73,7 @@ class Batcher:
 
     One batch never stops the thread: an item whose Future was cancelled while it waited (a gRPC deadline, a
     client gone) is dropped, any other failure in the loop answers that batch's Futures with it and the thread
-    goes on, and a thread found dead (which nothing here should allow) is replaced at the next submit. At most
+    goes on, and a thread that must end (SystemExit out of ``process``) starts its successor first. At most
     ``max_queue`` items wait (``submit_all`` past it: QueueFull), so a burst costs bounded memory.
     """
 
@@ -126,9 +126,6 @@ class Batcher:
                 raise RuntimeError("closed (the model was unloaded)")
             if self._waiting + len(items) > self.max_queue:
                 raise QueueFull(f"{self._waiting} images wait for the model, the limit is {self.max_queue}: retry")
-            if not self._thread.is_alive():
-                log.error("a batcher thread was found dead: a new one takes its queue")
-                self._thread = self._start()
             self._waiting += len(items)
             now = time.perf_counter_ns()
             for item, future in zip(items, futures):
@@ -158,11 +155,14 @@ class Batcher:
                 closing = self._collect(batch)
                 if batch:
                     self._answer(batch)
-            except Exception as error:  # a bug of ours, or a broken process: this batch fails, the rest is served
+            except BaseException as error:  # a bug of ours, or a broken process: this batch fails, others go on
                 log.exception("a batch of %d failed outside its process()", len(batch))
                 for _, future, _ in batch:
                     if not future.done():
                         future.set_exception(RuntimeError(f"the batcher failed: {error!r}"))
+                if not isinstance(error, Exception):  # (SystemExit: this thread ends, another takes the queue)
+                    self._thread = self._start()
+                    return
 
     def _take(self, timeout: float | None):
         """The next queued entry (None: close() was asked), or queue.Empty after ``timeout``."""

@@ -128,12 +128,12 @@ def number(value, name: str, low: float, high: float) -> float:
 
 def check_model_name(name) -> str:
     """A name a model may be loaded under: a non-empty string of at most MAX_NAME characters, without
-    control characters (NUL, newlines: it reaches logs and /metrics labels) or '/' (it is a URL path
-    segment); else 400. For both APIs' repository loads."""
+    control characters (NUL, newlines: it reaches logs and /metrics labels), no '/' and not '.' or '..' (it
+    is a URL path segment); else 400. For both APIs' repository loads."""
     if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
         raise RequestError(400, f"a model name is 1 to {MAX_NAME} characters, not {_shown(name)}")
-    if "/" in name or any(unicodedata.category(c) == "Cc" for c in name):
-        raise RequestError(400, f"model name {name!r}: no '/' and no control characters")
+    if "/" in name or name in (".", "..") or any(unicodedata.category(c) == "Cc" for c in name):
+        raise RequestError(400, f"model name {name!r}: no '/', no control characters, not '.' or '..'")
     return name
 
 
@@ -213,8 +213,9 @@ def parse_infer_request(body: bytes, header_length: str | None,
         data = tensor.get("data", [])
         if not isinstance(data, list):
             raise RequestError(400, "the input's \"data\" must be a list of base64 strings")
+        flat = _flatten(data, max_images)
         try:
-            return [base64.b64decode(item, validate=True) for item in _flatten(data, max_images)]
+            return [base64.b64decode(item, validate=True) for item in flat]
         except (ValueError, TypeError):
             raise RequestError(400, "a JSON BYTES element must be the image's bytes in base64") from None
 

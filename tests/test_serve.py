@@ -318,3 +318,187 @@ def test_a_batcher_keeps_its_intra_op_threads_when_another_sets_fewer():
         for batcher in batchers:
             batcher.close()
         torch.set_num_threads(before)
+
+
+def test_a_request_cancelled_while_it_waits_does_not_stop_its_model():
+    """A Future cancelled in the queue (a gRPC deadline, a client gone) is dropped: answering it raised
+    InvalidStateError in the batcher's thread, which died, and every later request to the model hung."""
+    release = threading.Event()
+    batcher = Batcher(lambda items: release.wait(10) and items, max_batch=1, max_wait_ms=0)
+    try:
+        first = batcher.submit(1)
+        time.sleep(0.2)  # (taken: the batcher waits in process)
+        waiting = batcher.submit(2)
+        assert waiting.cancel()
+        release.set()
+        assert first.result(timeout=10) == 1
+        assert batcher.submit(3).result(timeout=10) == 3
+    finally:
+        release.set()
+        batcher.close()
+
+
+def test_a_batch_failing_outside_process_fails_alone():
+    """Anything raised in the batcher's loop (here its statistics) answers that batch's requests with the
+    error; the thread goes on serving the next ones."""
+    from fastload.serve import ModelStats
+
+    class Failing(ModelStats):
+        def batch(self, *args):
+            if self.executions == 0:
+                self.executions = -1
+                raise RuntimeError("statistics broke")
+            super().batch(*args)
+
+    batcher = Batcher(lambda items: items, max_batch=1, max_wait_ms=0, stats=Failing())
+    try:
+        with pytest.raises(RuntimeError, match="statistics broke"):
+            batcher.submit(1).result(timeout=10)
+        assert batcher.submit(2).result(timeout=10) == 2
+    finally:
+        batcher.close()
+
+
+def test_a_batcher_thread_that_must_end_hands_its_queue_to_a_new_one():
+    """A process that raises SystemExit ends its thread: its batch is answered with the error and a new
+    thread serves the queue."""
+    calls = []
+
+    def process(items):
+        calls.append(items)
+        if len(calls) == 1:
+            raise SystemExit(3)
+        return items
+
+    batcher = Batcher(process, max_batch=1, max_wait_ms=0)
+    try:
+        with pytest.raises(RuntimeError, match="SystemExit"):
+            batcher.submit(1).result(timeout=10)
+        assert batcher.submit(2).result(timeout=10) == 2
+    finally:
+        batcher.close()
+
+
+def test_the_batcher_queue_is_bounded_and_ranges_are_checked():
+    from fastload.serve import QueueFull
+    release = threading.Event()
+    batcher = Batcher(lambda items: release.wait(10) and items, max_batch=2, max_wait_ms=0, max_queue=3)
+    try:
+        first = batcher.submit_all([1, 2])
+        time.sleep(0.2)  # (taken)
+        queued = batcher.submit_all([3, 4, 5])
+        with pytest.raises(QueueFull, match="limit is 3"):
+            batcher.submit(6)
+        release.set()
+        assert [f.result(timeout=10) for f in first + queued] == [1, 2, 3, 4, 5]
+    finally:
+        release.set()
+        batcher.close()
+    for arguments in ({"max_batch": True}, {"max_batch": 0}, {"max_wait_ms": float("inf")},
+                      {"max_wait_ms": float("nan")}, {"max_wait_ms": 1e13}, {"max_queue": 0}):
+        with pytest.raises(ValueError):
+            Batcher(lambda items: items, **arguments)
+
+
+def test_a_decode_pool_shut_down_under_the_server_is_replaced(model):
+    with InferenceServer(JsonPipeline(PIPELINE), model, port=0) as server:
+        server._decoder._pool.shutdown(wait=True)
+        status, body = post(server.port, jpeg(2))
+        assert status == 200 and len(body["top5"]) == 5
+
+
+def test_without_models_the_conveniences_answer_503_and_bugs_are_json_500s(model, monkeypatch):
+    """/predict and /health of a server whose models were all unloaded: 503 (StopIteration answered 500); a
+    bug of ours is a JSON 500 naming the exception's kind, its traceback logged, never sent."""
+    with InferenceServer(JsonPipeline(PIPELINE), model, port=0, name="m") as server:
+        monkeypatch.setattr(server, "server_metadata", lambda: 1 / 0)
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request("GET", "/v2")
+        response = connection.getresponse()
+        body = response.read()
+        assert response.status == 500 and "ZeroDivisionError" in json.loads(body)["error"]
+        assert b"Traceback" not in body
+        server.repository_unload("m")
+        status, body = post(server.port, jpeg(1))
+        assert status == 503 and "no model is loaded" in body["error"]
+        connection.request("GET", "/health")
+        response = connection.getresponse()
+        assert response.status == 503 and "no model" in json.loads(response.read())["error"]
+        connection.close()
+
+
+def serve_command(arguments: list[str]) -> tuple[subprocess.Popen, int]:
+    """``fastload serve`` started with ``arguments``; the process and its HTTP port (from its first line)."""
+    process = subprocess.Popen([sys.executable, "-m", "fastload", "serve", *arguments], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if "http://" not in line:
+        process.kill()
+        raise AssertionError(f"fastload serve {' '.join(arguments)}: {line}{process.communicate()[1]}")
+    return process, int(line.split("http://127.0.0.1:")[1].split()[0])
+
+
+def stop(process: subprocess.Popen) -> str:
+    """SIGTERM, wait (20 s at most); its stderr."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    return err
+
+
+def test_every_fastload_serve_command_of_the_docs_starts_and_answers(tmp_path):
+    """Each `fastload serve` command docs/serving.md shows, on port 0 (a free port), with its p.json and
+    pipelines/ made here: it starts, answers /v2/health/ready and stops on SIGTERM (--repository without
+    --pipeline failed at once on an unbound name)."""
+    import re
+    import shlex
+    docs = open(os.path.join(os.path.dirname(__file__), "..", "docs", "serving.md")).read()
+    commands = [m.group(1) for m in re.finditer(r"^\s*fastload serve (.*?)\s*(?:#.*)?$", docs, re.MULTILINE)]
+    assert len(commands) >= 3, commands
+    (tmp_path / "pipelines").mkdir()
+    for folder in (tmp_path, tmp_path / "pipelines"):
+        (folder / "p.json").write_text(json.dumps(PIPELINE))
+    for command in commands:
+        arguments = []
+        for word in shlex.split(command):
+            word = {"8000": "0", "8001": "0"}.get(word, word)
+            arguments.append(str(tmp_path / word) if word in ("p.json", "pipelines/") else word)
+        if "--grpc-port" in arguments:
+            pytest.importorskip("tritonclient.grpc")
+        process, port = serve_command(arguments)
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.request("GET", "/v2/health/ready")
+            response = connection.getresponse()
+            assert response.status == 200 and json.loads(response.read()) == {"ready": True}, command
+            connection.close()
+        finally:
+            stop(process)
+
+
+def test_a_classifier_with_random_weights_is_warned_about_and_weights_are_served(tmp_path, model):
+    """Without --weights the classifier's weights are random: a warning at start says so. With --weights (a
+    torchvision state_dict file, loaded with weights_only=True) the answers are that model's."""
+    pipeline = tmp_path / "p.json"
+    pipeline.write_text(json.dumps(PIPELINE))
+    weights = tmp_path / "resnet18.pt"
+    trained = load_model("resnet18", seed=11)
+    torch.save(trained.state_dict(), weights)
+    process, _ = serve_command(["--pipeline", str(pipeline), "--model", "resnet18", "--port", "0"])
+    assert "RANDOM weights" in stop(process)
+    process, port = serve_command(["--pipeline", str(pipeline), "--model", "resnet18", "--weights", str(weights),
+                                   "--port", "0"])
+    try:
+        status, body = post(port, jpeg(4))
+    finally:
+        assert "RANDOM" not in stop(process)
+    expected = alone(JsonPipeline(PIPELINE), trained, jpeg(4))
+    assert status == 200 and [c["class"] for c in body["top5"]] == [c["class"] for c in expected]
+    assert alone(JsonPipeline(PIPELINE), model, jpeg(4)) != expected  # (another seed's weights differ)
+    (tmp_path / "junk.pt").write_bytes(b"not a torch file")
+    from fastload.cli import main
+    with pytest.raises(SystemExit, match="not a state_dict of torchvision's resnet18"):
+        main(["serve", "--pipeline", str(pipeline), "--model", "resnet18", "--weights", str(tmp_path / "junk.pt")])

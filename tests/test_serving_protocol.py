@@ -274,3 +274,181 @@ def test_trickling_headers_are_cut_at_the_timeout():
                     sock.sendall(b"X-Slow: 1\r\n")
                     time.sleep(0.3)
             assert time.monotonic() - started < 5
+
+
+def error_of(answer: tuple) -> tuple[int, str]:
+    """(status, the {"error": ...} body's reason): every answer but a 200 is one."""
+    status, headers, body = answer
+    assert headers["Content-Type"].startswith("application/json"), (status, body)
+    return status, json.loads(body)["error"]
+
+
+BAD_LOADS = [  # (the load body's parameters as JSON text, the name its 400 must give)
+    ('"max_queue_delay_us": 1e16', "max_queue_delay_us"), ('"max_queue_delay_us": 1e999', "max_queue_delay_us"),
+    ('"max_queue_delay_us": "inf"', "max_queue_delay_us"), ('"max_queue_delay_us": -1', "max_queue_delay_us"),
+    ('"max_queue_delay_us": "abc"', "max_queue_delay_us"), ('"max_queue_delay_us": [5]', "max_queue_delay_us"),
+    ('"max_queue_delay_us": NaN', "max_queue_delay_us"), ('"max_queue_delay_us": true', "max_queue_delay_us"),
+    ('"batch": true', "batch"), ('"batch": 0', "batch"), ('"batch": 2.5', "batch"), ('"batch": "8x"', "batch"),
+    ('"batch": 100000000000000000000000', "batch"), ('"batch": [8]', "batch"), ('"batch": null', "batch"),
+    ('"model": 5', "model"), ('"model": ["small.json"]', "model"), ('"model": "small\\u0000.json"', "model"),
+    ('"classifier": 5', "classifier"), ('"classifier": ["resnet18"]', "classifier"),
+    ('"classifier": {"a": 1}', "classifier"), ('"classifier": true', "classifier"),
+    ('"classifier": "no_such_net"', "no_such_net"), ('"config": "{}"', "config")]
+
+
+@pytest.mark.parametrize("parameters, named", BAD_LOADS)
+def test_a_load_with_a_bad_parameter_is_400_naming_it_and_kills_nothing(server, parameters, named):
+    """Every number of a repository load is range-checked before use (max_queue_delay_us of 1e16 or Infinity
+    was taken, then its batcher died in queue.get), booleans are refused for ints, a classifier or file of the
+    wrong type is 400 (500 before); the server goes on serving."""
+    body = ('{"parameters": {"model": "small.json", ' + parameters + "}}").encode()
+    status, reason = error_of(request(server.port, "POST", "/v2/repository/models/loaded/load", body))
+    assert status == 400 and named in reason, reason
+    assert "loaded" not in server.models
+    assert client(server).infer("small", [images_input([jpeg(2)])]).as_numpy("output").shape == (1, 20, 24, 3)
+
+
+def test_numbers_as_text_and_at_their_bounds_are_loaded(server):
+    """gRPC's string parameters carry numbers as text: "4" is 4; the bounds themselves are accepted."""
+    body = json.dumps({"parameters": {"model": "small.json", "batch": "4", "max_queue_delay_us": "0"}}).encode()
+    assert request(server.port, "POST", "/v2/repository/models/loaded/load", body)[0] == 200
+    assert server.models["loaded"].max_batch_size == 4 and server.models["loaded"].batcher.max_wait == 0
+    body = json.dumps({"parameters": {"model": "small.json", "batch": 1024, "max_queue_delay_us": 1e7}}).encode()
+    assert request(server.port, "POST", "/v2/repository/models/loaded/load", body)[0] == 200
+    assert client(server).infer("loaded", [images_input([jpeg(2)])]).as_numpy("output").shape == (1, 20, 24, 3)
+
+
+@pytest.mark.parametrize("name", ["a%00b", "a%0Ab", "a%0D%0Anv_forged%201", "%09", "x" * 300, "a%2Fb", "..", "."])
+def test_a_model_name_with_control_characters_or_a_slash_is_refused(server, name):
+    """A NUL in a model name answered 500; a newline reaches logs and /metrics."""
+    status, reason = error_of(request(server.port, "POST", f"/v2/repository/models/{name}/load",
+                                      json.dumps({"parameters": {"model": "small.json"}}).encode()))
+    assert status in (400, 404) and ("model name" in reason or "no /v2" in reason), reason
+
+
+def test_metrics_escape_label_values(server):
+    """A model name holding a double quote and a backslash is written as Prometheus' text format escapes
+    it, so no one can forge series; every line parses."""
+    import re
+    name = 'q" 1\\evil'
+    from urllib.parse import quote
+    status, _, _ = request(server.port, "POST", f"/v2/repository/models/{quote(name)}/load",
+                           json.dumps({"parameters": {"model": "small.json"}}).encode())
+    assert status == 200 and name in server.models
+    text = request(server.port, "GET", "/metrics")[2].decode()
+    assert 'nv_inference_count{model="q\\" 1\\\\evil",version="1"} 0' in text
+    sample = re.compile(r'^[a-z_]+(\{model="(?:[^"\\\n]|\\["\\n])*",version="1"\})? \d+$')
+    for line in text.splitlines():
+        assert line.startswith("# TYPE ") or sample.match(line), line
+    from fastload.serve_metrics import label
+    assert label('a\\b"c\nd') == 'a\\\\b\\"c\\nd'
+
+
+def infer_body(request_json: dict) -> bytes:
+    return json.dumps(request_json).encode()
+
+
+IMAGE = {"name": "images", "datatype": "BYTES", "shape": [1], "data": ["aGk="]}
+BAD_INFERS = [  # (the body, what the 400 must say)
+    (infer_body({"inputs": [IMAGE], "parameters": [1]}), "parameters"),
+    (infer_body({"inputs": [IMAGE], "parameters": "binary"}), "parameters"),
+    (infer_body({"inputs": [dict(IMAGE, parameters=[])]}), "parameters"),
+    (infer_body({"inputs": [dict(IMAGE, parameters="x")]}), "parameters"),
+    (infer_body({"inputs": [IMAGE], "outputs": [{"name": "output", "parameters": ["x"]}]}), "parameters"),
+    (infer_body({"inputs": [IMAGE], "outputs": [{"name": "output", "parameters": {"binary_data": "yes"}}]}),
+     "binary_data"),
+    (infer_body({"inputs": [IMAGE], "parameters": {"binary_data_output": 1}}), "binary_data_output"),
+    (infer_body({"inputs": [IMAGE], "outputs": [{"name": "output", "parameters": {"classification": True}}]}),
+     "classification"),
+    (infer_body({"inputs": [IMAGE], "outputs": [{"name": "output", "parameters": {"classification": -1}}]}),
+     "classification"),
+    (infer_body({"inputs": [IMAGE], "outputs": ["output"]}), "outputs"),
+    (infer_body({"inputs": [IMAGE], "outputs": {"name": "output"}}), "outputs"),
+    (infer_body({"inputs": [IMAGE], "outputs": [{"parameters": {}}]}), "outputs"),
+    (infer_body({"inputs": [IMAGE], "id": {"a": 1}}), "id"),
+    (infer_body({"inputs": [dict(IMAGE, shape=[True])]}), "shape"),
+    (infer_body({"inputs": [dict(IMAGE, shape=[1] * 17)]}), "shape"),
+    (infer_body({"inputs": [dict(IMAGE, shape=[10 ** 30])]}), "max_batch_size"),
+    (infer_body({"inputs": [dict(IMAGE, data="aGk=")]}), "data"),
+    (infer_body({"inputs": [dict(IMAGE, parameters={"binary_data_size": True})]}), "binary_data_size"),
+    (b'{"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1], "data": ' + b"[" * 950 + b'"aGk="'
+     + b"]" * 950 + b"}]}", "nested"),
+    (b"[" * 100_000 + b"]" * 100_000, "not JSON"),
+    (b'{"inputs": [' + b"0," * 70_000 + b"0]}", "JSON values"),
+]
+
+
+@pytest.mark.parametrize("body, reason", BAD_INFERS, ids=range(len(BAD_INFERS)))
+def test_a_malformed_infer_request_is_400_naming_its_fault(server, body, reason):
+    """parameters given as a list or a string (request, input, output), fields of the wrong type, JSON nested
+    950 deep (parsed, then a RecursionError), more JSON values than any request holds: each answered 500, or
+    taken, before."""
+    status, why = error_of(request(server.port, "POST", "/v2/models/pre/infer", body))
+    assert status == 400 and reason in why, why
+
+
+def test_a_header_length_of_5000_digits_is_400(server):
+    """int() of more than 4,300 digits raises ValueError: it answered 500."""
+    status, why = error_of(request(server.port, "POST", "/v2/models/pre/infer", b"{}",
+                                   {"Inference-Header-Content-Length": "9" * 5000}))
+    assert status == 400 and "Inference-Header-Content-Length" in why
+
+
+def test_max_models_caps_loads_and_queues_answer_503(tmp_path):
+    """Past max_models a load is 429 (a reload of a loaded model is not a new one); a model whose batcher
+    queue is full answers 503 with Retry-After instead of queueing without bound."""
+    (tmp_path / "small.json").write_text(json.dumps(UINT8))
+    release = __import__("threading").Event()
+
+    class Held(JsonPipeline):
+        def _process(self, items):
+            release.wait(30)
+            return super()._process(items)
+
+    models = [Model("held", Held(UINT8), max_batch_size=1, max_queue_delay_us=0, max_queue=1)]
+    with InferenceServer(models=models, repository=str(tmp_path), pipeline_loader=JsonPipeline, port=0,
+                         max_models=3) as server:  # (held, small of the repository, one more)
+        load = json.dumps({"parameters": {"model": "small.json"}}).encode()
+        assert request(server.port, "POST", "/v2/repository/models/second/load", load)[0] == 200
+        assert request(server.port, "POST", "/v2/repository/models/second/load", load)[0] == 200  # a reload
+        status, why = error_of(request(server.port, "POST", "/v2/repository/models/third/load", load))
+        assert status == 429 and "max_models" in why and "third" not in server.models
+        assert request(server.port, "POST", "/v2/repository/models/second/unload")[0] == 200
+        assert request(server.port, "POST", "/v2/repository/models/third/load", load)[0] == 200
+        try:
+            held = [client(server).async_infer("held", [images_input([jpeg(1)])]) for _ in range(2)]
+            deadline = time.monotonic() + 20
+            while server.models["held"].batcher._waiting < 1 and time.monotonic() < deadline:
+                time.sleep(0.02)  # (one in process, one queued)
+            answer = request(server.port, "POST", "/predict", jpeg(1))
+            status, why = error_of(answer)
+            assert status == 503 and answer[1]["Retry-After"] == "1" and "limit is 1" in why
+        finally:
+            release.set()
+        assert all(h.get_result().as_numpy("output").shape == (1, 20, 24, 3) for h in held)
+    with pytest.raises(ValueError, match="max_models"):
+        InferenceServer(models=[Model("a", JsonPipeline(UINT8))], repository=str(tmp_path),
+                        pipeline_loader=JsonPipeline, port=0, max_models=1)
+
+
+def test_five_million_empty_bytes_elements_do_not_hold_the_event_loop(server):
+    """A 20 MB binary BYTES tensor of five million empty elements was parsed whole on the event loop (4-7 s)
+    before the count was refused; parsing now stops past the model's max_batch_size, and a body of 20 MB of
+    JSON values is refused on a count of its commas before json.loads. The target is 100 ms
+    (serve_limits.LOOP_LAG_S); the bound here leaves room for 2 loaded cores."""
+    from fastload.serve_metrics import LoopLag
+    header = json.dumps({"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1],
+                                     "parameters": {"binary_data_size": 20_000_000}}]}).encode()
+    binary = header + b"\0\0\0\0" * 5_000_000
+    flat = b'{"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1], "data": [' + b'"",' * 6_000_000 \
+        + b'""]}]}'
+    lag = LoopLag(server._loop).start()
+    try:
+        status, why = error_of(request(server.port, "POST", "/v2/models/pre/infer", binary,
+                                       {"Inference-Header-Content-Length": str(len(header))}))
+        assert status == 400 and "more than 16 elements" in why
+        status, why = error_of(request(server.port, "POST", "/v2/models/pre/infer", flat))
+        assert status == 400 and "JSON values" in why
+    finally:
+        worst = lag.stop()
+    assert worst < 0.25, f"the event loop was held {worst * 1000:.0f} ms"
