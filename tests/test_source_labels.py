@@ -2,6 +2,7 @@
 taken as that integer, anything else is refused naming the sample, never truncated or overflowed later."""
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -75,3 +76,21 @@ def test_a_file_list_label_is_ascii_decimal_within_int64(tmp_path_factory, label
                     and len(stripped) <= 20 and label[0] in "+-0123456789" and INT64[0] <= int(label) <= INT64[1])
         return
     assert source.samples[0][1] == int(label) and INT64[0] <= int(label) <= INT64[1]
+
+
+@SETTINGS
+@given(content=st.binary(max_size=200))
+def test_any_bytes_as_a_file_list_are_samples_or_one_error_naming_the_line(tmp_path_factory, content):
+    folder = tmp_path_factory.mktemp("list")
+    (folder / "list.txt").write_bytes(content)
+    try:
+        source = fastload.FileList(folder / "list.txt")
+    except ValueError as error:
+        assert f"{folder / 'list.txt'}:" in str(error)
+        return
+    lines = [line.decode("utf-8").strip() for line in content.splitlines()]  # (bytes' line ends: \n, \r)
+    kept = [line for line in lines if line and not line.startswith("#")]
+    assert len(source.samples) == len(kept)
+    for (path, label), line in zip(source.samples, kept):
+        name, text = line.rsplit(None, 1)
+        assert path == os.path.join(str(folder), name) and label == int(text)
