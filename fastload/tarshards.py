@@ -121,8 +121,8 @@ def parse_header(block: bytes) -> tuple[str, int, bytes]:
         raise CorruptTar(f"a header of {len(block)} bytes (the file ends inside it)")
     stored = _number(block[148:156], "header checksum")
     unsigned = 256 + sum(block) - sum(block[148:156])
-    signed = unsigned - 256 * (sum(b >= 0x80 for b in block[:148]) + sum(b >= 0x80 for b in block[156:]))
-    if stored not in (unsigned, signed):
+    if stored != unsigned and stored != unsigned - 256 * (sum(b >= 0x80 for b in block[:148]) +
+                                                          sum(b >= 0x80 for b in block[156:])):  # signed bytes
         raise CorruptTar(f"bad header checksum ({stored} stored, {unsigned} computed)")
     kind = block[156:157]
     name = _text(block[:100])
