@@ -3,54 +3,74 @@
 
 ``InferenceServer(..., grpc_port=8001)`` starts it: a ``grpc.aio`` server on the HTTP server's own event loop,
 answering from the same models, decode pool (with its per-request budget), batchers, statistics and limits;
-only the encoding differs. The servicer and messages are the generated ones tritonclient[grpc] ships
-(``tritonclient.grpc.service_pb2`` / ``service_pb2_grpc``), so no protocol file is compiled here.
+only the encoding differs. The messages are the generated ones tritonclient[grpc] ships
+(``tritonclient.grpc.service_pb2``), so no protocol file is compiled here.
 
 RPCs: ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelInfer (the BYTES input in
 ``raw_input_contents``, as tritonclient.grpc sends it, or in ``contents.bytes_contents``; outputs in
 ``raw_output_contents``; an output's ``classification`` parameter as on REST), ModelStatistics,
 RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload; the others (model config, shared memory, trace,
-log settings, streaming) answer UNIMPLEMENTED. An error is the REST answer's message under the matching status
-code: 400 INVALID_ARGUMENT, 404 NOT_FOUND, 503 (full: retry) RESOURCE_EXHAUSTED, 500 INTERNAL.
+log settings, streaming) answer UNIMPLEMENTED. An error is the REST answer's message under the status code
+Triton gives it: 400 INVALID_ARGUMENT, 404 NOT_FOUND, 413 and 429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE (a full
+queue, no model: retry), 500 INTERNAL (a bug of ours, its traceback logged).
 
-Limits: a message over ``max_bytes`` is refused by grpc itself (RESOURCE_EXHAUSTED); an infer request's bytes
-count against ``max_inflight_bytes`` with the REST bodies; at most ``max_connections`` RPCs run at once (an
-RPC is gRPC's unit of concurrency: many share one connection); a connection idle for ``timeout_s`` is closed.
+Limits (the REST API's, counted before a message is parsed):
+- a message over ``max_bytes`` is refused by grpc itself before it is buffered (RESOURCE_EXHAUSTED);
+- every request's bytes count against ``max_inflight_bytes`` with the REST bodies from the moment grpc hands
+  them over until the answer is made: each RPC takes its message as raw bytes (no deserializer in grpc), so
+  past the cap it is refused (RESOURCE_EXHAUSTED, retry) before the message is parsed into a second copy;
+- a message is parsed only if it holds at most MAX_FIELDS fields, counted by walking its wire format (the
+  parser holds the GIL, and so the event loop, ~20 ns a field: five million empty elements fit in 10 MB);
+  a big one is parsed off the event loop;
+- at most ``max_connections`` RPCs run at once (an RPC is gRPC's unit of concurrency: many share one
+  connection), and a connection idle for ``timeout_s`` is closed.
+A deadline or cancellation at any stage (the message arriving, its parse, its images' decode, the batcher's
+queue, its batch, its answer's encoding) ends that RPC alone: its bytes are given back and the model serves on.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import contextlib
 import inspect
 import logging
 import time
 
-from .serve_protocol import ONE_INPUT, RequestError, images_input, parse_bytes_tensor, raw_tensor
+from .serve_limits import MAX_CLASSIFICATION, MAX_SHAPE_RANK
+from .serve_protocol import ONE_INPUT, RequestError, images_input, integer, parse_bytes_tensor, raw_tensor
 
 log = logging.getLogger("fastload.serve")  # (serve.py's logger)
 
 try:
     import grpc
     from google.protobuf import json_format
+    from google.protobuf.message import DecodeError as ProtobufDecodeError
     from tritonclient.grpc import service_pb2 as pb
-    from tritonclient.grpc import service_pb2_grpc
 except ImportError as error:
     raise ImportError(f"fastload's gRPC API needs tritonclient[grpc] (the protocol's generated stubs, and grpcio): "
                       f"pip install 'torch-fastload[grpc]' ({error})") from error
 
+SERVICE = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"]
 STATUS = {400: grpc.StatusCode.INVALID_ARGUMENT, 404: grpc.StatusCode.NOT_FOUND,
-          413: grpc.StatusCode.RESOURCE_EXHAUSTED, 503: grpc.StatusCode.RESOURCE_EXHAUSTED}
+          413: grpc.StatusCode.RESOURCE_EXHAUSTED, 429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+          503: grpc.StatusCode.UNAVAILABLE, 408: grpc.StatusCode.DEADLINE_EXCEEDED}
+MAX_FIELDS = 16384
+"""Fields in one request message at most (nested ones included). A real request has a few dozen (a
+ModelInferRequest: ~10 and one per image at most); each costs the parser ~20-40 ns with the GIL held."""
+PARSE_ON_LOOP = 64 << 10  # a message up to this many bytes is parsed on the event loop (< 0.1 ms)
+MAX_DETAILS = 1000  # characters of an error's details at most (they travel in the trailers)
 
 
 async def start_grpc(server, host: str, port: int) -> tuple[grpc.aio.Server, int]:
     """The gRPC server for ``server`` (a ``fastload.serve.InferenceServer``), listening on host:port (0: any
     free port) on the running loop, and the port it listens on."""
     options = [("grpc.max_receive_message_length", server.max_bytes),
+               ("grpc.http2.bdp_probe", 0),  # (else grpc widens each stream's window: unread messages buffered)
                ("grpc.so_reuseport", 0)]  # (else a port another server holds is taken without an error)
     if server.timeout_s is not None:
         options.append(("grpc.max_connection_idle_ms", int(server.timeout_s * 1000)))
     grpc_server = grpc.aio.server(options=options)
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceService(server), grpc_server)
+    grpc_server.add_generic_rpc_handlers((InferenceService(server).handler(),))
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         bound = grpc_server.add_insecure_port(address)
@@ -62,27 +82,65 @@ async def start_grpc(server, host: str, port: int) -> tuple[grpc.aio.Server, int
     return grpc_server, bound
 
 
-def _rpc(method):
-    """An RPC under the cap on RPCs at once, its RequestError as the matching status code with its reason."""
-    @functools.wraps(method)
-    async def answer(self: "InferenceService", request, context):
-        limit = self.server.max_connections
-        if self.rpcs >= limit:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.rpcs} RPCs in flight, the limit is "
-                                                                   f"{limit}: retry")
-        self.rpcs += 1
-        try:
-            result = method(self, request, context)
-            return await result if inspect.isawaitable(result) else result
-        except RequestError as error:
-            code, reason = STATUS.get(error.status, grpc.StatusCode.INTERNAL), error.reason
-        except Exception as error:  # a bug of ours: the client is told, the log keeps the traceback
-            log.exception("gRPC %s failed", method.__name__)
-            code, reason = grpc.StatusCode.INTERNAL, f"the server failed: {error}"
-        finally:
-            self.rpcs -= 1
-        await context.abort(code, reason)
-    return answer
+def _varint(data: memoryview, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while shift < 64:
+        if at >= len(data):
+            break
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+    raise RequestError(400, "not a protobuf message: a varint runs past its end")
+
+
+_SUBMESSAGES: dict = {}  # a message descriptor -> {field number: the descriptor of that field's messages}
+
+
+def count_fields(data: bytes, descriptor) -> int:
+    """The fields in ``data`` (a ``descriptor`` message's wire format), nested messages' too, counted without
+    parsing: 400 past MAX_FIELDS (as soon as it is passed) or where the wire format is broken."""
+    count, stack = 0, [(memoryview(data), descriptor)]
+    while stack:
+        view, message = stack.pop()
+        if message not in _SUBMESSAGES:
+            _SUBMESSAGES[message] = {f.number: f.message_type for f in message.fields if f.message_type}
+        submessages, at = _SUBMESSAGES[message], 0
+        while at < len(view):
+            count += 1
+            if count > MAX_FIELDS:
+                raise RequestError(400, f"a {descriptor.name} of over {MAX_FIELDS} fields: the limit")
+            key, at = _varint(view, at)
+            wire = key & 7
+            if wire == 0:
+                _, at = _varint(view, at)
+            elif wire in (1, 5):
+                at += 8 if wire == 1 else 4
+            elif wire == 2:
+                length, at = _varint(view, at)
+                if key >> 3 in submessages and at + length <= len(view):
+                    stack.append((view[at:at + length], submessages[key >> 3]))
+                at += length
+            else:
+                raise RequestError(400, f"not a {descriptor.name}: wire type {wire} (groups are not proto3)")
+        if at > len(view):
+            raise RequestError(400, f"not a {descriptor.name}: a field runs past its message's end")
+    return count
+
+
+async def parse(message_type, raw: bytes):
+    """``raw`` as a ``message_type``, its size of work bounded first (count_fields), a big one parsed off the
+    event loop; a malformed one is 400."""
+    try:
+        if len(raw) > 2 * MAX_FIELDS:  # (a field takes 2 bytes at least: a smaller message has fewer)
+            count_fields(raw, message_type.DESCRIPTOR)
+        if len(raw) <= PARSE_ON_LOOP:
+            return message_type.FromString(raw)
+        return await asyncio.get_running_loop().run_in_executor(None, message_type.FromString, raw)
+    except ProtobufDecodeError as error:
+        raise RequestError(400, f"not a {message_type.DESCRIPTOR.name}: {error}") from None
 
 
 def _parameter(parameter):
@@ -91,36 +149,139 @@ def _parameter(parameter):
     return getattr(parameter, kind) if kind else None
 
 
-def infer_images(request: pb.ModelInferRequest) -> list[bytes]:
+def infer_images(request: pb.ModelInferRequest, max_images: int) -> list[bytes]:
     """The images of a ModelInferRequest's one BYTES input: in ``raw_input_contents`` (each element a 4-byte
-    little-endian length and its bytes) or in the input's ``contents.bytes_contents``."""
-    if len(request.inputs) != 1:
-        raise RequestError(400, ONE_INPUT)
+    little-endian length and its bytes) or in the input's ``contents.bytes_contents``; more than ``max_images``
+    (the model's max_batch_size) is 400 before any is read."""
+    if len(request.inputs) != 1 or request.inputs[0].name != "images":
+        raise RequestError(400, f"{ONE_INPUT}, not {[tensor.name[:40] for tensor in request.inputs[:4]]}")
     tensor, raw = request.inputs[0], request.raw_input_contents
-    if raw and len(raw) != len(request.inputs):
-        raise RequestError(400, f"{len(raw)} raw_input_contents for {len(request.inputs)} input")
+    if len(raw) > 1:
+        raise RequestError(400, f"{len(raw)} raw_input_contents for 1 input")
     if raw and tensor.HasField("contents"):
         raise RequestError(400, "the input's data both in raw_input_contents and in contents: send one")
-    return images_input(tensor.datatype, list(tensor.shape),
-                        lambda: parse_bytes_tensor(raw[0]) if raw else list(tensor.contents.bytes_contents))
+    other = [field.name for field, _ in tensor.contents.ListFields() if field.name != "bytes_contents"]
+    if other:
+        raise RequestError(400, f"a BYTES input's contents are bytes_contents, not {other[0]}")
+    if len(tensor.shape) > MAX_SHAPE_RANK:  # (checked before it becomes a list of Python ints)
+        raise RequestError(400, f"the input's shape: a list of at most {MAX_SHAPE_RANK} sizes")
+
+    def elements() -> list[bytes]:
+        if raw:
+            return parse_bytes_tensor(raw[0], max_images)
+        if len(tensor.contents.bytes_contents) > max_images:
+            raise RequestError(400, f"a BYTES tensor of more than {max_images} elements: the limit")
+        return list(tensor.contents.bytes_contents)
+
+    return images_input(tensor.datatype, list(tensor.shape), elements, max_images)
 
 
-class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """GRPCInferenceService answered from ``server``'s models (run on its event loop, as its REST handlers)."""
+def requested_outputs(request: pb.ModelInferRequest) -> list[tuple[str, int]]:
+    """(name, classification: 0 for none) of the one output a request may ask for (none: the model's)."""
+    if len(request.outputs) > 1:
+        raise RequestError(400, f"{len(request.outputs)} outputs requested: a model has one")
+    return [(output.name, integer(_parameter(output.parameters["classification"]), "classification", 0,
+                                  MAX_CLASSIFICATION) if "classification" in output.parameters else 0)
+            for output in request.outputs]
+
+
+def _details(reason: str) -> str:
+    return reason if len(reason) <= MAX_DETAILS else reason[:MAX_DETAILS - 3] + "..."
+
+
+class InferenceService:
+    """GRPCInferenceService answered from ``server``'s models (run on its event loop, as its REST handlers):
+    a method of this class for each RPC served, by the RPC's name, called with the parsed request."""
 
     def __init__(self, server):  # a fastload.serve.InferenceServer
         self.server = server
         self.rpcs = 0  # RPCs being answered
+        self._reading: asyncio.Semaphore | None = None  # (made on the server's loop)
 
-    @_rpc
+    def handler(self) -> grpc.GenericRpcHandler:
+        """Every RPC of the service. A unary one is registered as taking a stream of raw bytes (the same on the
+        wire), so that its message is read only when ``_rpc`` asks for it, under the read gate."""
+        handlers = {}
+        for method in SERVICE.methods:
+            if method.client_streaming or method.server_streaming:
+                handlers[method.name] = grpc.stream_stream_rpc_method_handler(self._stream)
+            else:
+                response = getattr(pb, method.output_type.name)
+                handlers[method.name] = grpc.stream_unary_rpc_method_handler(
+                    self._rpc(method.name, getattr(pb, method.input_type.name)),
+                    response_serializer=response.SerializeToString)
+        return grpc.method_handlers_generic_handler(SERVICE.full_name, handlers)
+
+    async def _read(self, context) -> bytes:
+        """The RPC's message, read under the gate: at most max(1, max_inflight_bytes // max_bytes) messages are
+        read at once, each within ``timeout_s`` (a sender that trickles holds a turn no longer). Until its turn
+        a message waits in grpc's flow control, a stream window (64 KiB) of it buffered."""
+        if self._reading is None:
+            self._reading = asyncio.Semaphore(max(1, self.server.max_inflight_bytes // self.server.max_bytes))
+        async with self._reading:
+            try:
+                raw = await asyncio.wait_for(context.read(), self.server.timeout_s)
+            except asyncio.TimeoutError:
+                raise RequestError(408, f"the message did not arrive within {self.server.timeout_s:g} s") from None
+        if raw is grpc.aio.EOF:
+            raise RequestError(400, "no request message")
+        return raw
+
+    def _rpc(self, name: str, request_type):
+        """RPC ``name``: under the cap on RPCs at once, its message read (``_read``) and its bytes charged to the
+        bytes in flight, then parsed as ``request_type`` and answered by the method ``name``."""
+        implementation = getattr(self, name, None)
+
+        async def answer(requests, context):
+            if implementation is None:
+                await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"fastload serves no {name}")
+            limit = self.server.max_connections
+            if self.rpcs >= limit:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.rpcs} RPCs in flight, the limit "
+                                                                       f"is {limit}: retry")
+            self.rpcs += 1
+            try:
+                outcome = await self._answer(name, implementation, request_type, context)
+            finally:
+                self.rpcs -= 1
+            if isinstance(outcome, tuple):  # (aborted here, where no frame holds the message: grpc keeps the
+                await context.abort(*outcome)  # abort's traceback, and with it every frame it names, for a while)
+            return outcome
+        answer.__name__ = answer.__qualname__ = name
+        return answer
+
+    async def _answer(self, name: str, implementation, request_type, context):
+        """The RPC's response, or the (status code, details) that answer it: a RequestError's status with its
+        reason, anything else INTERNAL (logged: a bug of ours)."""
+        try:
+            raw = await self._read(context)
+            with contextlib.ExitStack() as charged:
+                try:
+                    charged.enter_context(self.server.in_flight(len(raw)))
+                except RequestError as full:  # (REST's 503: here a quota of this server's, so retry later)
+                    raise RequestError(429, full.reason) from None
+                request = await parse(request_type, raw)
+                del raw  # (the parsed request holds what is needed of it)
+                result = implementation(request, context)
+                return await result if inspect.isawaitable(result) else result
+        except RequestError as error:
+            if error.status >= 500 and error.status != 503:
+                log.error("gRPC %s answered INTERNAL: %s", name, error.reason)
+            return STATUS.get(error.status, grpc.StatusCode.INTERNAL), _details(error.reason)
+        except Exception as error:  # a bug of ours: the client is told, the log keeps the traceback
+            log.exception("gRPC %s failed", name)
+            return grpc.StatusCode.INTERNAL, _details(f"the server failed: {type(error).__name__}: {error}")
+
+    async def _stream(self, requests, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "fastload serves no streaming inference "
+                                                           "(ModelStreamInfer): use ModelInfer")
+
     def ServerLive(self, request, context):
         return pb.ServerLiveResponse(live=True)
 
-    @_rpc
     def ServerReady(self, request, context):
         return pb.ServerReadyResponse(ready=True)
 
-    @_rpc
     def ModelReady(self, request, context):
         try:  # (Triton answers "not ready" for a model it does not hold, not an error)
             self.server.find_model(request.name, request.version)
@@ -128,23 +289,19 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             return pb.ModelReadyResponse(ready=False)
         return pb.ModelReadyResponse(ready=True)
 
-    @_rpc
     def ServerMetadata(self, request, context):
         return json_format.ParseDict(self.server.server_metadata(), pb.ServerMetadataResponse())
 
-    @_rpc
     def ModelMetadata(self, request, context):
         model = self.server.find_model(request.name, request.version)
         return json_format.ParseDict(model.metadata(), pb.ModelMetadataResponse())
 
-    @_rpc
     async def ModelInfer(self, request, context):
         model = self.server.find_model(request.model_name, request.model_version)
-        with self.server.in_flight(request.ByteSize()), model.stats.counted():
-            results = await self.server.run(model, infer_images(request))
+        with model.stats.counted():
+            images, wanted = infer_images(request, model.max_batch_size), requested_outputs(request)
+            results = await self.server.run(model, images)
             encoding = time.perf_counter_ns()
-            wanted = [(output.name, _parameter(output.parameters["classification"])
-                       if "classification" in output.parameters else 0) for output in request.outputs]
             response = pb.ModelInferResponse(model_name=model.name, model_version=model.version, id=request.id)
             for name, dtype, shape, data in model.answer(results, wanted):
                 response.outputs.add(name=name, datatype=dtype, shape=shape)
@@ -152,23 +309,19 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             model.stats.made_output(time.perf_counter_ns() - encoding)
             return response
 
-    @_rpc
     def ModelStatistics(self, request, context):
         return json_format.ParseDict({"model_stats": self.server.statistics(request.name, request.version)},
                                      pb.ModelStatisticsResponse())
 
-    @_rpc
     def RepositoryIndex(self, request, context):
         index = [m for m in self.server.repository_index() if not request.ready or m["state"] == "READY"]
         return json_format.ParseDict({"models": index}, pb.RepositoryIndexResponse())
 
-    @_rpc
     async def RepositoryModelLoad(self, request, context):
         parameters = {key: _parameter(value) for key, value in request.parameters.items()}
-        await self.server.repository_load(request.model_name, parameters)
+        await self.server.repository_load(request.model_name, parameters)  # (which checks them: kinds, ranges)
         return pb.RepositoryModelLoadResponse()
 
-    @_rpc
     def RepositoryModelUnload(self, request, context):
         self.server.repository_unload(request.model_name)
         return pb.RepositoryModelUnloadResponse()

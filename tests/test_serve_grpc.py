@@ -4,8 +4,12 @@ ports."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -16,7 +20,7 @@ import torch
 from fastload.compat.rocal import JsonPipeline
 from fastload.serve import InferenceServer, Model, model_input
 
-from test_serve import PIPELINE, jpeg
+from test_serve import PIPELINE, jpeg, post
 
 grpcclient = pytest.importorskip("tritonclient.grpc")
 import grpc  # noqa: E402  (installed with tritonclient.grpc)
@@ -211,3 +215,219 @@ def test_limits_answer_resource_exhausted_and_close_stops_grpc():
             server.start()
         for m in server.models.values():
             m.close()
+
+
+# -- deadlines and cancellations, at every stage of a request
+
+
+class LoopWatch:
+    """The longest the server's event loop stalled while the block ran: a coroutine on ``server._loop`` that
+    wakes every 5 ms and measures how late it woke."""
+
+    def __init__(self, server):
+        self.loop, self.stop, self.worst = server._loop, threading.Event(), 0.0
+
+    async def _watch(self) -> float:
+        worst, last = 0.0, self.loop.time()
+        while not self.stop.is_set():
+            await asyncio.sleep(0.005)
+            now = self.loop.time()
+            worst, last = max(worst, now - last - 0.005), now
+        return worst
+
+    def __enter__(self) -> "LoopWatch":
+        self.running = asyncio.run_coroutine_threadsafe(self._watch(), self.loop)
+        time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.worst = self.running.result(5)
+
+
+class _HeldPipeline(JsonPipeline):
+    """UINT8's pipeline, whose decode and batch a test holds for ``decode_s`` / ``batch_s`` seconds."""
+    decode_s = batch_s = 0.0
+
+    def _decode(self, data, index, name):
+        time.sleep(self.decode_s)
+        return super()._decode(data, index, name)
+
+    def _process(self, items):
+        time.sleep(self.batch_s)
+        return super()._process(items)
+
+
+@pytest.fixture
+def held():
+    """A server of one model ``m`` (one image a batch, no queue delay) whose stages a test can hold."""
+    model = Model("m", _HeldPipeline(UINT8), max_batch_size=1, max_queue_delay_us=0)
+    with InferenceServer(models=[model], port=0, grpc_port=0, max_bytes=16 << 20) as running:
+        yield running
+
+
+def infer_request(images: list[bytes], model: str = "m", shape: list[int] | None = None) -> pb.ModelInferRequest:
+    raw = b"".join(len(image).to_bytes(4, "little") + image for image in images)
+    return pb.ModelInferRequest(model_name=model, inputs=[pb.ModelInferRequest.InferInputTensor(
+        name="images", datatype="BYTES", shape=shape if shape is not None else [len(images)])],
+        raw_input_contents=[raw])
+
+
+def still_serves(server, within: float = 5.0) -> None:
+    """A normal request on each API is answered within ``within`` seconds, and no request bytes stay charged."""
+    response = stub(server).ModelInfer(infer_request([jpeg(1)]), timeout=within)
+    assert list(response.outputs[0].shape) == [1, 20, 24, 3]
+    started = time.monotonic()
+    status, answer = post(server.port, jpeg(2))
+    assert status == 200 and answer["shape"] == [20, 24, 3] and time.monotonic() - started < within
+    deadline = time.monotonic() + within
+    while server._inflight_bytes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server._inflight_bytes == 0
+
+
+def expires(server, request, timeout: float = 0.3) -> None:
+    with pytest.raises(grpc.RpcError) as raised:
+        stub(server).ModelInfer(request, timeout=timeout)
+    assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_a_deadline_while_the_message_arrives_or_is_parsed(held):
+    big = infer_request([b"x" * (12 << 20)])
+    for timeout in (0.001, 0.01, 0.03):
+        with contextlib.suppress(grpc.RpcError):
+            stub(held).ModelInfer(big, timeout=timeout)
+    cancelled = stub(held).ModelInfer.future(big)
+    time.sleep(0.005)
+    cancelled.cancel()
+    still_serves(held)
+
+
+def test_a_deadline_while_the_images_decode(held):
+    held.models["m"].pipeline.decode_s = 1.0
+    expires(held, infer_request([jpeg(3)]))
+    held.models["m"].pipeline.decode_s = 0.0
+    still_serves(held)
+
+
+def test_a_deadline_while_the_batch_runs(held):
+    """The batcher's thread answers a Future whose RPC went away (it was cancelled: an asyncio future chained
+    to it cancels it) and goes on batching."""
+    held.models["m"].pipeline.batch_s = 1.0
+    expires(held, infer_request([jpeg(3)]))
+    held.models["m"].pipeline.batch_s = 0.0
+    time.sleep(1.0)
+    still_serves(held)
+
+
+def test_a_deadline_while_queued_in_the_batcher(held):
+    held.models["m"].pipeline.batch_s = 1.0
+    first = stub(held).ModelInfer.future(infer_request([jpeg(4)]), timeout=10)
+    time.sleep(0.2)  # (the first request's batch runs; the next one waits in the batcher's queue)
+    expires(held, infer_request([jpeg(5)]))
+    held.models["m"].pipeline.batch_s = 0.0
+    assert list(first.result().outputs[0].shape) == [1, 20, 24, 3]
+    still_serves(held)
+
+
+def test_a_deadline_while_the_answer_is_encoded(held, monkeypatch):
+    import fastload.serve_grpc as serve_grpc
+
+    def slow_raw_tensor(dtype, data):
+        time.sleep(0.6)  # (on the event loop: the deadline passes meanwhile)
+        return serve_grpc.raw_tensor.__wrapped__(dtype, data)
+
+    slow_raw_tensor.__wrapped__ = serve_grpc.raw_tensor
+    monkeypatch.setattr(serve_grpc, "raw_tensor", slow_raw_tensor)
+    expires(held, infer_request([jpeg(6)]))
+    monkeypatch.undo()
+    still_serves(held)
+
+
+def test_a_message_that_never_arrives_holds_no_one_else_past_timeout_s():
+    """Messages are read a few at a time (here one: max_inflight_bytes < max_bytes): a client that opens an
+    RPC and sends nothing is cut at timeout_s (DEADLINE_EXCEEDED), and the RPCs behind it are then read."""
+    model = Model("m", JsonPipeline(UINT8), max_batch_size=1)
+    with InferenceServer(models=[model], port=0, grpc_port=0, max_bytes=1 << 20, max_inflight_bytes=512 << 10,
+                         timeout_s=1.0) as server:
+        channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+        silent = channel.stream_unary("/inference.GRPCInferenceService/ModelInfer")
+
+        def nothing():
+            time.sleep(3)
+            yield b""
+
+        stalled = silent.future(nothing(), timeout=10)
+        time.sleep(0.1)
+        started = time.monotonic()
+        still_serves(server)
+        assert time.monotonic() - started < 2.5
+        with pytest.raises(grpc.RpcError) as raised:
+            stalled.result()
+        assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED and "within 1 s" in raised.value.details()
+
+
+# -- memory: bytes in flight counted before a message is parsed
+
+_SERVER = """
+import sys, time
+from fastload.compat.rocal import JsonPipeline
+from fastload.serve import InferenceServer, Model
+
+class Slow(JsonPipeline):
+    def _decode(self, data, index, name):
+        if data[:4] == b"SLOW":
+            time.sleep(1.5)
+        return super()._decode(data, index, name)
+
+spec = {"pipeline": [{"operation": "Resize", "dest_width": 24, "dest_height": 20, "is_output": True}]}
+with InferenceServer(models=[Model("m", Slow(spec), max_batch_size=1)], port=0, grpc_port=0, max_bytes=20 << 20,
+                     max_inflight_bytes=16 << 20) as server:
+    print(server.grpc_port, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_big_messages_past_the_cap_cost_bounded_memory():
+    """24 messages of 15 MiB at once, while a slow request holds 8 of the 16 MiB cap: refused with
+    RESOURCE_EXHAUSTED (retry) or, once there is room, answered, one at a time; the server's peak memory grows
+    by far less than the 360 MiB sent (when grpc parsed every message before the cap was checked: ~0.5 GB).
+    The server runs in its own process, so that its peak (VmHWM) is its own."""
+    server = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        port = int(server.stdout.readline())
+
+        def peak_mib() -> int:
+            with open(f"/proc/{server.pid}/status") as status:
+                return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) >> 10
+
+        def send(request, codes: list, timeout: float = 60) -> None:
+            with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)]) as chan:
+                try:
+                    service_pb2_grpc.GRPCInferenceServiceStub(chan).ModelInfer(request, timeout=timeout)
+                    codes.append(grpc.StatusCode.OK)
+                except grpc.RpcError as error:
+                    codes.append(error.code())
+
+        warm = []
+        send(infer_request([jpeg(1)]), warm)
+        send(infer_request([b"x" * (15 << 20)], shape=[2]), warm)  # (its shape is wrong: refused once parsed)
+        assert warm == [grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT]
+        before, codes = peak_mib(), []
+        slow = threading.Thread(target=send, args=(infer_request([b"SLOW" + b"x" * (8 << 20)]), []))
+        slow.start()
+        time.sleep(0.3)
+        big = infer_request([b"x" * (15 << 20)], shape=[2])
+        threads = [threading.Thread(target=send, args=(big, codes)) for _ in range(24)]
+        for thread in threads:
+            thread.start()
+        for thread in threads + [slow]:
+            thread.join()
+        grown = peak_mib() - before
+        assert set(codes) <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT}, codes
+        assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes and len(codes) == 24
+        assert grown < 200, f"the server's peak memory grew by {grown} MiB"
+    finally:
+        server.stdin.close()
+        server.wait(30)
