@@ -19,6 +19,7 @@ import torch
 
 from fastload.compat.rocal import JsonPipeline
 from fastload.serve import InferenceServer, Model, model_input
+from fastload.serve_limits import LOOP_LAG_S
 
 from test_serve import PIPELINE, jpeg, post
 
@@ -431,3 +432,148 @@ def test_big_messages_past_the_cap_cost_bounded_memory():
     finally:
         server.stdin.close()
         server.wait(30)
+
+
+# -- bad input: a status code naming the reason, never INTERNAL or UNKNOWN
+
+Param = pb.ModelRepositoryParameter
+Tensor = pb.ModelInferRequest.InferInputTensor
+Contents = pb.InferTensorContents
+Output = pb.ModelInferRequest.InferRequestedOutputTensor
+
+
+def call(server, method: str, request, timeout: float = 30) -> tuple[grpc.StatusCode, str]:
+    """(status code, details) of RPC ``method`` given ``request`` (a message, or any bytes)."""
+    raw = request if isinstance(request, bytes) else request.SerializeToString()
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        try:
+            channel.unary_unary(f"/inference.GRPCInferenceService/{method}")(raw, timeout=timeout)
+        except grpc.RpcError as error:
+            return error.code(), error.details()
+    return grpc.StatusCode.OK, ""
+
+
+def load(name: str = "x", **parameters) -> pb.RepositoryModelLoadRequest:
+    return pb.RepositoryModelLoadRequest(model_name=name, parameters=parameters)
+
+
+def infer(inputs=None, raw=None, outputs=(), model: str = "pre", version: str = "") -> pb.ModelInferRequest:
+    """A ModelInferRequest of model ``pre`` (max_batch_size 4): one JPEG in raw_input_contents unless told."""
+    return pb.ModelInferRequest(
+        model_name=model, model_version=version, outputs=outputs,
+        inputs=inputs if inputs is not None else [Tensor(name="images", datatype="BYTES", shape=[1])],
+        raw_input_contents=raw if raw is not None else [len(jpeg(1)).to_bytes(4, "little") + jpeg(1)])
+
+
+BAD_LOADS = [(load(batch=Param(bool_param=True)), "batch"), (load(batch=Param(bytes_param=b"8")), "batch"),
+             (load(batch=Param(string_param="eight")), "batch"), (load(batch=Param(int64_param=0)), "batch"),
+             (load(batch=Param(int64_param=1 << 62)), "batch"), (load(batch=Param(int64_param=-3)), "batch"),
+             (load(batch=Param(string_param="9" * 5000)), "batch"), (load(batch=Param()), "batch"),
+             (load(max_queue_delay_us=Param(bool_param=False)), "max_queue_delay_us"),
+             (load(max_queue_delay_us=Param(int64_param=-1)), "max_queue_delay_us"),
+             (load(max_queue_delay_us=Param(int64_param=1 << 62)), "max_queue_delay_us"),
+             (load(max_queue_delay_us=Param(string_param="inf")), "max_queue_delay_us"),
+             (load(max_queue_delay_us=Param(string_param="nan")), "max_queue_delay_us"),
+             (load(classifier=Param(int64_param=5)), "classifier"),
+             (load(classifier=Param(bool_param=True)), "classifier"),
+             (load(classifier=Param(bytes_param=b"resnet18")), "classifier"),
+             (load(model=Param(string_param="pre2.json"), classifier=Param(string_param="no_such_net")), "no_such_net"),
+             (load(model=Param(bytes_param=b"pre2.json")), "model"), (load(model=Param(int64_param=1)), "model"),
+             (load(model=Param(string_param="../x.json")), "outside"),
+             (load(model=Param(string_param="pre2\x00.json")), "model"), (load(model=Param()), "model"),
+             (load(config=Param(string_param="{}")), "config"),
+             (load("a\x00b"), "name"), (load("a\nb"), "name"), (load(""), "name"), (load("x" * 1000), "name"),
+             (load("a/b"), "name")]
+
+
+def test_bad_repository_loads_are_invalid_argument_naming_the_parameter(server):
+    for request, reason in BAD_LOADS:
+        code, details = call(server, "RepositoryModelLoad", request)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and reason in details, (request, code, details)
+    assert set(server.models) == {"pre", "small", "cls", "pre2"}
+    assert call(server, "RepositoryModelUnload", pb.RepositoryModelUnloadRequest(model_name="a\x00b"))[0] == \
+        grpc.StatusCode.NOT_FOUND
+
+
+def _raw(*elements: bytes) -> bytes:
+    return b"".join(len(e).to_bytes(4, "little") + e for e in elements)
+
+
+BAD_INFERS = [
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1], contents=Contents(bytes_contents=[b"a"]))]),
+     "both"),
+    (infer(raw=[_raw(b"a"), _raw(b"b")]), "raw_input_contents"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1], contents=Contents(fp32_contents=[1.0]))],
+           raw=[]), "not fp32_contents"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1],
+                          contents=Contents(bytes_contents=[b"a"], int_contents=[1]))], raw=[]), "not int_contents"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[3])]), "holds 3 elements"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[2, 2])]), "holds 4 elements"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[-1])]), "shape"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1] * 17)]), "shape"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[])]), "shape"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1 << 40, 1 << 40])]), "max_batch_size is 4"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[5])], raw=[_raw(*[b"a"] * 5)]),
+     "max_batch_size is 4"),
+    (infer(inputs=[Tensor(name="images", datatype="FP32", shape=[1])]), "BYTES"),
+    (infer(inputs=[Tensor(name="images", shape=[1])]), "BYTES"),
+    (infer(inputs=[]), "expected"),
+    (infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1])] * 2), "expected"),
+    (infer(inputs=[Tensor(name="pixels", datatype="BYTES", shape=[1])]), "expected"),
+    (infer(raw=[b"\x09\x00\x00\x00ab"]), "runs past"), (infer(raw=[b"\x01\x00\x00"]), "4-byte length"),
+    (infer(raw=[b"\x00" * 4 * 1_000_000]), "more than 4 elements"),
+    (infer(raw=[]), "holds 1 elements, 0 came"),
+    (infer(outputs=[Output(name="output"), Output(name="output")]), "outputs requested"),
+    (infer(outputs=[Output(name="output", parameters={"classification": pb.InferParameter(bool_param=True)})]),
+     "classification"),
+    (infer(outputs=[Output(name="output", parameters={"classification": pb.InferParameter(int64_param=-1)})]),
+     "classification"),
+    (infer(outputs=[Output(name="output", parameters={"classification": pb.InferParameter(int64_param=3)})]),
+     "classification"),
+    (infer(outputs=[Output(name="logits")]), "has one output"),
+    (infer(raw=[_raw(b"not an image")]), "cannot decode"),
+    (b"\xff\xff\xff\xff", "not a ModelInferRequest"), (b"\x0a\x05ab", "not a ModelInferRequest"),
+    (b"\x0b", "not a ModelInferRequest"), (b"\x0f", "not a ModelInferRequest"),
+]
+
+
+def test_bad_infer_requests_are_invalid_argument_naming_the_reason(server):
+    for request, reason in BAD_INFERS:
+        code, details = call(server, "ModelInfer", request)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and reason in details, (str(request)[:300], code, details)
+    assert call(server, "ModelInfer", infer())[0] == grpc.StatusCode.OK
+
+
+def test_unknown_models_versions_and_rpcs(server):
+    for name, version in (("nothing", ""), ("pre", "7"), ("a\x00b", ""), ("\n", ""), ("x" * (1 << 20), "")):
+        for method, request in (("ModelInfer", infer(model=name, version=version)),
+                                ("ModelMetadata", pb.ModelMetadataRequest(name=name, version=version)),
+                                ("ModelStatistics", pb.ModelStatisticsRequest(name=name, version=version))):
+            code, details = call(server, method, request)
+            assert code == grpc.StatusCode.NOT_FOUND and 0 < len(details) <= 1000, (method, name[:10], code)
+        assert not stub(server).ModelReady(pb.ModelReadyRequest(name=name, version=version)).ready
+    assert call(server, "ModelConfig", pb.ModelConfigRequest(name="pre"))[0] == grpc.StatusCode.UNIMPLEMENTED
+    assert call(server, "LogSettings", b"")[0] == grpc.StatusCode.UNIMPLEMENTED
+    with pytest.raises(grpc.RpcError) as raised:
+        list(stub(server).ModelStreamInfer(iter([infer()]), timeout=10))
+    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_millions_of_elements_are_refused_without_holding_the_event_loop(server):
+    """Five million empty BYTES elements (10 MB): refused by counting the message's fields, before the parser
+    would hold the GIL (and so the event loop) for ~0.1-0.2 s. The target is fastload.serve_limits.LOOP_LAG_S
+    (100 ms); the bound here allows for a loaded 2-core machine."""
+    many = 5_000_000
+    requests = [infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[many],
+                                     contents=Contents(bytes_contents=[b""] * many))], raw=[]),
+                infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[1])], raw=[b"\x00" * 4 * many]),
+                pb.RepositoryModelLoadRequest(model_name="x", parameters={"": Param()} | {
+                    str(i): Param() for i in range(20_000)}),
+                infer(outputs=[Output()] * 1_000_000)]
+    raws = [request.SerializeToString() for request in requests]
+    with LoopWatch(server) as watch:
+        for raw, method in zip(raws, ("ModelInfer", "ModelInfer", "RepositoryModelLoad", "ModelInfer")):
+            code, details = call(server, method, raw)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, (method, code, details)
+    assert watch.worst < LOOP_LAG_S * 2.5, f"the event loop stalled for {watch.worst * 1000:.0f} ms"
+    assert call(server, "ModelInfer", infer())[0] == grpc.StatusCode.OK
