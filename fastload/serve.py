@@ -463,10 +463,11 @@ class InferenceServer:
                                            for v, i in zip(values, indices)]})
 
     def _first_model(self) -> Model:
-        """The model /predict and /health answer for: the first loaded; 503 when every model was unloaded."""
+        """The model /predict and /health answer for: the first loaded; 404 when every model was unloaded (the
+        protocol's answer for a model it does not hold; a 5xx would say the server failed)."""
         for model in self.models.values():
             return model
-        raise RequestError(503, "no model is loaded: load one (POST /v2/repository/models/{name}/load)")
+        raise RequestError(404, "no model is loaded: load one (POST /v2/repository/models/{name}/load)")
 
     async def _openapi(self, request):
         """GET /v2/openapi.json: the REST API's OpenAPI 3 description (fastload/serve_openapi.json)."""

@@ -407,8 +407,8 @@ def test_a_decode_pool_shut_down_under_the_server_is_replaced(model):
         assert status == 200 and len(body["top5"]) == 5
 
 
-def test_without_models_the_conveniences_answer_503_and_bugs_are_json_500s(model, monkeypatch):
-    """/predict and /health of a server whose models were all unloaded: 503 (StopIteration answered 500); a
+def test_without_models_the_conveniences_answer_404_and_bugs_are_json_500s(model, monkeypatch):
+    """/predict and /health of a server whose models were all unloaded: 404 (StopIteration answered 500); a
     bug of ours is a JSON 500 naming the exception's kind, its traceback logged, never sent."""
     with InferenceServer(JsonPipeline(PIPELINE), model, port=0, name="m") as server:
         monkeypatch.setattr(server, "server_metadata", lambda: 1 / 0)
@@ -420,10 +420,10 @@ def test_without_models_the_conveniences_answer_503_and_bugs_are_json_500s(model
         assert b"Traceback" not in body
         server.repository_unload("m")
         status, body = post(server.port, jpeg(1))
-        assert status == 503 and "no model is loaded" in body["error"]
+        assert status == 404 and "no model is loaded" in body["error"]
         connection.request("GET", "/health")
         response = connection.getresponse()
-        assert response.status == 503 and "no model" in json.loads(response.read())["error"]
+        assert response.status == 404 and "no model" in json.loads(response.read())["error"]
         connection.close()
 
 
