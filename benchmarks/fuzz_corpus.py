@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 import sys
 import tarfile
 
@@ -20,13 +21,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "data", "fuzz")
 
 
-def _tar(members, tar_format=tarfile.GNU_FORMAT) -> bytes:
+def _tar(members, tar_format=tarfile.GNU_FORMAT, global_pax=None, first_pax=None) -> bytes:
+    """A tar of (name, payload) members: bytes a file, None a folder, text a symbolic link to it."""
     out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tar_format) as archive:
-        for name, payload in members:
+    with tarfile.open(fileobj=out, mode="w", format=tar_format, pax_headers=global_pax) as archive:
+        for number, (name, payload) in enumerate(members):
             info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(payload), 0, 0o644
-            archive.addfile(info, io.BytesIO(payload))
+            info.mtime, info.mode = 0, 0o644
+            if payload is None:
+                info.type = tarfile.DIRTYPE
+            elif isinstance(payload, str):
+                info.type, info.linkname = tarfile.SYMTYPE, payload
+            else:
+                info.size = len(payload)
+            if number == 0 and first_pax:
+                info.pax_headers = dict(first_pax)
+            archive.addfile(info, io.BytesIO(payload) if isinstance(payload, bytes) else None)
     data = out.getvalue().rstrip(b"\0")  # tarfile pads to 10 KiB records: two zero blocks end it as well
     return data + bytes(-len(data) % 512 + 1024)
 
@@ -37,6 +47,22 @@ def _header(name: bytes, size_field: bytes) -> bytes:
     block[257:265], block[148:156] = b"ustar\x0000", b" " * 8
     block[148:156] = b"%06o\0 " % sum(block)
     return bytes(block)
+
+
+def _unpacked_example() -> bytes:
+    """An Example whose int64 and float lists are not packed (one field per value, wire types 0 and 5), with an
+    unknown field beside them: what TensorFlow's older writers and other protobuf libraries emit."""
+    from fastload.tfrecords import _encode_varint as varint
+
+    def field(number: int, payload: bytes) -> bytes:
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    ints = field(3, b"".join(b"\x08" + varint(v & (1 << 64) - 1) for v in (3, -1)))
+    floats = field(2, b"\x0d" + struct.pack("<f", 0.5) + b"\x0d" + struct.pack("<f", -2.0))
+    image = field(1, field(1, b"\xff\xd8\xff\xd9"))
+    entries = b"".join(field(1, field(1, name) + field(2, value)) for name, value in
+                       ((b"image/class/label", ints), (b"bbox", floats), (b"image/encoded", image)))
+    return field(1, entries + b"\x38\x01")
 
 
 def _jpeg(mode: str, size: tuple[int, int], **options) -> bytes:
@@ -65,6 +91,12 @@ def seeds() -> dict[str, dict[str, bytes]]:
         "duplicate-member.tar": _tar([("a.jpg", jpeg), ("a.jpg", jpeg), ("a.cls", b"99999999999999999999")]),
         "cut.tar": _tar([("a.jpg", jpeg * 4), ("a.cls", b"1")])[:700],
         "negative-size.tar": _header(b"evil.jpg", ((1 << 96) - 512).to_bytes(12, "big")) + bytes(1024),
+        "gnu-long-name.tar": _tar([("g/" * 60 + "0.jpg", jpeg), ("g/" * 60 + "0.cls", b"5")]),
+        "pax-global-size.tar": _tar([("a.jpg", jpeg), ("a.cls", b"1")], tarfile.PAX_FORMAT, {"comment": "global"},
+                                    {"size": str(len(jpeg)), "path": "renamed.jpg"}),
+        "links-and-folders.tar": _tar([("dir/", None), ("dir/a.jpg", jpeg), ("dir/a.lnk", "a.jpg"),
+                                       ("dir/a.cls", b"0")]),
+        "empty.tar": b"",
     }
 
     def record(features) -> bytes:
@@ -77,6 +109,8 @@ def seeds() -> dict[str, dict[str, bytes]]:
         "bad-data-crc.tfrecord": good[:-1] + bytes([good[-1] ^ 1]),
         "cut.tfrecord": good + good[:30],
         "example-only.bin": tfrecords.example({"image/encoded": [jpeg], "image/class/label": [1, 2, 3]}),
+        "unpacked-lists.tfrecord": tfrecords.frame(_unpacked_example()),
+        "short.tfrecord": good[:7],
     }
     jpegs = {
         "baseline-16x8.jpg": _jpeg("RGB", (16, 8), quality=50),

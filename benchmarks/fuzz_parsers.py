@@ -260,28 +260,92 @@ def run(target: str, seconds: float | None, runs: int | None, artifacts: str, ke
                        for path in glob.glob(os.path.join(artifacts, f"{kind}-*")))
         if asan and target == "jpeg" and done.returncode == 0:
             done = _asan_replay(scratch, env, [new, seeds], artifacts)
-        kept = _keep(new, seeds, keep) if update and done.returncode == 0 else []
+        if target in PARSERS:
+            sys.path.insert(0, ROOT)
+            replay(target, [new, seeds])
+        kept = _keep(target, new, seeds, keep) if update and done.returncode == 0 else []
         print(f"{target}: {executions} executions, cov {coverage} edges, ft {features} features, exit "
               f"{done.returncode}, findings: {found or 'none'}, corpus +{len(kept)}", file=sys.stderr)
         print(f"{target}: done", file=sys.stderr)
         return done.returncode
 
 
-def _keep(new: str, seeds: str, keep: int) -> list[str]:
-    """The ``keep`` smallest new inputs (at most MAX_KEPT_BYTES each) copied into the corpus, named by hash."""
-    candidates = sorted((os.path.getsize(p), p) for p in glob.glob(os.path.join(new, "*")))
+def _keep(target: str, new: str, seeds: str, keep: int) -> list[str]:
+    """Up to ``keep`` new inputs of at most MAX_KEPT_BYTES copied into the corpus, named by hash: smallest first,
+    each kept where it reaches parser lines the corpus did not (tar, tfrecord); for jpeg, whose C code has no
+    lines to trace here, spread over their sizes (libFuzzer wrote each for new coverage)."""
+    candidates = [p for _, p in sorted((os.path.getsize(p), p) for p in glob.glob(os.path.join(new, "*"))
+                                       if 16 <= os.path.getsize(p) <= MAX_KEPT_BYTES)]
+    if target in PARSERS:
+        sys.path.insert(0, ROOT)
+        covered, chosen = _reached(target, glob.glob(os.path.join(seeds, "*"))), []
+        for path in candidates:
+            more = _reached(target, [path]) - covered
+            if more and len(chosen) < keep:
+                chosen.append(path)
+                covered |= more
+    else:
+        chosen = [candidates[round(i * (len(candidates) - 1) / max(1, keep - 1))] for i in range(keep)] \
+            if len(candidates) > keep else candidates
     kept = []
-    for size, path in candidates:
-        if len(kept) == keep or size > MAX_KEPT_BYTES:
-            break
+    for path in dict.fromkeys(chosen):
         with open(path, "rb") as file:
             data = file.read()
         destination = os.path.join(seeds, "found-" + hashlib.sha1(data).hexdigest()[:16])
-        if not os.path.exists(destination) and size:
+        if not os.path.exists(destination):
             with open(destination, "wb") as out:
                 out.write(data)
             kept.append(destination)
     return kept
+
+
+PARSERS = {  # the functions each target is for, whose line coverage --replay reports
+    "tar": ("tarshards", ["split_key", "_text", "_number", "parse_header", "parse_pax", "members", "build_index",
+                          "is_whole_index", "parse_label"]),
+    "tfrecord": ("tfrecords", ["masked_crc", "unframe", "varint", "proto_fields", "_message", "varints", "_floats",
+                               "_feature", "parse_example", "build_index", "is_whole_index", "_label_and_problem",
+                               "_names"]),
+}
+
+
+def _parser_lines(target: str) -> tuple[str, set[int]]:
+    """(module file, executable lines of the target's parser functions)."""
+    import importlib
+    import inspect
+    import trace
+    name, functions = PARSERS[target]
+    module = importlib.import_module(f"fastload.{name}")
+    executable = set(trace._find_executable_linenos(module.__file__))
+    lines = set()
+    for function in functions:
+        source, first = inspect.getsourcelines(getattr(module, function))
+        lines |= executable & set(range(first, first + len(source)))
+    return module.__file__, lines
+
+
+def _reached(target: str, paths: list[str]) -> set[int]:
+    """The parser lines (``_parser_lines``) that running these inputs through the target reaches, traced by the
+    standard library's ``trace``."""
+    import trace
+    one = {"tar": fuzz_tar, "tfrecord": fuzz_tfrecord, "jpeg": fuzz_jpeg}[target]
+    tracer = trace.Trace(count=1, trace=0)
+    for path in paths:
+        with open(path, "rb") as file:
+            tracer.runfunc(one, file.read())
+    module, lines = _parser_lines(target)
+    return {line for (file, line) in tracer.results().counts if file == module} & lines
+
+
+def replay(target: str, folders: list[str] | None = None) -> None:
+    """Every input of the target's corpus (or ``folders``) run once through it: the share of the parser
+    functions' lines reached (libFuzzer's edge count is of its own kind: bytecode branches)."""
+    inputs = sorted(p for folder in folders or [os.path.join(CORPUS, target)] for p in glob.glob(f"{folder}/*"))
+    if target not in PARSERS:
+        print(f"{target}: {len(inputs)} inputs (C code: no line coverage here)", file=sys.stderr)
+        return
+    hit, (_, lines) = _reached(target, inputs), _parser_lines(target)
+    print(f"{target}: {len(inputs)} inputs reach {len(hit)} of {len(lines)} lines of fastload/"
+          f"{PARSERS[target][0]}.py's parsers; not reached: {sorted(lines - hit)}", file=sys.stderr)
 
 
 def main() -> int:
@@ -299,12 +363,20 @@ def main() -> int:
                         help="where inputs that fail are written")
     parser.add_argument("--keep", type=int, default=5, help="new inputs added to the corpus per target")
     parser.add_argument("--no-corpus-update", dest="update", action="store_false")
-    parser.add_argument("--asan", action="store_true", help="jpeg: fuzz an AddressSanitizer build of the extension")
+    parser.add_argument("--asan", action="store_true", help="jpeg: replay every input through an AddressSanitizer "
+                                                             "build of the extension")
+    parser.add_argument("--replay", action="store_true", help="only run the corpus once, reporting line coverage")
     options = parser.parse_args(arguments)
+    targets = TARGETS if options.target == "all" else (options.target,)
+    if options.replay:
+        sys.path.insert(0, ROOT)
+        for target in targets:
+            replay(target)
+        return 0
     if options.seconds is None and options.runs is None:
         parser.error("give --seconds or --runs: a run is bounded")
     codes = [run(target, options.seconds, options.runs, options.artifacts, options.keep, options.update,
-                 options.asan, extra) for target in (TARGETS if options.target == "all" else (options.target,))]
+                 options.asan, extra) for target in targets]
     return max(codes)
 
 
