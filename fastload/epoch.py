@@ -23,14 +23,15 @@ from .thread_pool import END, ThreadPool
 def start_epoch(loader) -> ThreadPool:
     loader.refresh_path()
     path, threads = loader.path, loader.num_workers
-    start = loader.schedule.start(loader.make_order)
+    start = loader.schedule.start(loader.make_order, loader.dataset, threads)
     order = start.order
     end_stats = loader.stats.reset()  # freezes loader.stats.images_per_s at the epoch's end
     _warn_as_torch(loader)
-    workers = loader.workers.for_epoch(loader, start.base_seed) if threads else None
-    batches = itertools.islice(start.batches, start.skip, None) if order is not None else None
+    workers = loader.workers.for_epoch(loader, start.base_seed, start.worker_states) if threads else None
+    forward = start.skip if start.fast_forward else 0  # else the sampler or the dataset resumed itself
+    batches = itertools.islice(start.batches, forward, None) if order is not None else None
     stages = path.stages(batches, start.epoch, order)
-    replay = start.skip if order is None else 0  # a plain IterableDataset can only be replayed
+    replay = forward if order is None else 0  # a plain IterableDataset can only be replayed
     try:  # the epoch's own order: a resumed epoch's (fastload.order.ResumedOrder) may differ from the others'
         length = (len(order) if order is not None else len(loader)) - start.skip + replay
     except TypeError:
@@ -40,6 +41,8 @@ def start_epoch(loader) -> ThreadPool:
                       length=length, on_deliver=Delivery(loader, end_stats),
                       serial_finish=stages.finish_in_order, handover=stages.handover, pinned=stages.pinned)
     loader.iterators.add(pool)
+    if workers is not None:
+        loader.schedule.workers_started(workers.started_states())
     weakref.finalize(pool, end_stats)  # a `break` or an error left the iterator: collected, it ends the epoch
     for replayed in range(replay):
         if next(pool, END) is END:

@@ -15,6 +15,18 @@ runs under ``workers.worker_draws()``: its torch draws come from that
 worker's generator, in the order a worker process makes them, so they are
 torch's draws, run to run, and the training loop's generator advances only
 as torch's does (the sampler's seed and the base seed, once an epoch).
+
+A dataset with ``state_dict`` and ``load_state_dict`` (torchdata's
+protocol) is asked for its state in the thread that made each batch, right
+after it (its copy's, under its worker draws, as torchdata's worker
+processes do); the state becomes the resume state's as the batch is taken
+in order (``Job.taken``), so a saved state is the one as of the last batch
+the training loop got, not the threads' further ahead. A resumed epoch's
+round robin goes on where the saved one was (the next worker, and which
+ran out) instead of at worker 0.
+
+collate_fn and pin_memory are read as the epoch starts, as torch's
+iterator reads them: one set during an epoch applies from the next.
 """
 
 from __future__ import annotations
@@ -27,7 +39,8 @@ from typing import Any, Iterator
 from .deliver import collate, to_device
 from .thread_pool import END, SKIP, Job, LoaderPath, Stages, batches_ahead
 from .sources import Source
-from .workers import current_dataset, worker_draws
+from .schedule import stateful
+from .workers import current_dataset, dataset_state, worker_draws
 
 
 def describe(dataset, index) -> str:
@@ -51,25 +64,55 @@ class MapPath(LoaderPath):
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
         loader = self.loader
         workers = loader.num_workers
-        return Stages(self._jobs(batches, workers), in_flight=batches_ahead(loader), pinned=bool(workers))
+        first = loader.schedule.position["batches"]  # a resumed epoch's round robin goes on from there
+        return Stages(self._jobs(batches, workers, _Settings(loader), first), in_flight=batches_ahead(loader),
+                      pinned=bool(workers))
 
-    def _jobs(self, batches, workers: int) -> Iterator[Job]:
+    def _jobs(self, batches, workers: int, settings: "_Settings", first: int) -> Iterator[Job]:
         loader, dataset = self.loader, self.loader.dataset
         getitems = getattr(dataset, "__getitems__", None) if not isinstance(dataset, Source) else None
-        for k, batch in enumerate(batches):
+        for k, batch in enumerate(batches, first):
             indices = [index for _, index in batch]
             worker = k % workers if workers else None  # torch's round robin over its (all active) workers
+            noted = _Noted(loader.schedule, worker) if settings.stateful else None
             if not loader._auto_collation:
-                yield Job([_Load(dataset, indices[0], loader.stats)], _Collate(loader, indices, 1, single=True),
+                job = Job([_Load(dataset, indices[0], loader.stats)], _Collate(settings, indices, 1, single=True),
                           what=[describe(dataset, indices[0])], worker=worker)
             elif getitems:
-                yield Job([_LoadMany(dataset, indices, loader.stats)],
-                          _Collate(loader, indices, len(indices), single=True),
+                job = Job([_LoadMany(dataset, indices, loader.stats)],
+                          _Collate(settings, indices, len(indices), single=True),
                           what=[f"samples {indices}"], worker=worker)
             else:
-                yield Job([_Load(dataset, index, loader.stats) for index in indices],
-                          _Collate(loader, indices, len(indices)),
+                job = Job([_Load(dataset, index, loader.stats) for index in indices],
+                          _Collate(settings, indices, len(indices)),
                           what=[describe(dataset, index) for index in indices], worker=worker)
+            if noted is not None:
+                job.finish.noted, job.taken = noted, noted.taken
+            yield job
+
+
+class _Settings:
+    """What an epoch's batches are made with, read as it starts (torch's iterator reads them so)."""
+
+    def __init__(self, loader):
+        self.loader, self.collate_fn, self.pin_memory = loader, loader.collate_fn, loader.pin_memory
+        self.stateful = stateful(loader.dataset)
+
+
+class _Noted:
+    """A stateful dataset's state after one batch, noted in the thread that made it; it becomes the resume
+    state's when the batch is taken in order (``taken``, in the training loop's thread)."""
+
+    def __init__(self, schedule, worker: int | None):
+        self.schedule, self.worker = schedule, worker
+        self.state, self.ended, self.made = None, False, False
+
+    def note(self, dataset, ended: bool = False) -> None:
+        self.state, self.ended, self.made = dataset_state(dataset), ended, True
+
+    def taken(self) -> None:
+        if self.made:  # a batch that failed has no state: the last one stands, as under torchdata
+            self.schedule.batch_taken(self.worker, self.state, self.ended)
 
 
 class _Load:
@@ -105,23 +148,29 @@ class _LoadMany(_Load):
 
 
 class _Collate:
-    """A batch's finish: ``collate_fn``, then to the loader's device; counted in stats.
+    """A batch's finish: ``collate_fn``, then to the loader's device; counted in stats; then, for a stateful
+    dataset, its state noted (``noted``).
 
     ``what``: the batch's sample indices (or a description), named in an
     error; ``count``: its samples; ``single``: the one result is the batch's
     input (a single sample, or ``__getitems__``'s list).
     """
 
-    def __init__(self, loader, what, count: int, single: bool = False):
-        self.loader, self.what, self.count, self.single = loader, what, count, single
+    noted: _Noted | None = None
+
+    def __init__(self, settings: _Settings, what, count: int, single: bool = False):
+        self.settings, self.what, self.count, self.single = settings, what, count, single
 
     def __call__(self, results: list) -> Any:
-        loader = self.loader
+        settings = self.settings
+        loader = settings.loader
         started = time.perf_counter()
         with worker_draws():  # a collate_fn that draws (CutMix, MixUp) draws as in its worker
-            batch = collate(loader.collate_fn, results[0] if self.single else results,
+            batch = collate(settings.collate_fn, results[0] if self.single else results,
                             f"the batch of samples {self.what}" if isinstance(self.what, list) else self.what)
-        batch = to_device(batch, loader.device, loader.pin_memory)
+        if self.noted is not None:
+            self.noted.note(loader.dataset)
+        batch = to_device(batch, loader.device, settings.pin_memory)
         loader.stats.add("copy", time.perf_counter() - started)
         loader.stats.count_batch(self.count)
         return batch
@@ -139,20 +188,26 @@ class IterablePath(LoaderPath):
     def stages(self, batches, epoch: int, order) -> Stages:
         loader = self.loader
         workers = loader.num_workers
-        return Stages(self._jobs(_WorkerStreams(loader, max(workers, 1)), workers),
-                      in_flight=batches_ahead(loader), pinned=bool(workers))
+        streams = _WorkerStreams(loader, max(workers, 1))
+        start, ended = streams.resumed_round_robin()
+        streams.active -= ended
+        return Stages(self._jobs(streams, workers, start), in_flight=batches_ahead(loader), pinned=bool(workers))
 
-    def _jobs(self, streams: "_WorkerStreams", workers: int) -> Iterator[Job]:
+    def _jobs(self, streams: "_WorkerStreams", workers: int, start: int) -> Iterator[Job]:
+        stateful_copies = streams.settings.stateful
         if not workers:
             while streams.active:
-                yield Job([_Pull(streams, 0)], _first)
+                noted = _Noted(self.loader.schedule, None) if stateful_copies else None
+                yield Job([_Pull(streams, 0, noted)], _first, taken=noted.taken if noted else None)
             return
-        for worker in itertools.cycle(range(workers)):
+        for worker in itertools.islice(itertools.cycle(range(workers)), start, None):
             if not streams.active:
                 return
             if worker in streams.active:
-                yield Job([_Pull(streams, worker)], _first, worker=worker,
-                          what=[f"{type(self.loader.dataset).__name__} in worker {worker}"])
+                noted = _Noted(self.loader.schedule, worker) if stateful_copies else None
+                yield Job([_Pull(streams, worker, noted)], _first, worker=worker,
+                          what=[f"{type(self.loader.dataset).__name__} in worker {worker}"],
+                          taken=noted.taken if noted else None)
 
 
 def _first(results: list) -> Any:
@@ -164,13 +219,21 @@ class _WorkerStreams:
 
     def __init__(self, loader, workers: int):
         self.loader = loader
+        self.settings = _Settings(loader)
         self.iterators: list = [None] * workers
         self.batches = [0] * workers
         self.active = set(range(workers))
 
-    def pull(self, worker: int, report) -> Any:
+    def resumed_round_robin(self) -> tuple[int, set[int]]:
+        """Where a resumed epoch's round robin goes on (the next worker, the ones that ran out); (0, none)
+        for any other epoch."""
+        saved = self.loader.schedule.position["objects"].get("round_robin")
+        return (0, set()) if saved is None else (saved["next"], set(saved["ended"]))
+
+    def pull(self, worker: int, report, noted: _Noted | None = None) -> Any:
         """The next batch of ``worker``'s iterator (made in its thread, so it sees its worker info), or
-        SKIP once that iterator has run out (torch's worker then stops, and the others go on)."""
+        SKIP once that iterator has run out (torch's worker then stops, and the others go on); ``noted``
+        takes a stateful dataset copy's state just after."""
         loader = self.loader
         if worker not in self.active:
             return SKIP
@@ -198,17 +261,22 @@ class _WorkerStreams:
         if ended:
             self.active.discard(worker)
         if not items or (ended and loader.drop_last and loader._auto_collation):
+            if noted is not None:
+                noted.note(loader.dataset, ended)
             return SKIP
         self.batches[worker] += 1
-        finish = _Collate(loader, what, len(items), single=not loader._auto_collation)
-        return finish([items[0]] if not loader._auto_collation else items)
+        finish = _Collate(self.settings, what, len(items), single=not loader._auto_collation)
+        batch = finish([items[0]] if not loader._auto_collation else items)
+        if noted is not None:
+            noted.note(loader.dataset, ended)
+        return batch
 
 
 class _Pull:
     """A task: the next batch of one worker's iterator."""
 
-    def __init__(self, streams: _WorkerStreams, worker: int):
-        self.streams, self.worker = streams, worker
+    def __init__(self, streams: _WorkerStreams, worker: int, noted: _Noted | None = None):
+        self.streams, self.worker, self.noted = streams, worker, noted
 
     def __call__(self, report) -> Any:
-        return self.streams.pull(self.worker, report)
+        return self.streams.pull(self.worker, report, self.noted)

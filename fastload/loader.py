@@ -158,17 +158,23 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
         self._accelerate_prepared: bool | None = None
         self.stats = Stats(retries=lambda: getattr(dataset, "retried", 0))  # a remote source counts them
         self.schedule = Schedule(dataset if isinstance(dataset, Source) else None, seed, self.sampler,
-                                 generator, persistent_workers)
+                                 generator, persistent_workers, batch_sampler=self.batch_sampler)
         self.iterators: weakref.WeakSet = weakref.WeakSet()  # this loader's live epochs, for close()
         self.workers = Workers()  # the loader threads' worker identities (kept across epochs if persistent)
-        self.path = choose_path(self)
+        self._choose_path()
 
     def __setattr__(self, name: str, value) -> None:
         if name in Options.names() and "options" in self.__dict__:  # validated again; the path may change
             self.__dict__["options"] = dataclasses.replace(self.options, **{name: value})
-            self.path = choose_path(self)
+            self._choose_path()
             return
-        super().__setattr__(name, value)
+        if name in EPOCH_SETTINGS and "path" in self.__dict__:
+            _check_setting(name, value)  # the path is chosen again at the next epoch (refresh_path)
+        super().__setattr__(name, value)  # torch's: refuses batch_size, sampler, dataset... once initialized
+
+    def _choose_path(self) -> None:
+        self.path = choose_path(self)
+        self._path_settings = tuple(getattr(self, name) for name in EPOCH_SETTINGS)
 
     def __getattr__(self, name: str):
         options = self.__dict__.get("options")
@@ -188,10 +194,16 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
 
     def refresh_path(self) -> None:
         """Choose the path again if the dataset's transform changed since the last epoch (progressive
-        resizing, a new transform on a split): the batches must change, as they would under torch."""
+        resizing, a new transform on a split): the batches must change, as they would under torch; or if
+        one of torch's ``EPOCH_SETTINGS`` was set since (``num_workers``: the thread count, the batches in
+        flight, the buffer pools and the CPU/GPU balance are all sized by it)."""
+        settings = tuple(getattr(self, name) for name in EPOCH_SETTINGS)
+        if any(new is not old for new, old in zip(settings, self._path_settings)):
+            self._choose_path()  # torch's settings set since: the threads, in-flight depth, buffers follow them
+            return
         fast = fast_path_inputs(self.dataset, self.batch_size, warn=False)
         if (None if fast is None else fast[1]) != self.path.plan:
-            self.path = choose_path(self)
+            self._choose_path()
         elif fast is not None:  # same plan: the samples, target_transform or reader may still be new
             self.path.samples, self.path.target_transform, self.path.read_bytes = fast[0], fast[2], fast[3]
 
@@ -233,7 +245,7 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
         new ranks share the epoch's undelivered samples
         (``fastload.order.ResumedOrder``).
         """
-        return {**self.schedule.state_dict(self.batch_size, _length(self.dataset)),
+        return {**self.schedule.state_dict(self.batch_size, _length(self.dataset), self.dataset, self.num_workers),
                 "fingerprint": self._fingerprint()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -244,7 +256,8 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
         delivered than its epoch holds, and saved over the same samples (names, labels, file sizes) and
         order settings (shuffle, sampler, drop_last; ``fastload.fingerprint``). A ValueError names the
         field or what differs. A state whose ``fingerprint`` is None loads unchecked, with a warning."""
-        checked = self.schedule.check_state(state, self.batch_size, _length(self.dataset))
+        checked = self.schedule.check_state(state, self.batch_size, _length(self.dataset), self.dataset,
+                                            self.num_workers)
         fingerprint.check(checked["fingerprint"], self._fingerprint())
         self.schedule.check_position(checked, self.make_order)
         self.schedule.resume_from(checked)
@@ -304,6 +317,28 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
             return f"{type(self).__name__}({', '.join(parts)})"
         except Exception:
             return f"{type(self).__name__}(...)"
+
+
+# torch's arguments that may be set after construction (torch refuses the others: batch_size, sampler,
+# batch_sampler, drop_last, dataset, persistent_workers); each takes effect at the next epoch.
+EPOCH_SETTINGS = ("num_workers", "prefetch_factor", "pin_memory", "timeout", "collate_fn", "worker_init_fn")
+
+
+def _check_setting(name: str, value) -> None:
+    """A torch setting set after construction, refused as torch's constructor refuses it (or, where torch's
+    would fail only at the next iteration, here, naming it)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+    if name == "timeout" and not (number and value >= 0):
+        raise ValueError("timeout option should be non-negative")
+    if name == "prefetch_factor" and not (value is None or (isinstance(value, int) and not isinstance(value, bool)
+                                                            and value >= 1)):
+        raise ValueError(f"prefetch_factor is {value!r}: None or an integer >= 1 (batches per loader thread)")
+    if name == "collate_fn" and not callable(value):
+        raise ValueError(f"collate_fn is {value!r}: a callable (torch's default_collate, or your own)")
+    if name == "worker_init_fn" and not (value is None or callable(value)):
+        raise ValueError(f"worker_init_fn is {value!r}: None or a callable taking the worker id")
 
 
 def _dataset_repr(dataset) -> str:

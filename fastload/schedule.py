@@ -9,17 +9,27 @@ Each epoch starts as torch's iterator does: the sampler iterator, then a
 base seed drawn from the generator or the global RNG (once, for persistent
 workers), so the global RNG advances exactly as under torch. A resumed
 epoch replays the sampler's draw from the RNG state saved with it.
+
+A sampler, batch sampler or dataset with ``state_dict`` and ``load_state_dict``
+(torchdata's ``Stateful`` protocol) resumes itself, as under torchdata's
+StatefulDataLoader: the state holds each one's ``state_dict()`` as of the
+last batch handed to the training loop (the sampler's as that batch's
+indices were drawn, a loader thread's dataset copy's as it finished the
+batch: both run ahead of the loop), and a resumed epoch loads them back
+instead of fast-forwarding the sampler or replaying the dataset.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.utils.data import RandomSampler
+from torch.utils.data import IterableDataset, RandomSampler
 
 from .order import resume_at_world_size
 
@@ -33,6 +43,8 @@ class EpochStart:
     order: Any  # the epoch's ``fastload.order.Order``, None for a generic IterableDataset
     batches: Iterator | None  # the order's batches, drawn as torch draws them
     base_seed: int
+    fast_forward: bool = True  # skip (or replay) the delivered batches; False: the sampler or dataset resumed itself
+    worker_states: list | None = None  # per loader thread, the dataset copy's state to load, or None
 
 
 class Schedule:
@@ -46,9 +58,11 @@ class Schedule:
     """
 
     def __init__(self, source: Any, seed: int | None, sampler: Any, generator: torch.Generator | None,
-                 persistent: bool):
+                 persistent: bool, batch_sampler: Any = None):
         self.source, self.seed, self.sampler, self.generator = source, seed, sampler, generator
+        self.batch_sampler = batch_sampler
         self.persistent = persistent
+        self._drawn: collections.deque = collections.deque()  # the samplers' states per batch drawn, not yet delivered
         self.epoch = -1
         self._epoch_was_set = False
         self._source_epoch_seen = getattr(source, "epoch", None)
@@ -56,7 +70,7 @@ class Schedule:
         self.base_seed: int | None = None
         self._pending: dict | None = None  # a state from load_state_dict, applied by the next start
         self.position = {"epoch": None, "batches": 0, "finished": False, "rng": None, "world_size": None,
-                         "segments": []}
+                         "segments": [], "objects": {}}
 
     # -- epochs and seeds ------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -92,36 +106,115 @@ class Schedule:
         return self._augment_seed
 
     # -- an epoch's start -----------------------------------------------------------------------
-    def start(self, make_order: Callable[[], Any]) -> EpochStart:
-        """Begin the next epoch: resume if a state is pending (its seeds too), make the epoch's order with
+    def start(self, make_order: Callable[[], Any], dataset: Any = None, num_workers: int = 0) -> EpochStart:
+        """Begin the next epoch: resume if a state is pending (its seeds too, and the stateful sampler's,
+        batch sampler's and -- without workers -- dataset's states), make the epoch's order with
         ``make_order()`` and draw its batches and the base seed as torch's iterator draws them."""
+        pending = self._pending
+        if pending is not None:  # num_workers may have been set since load_state_dict
+            self.check_objects(pending, dataset, num_workers)
         skip, resumed_rng, saved_world_size, segments = self._apply_pending()
+        objects = self._objects(dataset, num_workers)
+        restored = {name: pending[name] for name in objects if pending is not None and name in pending}
+        for name in ("sampler_state", "batch_sampler_state"):  # they resume themselves: no fast-forward
+            if name in restored:
+                owner = self.sampler if name == "sampler_state" else self.batch_sampler
+                owner.load_state_dict(copy.deepcopy(restored[name]))
+        fast_forward = not ({"sampler_state", "batch_sampler_state", "worker_states"} & set(restored)
+                            or ("dataset_state" in restored and isinstance(dataset, IterableDataset)))
         epoch = self._next_epoch()
         order = make_order()
         if order is not None:
             order, skip, segments = resume_at_world_size(order, epoch, skip, saved_world_size, segments)
         rng = resumed_rng if resumed_rng is not None else self._rng_state()
+        self._drawn.clear()
+        samplers = self._sampler_states()  # as the epoch starts: before its first batch is drawn
         with self._rng_restored(resumed_rng):
             batches = order.count_repeats(order.batches(epoch)) if order is not None else None
+            if samplers and batches is not None:
+                batches = self._noting_sampler_states(batches)
             if not (self.persistent and self.base_seed is not None):
                 self.base_seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
             if resumed_rng is not None and batches is not None:  # make the sampler draw from the saved state now
                 first = next(batches, None)
                 batches = itertools.chain([first] if first is not None else [], batches)
+        if "dataset_state" in restored:  # after the base seed, as torchdata's iterator loads it
+            dataset.load_state_dict(copy.deepcopy(restored["dataset_state"]))
+        worker_states = restored.get("worker_states") if "worker_states" in restored else None
+        if worker_states is not None and pending["finished"] and not self.persistent:
+            worker_states = None  # the next epoch's threads copy the dataset afresh, as new worker processes
         self.position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng,
-                         "world_size": getattr(order, "world_size", None), "segments": segments}
-        return EpochStart(epoch, skip, order, batches, self.base_seed)
+                         "world_size": getattr(order, "world_size", None), "segments": segments,
+                         "objects": {**self._current_objects(objects, dataset, num_workers), **samplers,
+                                     **({"round_robin": restored["round_robin"]}
+                                        if "round_robin" in restored and not pending["finished"] else {})}}
+        return EpochStart(epoch, skip, order, batches, self.base_seed, fast_forward, worker_states)
+
+    # -- the stateful objects (torchdata's protocol) ------------------------------------------------
+    def _objects(self, dataset: Any, num_workers: int) -> list[str]:
+        """The state fields of this loader's stateful objects (``OBJECT_FIELDS``), with ``num_workers``."""
+        fields = [name for name, owner in (("sampler_state", self.sampler), ("batch_sampler_state", self.batch_sampler))
+                  if stateful(owner)]
+        if stateful(dataset):
+            fields.append("worker_states" if num_workers else "dataset_state")
+            if num_workers and isinstance(dataset, IterableDataset):
+                fields.append("round_robin")
+        return fields
+
+    def _sampler_states(self) -> dict:
+        """The stateful sampler's and batch sampler's states now (copies: the objects go on changing)."""
+        return {name: copy.deepcopy(owner.state_dict())
+                for name, owner in (("sampler_state", self.sampler), ("batch_sampler_state", self.batch_sampler))
+                if stateful(owner)}
+
+    def _current_objects(self, fields: list[str], dataset: Any, num_workers: int) -> dict:
+        """Before any batch of an epoch: the dataset's state now; no loader thread's copy yet."""
+        objects: dict = {}
+        if "dataset_state" in fields:
+            objects["dataset_state"] = copy.deepcopy(dataset.state_dict())
+        if "worker_states" in fields:
+            objects["worker_states"] = [None] * num_workers
+        if "round_robin" in fields:
+            objects["round_robin"] = {"next": 0, "ended": []}
+        return objects
+
+    def _noting_sampler_states(self, batches: Iterator) -> Iterator:
+        for batch in batches:
+            self._drawn.append(self._sampler_states())
+            yield batch
+
+    def workers_started(self, states: list) -> None:
+        """The loader threads' dataset copies' states as the epoch's threads started (after worker_init_fn
+        and a resumed state): what a thread that has delivered no batch yet resumes from."""
+        if "worker_states" in self.position["objects"]:
+            self.position["objects"]["worker_states"] = [copy.deepcopy(s) for s in states]
+
+    def batch_taken(self, worker: int | None, state: Any, ended: bool = False) -> None:
+        """A stateful dataset's batch (or an IterableDataset worker's end) was taken in order from loader
+        thread ``worker`` (None: without workers); ``state``: its dataset copy's state just after."""
+        objects = self.position["objects"]
+        if worker is None:
+            objects["dataset_state"] = state
+            return
+        objects["worker_states"][worker] = state
+        if "round_robin" in objects:
+            ended_ones = set(objects["round_robin"]["ended"]) | ({worker} if ended else set())
+            objects["round_robin"] = {"next": (worker + 1) % len(objects["worker_states"]),
+                                      "ended": sorted(ended_ones)}
 
     def replayed(self, skip: int) -> None:
         """A generic IterableDataset's first ``skip`` batches were replayed to resume: they do not count."""
         self.position["batches"] = skip
 
     def delivered(self, end: bool) -> None:
-        """A batch was handed to the training loop (``end``: the epoch ran out)."""
+        """A batch was handed to the training loop (``end``: the epoch ran out); the samplers' states become
+        the ones noted as its indices were drawn."""
         if end:
             self.position["finished"] = True
         else:
             self.position["batches"] += 1
+            if self._drawn:
+                self.position["objects"].update(self._drawn.popleft())
 
     def _rng_state(self) -> dict | None:
         """The RNG a shuffling sampler draws from, before it draws: the generator, else the global one."""
@@ -151,27 +244,70 @@ class Schedule:
                 yield
 
     # -- resume --------------------------------------------------------------------------------
-    def state_dict(self, batch_size: int | None, dataset_len: int | None) -> dict:
+    def state_dict(self, batch_size: int | None, dataset_len: int | None, dataset: Any = None,
+                   num_workers: int = 0) -> dict:
         position = dict(self.position)
+        objects = position["objects"]
         if position["epoch"] is None:  # never iterated: resume where a first iteration would start
             position.update(epoch=self.epoch + 1 if not self._epoch_was_set else self.epoch,
                             batches=0, finished=False)
+            fields = self._objects(dataset, num_workers)
+            objects = {**self._current_objects(fields, dataset, num_workers), **self._sampler_states()}
         return {"version": 1, "epoch": position["epoch"], "batches": position["batches"],
                 "finished": position["finished"], "seed": self.order_seed, "augment_seed": self.augment_seed,
                 "rng": position["rng"], "batch_size": batch_size, "dataset_len": dataset_len,
-                "world_size": position["world_size"], "segments": position["segments"]}
+                "world_size": position["world_size"], "segments": position["segments"],
+                **copy.deepcopy(objects)}
 
-    def check_state(self, state, batch_size: int | None, dataset_len: int | None) -> dict:
+    def check_state(self, state, batch_size: int | None, dataset_len: int | None, dataset: Any = None,
+                    num_workers: int = 0) -> dict:
         """``state``'s fields, each present, of its type and in its range, and saved with this loader's
-        batch size over as many samples; a ValueError naming the first field that is wrong. Nothing is
-        changed here (``load_state_dict`` checks a state whole before it applies any of it)."""
+        batch size over as many samples, with the states of the same stateful objects; a ValueError naming
+        the first field that is wrong. Nothing is changed here (``load_state_dict`` checks a state whole
+        before it applies any of it)."""
         state = check_fields(state)
         for name, here in (("batch_size", batch_size), ("dataset_len", dataset_len)):
             if state[name] != here:
                 raise ValueError(f"state field {name!r}: this state was saved with batch_size={state['batch_size']} "
                                  f"over {state['dataset_len']} samples; this loader has batch_size={batch_size} "
                                  f"over {dataset_len}: the remaining batches would not be the same")
+        self.check_objects(state, dataset, num_workers)
         return state
+
+    def check_objects(self, state: dict, dataset: Any, num_workers: int) -> None:
+        """A state holds the states of exactly this loader's stateful objects (``OBJECT_FIELDS``), one per
+        loader thread where the threads' dataset copies have state; a ValueError naming the field."""
+        expected = self._objects(dataset, num_workers)
+        owners = {"sampler_state": ("sampler", self.sampler),
+                  "batch_sampler_state": ("batch sampler", self.batch_sampler), "dataset_state": ("dataset", dataset),
+                  "worker_states": ("dataset", dataset), "round_robin": ("dataset", dataset)}
+        for name in OBJECT_FIELDS:  # saved, but not this loader's: the more telling refusal comes first
+            what, owner = owners[name]
+            if name in state and name not in expected:
+                if not stateful(owner):
+                    why = f"this loader's {what} ({type(owner).__name__}) has no state_dict/load_state_dict"
+                elif name == "dataset_state":
+                    why = f"this loader has num_workers={num_workers} (a state per loader thread): set num_workers=0"
+                else:
+                    saved = len(state["worker_states"]) if isinstance(state.get("worker_states"), list) else "some"
+                    why = f"this loader has num_workers={num_workers}: set num_workers={saved}"
+                raise ValueError(f"state field {name!r}: saved with the {what}'s own state, but {why}")
+        for name in expected:
+            if name not in state:
+                what, owner = owners[name]
+                raise ValueError(f"state field {name!r} is missing: this loader's {what} ({type(owner).__name__}) "
+                                 f"has state_dict and load_state_dict (num_workers={num_workers}), so its state "
+                                 "must be in the state to resume it")
+        saved = state.get("worker_states")
+        if saved is not None and len(saved) != num_workers:
+            raise ValueError(f"state field 'worker_states': saved by {len(saved)} loader threads, each with its "
+                             f"dataset copy's state; this loader has num_workers={num_workers}: set "
+                             f"num_workers={len(saved)} to resume it")
+        round_robin = state.get("round_robin")
+        if round_robin is not None and (round_robin["next"] >= num_workers
+                                        or any(w >= num_workers for w in round_robin["ended"])):
+            raise ValueError(f"state field 'round_robin' is {_short(round_robin)}: a worker id past "
+                             f"num_workers={num_workers}")
 
     def check_position(self, state: dict, order_for: Callable[[int], Any]) -> None:
         """A checked ``state``'s position is one this loader can resume: its RNG the one this loader's
@@ -187,9 +323,13 @@ class Schedule:
             if order is not None:
                 order, skip, _ = resume_at_world_size(order, state["epoch"], state["batches"],
                                                       state["world_size"], state["segments"])
-                if skip > len(order):
+                try:
+                    length = len(order)
+                except TypeError:  # a sampler without __len__: its epoch's length is unknown until it ends
+                    return
+                if skip > length:
                     raise ValueError(f"state field 'batches': {state['batches']} batches delivered, but epoch "
-                                     f"{state['epoch']} has {len(order)} here")
+                                     f"{state['epoch']} has {length} here")
 
     def resume_from(self, state: dict) -> None:
         """The next iteration continues from ``state`` (as ``check_state`` returned it)."""
@@ -233,16 +373,25 @@ def check_fields(state) -> dict:
     if "version" not in state or state["version"] != 1 or isinstance(state["version"], bool):
         raise ValueError(f"not a fastload DataLoader state (state field 'version' is {state.get('version')!r}, "
                          "expected 1)")
-    unknown = sorted(map(repr, set(state) - set(STATE_FIELDS)))
+    unknown = sorted(map(repr, set(state) - set(STATE_FIELDS) - set(OBJECT_FIELDS)))
     if unknown:
         raise ValueError(f"state field {unknown[0]}: not a field of a fastload DataLoader state "
-                         f"(fields: {', '.join(STATE_FIELDS)})")
+                         f"(fields: {', '.join([*STATE_FIELDS, *OBJECT_FIELDS])})")
     for name, (check, what) in STATE_FIELDS.items():
         if name not in state:
             raise ValueError(f"state field {name!r} is missing ({what})")
         if not check(state[name]):
             raise ValueError(f"state field {name!r} is {_short(state[name])}: expected {what}")
+    for name, (check, what) in OBJECT_FIELDS.items():
+        if name in state and not check(state[name]):
+            raise ValueError(f"state field {name!r} is {_short(state[name])}: expected {what}")
     return dict(state)
+
+
+def stateful(obj) -> bool:
+    """torchdata's ``Stateful`` protocol: the object has both ``state_dict`` and ``load_state_dict``."""
+    return obj is not None and callable(getattr(obj, "state_dict", None)) and callable(
+        getattr(obj, "load_state_dict", None))
 
 
 def _short(value) -> str:
@@ -291,4 +440,31 @@ STATE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "world_size": (lambda v: v is None or _int(1, 1 << 31)(v), "None or the world size, an integer >= 1"),
     "segments": (_segments, "a list of [world size >= 1, batches >= 0] pairs"),
     "fingerprint": (_fingerprint, "None (load unchecked) or {'samples': {...}, 'order': {...}}"),
+}
+
+
+def _user_state(value) -> bool:
+    return isinstance(value, dict)
+
+
+def _worker_states(value) -> bool:
+    return isinstance(value, list) and len(value) <= 1 << 16 and all(v is None or isinstance(v, dict) for v in value)
+
+
+def _round_robin(value) -> bool:
+    return (isinstance(value, dict) and set(value) == {"next", "ended"} and _int(0, 1 << 16)(value["next"])
+            and isinstance(value["ended"], list) and all(_int(0, 1 << 16)(w) for w in value["ended"])
+            and len(set(value["ended"])) == len(value["ended"]))
+
+
+# The states of the loader's stateful objects (torchdata's protocol: ``state_dict`` and ``load_state_dict``),
+# present exactly where this loader's objects have state (``Schedule.check_objects``).
+OBJECT_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "sampler_state": (_user_state, "the sampler's state_dict(), a dict"),
+    "batch_sampler_state": (_user_state, "the batch sampler's state_dict(), a dict"),
+    "dataset_state": (_user_state, "the dataset's state_dict() (a loader without workers), a dict"),
+    "worker_states": (_worker_states, "a list with, per loader thread, its dataset copy's state_dict() (a dict) "
+                                      "or None"),
+    "round_robin": (_round_robin, "{'next': the worker id an IterableDataset's next batch comes from, 'ended': "
+                                  "the ids of the workers that ran out}"),
 }

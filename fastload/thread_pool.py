@@ -104,13 +104,16 @@ class Job:
     A task may call ``report(stage, what)`` so that a timeout can say which
     stage and which file are stuck; ``what[i]`` names item i (its file or
     sample) before any thread has started it. ``worker``: the one thread
-    that runs this job's tasks (None: any).
+    that runs this job's tasks (None: any). ``taken``: run in the consumer's
+    thread as the pool takes the job in order, whatever its output (a
+    batch, SKIP, an error): the resume state's record of what made it.
     """
 
     def __init__(self, tasks: list[Callable[[Callable[[str, str], None]], Any]],
                  finish: Callable[[list], Any], what: list[str] | None = None, worker: int | None = None,
-                 discard: Callable[[], None] | None = None):
+                 discard: Callable[[], None] | None = None, taken: Callable[[], None] | None = None):
         self.tasks = tasks
+        self.taken = taken
         self.finish = finish
         self.discard = discard  # run instead of finish when an item failed (gives back a buffer)
         self.worker = worker
@@ -365,6 +368,8 @@ class ThreadPool:
                 self._on_wait(time.perf_counter() - started)
             if self._finishing is not None:
                 self._finish_ahead.release()
+            if job.taken is not None:
+                job.taken()
             if job.error is not None:
                 if self._on_deliver is not None and isinstance(job.error, Exception):
                     self._on_deliver(False, failed=True)  # consumed: torch's sampler has moved past it too

@@ -19,6 +19,12 @@ thing that keeps user code meaningful:
   made when the epoch starts, as each worker process unpickles its own:
   what ``worker_init_fn`` or ``__getitem__`` sets on it (a per-worker HDF5
   or LMDB handle, an IterableDataset's shard) stays with that thread.
+* A torch ``Generator``, ``random.Random``, numpy ``Generator`` or
+  ``RandomState`` held by the dataset (an attribute, or an attribute of one
+  of its attributes: ``dataset.g``, ``dataset.transform.rng``) is copied
+  too, in its state as the epoch starts, as a worker process unpickles its
+  own: threads never share (and race on) one, and each draws what that
+  worker process would.
 * ``worker_init_fn`` runs in its thread with the process generators seeded
   as that worker process's would be (``torch.initial_seed() == info.seed``,
   so PyTorch's ``seed_worker`` recipe reads the worker's seed), one thread
@@ -76,6 +82,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils.data._utils import worker as torch_worker
 
+from .schedule import stateful
 from .sources import Source
 
 _local = threading.local()
@@ -153,6 +160,53 @@ def current_dataset(default: Any) -> Any:
     return default if info is None else info.dataset
 
 
+def dataset_state(default: Any = None) -> Any:
+    """The calling thread's dataset copy's (``default`` without one) ``state_dict()``, copied, taken under
+    its worker draws: a state that is ``torch.get_rng_state()`` is that worker's generator's, as in its
+    worker process."""
+    with worker_draws():
+        return copy.deepcopy(current_dataset(default).state_dict())
+
+
+GENERATORS = (torch.Generator, random.Random, np.random.Generator, np.random.RandomState)
+
+
+def _generator_copy(generator):
+    """A generator in the state ``generator`` is in now (a torch.Generator as pickling copies it)."""
+    if isinstance(generator, torch.Generator):
+        clone = torch.Generator(device=generator.device)
+        clone.set_state(generator.get_state())
+        return clone
+    return copy.deepcopy(generator)
+
+
+def own_generators(dataset: Any) -> None:
+    """Give a thread's shallow ``dataset`` copy its own copies of the generators it holds: its attributes
+    that are one (``GENERATORS``), and those of its attributes' objects (``dataset.transform.rng``; the
+    object is copied shallowly to hold them). A worker process's dataset is a copy of all of them."""
+    attributes = getattr(dataset, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return
+    for name, value in list(attributes.items()):
+        if isinstance(value, GENERATORS):
+            attributes[name] = _generator_copy(value)
+            continue
+        inner = getattr(value, "__dict__", None)
+        if (not isinstance(inner, dict) or isinstance(value, (type, types.ModuleType, types.FunctionType))
+                or not any(isinstance(v, GENERATORS) for v in inner.values())):
+            continue
+        try:
+            holder = copy.copy(value)
+        except Exception as error:  # noqa: BLE001 -- any failure: share it, and say so
+            warnings.warn(f"fastload: could not copy {type(dataset).__name__}.{name} for a loader thread "
+                          f"({error!r}); the threads share its generators", stacklevel=3)
+            continue
+        for inner_name, inner_value in list(vars(holder).items()):
+            if isinstance(inner_value, GENERATORS):
+                vars(holder)[inner_name] = _generator_copy(inner_value)
+        attributes[name] = holder
+
+
 class ThreadWorkers:
     """One epoch's worker identities: ``init_thread(i)`` makes the calling thread worker ``i`` of ``num_workers``.
 
@@ -172,13 +226,30 @@ class ThreadWorkers:
         self.worker_init_fn = worker_init_fn
         self.copy_dataset = copy_dataset
         self._infos: dict[int, Any] = {}  # worker id -> its WorkerInfo, once initialized
+        self.restore: list | None = None  # per worker, a resumed state to load into its dataset copy, or None
+        self.keep_states = False  # note each copy's state as the threads start (a stateful dataset)
+        self._started: dict[int, Any] = {}
 
     def init_thread(self, index: int) -> None:
         """Run in loader thread ``index`` before it takes work (again each epoch, for persistent workers:
-        then the worker is the one it was, and its worker_init_fn has run already)."""
+        then the worker is the one it was, and its worker_init_fn has run already). A resumed state's dataset
+        copy state is loaded last, as torchdata's workers load it (``restore``)."""
         if index in self._infos:
             _local.info, _local.draws = self._infos[index]
-            return
+        else:
+            self._new_worker(index)
+        if self.restore is not None and self.restore[index] is not None:
+            with worker_draws():
+                try:
+                    _local.info.dataset.load_state_dict(copy.deepcopy(self.restore[index]))
+                except BaseException as error:
+                    error.add_note(f"fastload: raised in the dataset's load_state_dict (the resumed state of "
+                                   f"worker {index}) on loader thread {threading.current_thread().name}")
+                    raise
+        if self.keep_states:
+            self._started[index] = dataset_state()
+
+    def _new_worker(self, index: int) -> None:
         seed = self.base_seed + index
         numpy_seed = torch_worker._generate_state(self.base_seed, index)
         generator = torch.Generator().manual_seed(seed)  # the worker process's torch.manual_seed(seed)
@@ -192,6 +263,10 @@ class ThreadWorkers:
         if self.worker_init_fn is not None:
             self._run_worker_init_fn(index, seed, numpy_seed, generator, extra.get("rng"))
         self._infos[index] = _local.info, _local.draws
+
+    def started_states(self) -> list:
+        """Each thread's dataset copy's state as this epoch's threads started (None where not kept)."""
+        return [self._started.get(index) for index in range(self.num_workers)]
 
     def _run_worker_init_fn(self, index: int, seed: int, numpy_seed, generator: torch.Generator, rng) -> None:
         with _process_rng_lock, _as_worker_process(seed, numpy_seed):
@@ -211,11 +286,13 @@ class ThreadWorkers:
         if not self.copy_dataset:
             return self.dataset
         try:
-            return copy.copy(self.dataset)
+            dataset = copy.copy(self.dataset)
         except Exception as error:  # noqa: BLE001 -- any failure: share it, and say so
             warnings.warn(f"fastload: could not copy {type(self.dataset).__name__} for a loader thread "
                           f"({error!r}); the threads share one dataset object", stacklevel=2)
             return self.dataset
+        own_generators(dataset)
+        return dataset
 
 
 class Workers:
@@ -225,11 +302,19 @@ class Workers:
     def __init__(self):
         self.current: ThreadWorkers | None = None
 
-    def for_epoch(self, loader, base_seed: int) -> ThreadWorkers:
-        if not (loader.persistent_workers and self.current is not None):
+    def for_epoch(self, loader, base_seed: int, restore: list | None = None) -> ThreadWorkers:
+        """This epoch's workers; ``restore``: per worker, the dataset copy state a resumed epoch loads.
+        Persistent workers are kept unless ``num_workers`` or ``worker_init_fn`` was set since (then they
+        start again as new workers, with the new settings)."""
+        current = self.current
+        if not (loader.persistent_workers and current is not None and current.num_workers == loader.num_workers
+                and current.worker_init_fn is loader.worker_init_fn):
             install_worker_info()
             self.current = ThreadWorkers(loader.dataset, loader.num_workers, base_seed, loader.worker_init_fn,
                                          copy_dataset=not isinstance(loader.dataset, Source))
+        self.current.restore = restore
+        self.current.keep_states = stateful(loader.dataset)
+        self.current._started = {}
         return self.current
 
 
