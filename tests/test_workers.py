@@ -358,3 +358,78 @@ def test_iterable_dataset_error_names_the_worker():
     with pytest.raises(OSError, match="shard unreadable") as raised:
         list(fastload.DataLoader(Failing(), batch_size=2, num_workers=2))
     assert any("worker" in note for note in raised.value.__notes__)
+
+
+class SeededInIter(IterableDataset):
+    """torchdata's IterableDataset example: seeds its own generator in __iter__, shards a permutation by
+    worker. Threads sharing that generator race between manual_seed and randperm."""
+
+    def __init__(self, high=12, seed=0):
+        self.high, self.seed = high, seed
+        self.g = torch.Generator()
+        self.generators = []  # (worker id, the generator its copy draws from)
+
+    def __iter__(self):
+        info = get_worker_info()
+        worker_id, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
+        self.generators.append((worker_id, self.g))
+        self.g.manual_seed(self.seed)
+        time.sleep(0.001)  # room for the other thread's manual_seed or randperm, as a busy machine gives
+        arr = torch.randperm(self.high, generator=self.g)
+        yield from arr[worker_id:self.high:num_workers].tolist()
+
+
+def _round_robin(high, seed, workers, batch_size):
+    """What torch's worker processes give: each worker's slice of the same permutation, batch by batch in turn."""
+    perm = torch.randperm(high, generator=torch.Generator().manual_seed(seed)).tolist()
+    shards = [perm[w::workers] for w in range(workers)]
+    rounds = max(-(-len(shard) // batch_size) for shard in shards)
+    return [shard[r * batch_size:(r + 1) * batch_size] for r in range(rounds) for shard in shards
+            if shard[r * batch_size:(r + 1) * batch_size]]
+
+
+def test_a_generator_the_dataset_holds_is_each_threads_own():
+    expected = _round_robin(12, 0, 2, 2)
+    for _ in range(20):
+        dataset = SeededInIter()
+        got = [batch.tolist() for batch in fastload.DataLoader(dataset, batch_size=2, num_workers=2)]
+        assert sorted(sum(got, [])) == list(range(12))  # no sample twice, none lost
+        assert got == expected
+        copies = [g for _, g in dataset.generators]
+        assert len({id(g) for g in copies} | {id(dataset.g)}) == 3  # each thread's own, not the dataset's
+
+
+class _Jitter:
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.numpy = np.random.default_rng(seed)
+
+    def __call__(self, x):
+        return x, self.rng.random(), float(self.numpy.random())
+
+
+class WithTransform(Dataset):
+    def __init__(self):
+        self.transform = _Jitter(5)
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.transform(i)
+
+
+def test_generators_one_level_down_are_copied_in_their_state_as_a_worker_process_gets_them():
+    """torch pickles the dataset to each worker process: every worker starts from the generators' state as
+    the iterator started, and the loop's own copy never moves."""
+    for loader_class in (TorchLoader, fastload.DataLoader):
+        dataset = WithTransform()
+        dataset.transform.rng.random()  # the state the workers copy is the current one, not the seed's
+        before = dataset.transform.rng.getstate(), dataset.transform.numpy.bit_generator.state
+        got = list(loader_class(dataset, batch_size=None, num_workers=2))
+        first = random.Random(5)
+        first.random()
+        draw = first.random()
+        assert got[0][1] == got[1][1] == draw  # worker 0's and worker 1's first draws: the same state copied
+        assert got[0][2] == got[1][2]
+        assert (dataset.transform.rng.getstate(), dataset.transform.numpy.bit_generator.state) == before
