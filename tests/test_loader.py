@@ -721,3 +721,84 @@ def test_the_loader_is_generic_like_torchs():
     assert fastload.DataLoader[torch.Tensor].__origin__ is fastload.DataLoader
     assert Stateful[int].__origin__ is Stateful
     assert list(Stateful(list(range(4)), batch_size=2))[1].tolist() == [2, 3]
+
+
+class _WhoMadeIt(torch.utils.data.Dataset):
+    """Each sample: its index, the worker that made it, how many workers it saw, and a torch draw."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        info = torch.utils.data.get_worker_info()
+        return i, -1 if info is None else info.id, 0 if info is None else info.num_workers, torch.rand(())
+
+
+def _epoch(loader) -> list:
+    torch.manual_seed(7)  # the same base seed for the loader set and the fresh one
+    return [[t.tolist() for t in batch] for batch in loader]
+
+
+def test_num_workers_set_after_construction_takes_effect_at_the_next_epoch():
+    loader = fastload.DataLoader(_WhoMadeIt(), batch_size=3)
+    for workers in (0, 2, 0, 3):
+        loader.num_workers = workers
+        got = _epoch(loader)
+        assert got == _epoch(fastload.DataLoader(_WhoMadeIt(), batch_size=3, num_workers=workers))
+        assert {n for batch in got for n in batch[2]} == {workers}  # get_worker_info's thread count
+    persistent = fastload.DataLoader(_WhoMadeIt(), batch_size=3, num_workers=2, persistent_workers=True)
+    list(persistent)
+    persistent.num_workers = 3  # its workers start again as 3 new ones (torch's would go on as the 2)
+    assert {n for batch in _epoch(persistent) for n in batch[2]} == {3}
+
+
+def test_the_fast_path_is_sized_again_for_torch_settings_set_after_construction(image_folder):
+    from fastload.thread_pool import batches_ahead
+    loader = fastload.DataLoader(fastload.ImageFolder(image_folder, transform=TRAIN), batch_size=4, seed=0)
+    assert loader.fast_path and loader.path.in_flight == 2
+    list(loader)
+    loader.num_workers, loader.prefetch_factor = 3, 4
+    loader.set_epoch(0)
+    got = [batch[0] for batch in loader]
+    assert loader.path.in_flight == batches_ahead(loader) == 12
+    fresh = fastload.DataLoader(fastload.ImageFolder(image_folder, transform=TRAIN), batch_size=4, seed=0,
+                                num_workers=3, prefetch_factor=4)
+    for ours, theirs in zip(got, (batch[0] for batch in fresh), strict=True):
+        assert torch.equal(ours, theirs)
+
+
+def test_collate_fn_worker_init_fn_timeout_and_pin_memory_set_take_effect_at_the_next_epoch():
+    loader = fastload.DataLoader(_WhoMadeIt(), batch_size=3, num_workers=2)
+    iterator = iter(loader)
+    first = next(iterator)
+    loader.collate_fn = lambda items: len(items)  # torch's iterator read it as it started: not this epoch's
+    assert isinstance(next(iterator), list) and isinstance(first, list)
+    list(iterator)
+    assert list(loader) == [3, 3, 3, 3]
+    seen = []
+    loader.worker_init_fn = seen.append
+    loader.timeout, loader.pin_memory = 5.0, False
+    list(loader)
+    assert sorted(seen) == [0, 1]
+
+
+def test_settings_torch_refuses_after_construction_are_refused_as_torch_refuses_them():
+    dataset = _WhoMadeIt()
+    for name, value in [("batch_size", 2), ("sampler", None), ("batch_sampler", None), ("drop_last", True),
+                        ("dataset", dataset), ("persistent_workers", True)]:
+        with pytest.raises(ValueError) as theirs:
+            setattr(torch.utils.data.DataLoader(dataset, batch_size=3), name, value)
+        with pytest.raises(ValueError) as ours:
+            setattr(fastload.DataLoader(dataset, batch_size=3), name, value)
+        assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name, value, message", [("num_workers", -1, "non-negative"), ("num_workers", 1.5, "non"),
+                                                  ("timeout", -2, "non-negative"), ("prefetch_factor", 0, "None or"),
+                                                  ("collate_fn", None, "a callable"),
+                                                  ("worker_init_fn", 3, "None or a callable")])
+def test_a_bad_setting_is_refused_when_set_and_changes_nothing(name, value, message):
+    loader = fastload.DataLoader(_WhoMadeIt(), batch_size=3, num_workers=2)
+    with pytest.raises(ValueError, match=message):
+        setattr(loader, name, value)
+    assert len(list(loader)) == 4
