@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
 import pathlib
@@ -48,9 +47,9 @@ from .serve_limits import MAX_MODELS, MAX_QUEUE
 from .serve_metrics import prometheus_text
 from .serve_model import (Batcher, DecodePool, Model, ModelStats, QueueFull, load_model,  # noqa: F401  (public here)
                           model_input, top5)
-from .serve_protocol import (DTYPES, ONE_INPUT, PROTOCOL_EXTENSIONS, RequestError,  # noqa: F401
-                             check_model_name, encode_output, flag, images_input, load_json, load_parameters,
-                             parameters_of, parse_bytes_tensor, parse_infer_request, raw_tensor)
+from .serve_protocol import (DTYPES, JSON_CHUNK, ONE_INPUT, PROTOCOL_EXTENSIONS, RequestError,  # noqa: F401
+                             answer_body, check_model_name, encode_output, flag, images_input, load_json,
+                             load_parameters, parameters_of, parse_bytes_tensor, parse_infer_request, raw_tensor)
 
 log = logging.getLogger("fastload.serve")
 _CHARGED = "fastload.charged"  # a request's key: the bytes of its chunked body charged to the bytes in flight
@@ -425,7 +424,11 @@ class InferenceServer:
                                                 model.max_batch_size)
             results = await self.run(model, images)
             encoding = time.perf_counter_ns()
-            answer = self._infer_answer(model, infer, results)
+            if len(results) * results[0].numel() > JSON_CHUNK:  # (a thread: a large JSON answer takes long)
+                answer = await asyncio.get_running_loop().run_in_executor(None, self._infer_answer, model, infer,
+                                                                          results)
+            else:
+                answer = self._infer_answer(model, infer, results)
             model.stats.made_output(time.perf_counter_ns() - encoding)
             return answer
 
@@ -443,7 +446,7 @@ class InferenceServer:
         header = {"model_name": model.name, "model_version": model.version, "outputs": outputs}
         if "id" in infer:
             header["id"] = infer["id"]
-        text = json.dumps(header).encode()
+        text = answer_body(header)
         if not any(binary):
             return web.Response(body=text, content_type="application/json")
         return web.Response(body=b"".join([text, *binary]), content_type="application/octet-stream",

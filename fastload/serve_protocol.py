@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import secrets
 import struct
 import unicodedata
 from typing import Callable
@@ -244,16 +245,44 @@ def images_input(datatype, shape, elements: Callable[[], list[bytes]],
 
 def encode_output(name: str, dtype: str, tensor: torch.Tensor | list[bytes], binary: bool, shape: list,
                    parameters: dict | None = None) -> tuple[dict, bytes | memoryview]:
-    """One output's JSON and its binary part (empty for JSON data)."""
+    """One output's JSON and its binary part (empty for JSON data). JSON data is left a flat tensor (BYTES: a
+    list of strings), for ``answer_body`` to write."""
     out = {"name": name, "datatype": dtype, "shape": shape}
     if parameters:
         out["parameters"] = dict(parameters)
     if not binary:
-        out["data"] = [x.decode() for x in tensor] if dtype == "BYTES" else tensor.flatten().tolist()
+        out["data"] = [x.decode() for x in tensor] if dtype == "BYTES" else tensor.flatten()
         return out, b""
     data = raw_tensor(dtype, tensor)
     out.setdefault("parameters", {})["binary_data_size"] = len(data)
     return out, data
+
+
+JSON_CHUNK = 1 << 15  # elements of a JSON tensor written by one json.dumps call
+
+
+def answer_body(header: dict) -> bytes:
+    """An inference answer's JSON text: ``header`` with each output's ``data`` (a flat tensor, as
+    encode_output leaves it, or a list) written JSON_CHUNK elements at a time, so that a thread writing a
+    large answer lets the event loop run between chunks (json.dumps of 1.2 million floats, eight 224x224
+    images, holds the GIL for half a second). Each data goes in place of a marker no request can hold
+    (random)."""
+    marker, datas, outputs = "\0" + secrets.token_hex(8) + ":", [], []
+    for out in header.get("outputs", []):
+        if "data" in out:
+            datas.append(out["data"])
+            out = dict(out, data=f"{marker}{len(datas) - 1}")
+        outputs.append(out)
+    text = json.dumps(dict(header, outputs=outputs))
+    for i, data in enumerate(datas):
+        text = text.replace(json.dumps(f"{marker}{i}"), _json_list(data), 1)
+    return text.encode()
+
+
+def _json_list(data) -> str:
+    """A list's or a flat tensor's JSON text, a chunk at a time."""
+    chunks = [data[i:i + JSON_CHUNK] for i in range(0, len(data), JSON_CHUNK)]
+    return "[" + ",".join(json.dumps(c if isinstance(c, list) else c.tolist())[1:-1] for c in chunks) + "]"
 
 
 def raw_tensor(dtype: str, tensor: torch.Tensor | list[bytes]) -> bytes | memoryview:
