@@ -244,6 +244,13 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
         fastload source the state also resumes at another world size: the
         new ranks share the epoch's undelivered samples
         (``fastload.order.ResumedOrder``).
+
+        A sampler, batch sampler or dataset with ``state_dict`` and
+        ``load_state_dict`` (torchdata's protocol) has its state in it too,
+        as of the last batch delivered (with threads, each thread's dataset
+        copy's; for an IterableDataset also which worker is next and which
+        ran out), as its ``state_dict()`` gave it; it resumes itself
+        (``fastload.schedule`` says when each is loaded).
         """
         return {**self.schedule.state_dict(self.batch_size, _length(self.dataset), self.dataset, self.num_workers),
                 "fingerprint": self._fingerprint()}
@@ -254,8 +261,10 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
         The state is checked whole before any of it is applied, so a refused state changes nothing: each
         field present, of its type and in its range (``fastload.schedule.STATE_FIELDS``), no more batches
         delivered than its epoch holds, and saved over the same samples (names, labels, file sizes) and
-        order settings (shuffle, sampler, drop_last; ``fastload.fingerprint``). A ValueError names the
-        field or what differs. A state whose ``fingerprint`` is None loads unchecked, with a warning."""
+        order settings (shuffle, sampler, drop_last; ``fastload.fingerprint``), with the states of exactly
+        this loader's stateful objects (``fastload.schedule.OBJECT_FIELDS``; one per loader thread: the same
+        ``num_workers``). A ValueError names the field or what differs. A state whose ``fingerprint`` is None
+        loads unchecked, with a warning."""
         checked = self.schedule.check_state(state, self.batch_size, _length(self.dataset), self.dataset,
                                             self.num_workers)
         fingerprint.check(checked["fingerprint"], self._fingerprint())
