@@ -277,3 +277,50 @@ def test_resume_refuses_other_samples_or_order_settings_saying_which(image_folde
         warnings.simplefilter("always")
         fastload.DataLoader(tensors, batch_size=4, shuffle=True).load_state_dict(old)
     assert any(issubclass(w.category, ResumeStateWarning) for w in caught)
+
+
+class _DrawingSampler(torch.utils.data.Sampler[int]):
+    """A sampler with its own position and generator and torchdata's state protocol (and a length)."""
+
+    def __init__(self, size: int):
+        self.size, self.i, self.g = size, 0, torch.Generator().manual_seed(5)
+
+    def __len__(self):
+        return self.size
+
+    def __iter__(self):
+        while self.i < self.size:
+            self.i += 1
+            yield int(torch.randint(self.size, (1,), generator=self.g))
+        self.i = 0
+
+    def state_dict(self):
+        return {"i": self.i, "g": self.g.get_state()}
+
+    def load_state_dict(self, state):
+        self.i = state["i"]
+        self.g.set_state(state["g"])
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_stateful_sampler_on_the_fast_path_resumes_itself_as_of_the_delivered_batch(image_folder, workers):
+    """The fast path draws batches ahead too; the sampler's state saved is the one as the delivered batch's
+    indices were drawn, and it resumes from it (not fast-forwarded: that would draw past its position)."""
+    transform = v1.Compose([v1.Resize(20), v1.CenterCrop(16), v1.ToTensor()])
+
+    def loader():
+        dataset = torchvision.datasets.ImageFolder(image_folder, transform)
+        return fastload.DataLoader(dataset, batch_size=4, sampler=_DrawingSampler(len(dataset)),
+                                   num_workers=workers, prefetch_factor=3 if workers else None)
+
+    first = loader()
+    assert first.fast_path
+    iterator = iter(first)
+    next(iterator), next(iterator)
+    state = first.state_dict()
+    assert state["sampler_state"]["i"] == 8
+    rest = [(x.clone(), y.clone()) for x, y in iterator]
+    assert len(rest) == 4
+    resumed = loader()
+    resumed.load_state_dict(state)
+    _equal([(x.clone(), y.clone()) for x, y in resumed], rest)
