@@ -308,12 +308,12 @@ def test_a_deadline_while_queued_in_the_batcher(held):
 
 def test_a_deadline_while_the_answer_is_encoded(held, monkeypatch):
     import fastload.serve_grpc as serve_grpc
+    raw_tensor = serve_grpc.raw_tensor
 
     def slow_raw_tensor(dtype, data):
         time.sleep(0.6)  # (on the event loop: the deadline passes meanwhile)
-        return serve_grpc.raw_tensor.__wrapped__(dtype, data)
+        return raw_tensor(dtype, data)
 
-    slow_raw_tensor.__wrapped__ = serve_grpc.raw_tensor
     monkeypatch.setattr(serve_grpc, "raw_tensor", slow_raw_tensor)
     expires(held, infer_request([jpeg(6)]))
     monkeypatch.undo()
