@@ -115,11 +115,8 @@ class Schedule:
             self.check_objects(pending, dataset, num_workers)
         skip, resumed_rng, saved_world_size, segments = self._apply_pending()
         objects = self._objects(dataset, num_workers)
-        restored = {name: pending[name] for name in objects if pending is not None and name in pending}
-        for name in ("sampler_state", "batch_sampler_state"):  # they resume themselves: no fast-forward
-            if name in restored:
-                owner = self.sampler if name == "sampler_state" else self.batch_sampler
-                owner.load_state_dict(copy.deepcopy(restored[name]))
+        finished = pending is not None and pending["finished"]
+        restored = self._load_samplers(pending, objects, dataset, finished)
         fast_forward = not ({"sampler_state", "batch_sampler_state", "worker_states"} & set(restored)
                             or ("dataset_state" in restored and isinstance(dataset, IterableDataset)))
         epoch = self._next_epoch()
@@ -138,19 +135,31 @@ class Schedule:
             if resumed_rng is not None and batches is not None:  # make the sampler draw from the saved state now
                 first = next(batches, None)
                 batches = itertools.chain([first] if first is not None else [], batches)
-        if "dataset_state" in restored:  # after the base seed, as torchdata's iterator loads it
+        if "dataset_state" in restored:  # mid-epoch: after the base seed, as torchdata's iterator loads it
             dataset.load_state_dict(copy.deepcopy(restored["dataset_state"]))
-        worker_states = restored.get("worker_states") if "worker_states" in restored else None
-        if worker_states is not None and pending["finished"] and not self.persistent:
+        worker_states = restored.get("worker_states")
+        if worker_states is not None and finished and not self.persistent:
             worker_states = None  # the next epoch's threads copy the dataset afresh, as new worker processes
         self.position = {"epoch": epoch, "batches": skip, "finished": False, "rng": rng,
                          "world_size": getattr(order, "world_size", None), "segments": segments,
                          "objects": {**self._current_objects(objects, dataset, num_workers), **samplers,
                                      **({"round_robin": restored["round_robin"]}
-                                        if "round_robin" in restored and not pending["finished"] else {})}}
+                                        if "round_robin" in restored and not finished else {})}}
         return EpochStart(epoch, skip, order, batches, self.base_seed, fast_forward, worker_states)
 
     # -- the stateful objects (torchdata's protocol) ------------------------------------------------
+    def _load_samplers(self, pending: dict | None, objects: list[str], dataset: Any, finished: bool) -> dict:
+        """A pending state's object states for this loader's ``objects``; the sampler's and batch sampler's
+        loaded now, before the epoch's order is drawn (they resume themselves: no fast-forward), and the
+        dataset's too after a finished epoch (the next one starts from it, as torchdata's does)."""
+        restored = {name: pending[name] for name in objects if pending is not None and name in pending}
+        for name, owner in (("sampler_state", self.sampler), ("batch_sampler_state", self.batch_sampler)):
+            if name in restored:
+                owner.load_state_dict(copy.deepcopy(restored[name]))
+        if "dataset_state" in restored and finished:
+            dataset.load_state_dict(copy.deepcopy(restored.pop("dataset_state")))
+        return restored
+
     def _objects(self, dataset: Any, num_workers: int) -> list[str]:
         """The state fields of this loader's stateful objects (``OBJECT_FIELDS``), with ``num_workers``."""
         fields = [name for name, owner in (("sampler_state", self.sampler), ("batch_sampler_state", self.batch_sampler))

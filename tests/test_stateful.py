@@ -166,6 +166,21 @@ def test_the_sampler_and_dataset_states_are_the_last_delivered_batchs(workers):
     list(iterator)
 
 
+def test_a_state_saved_at_an_epochs_end_starts_the_next_from_the_datasets_state():
+    """Without workers the dataset's state (here the global generator's) is loaded before the next epoch
+    draws its base seed and samples, so it is the epoch an uninterrupted run gets next."""
+    torch.manual_seed(0)
+    loader = fastload.DataLoader(NoisyRange(6, 1, 1), batch_size=2)
+    list(loader)
+    state = loader.state_dict()
+    assert state["finished"]
+    expected = [batch.tolist() for batch in loader]
+    torch.manual_seed(123)
+    fresh = fastload.DataLoader(NoisyRange(6, 1, 1), batch_size=2)
+    fresh.load_state_dict(state)
+    assert [batch.tolist() for batch in fresh] == expected
+
+
 def test_iterable_state_holds_each_worker_and_the_round_robin():
     loader = fastload.DataLoader(MyIterableDataset(12, 0), batch_size=2, num_workers=2, prefetch_factor=4)
     iterator = iter(loader)
