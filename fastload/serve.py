@@ -43,7 +43,7 @@ import torch
 from aiohttp import web
 
 from .errors import DecodeError
-from .serve_limits import MAX_MODELS, MAX_QUEUE
+from .serve_limits import MAX_CLASSIFIER_PARAMS, MAX_MODELS, MAX_QUEUE
 from .serve_metrics import prometheus_text
 from .serve_model import (Batcher, DecodePool, Model, ModelStats, QueueFull, load_model,  # noqa: F401  (public here)
                           model_input, top5)
@@ -501,14 +501,14 @@ class InferenceServer:
             pipeline = self.pipeline_loader(path, batch=parameters["batch"])
             classifier = parameters["classifier"]
             if classifier is not None:
-                classifier = load_model(classifier)
+                classifier = load_model(classifier, max_params=MAX_CLASSIFIER_PARAMS)
                 log.warning("model %r: classifier %s has random weights (a repository load gives no weights)",
                             name, parameters["classifier"])
             model = Model(name, pipeline, classifier, parameters["batch"], parameters["max_queue_delay_us"],
                           max_queue=self.max_queue)
         except RequestError:
             raise
-        except ValueError as error:
+        except (ValueError, OSError) as error:  # (a pipeline or classifier the checks refuse; a file unreadable)
             raise RequestError(400, str(error)) from None
         if swap:
             self._swap(name, model)

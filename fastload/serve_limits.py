@@ -16,6 +16,11 @@ MAX_MODELS = 64
 batcher thread and its pipeline's buffers. A load past it is refused with 429 (the HTTP status of gRPC's
 RESOURCE_EXHAUSTED in Google's canonical mapping: a quota is used up; unload a model, then load)."""
 
+MAX_CLASSIFIER_PARAMS = 150_000_000
+"""A classifier a repository load names has at most this many parameters (600 MB of float32; VGG-19 has 144
+million): ViT-H/14 (633 million) or RegNetY-128GF would take gigabytes and minutes on a CPU per load. The
+command line's --model is not bounded: its user runs the server."""
+
 MAX_BATCH_SIZE = 1024
 """A model's max_batch_size at most (a repository load's ``batch``); also the most BYTES elements any tensor
 is parsed into, whatever its model: a request of more images is refused anyway, so parsing stops there."""

@@ -22,15 +22,22 @@ from .serve_protocol import DTYPES, RequestError
 
 log = logging.getLogger("fastload.serve")  # (serve.py's logger)
 
-def load_model(name: str, weights: str | None = None, seed: int = 0) -> torch.nn.Module:
+def load_model(name: str, weights: str | None = None, seed: int = 0,
+               max_params: int | None = None) -> torch.nn.Module:
     """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
-    (seeded); nothing is downloaded."""
+    (seeded); nothing is downloaded. Only image classifiers (``torchvision.models``' own namespace: not a
+    detection, segmentation, video or optical-flow model). ``max_params``: a classifier with more
+    parameters (torchvision's own count, known before it is built) is refused."""
     import torchvision
-    known = torchvision.models.list_models()
+    known = torchvision.models.list_models(module=torchvision.models)
     if name not in known:
         close = [m for m in known if m.startswith(name[:4])]
         raise ValueError(f"unknown torchvision model {name!r}" + (f" (like it: {', '.join(close[:8])})" if close else
                                                                   " (torchvision.models.list_models() lists them)"))
+    if max_params is not None:
+        size = max(weights.meta.get("num_params", 0) for weights in torchvision.models.get_model_weights(name))
+        if size > max_params:
+            raise ValueError(f"torchvision model {name!r} has {size:,} parameters, over the limit of {max_params:,}")
     try:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
@@ -311,6 +318,20 @@ class ModelStats:
                                     for size, pair in sorted(self.batches.items())]}
 
 
+def _classes(classifier: torch.nn.Module, pipeline) -> int:
+    """How many classes ``classifier`` gives for the pipeline's output; a ValueError if it cannot take that
+    output (ViT wants 224x224 exactly, Inception at least 75x75) or gives no (batch, classes) logits."""
+    try:
+        with torch.inference_mode():
+            logits = classifier(model_input([torch.zeros(pipeline.output_shape).to(pipeline.device)]))
+        if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+            raise TypeError(f"it gives {type(logits).__name__}, not (batch, classes) logits")
+    except Exception as error:
+        raise ValueError(f"the classifier cannot take the pipeline's {list(pipeline.output_shape)} output: "
+                         f"{error}") from None
+    return logits.shape[1]
+
+
 class Model:
     """A served model: a JsonPipeline, optionally followed by a classifier, behind its dynamic batcher.
 
@@ -333,15 +354,12 @@ class Model:
         # A pipeline alone runs small per-image ops beside the decode threads: on one intra-op thread (fanned
         # out, they wait on each other for cores the decoders hold). A classifier keeps torch's default.
         threads = 1 if classifier is None and torch.device(pipeline.device).type == "cpu" else None
-        self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
-                               self.stats, threads, max_queue)
         if classifier is None:
             self.output = ("output", DTYPES.get(pipeline.output_dtype, "FP32"), [-1, *pipeline.output_shape])
         else:
-            with torch.inference_mode():
-                dummy = torch.zeros(pipeline.output_shape).to(pipeline.device)
-                classes = classifier(model_input([dummy])).shape[1]
-            self.output = ("probabilities", "FP32", [-1, classes])
+            self.output = ("probabilities", "FP32", [-1, _classes(classifier, pipeline)])
+        self.batcher = Batcher(self._process, max_batch_size, max_queue_delay_us / 1000, preferred_batch_size,
+                               self.stats, threads, max_queue)  # (last: nothing after it may fail, or it would leak)
 
     def metadata(self) -> dict:
         name, dtype, shape = self.output

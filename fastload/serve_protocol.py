@@ -167,7 +167,10 @@ def load_parameters(name: str, parameters: dict) -> dict:
 
 
 def _shown(value) -> str:
-    """A value from a request as an error message shows it: its repr, cut to 60 characters."""
+    """A value from a request as an error message shows it: its repr, cut to 60 characters; a JSON array or
+    object by its kind alone (its repr could recurse as deep as the JSON nests)."""
+    if isinstance(value, (list, dict)):
+        return f"a JSON {'array' if isinstance(value, list) else 'object'} of {len(value)}"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -198,7 +201,7 @@ def parse_infer_request(body: bytes, header_length: str | None,
                                                 for o in outputs):
         raise RequestError(400, "\"outputs\" must be a list of {\"name\": ..., \"parameters\": {...}} objects")
     for output in outputs:
-        flag(parameters_of(output, f"output {output['name']!r}"), "binary_data")
+        flag(parameters_of(output, f"output {_shown(output['name'])}"), "binary_data")
         classification = parameters_of(output, "an output").get("classification", 0)
         integer(classification, "classification", 0, MAX_CLASSIFICATION)
     tensor = request["inputs"][0]

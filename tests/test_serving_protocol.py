@@ -293,7 +293,11 @@ BAD_LOADS = [  # (the load body's parameters as JSON text, the name its 400 must
     ('"model": 5', "model"), ('"model": ["small.json"]', "model"), ('"model": "small\\u0000.json"', "model"),
     ('"classifier": 5', "classifier"), ('"classifier": ["resnet18"]', "classifier"),
     ('"classifier": {"a": 1}', "classifier"), ('"classifier": true', "classifier"),
-    ('"classifier": "no_such_net"', "no_such_net"), ('"config": "{}"', "config")]
+    ('"classifier": "no_such_net"', "no_such_net"), ('"config": "{}"', "config"),
+    ('"batch": ' + "[" * 950 + "]" * 950, "batch"),  # (its repr in the message recursed as deep)
+    ('"classifier": "raft_large"', "unknown torchvision model"),  # (optical flow: not a classifier)
+    ('"classifier": "vit_h_14"', "over the limit"),  # (633 million parameters)
+    ('"classifier": "inception_v3"', "cannot take the pipeline's [20, 24, 3] output")]
 
 
 @pytest.mark.parametrize("parameters, named", BAD_LOADS)
