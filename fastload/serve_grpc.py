@@ -14,16 +14,19 @@ log settings, streaming) answer UNIMPLEMENTED. An error is the REST answer's mes
 Triton gives it: 400 INVALID_ARGUMENT, 404 NOT_FOUND, 413 and 429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE (a full
 queue, no model: retry), 500 INTERNAL (a bug of ours, its traceback logged).
 
-Limits (the REST API's, counted before a message is parsed):
-- a message over ``max_bytes`` is refused by grpc itself before it is buffered (RESOURCE_EXHAUSTED);
-- every request's bytes count against ``max_inflight_bytes`` with the REST bodies from the moment grpc hands
-  them over until the answer is made: each RPC takes its message as raw bytes (no deserializer in grpc), so
-  past the cap it is refused (RESOURCE_EXHAUSTED, retry) before the message is parsed into a second copy;
+Limits (the REST API's, applied before a message is parsed; the policy is docs/errors.md's):
+- a message over ``max_bytes`` is refused by grpc itself (RESOURCE_EXHAUSTED);
+- messages are read a few at a time, max(1, max_inflight_bytes // max_bytes) at once, each within
+  ``timeout_s`` (past it DEADLINE_EXCEEDED, so a client that trickles holds its turn no longer); grpc's BDP
+  probing is off, so a message waiting for its turn holds one 64 KiB stream window, not its whole size;
+- a message's length is charged to ``max_inflight_bytes`` with the REST bodies until it is answered; past
+  the cap it is refused with RESOURCE_EXHAUSTED (retry) before it is parsed. Each RPC takes its message as raw
+  bytes (registered without a deserializer), so nothing grpc does parses it first;
 - a message is parsed only if it holds at most MAX_FIELDS fields, counted by walking its wire format (the
-  parser holds the GIL, and so the event loop, ~20 ns a field: five million empty elements fit in 10 MB);
-  a big one is parsed off the event loop;
+  parser holds the GIL, and so the event loop, ~20-40 ns a field: five million empty elements fit in
+  10 MB), and a big one off the event loop;
 - at most ``max_connections`` RPCs run at once (an RPC is gRPC's unit of concurrency: many share one
-  connection), and a connection idle for ``timeout_s`` is closed.
+  connection), and a connection idle for ``timeout_s`` is closed; error details are cut to 1000 characters.
 A deadline or cancellation at any stage (the message arriving, its parse, its images' decode, the batcher's
 queue, its batch, its answer's encoding) ends that RPC alone: its bytes are given back and the model serves on.
 """
@@ -120,8 +123,11 @@ def count_fields(data: bytes, descriptor) -> int:
                     raise IndexError
             wire = key & 7
             if wire == 0:
+                stop = at + 10  # (a varint is 10 bytes at most)
                 while data[at] >= 0x80:
                     at += 1
+                    if at == stop:
+                        raise IndexError
                 at += 1
             elif wire in (1, 5):
                 at += 8 if wire == 1 else 4

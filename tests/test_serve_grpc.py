@@ -536,7 +536,8 @@ def test_unknown_models_versions_and_rpcs(server):
 
 def test_millions_of_elements_are_refused_without_holding_the_event_loop(server):
     """Five million empty BYTES elements (10 MB): refused by counting the message's fields, before the parser
-    would hold the GIL (and so the event loop) for ~0.1-0.2 s. The target is fastload.serve_limits.LOOP_LAG_S
+    would hold the GIL (and so the event loop) for ~0.1-0.2 s; so are a million outputs, 20,000 load
+    parameters, and a varint 16 million bytes long. The target is fastload.serve_limits.LOOP_LAG_S
     (100 ms); the bound here allows for a loaded 2-core machine."""
     many = 5_000_000
     requests = [infer(inputs=[Tensor(name="images", datatype="BYTES", shape=[many],
@@ -545,10 +546,10 @@ def test_millions_of_elements_are_refused_without_holding_the_event_loop(server)
                 pb.RepositoryModelLoadRequest(model_name="x", parameters={"": Param()} | {
                     str(i): Param() for i in range(20_000)}),
                 infer(outputs=[Output()] * 1_000_000)]
-    raws = [request.SerializeToString() for request in requests]
+    raws = [request.SerializeToString() for request in requests] + [b"\x08" + b"\x80" * (16 << 20) + b"\x00"]
     lag = LoopLag(server._loop, tick_s=0.005).start()
     try:
-        for raw, method in zip(raws, ("ModelInfer", "ModelInfer", "RepositoryModelLoad", "ModelInfer")):
+        for raw, method in zip(raws, ("ModelInfer", "ModelInfer", "RepositoryModelLoad", "ModelInfer", "ModelInfer")):
             started = time.perf_counter()
             code, details = call(server, method, raw)
             held = lag.held_during(started, time.perf_counter())
