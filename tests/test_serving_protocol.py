@@ -437,8 +437,9 @@ def test_max_models_caps_loads_and_queues_answer_503(tmp_path):
 
 def test_five_million_empty_bytes_elements_do_not_hold_the_event_loop(server):
     """A 20 MB binary BYTES tensor of five million empty elements was parsed whole on the event loop (4-7 s)
-    before the count was refused; parsing now stops past the model's max_batch_size, and a body of 20 MB of
-    JSON values is refused on a count of its commas before json.loads. The target is 100 ms
+    before the count was refused; parsing now stops past the model's max_batch_size, a body of 20 MB of
+    JSON values is refused on a count of its commas before json.loads, and a 14 MB base64 image is parsed in
+    a thread, 1 MiB of base64 a call. The target is 100 ms
     (serve_limits.LOOP_LAG_S); the bound here leaves room for 2 loaded cores."""
     from fastload.serve_metrics import LoopLag
     header = json.dumps({"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1],
@@ -446,6 +447,8 @@ def test_five_million_empty_bytes_elements_do_not_hold_the_event_loop(server):
     binary = header + b"\0\0\0\0" * 5_000_000
     flat = b'{"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1], "data": [' + b'"",' * 6_000_000 \
         + b'""]}]}'
+    large = json.dumps({"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1],
+                                    "data": [base64.b64encode(b"\xff" * (14 << 20)).decode()]}]}).encode()
     lag = LoopLag(server._loop).start()
     try:
         started = time.perf_counter()  # (the loop's holds while the requests ran: this process's own work aside)
@@ -454,6 +457,8 @@ def test_five_million_empty_bytes_elements_do_not_hold_the_event_loop(server):
         assert status == 400 and "more than 16 elements" in why
         status, why = error_of(request(server.port, "POST", "/v2/models/pre/infer", flat))
         assert status == 400 and "JSON values" in why
+        status, why = error_of(request(server.port, "POST", "/v2/models/pre/infer", large))  # (~130 ms on the loop;
+        assert status == 400 and "cannot decode" in why  # parsed in a thread a chunk at a time, ~20)
         worst = lag.held_during(started, time.perf_counter())
     finally:
         lag.stop()
