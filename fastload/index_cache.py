@@ -48,15 +48,16 @@ def cache_name(folder: str, path: str, suffix: str) -> str:
 
 def cached_index(places: list[str], matches: Callable[[dict], bool], build: Callable[[], dict]) -> dict:
     """The first index in ``places`` that can be read and ``matches``; else ``build()``, written to the first
-    of ``places`` that takes it (a temporary file renamed over it: atomic). An index that is not JSON, not an
-    object, or lacks what ``matches`` looks for (a KeyError, TypeError, ... there) is rebuilt."""
+    of ``places`` that takes it (a temporary file renamed over it: atomic). An index that is not JSON (or JSON
+    nested too deeply to load), not an object, or lacks what ``matches`` looks for (a KeyError, TypeError, ...
+    there) is rebuilt."""
     for place in places:
         try:
             with open(place) as file:
                 index = json.load(file)
             if isinstance(index, dict) and matches(index):
                 return index
-        except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
             pass
     index = build()
     for place in places:

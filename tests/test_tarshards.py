@@ -569,15 +569,18 @@ def test_a_presigned_url_with_a_long_query_is_cached_under_a_bounded_name(served
 
 
 def test_a_malformed_cached_index_is_rebuilt(image_folder, tmp_path):
-    """An index whose JSON lacks ``samples`` (or holds a list, or malformed entries) but names the shard's
-    size and mtime is rebuilt, not a KeyError."""
+    """An index whose JSON lacks ``samples`` (or holds a list, malformed entries, negative offsets, or is nested
+    past json's recursion limit) but names the shard's size and mtime is rebuilt, not a KeyError."""
     _pack(image_folder, tmp_path, per_shard=23)
     shard = tmp_path / "train-000.tar"
     good = fastload.TarShards(str(shard))
     index = json.loads((tmp_path / "train-000.tar.idx.json").read_text())
+    nested = "[" * 100_000 + "]" * 100_000  # json.load's RecursionError
+    negative = {**index, "samples": [[key, {e: [-1, 2] for e in members}, texts]
+                                     for key, members, texts in index["samples"]]}
     for broken in ({k: v for k, v in index.items() if k != "samples"}, {**index, "samples": [["x"]]},
-                   {**index, "samples": None}, [index]):
-        (tmp_path / "train-000.tar.idx.json").write_text(json.dumps(broken))
+                   {**index, "samples": None}, [index], nested, negative, {**index, "problems": [[0]]}):
+        (tmp_path / "train-000.tar.idx.json").write_text(broken if isinstance(broken, str) else json.dumps(broken))
         assert fastload.TarShards(str(shard)).samples == good.samples
         assert json.loads((tmp_path / "train-000.tar.idx.json").read_text()) == index
 
