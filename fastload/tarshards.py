@@ -19,20 +19,21 @@ which ``TFRecords`` shares. ``fastload pack`` writes shards.
 Shards come from outside, so nothing in one is trusted. The index is built
 from the tar headers by ``members`` here, not by Python's tarfile (whose
 3.11 reads a header with a negative base-256 size forever): each 512-byte
-header's checksum is verified, its size is octal or positive base-256 up to
-``MAX_SIZE``, GNU long names and pax headers (``path``, ``size``) are read
-up to ``MAX_EXTENDED`` bytes, and every size is checked against what the
-file holds before it is used. A header that fails ends the index there, the
-reason recorded; the member whose data runs past the end is that sample's
-error. Members are grouped as webdataset's ``group_by_keys`` groups them: a
-run of consecutive members with one key is a sample, so a key seen again
-after another one is a new sample (``000.jpg 000.cls 001.jpg 001.cls
-000.jpg`` is three samples, the last without a label); two members with one
-name in a run (``000.jpg 000.jpg``) make that sample an error naming the
-member (webdataset raises there too), never one of them silently dropped.
-A label (``parse_label``) is an int64 written as ASCII digits, or a JSON
-integer; anything else is that sample's error, so ``on_error="skip"`` skips
-just it.
+header's checksum is verified, its size is octal or positive base-256 up
+to ``MAX_SIZE``, GNU long names and pax headers (``path``, ``size``) are
+read up to ``MAX_EXTENDED`` bytes (names up to ``MAX_NAME`` characters),
+and every size is checked against what the file holds before it is used. A
+header that fails ends the index there, the reason recorded; the member
+whose data runs past the end is that sample's error. Members are grouped
+as webdataset's ``group_by_keys`` groups them: a run of consecutive
+members with one key is a sample, so a key seen again after another one is
+a new sample (``000.jpg 000.cls 001.jpg 001.cls 000.jpg`` is three
+samples, the last without a label); two members with one name in a run
+(``000.jpg 000.jpg``) make that sample an error naming the member
+(webdataset raises there too), never one of them silently dropped. A label
+(``parse_label``) is an int64 written as ASCII digits, or a JSON integer;
+anything else is that sample's error, so ``on_error="skip"`` skips just
+it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ BLOCK = 512
 ZERO_BLOCK = bytes(BLOCK)
 MAX_SIZE = (1 << 63) - 1  # a member size past this (an off_t) is a corrupt header
 MAX_EXTENDED = 1 << 20  # bytes of a GNU long name or pax header read into memory; more is a corrupt header
+MAX_NAME = 1 << 16  # characters of a member name (PATH_MAX is 4096); longer is a corrupt header
 REGULAR_TYPES = (b"0", b"\0", b"7")  # regular and contiguous files (tarfile's REGULAR_TYPES less GNU sparse)
 NO_DATA_TYPES = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, folders, fifos: no data follows
 EXTENDED = (b"L", b"K", b"x", b"X", b"g")  # GNU long name and link name, pax (and Solaris's) headers
@@ -191,6 +193,8 @@ def members(file: Sequential, keep: Callable[[str, int], bool]):
         if long_name is not None:
             name = long_name
         name = fields.get("path", name)
+        if len(name) > MAX_NAME:  # (each name is kept in the index: a shard of such names would fill memory)
+            raise CorruptTar(f"at byte {at}: a member name of {len(name)} characters (at most {MAX_NAME})")
         if "size" in fields:
             if not fields["size"].isascii() or not fields["size"].isdigit() or len(fields["size"]) > 19 \
                     or int(fields["size"]) > MAX_SIZE:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -740,3 +741,20 @@ def test_rocals_webdataset_reader_on_the_same_index_refuses_a_duplicate_member_t
     assert samples.read(1) == photos[2]
     with pytest.raises(fastload.DecodeError, match=r"dup.tar:a\): two 'a.jpg' members"):
         samples.read(0)
+
+
+def test_extended_headers_and_names_are_bounded(image_folder, tmp_path):
+    """A GNU long name or pax header over MAX_EXTENDED bytes, or a member name over MAX_NAME characters, is a
+    corrupt header: the index ends there (each name is kept in memory and in the index)."""
+    jpeg = open(fastload.ImageFolder(image_folder).samples[0][0], "rb").read()
+    good = _pad(_good_members(jpeg))
+    huge = _header(b"././@LongLink", b"%011o\0" % (tarshards.MAX_EXTENDED + 1), b"L")
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        tarshards.add_member(archive, "n" * (tarshards.MAX_NAME + 1) + ".jpg", b"x")
+    for name, tail, reason in [("extended.tar", huge + bytes(2048), "an extended header .* of 1048577 bytes"),
+                               ("name.tar", out.getvalue(), "a member name of 65541 characters")]:
+        (tmp_path / name).write_bytes(good + tail)
+        index = tarshards.build_index(str(tmp_path / name))
+        assert [s[0] for s in index["samples"]] == ["s0", "s1"]
+        assert re.search(reason, index["error"]), index["error"]
