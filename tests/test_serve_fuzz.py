@@ -67,14 +67,30 @@ class Probe:
         self.failures: list[str] = []
         self.lag = LoopLag(server._loop).start()
         self.worst: tuple[float, str] = (0.0, "")
+        self._replay = None  # sends the worst request again
 
     def _timed(self, what: str, send):
         """``send()``'s result; the loop's longest hold while it ran is kept if it is the worst so far."""
         started = time.perf_counter()
         result = send()
         held = self.lag.held_during(started, time.perf_counter())
-        self.worst = max(self.worst, (held, what))
+        if held > self.worst[0]:
+            self.worst, self._replay = (held, what), send
         return result
+
+    def worst_confirmed(self) -> float:
+        """The longest hold, confirmed: past LAG_BOUND_S, the request that caused it is sent twice more and
+        the least of the three is the answer. A hold of the request's own reproduces; a stall of the whole
+        machine (2 cores shared with other work can leave the loop's thread unscheduled for 200 ms) does
+        not."""
+        held = self.worst[0]
+        for _ in range(2):
+            if held < LAG_BOUND_S:
+                break
+            started = time.perf_counter()
+            self._replay()
+            held = min(held, self.lag.held_during(started, time.perf_counter()))
+        return held
 
     def _failed(self, what: str, error: BaseException) -> None:
         self.failures.append(f"{what}: {error}")
@@ -195,7 +211,8 @@ def test_the_rest_api_answers_as_its_openapi_description_says(probe):
         probe.case(case)
 
     fuzz()
-    assert probe.worst[0] < LAG_BOUND_S, f"the event loop was held {probe.worst[0] * 1000:.0f} ms by {probe.worst[1]}"
+    assert probe.worst_confirmed() < LAG_BOUND_S, f"the event loop was held {probe.worst[0] * 1000:.0f} ms by " \
+                                                  f"{probe.worst[1]}"
     assert sum(probe.statuses[s] for s in (200, 400, 404)) > 0
 
 
@@ -213,7 +230,8 @@ def test_binary_tensor_framing_is_answered_without_5xx(probe):
     fuzz()
     seen = probe.statuses - before
     assert seen[200] > 0 and seen[400] > 0, seen
-    assert probe.worst[0] < LAG_BOUND_S, f"the event loop was held {probe.worst[0] * 1000:.0f} ms by {probe.worst[1]}"
+    assert probe.worst_confirmed() < LAG_BOUND_S, f"the event loop was held {probe.worst[0] * 1000:.0f} ms by " \
+                                                  f"{probe.worst[1]}"
 
 
 def test_the_description_is_served_and_is_the_packaged_file(probe):
