@@ -14,6 +14,7 @@ a hold past the bound.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import pathlib
 import sys
@@ -38,11 +39,30 @@ def peak_mib() -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) >> 10
 
 
+class CollectorPauses:
+    """The cyclic garbage collector's passes (gc.callbacks): the longest, and its generation. A full pass holds
+    the GIL, and so the server's loop, whichever thread runs it; the client's objects count here too."""
+
+    def __init__(self):
+        self.longest, self.generation, self.count, self._started = 0.0, None, 0, 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.count += 1
+        if time.perf_counter() - self._started > self.longest:
+            self.longest, self.generation = time.perf_counter() - self._started, info["generation"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60, help="how long to fuzz (rounds start until then)")
     parser.add_argument("--examples", type=int, default=300, help="requests drawn in one round")
     parser.add_argument("--seed", type=int, default=0, help="the first round's seed (round i: seed + i)")
+    parser.add_argument("--freeze", action="store_true", help="gc.freeze() once the server has started: the "
+                        "collector's full passes then skip the objects made so far (torch's, the strategies')")
     args = parser.parse_args()
 
     fuzz = load_fuzz_tests()
@@ -54,7 +74,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         server = fuzz.start_server(pathlib.Path(folder))
         fuzzer = fuzz.Fuzzer(server)
+        if args.freeze:
+            gc.freeze()
         started, memory_before, rounds, broken = time.monotonic(), peak_mib(), 0, []
+        pauses = CollectorPauses()
         try:
             while time.monotonic() - started < args.seconds:
                 @seed(args.seed + rounds)
@@ -82,6 +105,7 @@ def main() -> int:
             if server._inflight_bytes:
                 broken.append(f"{server._inflight_bytes} request bytes still charged after the run")
         finally:
+            gc.unfreeze()  # (else the objects frozen are reported leaked at exit by the bindings that count them)
             fuzzer.close()
             server.close()
 
@@ -96,6 +120,8 @@ def main() -> int:
     worst, request = fuzzer.worst
     print(f"event loop held at most {worst * 1000:.1f} ms while a request was in flight (bound "
           f"{fuzz.LAG_BOUND_S * 1000:.0f} ms, target 100 ms): {request[:100]}")
+    print(f"garbage collector: {pauses.count} passes, the longest {pauses.longest * 1000:.1f} ms (generation "
+          f"{pauses.generation})")
     print(f"peak memory of this process (server and client): {memory_before} -> {peak_mib()} MiB")
     failures = fuzzer.failures + broken
     print(f"failures: {len(failures)}")
