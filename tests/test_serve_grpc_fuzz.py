@@ -11,6 +11,7 @@ benchmarks/fuzz_grpc.py runs the same checks longer (it loads this file for them
 
 from __future__ import annotations
 
+import gc
 import http.client
 import io
 import json
@@ -255,12 +256,20 @@ class Fuzzer:
 
 @pytest.fixture
 def fuzzer(tmp_path):
-    """A server of its own for each test (no server thread may outlive a test: conftest checks)."""
+    """A server of its own for each test (no server thread may outlive a test: conftest checks). The objects
+    made so far (torch's, the suite's, the strategies') are frozen out of the cyclic collector meanwhile: its
+    full pass over them holds the GIL, and so the server's loop, for 0.1-0.4 s here, which is the test
+    process's doing, not a request's."""
     server = start_server(tmp_path)
     fuzzing = Fuzzer(server)
-    yield fuzzing
-    fuzzing.close()
-    server.close()
+    gc.collect()
+    gc.freeze()
+    try:
+        yield fuzzing
+    finally:
+        gc.unfreeze()
+        fuzzing.close()
+        server.close()
 
 
 EXAMPLES = {"ModelInfer": 400, "RepositoryModelLoad": 200}  # (the others: 60 each)
