@@ -30,10 +30,12 @@ members with one key is a sample, so a key seen again after another one is
 a new sample (``000.jpg 000.cls 001.jpg 001.cls 000.jpg`` is three
 samples, the last without a label); two members with one name in a run
 (``000.jpg 000.jpg``) make that sample an error naming the member
-(webdataset raises there too), never one of them silently dropped. A label
-(``parse_label``) is an int64 written as ASCII digits, or a JSON integer;
-anything else is that sample's error, so ``on_error="skip"`` skips just
-it.
+(webdataset raises there too), never one of them silently dropped. A
+member webdataset puts in no sample (``README``, ``.hidden``,
+``__info__/x.json``: ``in_a_sample``) is left out and does not split one. A
+label (``parse_label``) is an int64 written as ASCII digits, or a JSON
+integer; anything else is that sample's error, so ``on_error="skip"``
+skips just it.
 """
 
 from __future__ import annotations
@@ -66,11 +68,25 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _OCTAL = re.compile(rb"[0-7]*")
 _PAX_LENGTH = re.compile(rb"([0-9]{1,20}) ")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_META = re.compile(r"__[^/]*__($|/)")
+_BASE_PLUS_EXT = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")  # webdataset's base_plus_ext, to the letter
+
+
+def in_a_sample(name: str) -> bool:
+    """Whether webdataset reads a member into a sample: ``base_plus_ext``'s pattern finds a key (a "." after
+    at least one other character, and no "/" after that ".") and it is not metadata (``__key__``,
+    ``__info__/...``: its tar iterator's ``skip_meta``). Other members belong to no sample and do not
+    interrupt one."""
+    return _BASE_PLUS_EXT.match(name) is not None and not _META.match(name)
 
 
 def split_key(name: str) -> tuple[str, str]:
-    """(key, extension) of a member: the path up to the first "." of the file name, and the rest,
-    lower-cased (webdataset's base_plus_ext)."""
+    """(key, extension) of a member as webdataset's ``base_plus_ext`` splits it: the path up to the first "."
+    of the file name (less a leading "." of it), and the rest, lower-cased; a name it does not split (not
+    ``in_a_sample``), up to its file name's first "."."""
+    match = _BASE_PLUS_EXT.match(name)
+    if match is not None:
+        return match.group(1), match.group(2).lower()
     folder, _, base = name.rpartition("/")
     stem, dot, extension = base.partition(".")
     return (f"{folder}/{stem}" if folder else stem), (extension.lower() if dot else "")
@@ -242,6 +258,8 @@ def build_index(path: str | None, stream: BinaryIO | None = None) -> dict:
         try:
             for name, offset, size, data in members(file, keep):
                 count += 1
+                if not in_a_sample(name):
+                    continue
                 key, extension = split_key(name)
                 if not samples or samples[-1][0] != key:  # webdataset's group_by_keys: a new key, a new sample
                     samples.append([key, {}, {}])

@@ -81,10 +81,15 @@ def _index_both_ways(data: bytes):
 
 
 def _grouped(names):
-    """webdataset's group_by_keys over member names: a run of one key is a sample (the reference)."""
+    """webdataset 1.0.2's rules over member names (the reference): its tar iterator skips ``__meta__`` names,
+    base_plus_ext's pattern splits the key from the extensions (no match: in no sample), group_by_keys makes a
+    run of one key a sample."""
     samples = []
     for name in names:
-        key, extension = tarshards.split_key(name)
+        match = re.match(r"^((?:.*/|)[^.]+)[.]([^/]*)$", name)
+        if re.match(r"__[^/]*__($|/)", name) or not match:
+            continue
+        key, extension = match.group(1), match.group(2).lower()
         if not samples or samples[-1][0] != key:
             samples.append([key, []])
         samples[-1][1].append(extension)

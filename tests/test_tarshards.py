@@ -32,6 +32,8 @@ def _pack(folder, out_dir, per_shard=8):
 def test_keys_split_as_webdataset_splits_them():
     assert tarshards.split_key("train/n0144_100.seg.png") == ("train/n0144_100", "seg.png")
     assert tarshards.split_key("plain.JPG") == ("plain", "jpg")
+    assert tarshards.split_key("x/.hidden") == ("x/", "hidden") and tarshards.in_a_sample("x/.hidden")
+    assert not any(map(tarshards.in_a_sample, ["README", ".hidden.txt", "a.b/c", "__key__", "__info__/x.json"]))
 
 
 def test_shards_give_the_folders_batches_through_the_fast_path(image_folder, tmp_path):
@@ -758,3 +760,20 @@ def test_extended_headers_and_names_are_bounded(image_folder, tmp_path):
         index = tarshards.build_index(str(tmp_path / name))
         assert [s[0] for s in index["samples"]] == ["s0", "s1"]
         assert re.search(reason, index["error"]), index["error"]
+
+
+def test_members_webdataset_puts_in_no_sample_are_left_out_without_splitting_one(image_folder, tmp_path):
+    """``README`` (no extension), ``.hidden.txt`` and ``__info__/x.json`` between two members of one key: webdataset
+    reads them into no sample and the key's members stay one sample; so does the index."""
+    photo = open(fastload.ImageFolder(image_folder).samples[0][0], "rb").read()
+    shard = tmp_path / "odd.tar"
+    with tarfile.open(shard, "w") as archive:
+        for name, payload in [("a.jpg", photo), ("README", b"hi"), (".hidden.txt", b"x"), ("__info__/x.json", b"{}"),
+                              ("a.cls", b"1"), ("b.jpg", photo), ("b.cls", b"2")]:
+            tarshards.add_member(archive, name, payload)
+    source = fastload.TarShards(str(shard))
+    assert [name.rsplit(":", 1)[1] for name, _ in source.samples] == ["a", "b"] and source.targets == [1, 2]
+    webdataset = pytest.importorskip("webdataset")
+    grouped = list(webdataset.WebDataset(str(shard), shardshuffle=False, empty_check=False))
+    assert [(s["__key__"], sorted(k for k in s if not k.startswith("__"))) for s in grouped] == \
+        [("a", ["cls", "jpg"]), ("b", ["cls", "jpg"])]
