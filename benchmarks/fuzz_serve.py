@@ -92,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"event loop held at most {probe.worst[0] * 1000:.1f} ms while a request was in flight ({probe.worst[1]}; "
           f"{confirmed * 1000:.1f} ms at the least of it and two replays); {overall * 1000:.1f} ms at any time (this "
           f"process's fuzzer shares the GIL)")
+    holds = sorted(probe.holds)
+    print(f"loop holds during requests: median {holds[len(holds) // 2] * 1000:.1f} ms, 99th percentile "
+          f"{holds[int(len(holds) * 0.99)] * 1000:.1f} ms, the five longest "
+          + ", ".join(f"{h * 1000:.0f}" for h in holds[-5:]) + " ms")
     distinct = list(dict.fromkeys(failure.split("\n")[0][:300] for failure in probe.failures))
     print(f"failures: {len(probe.failures)} ({len(distinct)} distinct)")
     for failure in distinct[:20]:

@@ -68,12 +68,14 @@ class Probe:
         self.lag = LoopLag(server._loop).start()
         self.worst: tuple[float, str] = (0.0, "")
         self._replay = None  # sends the worst request again
+        self.holds: list[float] = []  # each request's longest hold of the loop, in seconds
 
     def _timed(self, what: str, send):
         """``send()``'s result; the loop's longest hold while it ran is kept if it is the worst so far."""
         started = time.perf_counter()
         result = send()
         held = self.lag.held_during(started, time.perf_counter())
+        self.holds.append(held)
         if held > self.worst[0]:
             self.worst, self._replay = (held, what), send
         return result
