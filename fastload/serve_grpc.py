@@ -207,6 +207,16 @@ def requested_outputs(request: pb.ModelInferRequest) -> list[tuple[str, int]]:
             for output in request.outputs]
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be a protobuf string: UTF-8, which a repository file named in undecodable bytes
+    (held by Python as lone surrogates) is not."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _details(reason: str) -> str:
     return reason if len(reason) <= MAX_DETAILS else reason[:MAX_DETAILS - 3] + "..."
 
@@ -336,7 +346,8 @@ class InferenceService:
                                      pb.ModelStatisticsResponse())
 
     def RepositoryIndex(self, request, context):
-        index = [m for m in self.server.repository_index() if not request.ready or m["state"] == "READY"]
+        index = [m for m in self.server.repository_index()
+                 if (not request.ready or m["state"] == "READY") and _utf8(m["name"])]
         return json_format.ParseDict({"models": index}, pb.RepositoryIndexResponse())
 
     async def RepositoryModelLoad(self, request, context):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -175,6 +176,9 @@ def test_the_repository_loads_and_unloads(server):
     triton.unload_model("loaded")
     ready = [m.name for m in stub(server).RepositoryIndex(pb.RepositoryIndexRequest(ready=True)).models]
     assert "loaded" not in ready and "pre" in ready
+    with open(os.path.join(server.repository.encode(), b"\xff.json"), "w") as undecodable:  # (no UTF-8 name)
+        undecodable.write(json.dumps(PIPELINE))
+    assert "pre2" in [m.name for m in stub(server).RepositoryIndex(pb.RepositoryIndexRequest()).models]
 
 
 class _SlowPipeline(JsonPipeline):
