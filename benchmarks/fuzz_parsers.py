@@ -125,25 +125,22 @@ def fuzz_jpeg(data: bytes) -> None:
     _load_sample(data)
 
 
-# load_sample's settings: no pixel cap beyond MAX_PIXELS, MAX_SCANS, RandomResizedCrop's defaults, flips,
-# a 16x16 output, DCT scaling on, bilinear, uint8 rows
-_SETTINGS = (MAX_PIXELS, MAX_SCANS, 0.08, 1.0, -0.2876820724517809, 0.28768207245178085, 0.75, 4 / 3, 0.5, 0.5,
-             (16, 16), True, 2, 0, (1.0, 1.0, 1.0), (0.0, 0.0, 0.0))
+_SETTINGS = []  # load_sample's, as the loader makes them (native_sample.load_settings): made once
 
 
 def _load_sample(data: bytes) -> None:
-    from fastload import _jpeg
-    if not hasattr(_jpeg, "load_sample"):
+    """The loader's one native call on the input as a file: RandomResizedCrop(16) and a flip, uint8, DCT
+    scaling, the MAX_PIXELS cap; done (a tuple), handed back (the bytes), or None (unreadable) -- never
+    anything else, and no exception."""
+    from fastload import native_sample
+    from fastload import transforms as T
+    if not _SETTINGS:
+        plan = T.compile_plan(T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToImage()]))
+        _SETTINGS.append(native_sample.load_settings(plan, native_sample.UINT8_ROWS, MAX_PIXELS, True))
+    if _SETTINGS[0] is None:  # an extension without load_sample
         return
-    path = _as_file(data)
-    scratch, out = bytearray(1 << 16), bytearray(16 * 16 * 3)
-    for _ in range(4):
-        result = _jpeg.load_sample(path, scratch, out, 0, (1, 2, 3, 0), _SETTINGS)
-        if type(result) is not int:
-            break
-        if result > 1 << 28:
-            raise AssertionError(f"load_sample asked for {result} bytes of scratch under a {MAX_PIXELS}-pixel cap")
-        scratch = bytearray(result)
+    out = bytearray(16 * 16 * 3)
+    result = native_sample.load(_as_file(data), (1, 2, 3, 0), _SETTINGS[0], out, 0)
     if not (result is None or isinstance(result, (bytes, tuple))):
         raise AssertionError(f"load_sample gave {result!r}")
 
@@ -178,18 +175,20 @@ def child(target: str, libfuzzer_args: list[str]) -> None:
     """Run libFuzzer in this process (it exits when done)."""
     import atheris
     global _outcome
-    import fastload.errors  # noqa: F401  (imported uninstrumented: only the parsers are)
-    import fastload.order  # noqa: F401
-    import fastload.shardcache  # noqa: F401
-    import fastload.sources  # noqa: F401
-    if os.environ.get("FASTLOAD_FUZZ_JPEG"):  # --asan: the sanitized copy of the extension, under its own name
-        import importlib.util
+    if os.environ.get("FASTLOAD_FUZZ_JPEG"):  # --asan: the sanitized copy of the extension, under its name,
+        import importlib.util  # before any module of fastload's imports the extension
+
+        import fastload
         spec = importlib.util.spec_from_file_location("fastload._jpeg", os.environ["FASTLOAD_FUZZ_JPEG"])
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        sys.modules["fastload._jpeg"] = module
-        import fastload
-        fastload._jpeg = module
+        sys.modules["fastload._jpeg"] = fastload._jpeg = module
+    import fastload.errors  # noqa: F401  (imported uninstrumented: only the parsers are)
+    import fastload.native_sample  # noqa: F401
+    import fastload.order  # noqa: F401
+    import fastload.shardcache  # noqa: F401
+    import fastload.sources  # noqa: F401
+    import fastload.transforms  # noqa: F401
     with atheris.instrument_imports(include=["fastload.tarshards", "fastload.tfrecords", "fastload.shardfiles"]):
         from fastload import shardfiles, tarshards, tfrecords  # noqa: F401
     _outcome = atheris.instrument_func(_outcome)
