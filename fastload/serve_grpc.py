@@ -209,7 +209,7 @@ def requested_outputs(request: pb.ModelInferRequest) -> list[tuple[str, int]]:
 
 def _utf8(text: str) -> bool:
     """Whether ``text`` can be a protobuf string: UTF-8, which a repository file named in undecodable bytes
-    (held by Python as lone surrogates) is not."""
+    (held by Python as lone surrogates), and a model loaded from one at start, is not."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -342,8 +342,8 @@ class InferenceService:
             return response
 
     def ModelStatistics(self, request, context):
-        return json_format.ParseDict({"model_stats": self.server.statistics(request.name, request.version)},
-                                     pb.ModelStatisticsResponse())
+        stats = [m for m in self.server.statistics(request.name, request.version) if _utf8(m["name"])]
+        return json_format.ParseDict({"model_stats": stats}, pb.ModelStatisticsResponse())
 
     def RepositoryIndex(self, request, context):
         index = [m for m in self.server.repository_index()

@@ -179,6 +179,9 @@ def test_the_repository_loads_and_unloads(server):
     with open(os.path.join(server.repository.encode(), b"\xff.json"), "w") as undecodable:  # (no UTF-8 name)
         undecodable.write(json.dumps(PIPELINE))
     assert "pre2" in [m.name for m in stub(server).RepositoryIndex(pb.RepositoryIndexRequest()).models]
+    server.models["\udcff"] = server.models.pop("pre2")  # (as a server started on that folder names it)
+    assert "pre" in [m.name for m in stub(server).ModelStatistics(pb.ModelStatisticsRequest()).model_stats]
+    server.models["pre2"] = server.models.pop("\udcff")
 
 
 class _SlowPipeline(JsonPipeline):
