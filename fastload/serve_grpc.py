@@ -276,8 +276,10 @@ class InferenceService:
                 outcome = await self._answer(name, implementation, request_type, context)
             finally:
                 self.rpcs -= 1
-            if isinstance(outcome, tuple):  # (aborted here, where no frame holds the message: grpc keeps the
-                await context.abort(*outcome)  # abort's traceback, and with it every frame it names, for a while)
+            if isinstance(outcome, tuple):
+                # Aborted here, where no frame holds the message: grpc keeps the abort's traceback, and with it
+                # every frame it names, until the cyclic collector runs.
+                await context.abort(*outcome)
             return outcome
         answer.__name__ = answer.__qualname__ = name
         return answer
