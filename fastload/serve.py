@@ -291,7 +291,10 @@ class InferenceServer:
         sending, or the server closes) 400 and the connection closed."""
         length = request.content_length
         deadline = None if self.timeout_s is None else max(self.timeout_s, (length or 0) / (64 << 10))
-        reading = asyncio.ensure_future(request.read() if length is not None else self._chunked(request))
+        # (a compressed body is read as a chunked one is: piece by piece as aiohttp inflates it, each piece
+        # charged, so that its inflated size, not the Content-Length, meets max_bytes and the bytes in flight)
+        plain = length is not None and request.headers.get("Content-Encoding", "identity") == "identity"
+        reading = asyncio.ensure_future(request.read() if plain else self._chunked(request))
         closing = asyncio.ensure_future(self._closing.wait())
         try:
             done, _ = await asyncio.wait({reading, closing}, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
@@ -299,8 +302,8 @@ class InferenceServer:
             closing.cancel()
         if reading in done and reading.exception() is None:
             return reading.result()
-        if reading in done and isinstance(reading.exception(), RequestError):
-            raise reading.exception()
+        if reading in done and isinstance(reading.exception(), (RequestError, web.HTTPException)):
+            raise reading.exception()  # (ours, or aiohttp's 413 past client_max_size)
         reading.cancel()
         why = ("the server is closing" if self._closing.is_set() else "the client stopped sending" if reading in done
                else f"not within {deadline:g} s")
@@ -313,15 +316,16 @@ class InferenceServer:
                                  f"{self.max_inflight_bytes}: retry", {"Retry-After": "1", "Connection": "close"})
 
     async def _chunked(self, request: web.Request) -> bytes:
-        """A body without Content-Length (chunked), each piece charged to the bytes in flight as it arrives
-        (the guard has charged nothing for it: its size was unknown), so such bodies cannot get past the cap:
-        503 + Retry-After when a piece would, 413 past max_bytes. The guard gives the charge back."""
+        """A body without Content-Length (chunked) or compressed (Content-Encoding), each piece charged to the
+        bytes in flight as it arrives, inflated (the guard has charged nothing for a chunked body, its size
+        unknown, and a compressed body's Content-Length only), so such bodies cannot get past the cap: 503 +
+        Retry-After when a piece would, 413 past max_bytes. The guard gives the charge back."""
         pieces, total = [], 0
         while piece := await request.content.readany():
             total += len(piece)
             if total > self.max_bytes:
-                raise RequestError(413, f"a chunked body of over {self.max_bytes} bytes: the limit",
-                                   {"Connection": "close"})
+                raise RequestError(413, f"a chunked or compressed body of over {self.max_bytes} bytes (inflated): "
+                                        f"the limit", {"Connection": "close"})
             if self._inflight_bytes + len(piece) > self.max_inflight_bytes:
                 raise self._full()
             self._inflight_bytes += len(piece)

@@ -489,3 +489,20 @@ def test_a_large_json_answer_does_not_hold_the_event_loop():
     expected = torch.stack(JsonPipeline(large)(images)).flatten()
     assert torch.equal(torch.tensor(answer["outputs"][0]["data"]), expected)
     assert worst < 0.25, f"the event loop was held {worst * 1000:.0f} ms"
+
+
+def test_a_compressed_body_meets_the_limits_at_its_inflated_size():
+    """A gzip body of 3 KB that inflates to 3 MB was charged 3 KB to the bytes in flight, and past max_bytes
+    (aiohttp's 413) was answered 400 as if the client had stopped sending: it is charged inflated (503 past
+    the cap) and 413 past max_bytes; a compressed image within both is served (tritonclient can compress)."""
+    import gzip
+    for inflight, inflated, answer in ((2 << 20, 3 << 20, 413), (1 << 19, 600 << 10, 503)):
+        with InferenceServer(models=[Model("m", JsonPipeline(UINT8))], port=0, max_bytes=1 << 20,
+                             max_inflight_bytes=inflight) as server:
+            body = gzip.compress(b"\0" * inflated)
+            status, why = error_of(request(server.port, "POST", "/predict", body, {"Content-Encoding": "gzip"}))
+            assert status == answer and ("inflated" in why if answer == 413 else "bytes in flight" in why), why
+            status, _, body = request(server.port, "POST", "/predict", gzip.compress(jpeg(3)),
+                                      {"Content-Encoding": "gzip"})
+            assert status == 200 and json.loads(body)["shape"] == [20, 24, 3]
+            assert server._inflight_bytes == 0
