@@ -21,13 +21,14 @@ import torch
 from . import native_sample
 from .buffers import BufferPool, LazyTake
 from .cpu_augment import finish_batch, normalizes_per_sample, transform_image, write_normalized
-from .decode import decode
+from .decode import decode, read_header
 from .deliver import DeviceDelivery
 from .errors import DecodeError
-from .thread_pool import Job, LoaderPath, Stages, batches_ahead
+from .thread_pool import SKIP, Job, LoaderPath, Stages, batches_ahead
 from .sample_reader import EpochContext, SampleReader
 from .sources import Source
-from .transforms import Plan, RandomResizedCropGeometry
+from .transforms import Plan, RandomResizedCropGeometry, TorchDraws
+from .workers import worker_generator
 
 
 class CpuPath(SampleReader, LoaderPath):
@@ -45,8 +46,8 @@ class CpuPath(SampleReader, LoaderPath):
 
     fast, on_device = True, False
 
-    def __init__(self, loader, samples, plan: Plan, target_transform, read):
-        super().__init__(loader, samples, plan, target_transform, read)
+    def __init__(self, loader, samples, plan: Plan, target_transform, read, torch_draws: TorchDraws | None = None):
+        super().__init__(loader, samples, plan, target_transform, read, torch_draws)
         options = self.options
         self.in_flight = batches_ahead(loader)
         height, width = plan.output_size
@@ -62,29 +63,65 @@ class CpuPath(SampleReader, LoaderPath):
         staging = (loader.batch_size, height, width, 3)
         self.staging = None if self.direct else BufferPool(self.in_flight, staging, torch.uint8,
                                                            pin=self.device if self.delivery is not None else None)
-        self.dct = options.dct_scaling is True or (options.dct_scaling == "auto"
+        # "auto": at a reduced DCT scale where the geometry is random -- but not under torch's draws, whose
+        # point is torch's pixels
+        self.dct = options.dct_scaling is True or (options.dct_scaling == "auto" and torch_draws is None
                                                    and isinstance(plan.geometry, RandomResizedCropGeometry))
         # JPEGs go through one native call without the GIL where the plan allows (fastload.native_sample);
         # a RandomResizedCrop's files, read included (load_settings: None where not)
         self.native = native_sample.available(plan)
         self.native_kind = native_sample.FLOAT32_PLANES if self.direct else native_sample.UINT8_ROWS
-        self.load_settings = native_sample.load_settings(plan, self.native_kind, options.max_image_pixels,
-                                                         self.dct)
+        self.load_settings = None if torch_draws is not None else native_sample.load_settings(
+            plan, self.native_kind, options.max_image_pixels, self.dct)  # (it draws from fastload's streams)
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
-        return Stages(self._jobs(batches, self.context(epoch, order)), in_flight=self.in_flight,
-                      handover=self.delivery.handover if self.delivery is not None else None)
+        """The epoch's jobs; with torch's draws each batch pinned to its worker's thread, as torch gives
+        batch k to worker ``k % num_workers`` (a resumed epoch's round robin goes on from there)."""
+        pinned = self.torch_draws is not None and self.loader.num_workers > 0
+        first = self.loader.schedule.position["batches"]
+        return Stages(self._jobs(batches, self.context(epoch, order), first if pinned else None),
+                      in_flight=self.in_flight, handover=self.delivery.handover if self.delivery is not None else None,
+                      pinned=pinned)
 
-    def _jobs(self, batches, ctx: EpochContext) -> Iterator[Job]:
+    def _jobs(self, batches, ctx: EpochContext, first: int | None) -> Iterator[Job]:
+        """One job per batch: a task per sample, which runs anywhere -- or, with ``first`` (torch's draws),
+        batch k's tasks in order on thread ``k % num_workers``, whose worker generator they draw from."""
         slots = self.plan.color_slots
-        for batch in batches:
+        workers = self.loader.num_workers
+        if self.torch_draws is not None:
+            yield from self._replays(batches, ctx, first)
+        for k, batch in enumerate(batches, first or 0):
             rows = LazyTake(self.staging.take if self.staging is not None else self._output, len(batch))
             color = ((torch.empty(len(batch), slots, dtype=torch.int32),
                       torch.empty(len(batch), slots, dtype=torch.float32)) if slots else None)
             tasks = [_LoadInto(self, position, index, ctx, rows, row, color)
                      for row, (position, index) in enumerate(batch)]
             yield Job(tasks, _Finish(self, rows, color), what=[self.samples[index][0] for _, index in batch],
-                      discard=rows.drop)
+                      discard=rows.drop, worker=k % workers if first is not None else None)
+
+    def _replays(self, batches, ctx: EpochContext, first: int | None) -> Iterator[Job]:
+        """A resumed epoch under torch's draws: the delivered batches' draws made again, each on its worker's
+        generator (without workers, the process's), so that the rest are drawn as an uninterrupted run draws
+        them; jobs that deliver nothing (``SKIP``). Torch's draws need each image's size: the files' headers
+        are read again (a RandomResizedCrop's; flips alone need none)."""
+        skipped = getattr(batches, "skipped", None)
+        workers = self.loader.num_workers
+        for k, batch in enumerate(skipped() if skipped is not None else []):
+            yield Job([_Replay(self, batch, ctx)], _skip, what=[f"the draws of delivered batch {k}"],
+                      worker=k % workers if first is not None else None)
+
+    def replay(self, batch: list[tuple[int, int]], ctx: EpochContext) -> None:
+        """Make a delivered batch's torch draws again, in order, in the calling thread (its worker's)."""
+        for position, index in batch:
+            self.load_or_replace(functools.partial(self._draw_again, ctx=ctx), position, index, ctx)
+
+    def _draw_again(self, index: int, repeat: int, ctx: EpochContext) -> None:
+        width = height = 1
+        if self.torch_draws.sized:
+            file = self.samples[index][0]
+            header = read_header(index, file, self.read_bytes(index), self.options.max_image_pixels)
+            width, height = header.width, header.height
+        self.torch_draws.draw(width, height, worker_generator())
 
     def _output(self, rows: int) -> tuple[torch.Tensor, int | None]:
         """A CPU output batch: pooled, or fresh and pinned (``pin_memory``)."""
@@ -184,6 +221,21 @@ class _LoadInto:
 
     def _load(self, report, index: int, repeat: int) -> Any:
         return self.path.load(index, repeat, self.ctx, self.rows, self.row, report, self.color_row)
+
+
+class _Replay:
+    """A task: a delivered batch's torch draws made again (``CpuPath.replay``)."""
+
+    def __init__(self, path: CpuPath, batch: list[tuple[int, int]], ctx: EpochContext):
+        self.path, self.batch, self.ctx = path, batch, ctx
+
+    def __call__(self, report) -> None:
+        report("draw", f"{len(self.batch)} samples")
+        self.path.replay(self.batch, self.ctx)
+
+
+def _skip(results: list) -> Any:
+    return SKIP
 
 
 class _Finish:

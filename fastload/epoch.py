@@ -29,7 +29,7 @@ def start_epoch(loader) -> ThreadPool:
     _warn_as_torch(loader)
     workers = loader.workers.for_epoch(loader, start.base_seed, start.worker_states) if threads else None
     forward = start.skip if start.fast_forward else 0  # else the sampler or the dataset resumed itself
-    batches = itertools.islice(start.batches, forward, None) if order is not None else None
+    batches = Remaining(start.batches, forward) if order is not None else None
     stages = path.stages(batches, start.epoch, order)
     replay = forward if order is None else 0  # a plain IterableDataset can only be replayed
     try:  # the epoch's own order: a resumed epoch's (fastload.order.ResumedOrder) may differ from the others'
@@ -52,6 +52,29 @@ def start_epoch(loader) -> ThreadPool:
     if replay:
         loader.schedule.replayed(start.skip)
     return pool
+
+
+class Remaining:
+    """An epoch's batches after the first ``skip`` (delivered before a resume), which are drawn and dropped
+    as the first is asked for -- or handed to a path whose draws follow from theirs by ``skipped()``, called
+    first (torch's draws: fastload.batch replays them)."""
+
+    def __init__(self, batches, skip: int):
+        self.batches, self.skip = batches, skip
+
+    def skipped(self) -> list:
+        skipped, self.skip = list(itertools.islice(self.batches, self.skip)), 0
+        return skipped
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.skip:
+            for _ in itertools.islice(self.batches, self.skip):
+                pass
+            self.skip = 0
+        return next(self.batches)
 
 
 class Delivery:

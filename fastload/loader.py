@@ -110,6 +110,9 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
             training loop (default 2): the knob for GPU memory.
         memory_format: of the image batches: ``torch.contiguous_format`` (default) or
             ``torch.channels_last``.
+        draws: over torch's datasets on the fast path: "torch" (default: torch's DataLoader's draws, from
+            each worker's generator in torchvision's order: the same seed gives torch's pixels) or
+            "fastload" (each sample's own stream of (seed, epoch, index)). See ``fastload.options``.
     """
 
     # Hugging Face Accelerate reads these two attributes. ``prepare()`` returns a loader it finds
@@ -140,9 +143,11 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
                  world_size: int | None = None, max_image_pixels: int | None = DEFAULT_MAX_PIXELS,
                  dct_scaling: bool | str = "auto", max_skips: int | float | None = None,
                  on_corrupt: str = "deliver", decode_device: str = "auto", decoder: str | None = None,
-                 device_prefetch: int = 2, memory_format: torch.memory_format = torch.contiguous_format):
+                 device_prefetch: int = 2, memory_format: torch.memory_format = torch.contiguous_format,
+                 draws: str = "torch"):
         self.options = Options(device, seed, on_error, rank, world_size, max_image_pixels, dct_scaling,
-                               max_skips, on_corrupt, decode_device, decoder, device_prefetch, memory_format)
+                               max_skips, on_corrupt, decode_device, decoder, device_prefetch, memory_format,
+                               draws)
         self.source_shuffle = None
         if isinstance(dataset, Source):  # torch refuses shuffle for an IterableDataset; a source shuffles itself
             self.source_shuffle, shuffle = shuffle, None

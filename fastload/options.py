@@ -10,6 +10,8 @@ import torch
 from .decode import DEFAULT_MAX_PIXELS
 from .gpu_decode import DECODE_DEVICES, DECODER_NAMES
 
+DRAWS = ("torch", "fastload")  # the ``draws`` option's values
+
 
 @dataclass(frozen=True)
 class Options:
@@ -73,6 +75,16 @@ class Options:
         memory_format: of the image batches: ``torch.contiguous_format``
             (default) or ``torch.channels_last``, which the device path
             writes directly (the CPU paths convert each batch).
+        draws: where the fast path's augmentation draws come from over
+            torch's datasets (torchvision's ImageFolder / DatasetFolder, or
+            a Subset of one): "torch" (default) draws them as torch's
+            DataLoader does -- batch k from worker ``k % num_workers``'s
+            generator (the global one without workers), sample by sample in
+            torchvision's call order -- so the same seed and ``num_workers``
+            give torch's pixels; "fastload" draws each sample's from its own
+            stream of (seed, epoch, sample index), independent of threads,
+            batch size and world size. fastload's own sources always draw
+            from their streams.
 
     """
 
@@ -89,6 +101,7 @@ class Options:
     decoder: str | None = None
     device_prefetch: int = 2
     memory_format: torch.memory_format = torch.contiguous_format
+    draws: str = "torch"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "device", local_device(self.device))
@@ -99,6 +112,7 @@ class Options:
         if not _backends(self.decoder):
             _one_of("decoder", self.decoder, (None, *DECODER_NAMES))
         _one_of("memory_format", self.memory_format, (torch.contiguous_format, torch.channels_last))
+        _one_of("draws", self.draws, DRAWS)
         skips = self.max_skips
         if skips is not None and not (isinstance(skips, int) and skips >= 0
                                       or isinstance(skips, float) and 0 <= skips < 1):

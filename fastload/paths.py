@@ -32,7 +32,7 @@ from .gpu_decode import choose_decoder
 from .thread_pool import LoaderPath
 from .read import read_file
 from .sources import Source
-from .transforms import Plan, UnsupportedTransform, compile_plan
+from .transforms import Plan, TorchDraws, UnsupportedTransform, compile_plan, torch_draws
 
 
 def choose_path(loader) -> LoaderPath:
@@ -45,8 +45,11 @@ def choose_path(loader) -> LoaderPath:
         return path
     if isinstance(dataset, IterableDataset) and not isinstance(dataset, Source):
         return IterablePath(loader)
-    fast = fast_path_inputs(dataset, loader.batch_size)
+    fast = fast_path_inputs(dataset, loader.batch_size, draws=options.draws)
+    draws = None if fast is None else torch_draws_of(dataset, fast[1], options.draws)
     reason = device_refusal(fast, options.device)
+    if reason is None and draws is not None:  # the device path draws from fastload's streams only
+        reason = "it draws from fastload's streams, not torch's (draws='fastload' lets it run)"
     gpu_decode_asked = options.decode_device == "cuda" or options.decoder not in (None, "cpu")
     if reason and gpu_decode_asked:
         raise ValueError(f"decode_device={options.decode_device!r}, decoder={options.decoder!r}: GPU decoding "
@@ -57,7 +60,7 @@ def choose_path(loader) -> LoaderPath:
         decoders = functools.partial(choose_decoder, options.decode_device, options.device,
                                      options.max_image_pixels, options.decoder)
         return device_stage.DevicePath(loader, *fast, decoders=decoders)
-    return CpuPath(loader, *fast)
+    return CpuPath(loader, *fast, torch_draws=draws)
 
 
 def device_refusal(fast, device) -> str | None:
@@ -72,13 +75,16 @@ def device_refusal(fast, device) -> str | None:
     return reason and f"the fused kernel cannot run {reason}"
 
 
-def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True):
+def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True, draws: str | None = None):
     """(samples, plan, target_transform, read) when the fast path applies, else None (warning once);
     ``read(index)`` gives sample ``index``'s encoded bytes.
 
     A ``Subset`` (``random_split``'s output) of a dataset that takes it
     takes it too, over that subset's samples in its index order. A dataset
-    (or Subset) subclass that overrides how it fetches runs as given.
+    (or Subset) subclass that overrides how it fetches runs as given. With
+    ``draws`` (the loader's option; None: not checked), a torch dataset
+    whose random transforms cannot be drawn as torch draws them under
+    ``draws="torch"`` runs as given, whose draws are torch's.
     """
     dataset, indices = _unwrap_subsets(dataset)
     say = _warn if warn else _quiet
@@ -105,6 +111,8 @@ def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True):
         return None
     try:  # a front end may give its source a Plan it compiled itself (fastload.compat.dali)
         plan = dataset.transform if isinstance(dataset.transform, Plan) else compile_plan(dataset.transform)
+        if draws is not None:
+            torch_draws_of(dataset, plan, draws)
     except UnsupportedTransform as reason:
         say(f"the fast path cannot run {reason}", f"{type(dataset).__name__}'s transform")
         return None
@@ -114,6 +122,16 @@ def fast_path_inputs(dataset, batch_size: int | None, warn: bool = True):
     else:
         read = _FileRead(samples)
     return samples, plan, dataset.target_transform, read
+
+
+def torch_draws_of(dataset, plan: Plan, draws: str) -> TorchDraws | None:
+    """How the fast path draws over ``dataset``: torch's way (a ``TorchDraws``) for torch's datasets under
+    ``draws="torch"``, else None (fastload's per-sample streams: its own sources, or ``draws="fastload"``).
+    Raises UnsupportedTransform where torch's draws cannot be made on the fast path."""
+    dataset, _ = _unwrap_subsets(dataset)
+    if draws != "torch" or isinstance(dataset, Source) or isinstance(dataset.transform, Plan):
+        return None
+    return torch_draws(dataset.transform, plan)
 
 
 class _FileRead:

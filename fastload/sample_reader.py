@@ -17,7 +17,8 @@ from torch.utils.data import default_collate
 from .decode import read_header
 from .deliver import collate, to_device
 from .errors import DecodeError, ErrorPolicy
-from .transforms import Plan
+from .transforms import Plan, TorchDraws
+from .workers import worker_generator
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,15 @@ class SampleReader:
         samples: the dataset's [(file path or name, label)].
         plan: the compiled transform.
         read: sample index -> its encoded bytes (a file's, or a source's own).
+        torch_draws: draw as torch's DataLoader does (``draws="torch"`` over torch's datasets): each sample
+            from the calling thread's worker generator, in the order the thread reads them; the path runs
+            a batch's samples in order on its worker's thread. None: each sample's own stream (fastload.rng).
     """
 
     def __init__(self, loader, samples: list[tuple[str, int]], plan: Plan, target_transform: Callable | None,
-                 read: Callable[[int], bytes]):
+                 read: Callable[[int], bytes], torch_draws: TorchDraws | None = None):
         self.loader, self.samples, self.plan, self.target_transform = loader, samples, plan, target_transform
+        self.torch_draws = torch_draws
         self.read_bytes = read
         self.stats = loader.stats
         self.device = loader.options.device
@@ -75,7 +80,10 @@ class SampleReader:
         read = time.perf_counter()
         report("decode", file)
         header = read_header(index, file, data, self.options.max_image_pixels)
-        draw = self.plan.draw(header.width, header.height, ctx.seed, ctx.epoch, index, repeat)
+        if self.torch_draws is not None:
+            draw = self.torch_draws.draw(header.width, header.height, worker_generator())
+        else:
+            draw = self.plan.draw(header.width, header.height, ctx.seed, ctx.epoch, index, repeat)
         self.stats.add("read", read - started)
         self.stats.add("decode", time.perf_counter() - read)  # the header
         return file, label, data, header, draw

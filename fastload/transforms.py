@@ -541,6 +541,102 @@ class Plan:
         return geometry
 
 
+class TorchDraws:
+    """A plan's draws taken as torchvision takes them: from a torch generator, in the Compose's call order.
+
+    Over torch's datasets (``draws="torch"``) a sample's crop and flips must
+    be the ones torch's DataLoader gives under the same seed, so they come
+    from the generator torch's worker would draw them from (its global one:
+    ``fastload.workers.worker_generator``), sample after sample, with
+    torchvision's own calls: RandomResizedCrop's get_params / make_params
+    (v1 and v2 draw alike: per try ``torch.empty(1).uniform_`` for the area,
+    then for the log ratio, ``torch.exp`` of it, and two ``torch.randint`` for
+    the corner; after 10 failed tries the centre crop, drawing nothing more),
+    and one ``torch.rand(1)`` per flip whatever its ``p``, compared in float32
+    as torch compares a float tensor with a Python float.
+
+    ``steps`` are the random calls in order: "crop", ("hflip", p), ("vflip", p).
+    """
+
+    def __init__(self, plan: "Plan", steps: tuple):
+        self.plan, self.steps = plan, steps
+        geometry = plan.geometry
+        self.crop = type(geometry) is RandomResizedCropGeometry
+        self.sized = "crop" in steps  # whether the draws depend on the image's size
+        if self.crop:  # v1 computes it per call and v2 once: the same float32 values
+            low, high = torch.log(torch.tensor(geometry.ratio)).tolist()
+            self.log_ratio = (low, high)
+
+    def draw(self, width: int, height: int, generator: torch.Generator) -> Draw:
+        """One sample's draw for a ``width`` x ``height`` image, its random calls made on ``generator``."""
+        hflip = vflip = False
+        draw = None
+        for step in self.steps:
+            if step == "crop":
+                draw = self._crop(width, height, generator)
+            elif step[0] == "hflip":
+                hflip = torch.rand(1, generator=generator).item() < step[1]
+            else:
+                vflip = torch.rand(1, generator=generator).item() < step[1]
+        if draw is None:  # Resize / CenterCrop: nothing drawn
+            draw = self.plan.geometry.sample(width, height, None)
+        return draw.with_flips(hflip, vflip) if hflip or vflip else draw
+
+    def _crop(self, width: int, height: int, generator: torch.Generator) -> Draw:
+        """torchvision's RandomResizedCrop.get_params (v1) / make_params (v2), call for call."""
+        geometry = self.plan.geometry
+        scale, ratio, (log_low, log_high) = geometry.scale, geometry.ratio, self.log_ratio
+        area = height * width
+        for _ in range(10):
+            target_area = area * torch.empty(1).uniform_(scale[0], scale[1], generator=generator).item()
+            aspect_ratio = torch.exp(torch.empty(1).uniform_(log_low, log_high, generator=generator)).item()
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                top = torch.randint(0, height - h + 1, size=(1,), generator=generator).item()
+                left = torch.randint(0, width - w + 1, size=(1,), generator=generator).item()
+                return geometry.crop_draw(top, left, h, w)
+        in_ratio = float(width) / float(height)
+        if in_ratio < min(ratio):
+            w, h = width, int(round(width / min(ratio)))
+        elif in_ratio > max(ratio):
+            h, w = height, int(round(height * max(ratio)))
+        else:
+            w, h = width, height
+        return geometry.crop_draw((height - h) // 2, (width - w) // 2, h, w)
+
+
+# Transforms that draw nothing: torch's draws pass them by.
+_DRAWLESS = tuple(t for t in (v1.Resize, v2.Resize, v1.CenterCrop, v2.CenterCrop, v1.ToTensor, v2.ToTensor,
+                              v1.PILToTensor, v2.PILToTensor, v2.ToImage, v2.ToPureTensor, v2.ToDtype,
+                              v1.ConvertImageDtype, v1.Normalize, v2.Normalize, v2.Grayscale) if isinstance(t, type))
+
+
+def torch_draws(transform, plan: "Plan") -> TorchDraws:
+    """The torch-generator draws of ``transform`` (which compiled to ``plan``), or UnsupportedTransform where
+    they cannot be torchvision's: a random transform other than RandomResizedCrop and the flips (colour
+    jitter, grayscale, RandomApply, rotation, affine: their draws are fastload's only), or a flip before the
+    crop or resize (the plan flips after it)."""
+    steps, resampled = [], False
+    for t in _flatten(transform):
+        if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop)):
+            steps.append("crop")
+            resampled = True
+        elif isinstance(t, (v1.RandomHorizontalFlip, v2.RandomHorizontalFlip,
+                            v1.RandomVerticalFlip, v2.RandomVerticalFlip)):
+            if not resampled:
+                raise UnsupportedTransform(f"{type(t).__module__}.{type(t).__name__} (before the crop or resize, "
+                                           "with torch's draws: draws='fastload' takes the fast path)")
+            vertical = isinstance(t, (v1.RandomVerticalFlip, v2.RandomVerticalFlip))
+            steps.append(("vflip" if vertical else "hflip", _float32(float(t.p))))
+        elif isinstance(t, (v1.Resize, v2.Resize, v1.CenterCrop, v2.CenterCrop)):
+            resampled = True
+        elif not isinstance(t, _DRAWLESS):
+            raise UnsupportedTransform(f"{type(t).__module__}.{type(t).__name__} (its random draws are "
+                                       "fastload's own, not torch's: draws='fastload' takes the fast path)")
+    return TorchDraws(plan, tuple(steps))
+
+
 def _float32(value: float) -> float:
     """Round to float32, the precision torchvision draws factors in and the kernel computes with."""
     return struct.unpack("f", struct.pack("f", value))[0]

@@ -424,6 +424,13 @@ def worker_draws() -> Any:
     return contextlib.nullcontext() if draws is None else draws
 
 
+def worker_generator() -> torch.Generator:
+    """The generator the calling thread's torch draws come from: its worker's in a loader thread, else the
+    process's default one (``num_workers=0``: the training loop's thread draws from it, as torch's does)."""
+    draws = getattr(_local, "draws", None)
+    return torch.default_generator if draws is None else draws.generator
+
+
 def no_worker_info() -> "_without_info":
     """Hide the calling thread's WorkerInfo (collate: torch's default_collate would put every batch in
     shared memory for a worker process's pipe)."""

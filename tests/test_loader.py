@@ -68,7 +68,7 @@ def test_a_sample_drawn_again_is_augmented_anew_as_under_torch(image_folder):
         sampler = torch.utils.data.WeightedRandomSampler([1.0] * 3 + [0.0] * 20, 12, replacement=True,
                                                          generator=torch.Generator().manual_seed(1))
         return fastload.DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=2, dct_scaling=False,
-                                   seed=4)
+                                   seed=4, draws="fastload")
 
     first = loader()
     assert first.fast_path
@@ -564,7 +564,8 @@ def test_rotation_takes_the_fast_path_with_torchvisions_pixels(image_folder, sou
     transform = v1.Compose([v1.RandomResizedCrop(32), v1.RandomHorizontalFlip(), warp, v1.ToTensor(),
                             v1.Normalize(MEAN, STD)])
     dataset = torchvision.datasets.ImageFolder(root, transform)
-    loader = fastload.DataLoader(dataset, batch_size=len(dataset), num_workers=2, dct_scaling=False, seed=6)
+    loader = fastload.DataLoader(dataset, batch_size=len(dataset), num_workers=2, dct_scaling=False, seed=6,
+                                 draws="fastload")
     assert loader.fast_path
     images, labels = next(iter(loader))
     plan = compile_plan(transform)

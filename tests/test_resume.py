@@ -87,7 +87,8 @@ def test_torchvision_dataset_with_torch_sampler_resumes_exactly(image_folder, ge
     def loader(workers):
         dataset = torchvision.datasets.ImageFolder(image_folder, transform)
         return fastload.DataLoader(dataset, batch_size=5, shuffle=True, num_workers=workers, seed=3,
-                                   generator=torch.Generator().manual_seed(11) if generator else None)
+                                   generator=torch.Generator().manual_seed(11) if generator else None,
+                                   draws="fastload")  # the pixels of another num_workers: fastload's streams
 
     torch.manual_seed(0)
     reference = loader(2)

@@ -1,0 +1,172 @@
+"""The fast path over torch's datasets draws as torch's DataLoader does (``draws="torch"``, the default):
+the same seed (or ``generator``) and ``num_workers`` give torch's pixels; ``draws="fastload"`` gives each
+sample its own stream."""
+
+import warnings
+
+import pytest
+import torch
+import torchvision
+from torchvision import transforms as v1
+from torchvision.transforms import v2
+
+import fastload
+from fastload.transforms import RandomResizedCropGeometry, TorchDraws, compile_plan, torch_draws
+
+from conftest import write_folder
+
+# odd sizes, two far outside RandomResizedCrop's ratios (its 10 tries fail: the centre crop), grayscale ones
+SIZES = [[(97, 71), (64, 64), (131, 67), (6, 80), (50, 93), (75, 75), (61, 47)],
+         [(120, 90), (90, 7), (77, 101), (45, 45), (99, 66), (70, 52), (65, 90), (110, 83)]]
+V1 = v1.Compose([v1.RandomResizedCrop(16), v1.RandomHorizontalFlip(), v1.ToTensor(),
+                 v1.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+V2 = v2.Compose([v2.RandomResizedCrop((12, 16), antialias=True), v2.RandomHorizontalFlip(),
+                 v2.RandomVerticalFlip(0.3), v2.PILToTensor()])
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return write_folder(tmp_path_factory.mktemp("draws"), SIZES, grayscale_every=4)
+
+
+def _batches(make, dataset, seed, **kwargs):
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's worker count warning on a 2-core machine
+        return [images.clone() for images, _ in make(dataset, **kwargs)]
+
+
+def _same(got, expected):
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        if a.dtype == torch.uint8:
+            assert torch.equal(a, b)
+        else:  # the draws are exact; a float may differ by the normalization's rounding (1e-7)
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("transform", [V1, V2], ids=["v1", "v2"])
+@pytest.mark.parametrize("workers", [0, 1, 2, 3])
+def test_the_fast_path_gives_torchs_pixels_under_the_same_seed(folder, transform, workers):
+    dataset = torchvision.datasets.ImageFolder(folder, transform)
+    loader = fastload.DataLoader(dataset, batch_size=4, shuffle=True, num_workers=workers)
+    assert loader.fast_path and loader.path.torch_draws is not None
+    expected = _batches(torch.utils.data.DataLoader, dataset, 5, batch_size=4, shuffle=True, num_workers=workers)
+    _same(_batches(lambda *a, **k: loader, dataset, 5), expected)
+    if workers == 2:  # the next epoch too: new workers, new base seed
+        torch.manual_seed(5)
+        torch_loader = torch.utils.data.DataLoader(dataset, batch_size=4, shuffle=True, num_workers=workers)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            list(torch_loader)
+            second = [x for x, _ in torch_loader]
+        torch.manual_seed(5)
+        list(loader)
+        _same([x.clone() for x, _ in loader], second)
+
+
+def test_a_generator_and_a_subset_give_torchs_pixels(folder):
+    dataset = torch.utils.data.Subset(torchvision.datasets.ImageFolder(folder, V2), [3, 1, 4, 0, 5, 9, 2, 6, 13])
+
+    def generator():
+        return torch.Generator().manual_seed(17)
+
+    expected = _batches(torch.utils.data.DataLoader, dataset, 0, batch_size=2, shuffle=True, num_workers=2,
+                        generator=generator())
+    loader = fastload.DataLoader(dataset, batch_size=2, shuffle=True, num_workers=2, generator=generator())
+    assert loader.fast_path
+    _same(_batches(lambda *a, **k: loader, dataset, 1), expected)  # another global seed: the generator's draws
+
+
+def test_every_try_failing_gives_torchs_centre_crop(folder):
+    transform = v2.Compose([v2.RandomResizedCrop(8, scale=(0.9, 1.0), ratio=(3.0, 4.0)), v2.PILToTensor()])
+    dataset = torchvision.datasets.ImageFolder(folder, transform)
+    expected = _batches(torch.utils.data.DataLoader, dataset, 2, batch_size=3)
+    _same(_batches(fastload.DataLoader, dataset, 2, batch_size=3), expected)
+    plan = compile_plan(transform)
+    draws = torch_draws(transform, plan)
+    generator = torch.Generator().manual_seed(0)
+    # in_ratio 4/3 < 3: the whole width, a height of round(40 / 3), centred
+    assert draws.draw(40, 30, generator).crop == (0, 8, 40, 21)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.5, 0.7, 1.0])
+def test_a_flip_compares_torchs_float32_draw(p):
+    plan = compile_plan(v2.Compose([v2.CenterCrop(4), v2.RandomHorizontalFlip(p), v2.PILToTensor()]))
+    draws = torch_draws(v2.Compose([v2.CenterCrop(4), v2.RandomHorizontalFlip(p), v2.PILToTensor()]), plan)
+    ours = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    for _ in range(3000):
+        assert draws.draw(10, 10, ours).hflip == bool(torch.rand(1) < p)
+
+
+def test_the_draws_in_torchvisions_order_and_calls():
+    """RandomResizedCrop's get_params (v1) and make_params (v2) on the same generator state."""
+    transform = v1.Compose([v1.RandomResizedCrop(10, scale=(0.2, 0.9), ratio=(0.5, 2.0)), v1.ToTensor()])
+    draws = torch_draws(transform, compile_plan(transform))
+    assert isinstance(draws, TorchDraws) and isinstance(draws.plan.geometry, RandomResizedCropGeometry)
+    crop = v2.RandomResizedCrop(10, scale=(0.2, 0.9), ratio=(0.5, 2.0))
+    ours = torch.Generator().manual_seed(9)
+    torch.manual_seed(9)
+    for width, height in [(30, 40), (7, 90), (300, 200), (1, 1), (64, 64)] * 20:
+        image = torch.zeros(3, height, width)
+        if width % 2:
+            top, left, h, w = v1.RandomResizedCrop.get_params(image, crop.scale, crop.ratio)
+        else:
+            params = crop.make_params([image])
+            top, left, h, w = params["top"], params["left"], params["height"], params["width"]
+        assert draws.draw(width, height, ours).crop == (left, top, left + w, top + h)
+
+
+def test_draws_fastload_gives_each_sample_its_own_stream(folder):
+    dataset = torchvision.datasets.ImageFolder(folder, V2)
+    one = _batches(fastload.DataLoader, dataset, 4, batch_size=4, num_workers=1, draws="fastload")
+    three = _batches(fastload.DataLoader, dataset, 4, batch_size=4, num_workers=3, draws="fastload")
+    _same(three, one)
+    assert fastload.DataLoader(dataset, batch_size=4, draws="fastload").path.torch_draws is None
+    with pytest.raises(ValueError, match="draws must be one of 'torch', 'fastload'"):
+        fastload.DataLoader(dataset, batch_size=4, draws="numpy")
+
+
+def test_a_random_op_torchs_draws_cannot_follow_runs_as_given(folder):
+    """Colour jitter's draws are fastload's only: under draws="torch" the transform runs as given (torch's
+    draws, slower), with a warning naming it; draws="fastload" takes the fast path."""
+    transform = v2.Compose([v2.RandomResizedCrop(8), v2.ColorJitter(0.4, 0.4), v2.PILToTensor()])
+    dataset = torchvision.datasets.ImageFolder(folder, transform)
+    with pytest.warns(UserWarning, match="ColorJitter.*draws='fastload'"):
+        loader = fastload.DataLoader(dataset, batch_size=4, num_workers=2)
+    assert not loader.fast_path
+    expected = _batches(torch.utils.data.DataLoader, dataset, 8, batch_size=4)
+    _same(_batches(fastload.DataLoader, dataset, 8, batch_size=4), expected)
+    assert fastload.DataLoader(dataset, batch_size=4, draws="fastload").fast_path
+    flip_first = v2.Compose([v2.RandomHorizontalFlip(), v2.RandomResizedCrop(8), v2.PILToTensor()])
+    with pytest.warns(UserWarning, match="before the crop"):
+        assert not fastload.DataLoader(torchvision.datasets.ImageFolder(folder, flip_first), batch_size=4).fast_path
+
+
+FLIPS_ONLY = v2.Compose([v2.CenterCrop(20), v2.RandomHorizontalFlip(), v2.PILToTensor()])
+
+
+@pytest.mark.parametrize("transform", [V1, FLIPS_ONLY], ids=["crop", "flips-only"])
+def test_a_resumed_epoch_draws_the_rest_as_the_uninterrupted_run(folder, transform):
+    """Each worker's generator goes on from the draws of the batches delivered before the state was saved
+    (made again, on that worker, as the epoch resumes): the rest of the epoch is the uninterrupted run's,
+    which is torch's."""
+    dataset = torchvision.datasets.ImageFolder(folder, transform)
+
+    def loader():
+        return fastload.DataLoader(dataset, batch_size=2, shuffle=True, num_workers=2)
+
+    uninterrupted = _batches(lambda *a, **k: loader(), dataset, 6)
+    torch.manual_seed(6)
+    first = loader()
+    iterator = iter(first)
+    for _ in range(3):  # an odd count: the next batch is worker 1's
+        next(iterator)
+    state = first.state_dict()
+    first.close()
+    torch.manual_seed(99)  # another process: the global generator is elsewhere
+    resumed = loader()
+    resumed.load_state_dict(state)
+    _same([x.clone() for x, _ in resumed], uninterrupted[3:])
