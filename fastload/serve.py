@@ -280,7 +280,11 @@ class InferenceServer:
             self._inflight_bytes -= size
 
     async def _expect(self, request: web.Request):
-        """Expect: 100-continue: a body over the limit is refused before the client sends it."""
+        """Expect: 100-continue: a body over the limit is refused before the client sends it; any other
+        expectation is 417 (as aiohttp answers it, but in JSON)."""
+        expect = request.headers.get("Expect", "")
+        if expect.lower() != "100-continue":
+            return _error(417, f"Expect: {expect[:60]!r}: only 100-continue is known", {"Connection": "close"})
         if (request.content_length or 0) > self.max_bytes:
             return _error(413, f"{request.content_length} bytes: the limit is {self.max_bytes}",
                           {"Connection": "close"})

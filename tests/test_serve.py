@@ -226,6 +226,8 @@ def test_request_framing_is_checked_before_the_model(model):
         assert post(port, data, "/predict?model=x")[0] == 200
         answer = raw(port, post_head + b"Content-Length: 200000\r\nExpect: 100-continue\r\n\r\n")
         assert statuses(answer) == [413] and b"100 Continue" not in answer and b"limit is 100000" in answer
+        answer = raw(port, post_head + b"Content-Length: 3\r\nExpect: coffee\r\nConnection: close\r\n\r\nabc")
+        assert statuses(answer) == [417] and b'{"error": "Expect:' in answer  # (aiohttp's own: plain text)
         answer = raw(port, b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde")
         assert statuses(answer) == [404] and b'{"error"' in answer
         for line in (b"HELLO", b"GET /health HTTP/9.9", b"GET / HTTP/1"):  # with a status line, not a bare body
