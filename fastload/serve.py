@@ -538,8 +538,8 @@ class InferenceServer:
             self.models[name] = model
         if old is not None:
             closing = threading.Thread(target=old.close, name="fastload-serve-unload")
-            closing.start()
-            self._unloading.append(closing)
+            closing.start()  # (those done are forgotten: a server reloading for months keeps no list of them)
+            self._unloading = [thread for thread in self._unloading if thread.is_alive()] + [closing]
 
     async def repository_load(self, name: str, parameters: dict) -> None:
         """Load (or reload) model ``name`` from the repository: ``parameters`` as ``_load`` takes them; 400 for

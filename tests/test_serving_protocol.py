@@ -187,6 +187,10 @@ def test_the_repository_loads_and_unloads_pipelines(server):
     assert request(port, "POST", "/v2/repository/models/loaded/unload")[0] == 200
     assert not triton.is_model_ready("loaded")
     assert request(port, "POST", "/v2/repository/models/loaded/unload")[0] == 404
+    for _ in range(20):  # (the unloading threads of the models replaced are not kept once done)
+        assert request(port, "POST", "/v2/repository/models/again/load",
+                       json.dumps({"parameters": {"model": "pre2.json"}}).encode())[0] == 200
+    assert len(server._unloading) < 10
 
 
 class _SlowPipeline(JsonPipeline):
