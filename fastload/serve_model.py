@@ -22,6 +22,7 @@ from .serve_protocol import DTYPES, RequestError
 
 log = logging.getLogger("fastload.serve")  # (serve.py's logger)
 
+
 def load_model(name: str, weights: str | None = None, seed: int = 0,
                max_params: int | None = None) -> torch.nn.Module:
     """A torchvision classifier by name, in eval mode: weights from a local state_dict file, or random
