@@ -4,9 +4,9 @@ parameters, repository load parameters, model names, tensors) and the server rea
 changes here alone.
 
 Why bounds at all: a number from a request reaches a queue's timeout, a loop count or a thread count. One
-that is infinite, huge, negative or of the wrong type (JSON's ``true`` is an int in Python) answered 200 and
-then killed a batcher thread, or held the event loop for seconds; every such number is now refused with 400
-naming it before use.
+that is infinite, huge, negative or of the wrong type (JSON's ``true`` is an int in Python) would be taken,
+then kill a batcher thread (queue.get's timeout overflows) or hold the event loop for seconds; so every such
+number is refused with 400 naming it, before use.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class RequestError(ValueError):
 def parse_bytes_tensor(data: bytes, limit: int = MAX_BATCH_SIZE) -> list[bytes]:
     """Triton's binary BYTES tensor: each element a 4-byte little-endian length and its bytes. More than
     ``limit`` elements is 400 as soon as the one past it is reached (five million empty elements fit in
-    20 MiB: parsing them all held the event loop for seconds)."""
+    20 MiB: parsing them all would hold the event loop for seconds)."""
     elements, offset = [], 0
     while offset < len(data):
         if len(elements) == limit:
