@@ -184,11 +184,12 @@ def child(target: str, libfuzzer_args: list[str]) -> None:
         spec.loader.exec_module(module)
         sys.modules["fastload._jpeg"] = fastload._jpeg = module
     import fastload.errors  # noqa: F401  (imported uninstrumented: only the parsers are)
-    import fastload.native_sample  # noqa: F401
     import fastload.order  # noqa: F401
     import fastload.shardcache  # noqa: F401
     import fastload.sources  # noqa: F401
-    import fastload.transforms  # noqa: F401
+    if target == "jpeg":
+        import fastload.native_sample  # noqa: F401
+        import fastload.transforms  # noqa: F401
     with atheris.instrument_imports(include=["fastload.tarshards", "fastload.tfrecords", "fastload.shardfiles"]):
         from fastload import shardfiles, tarshards, tfrecords  # noqa: F401
     _outcome = atheris.instrument_func(_outcome)
