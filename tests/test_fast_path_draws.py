@@ -129,20 +129,40 @@ def test_draws_fastload_gives_each_sample_its_own_stream(folder):
         fastload.DataLoader(dataset, batch_size=4, draws="numpy")
 
 
-def test_a_random_op_torchs_draws_cannot_follow_runs_as_given(folder):
-    """Colour jitter's draws are fastload's only: under draws="torch" the transform runs as given (torch's
-    draws, slower), with a warning naming it; draws="fastload" takes the fast path."""
-    transform = v2.Compose([v2.RandomResizedCrop(8), v2.ColorJitter(0.4, 0.4), v2.PILToTensor()])
+COLOUR = v2.Compose([v2.RandomResizedCrop(16), v2.RandomHorizontalFlip(), v2.PILToTensor(),
+                     v2.RandomApply([v2.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), v2.ColorJitter(contrast=0.3),
+                     v2.ColorJitter(), v2.RandomGrayscale(0.2)])
+ROTATION = v1.Compose([v1.RandomResizedCrop(16), v1.RandomHorizontalFlip(),
+                       v1.RandomRotation(30, v1.InterpolationMode.BILINEAR, fill=(255, 0, 0)), v1.ToTensor()])
+AFFINE = v2.Compose([v2.RandomResizedCrop(16), v2.RandomVerticalFlip(),
+                     v2.RandomAffine(20, (0.1, 0.1), (0.8, 1.2), (-10, 10, -5, 5), v2.InterpolationMode.NEAREST,
+                                     fill=64), v2.RandomHorizontalFlip(), v2.PILToTensor()])
+
+
+@pytest.mark.parametrize("transform", [COLOUR, ROTATION, AFFINE], ids=["colour", "rotation", "affine"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_colour_rotation_and_affine_draws_are_torchs(folder, transform, workers):
+    """ColorJitter's randperm and factors (one without ranges draws too), RandomApply's and RandomGrayscale's
+    rand, a rotation's or affine map's parameters in make_params' order, flips before and after it."""
     dataset = torchvision.datasets.ImageFolder(folder, transform)
-    with pytest.warns(UserWarning, match="ColorJitter.*draws='fastload'"):
+    loader = fastload.DataLoader(dataset, batch_size=3, shuffle=True, num_workers=workers)
+    assert loader.fast_path and loader.path.torch_draws is not None
+    expected = _batches(torch.utils.data.DataLoader, dataset, 3, batch_size=3, shuffle=True, num_workers=workers)
+    _same(_batches(lambda *a, **k: loader, dataset, 3), expected)
+
+
+def test_a_flip_before_the_crop_runs_as_given(folder):
+    """The plan flips after the crop, which draws the same but crops the other side: under draws="torch"
+    the transform runs as given (torch's draws, slower), with a warning naming it; draws="fastload" takes
+    the fast path."""
+    flip_first = v2.Compose([v2.RandomHorizontalFlip(), v2.RandomResizedCrop(8), v2.PILToTensor()])
+    dataset = torchvision.datasets.ImageFolder(folder, flip_first)
+    with pytest.warns(UserWarning, match="RandomHorizontalFlip.*before the crop.*draws='fastload'"):
         loader = fastload.DataLoader(dataset, batch_size=4, num_workers=2)
     assert not loader.fast_path
     expected = _batches(torch.utils.data.DataLoader, dataset, 8, batch_size=4)
     _same(_batches(fastload.DataLoader, dataset, 8, batch_size=4), expected)
     assert fastload.DataLoader(dataset, batch_size=4, draws="fastload").fast_path
-    flip_first = v2.Compose([v2.RandomHorizontalFlip(), v2.RandomResizedCrop(8), v2.PILToTensor()])
-    with pytest.warns(UserWarning, match="before the crop"):
-        assert not fastload.DataLoader(torchvision.datasets.ImageFolder(folder, flip_first), batch_size=4).fast_path
 
 
 FLIPS_ONLY = v2.Compose([v2.CenterCrop(20), v2.RandomHorizontalFlip(), v2.PILToTensor()])
