@@ -139,11 +139,13 @@ def number(value, name: str, low: float, high: float) -> float:
 def check_model_name(name) -> str:
     """A name a model may be loaded under: a non-empty string of at most MAX_NAME characters, without
     control characters (NUL, newlines: it reaches logs and /metrics labels), no '/' and not '.' or '..' (it
-    is a URL path segment); else 400. For both APIs' repository loads."""
+    is a URL path segment), no lone surrogates (a repository file named in bytes that are not UTF-8: no
+    answer could encode it); else 400. For both APIs' repository loads."""
     if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
         raise RequestError(400, f"a model name is 1 to {MAX_NAME} characters, not {_shown(name)}")
-    if "/" in name or name in (".", "..") or any(unicodedata.category(c) == "Cc" for c in name):
-        raise RequestError(400, f"model name {name!r}: no '/', no control characters, not '.' or '..'")
+    if "/" in name or name in (".", "..") or any(unicodedata.category(c) in ("Cc", "Cs") for c in name):
+        raise RequestError(400, f"model name {name!r}: no '/', no control characters, not '.' or '..', and "
+                                f"UTF-8 text (a file name's undecodable bytes are not)")
     return name
 
 

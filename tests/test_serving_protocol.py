@@ -510,3 +510,13 @@ def test_a_compressed_body_meets_the_limits_at_its_inflated_size():
                                       {"Content-Encoding": "gzip"})
             assert status == 200 and json.loads(body)["shape"] == [20, 24, 3]
             assert server._inflight_bytes == 0
+
+
+def test_a_repository_file_named_in_bytes_that_are_not_utf8_is_refused_at_start(tmp_path):
+    """Python names such a file with lone surrogates, which no answer can encode (/metrics failed with
+    UnicodeEncodeError): the server refuses to start, naming it, as for any pipeline its checks refuse."""
+    os = __import__("os")
+    with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.json"), "w") as file:
+        file.write(json.dumps(UINT8))
+    with pytest.raises(ValueError, match="UTF-8"):
+        InferenceServer(repository=str(tmp_path), pipeline_loader=JsonPipeline, port=0)
