@@ -266,11 +266,24 @@ typedef struct {
     int filter, resize_w, resize_h, hflip, vflip, kind;
     float box[4];
     int window[4]; /* x, y, width, height of the resized image */
-    float scale[3], shift[3];
+    float table[3 * 256]; /* kind 1: channel c's output value of level x at table[256 * c + x] */
 } sample_plan;
 
+/* kind 1's table from a Python buffer of 3 x 256 float32 (fastload.kernels.normalize: torchvision's value
+ * of each level, computed by torch's ops, so a lookup is exact); kind 0 takes any. Releases the buffer;
+ * returns 0 (with the exception set) for a table of another size. */
+static int take_table(Py_buffer *table, sample_plan *plan) {
+    int ok = plan->kind != 1 || table->len == (Py_ssize_t)sizeof(plan->table);
+    if (ok && plan->kind == 1)
+        memcpy(plan->table, table->buf, sizeof(plan->table));
+    PyBuffer_Release(table);
+    if (!ok)
+        PyErr_SetString(PyExc_ValueError, "table is not 3 x 256 float32 values");
+    return ok;
+}
+
 /* Write the window (rows of `values` bytes at `stride`, `channels` 1 or 3) into out: packed RGB uint8
- * (kind 0) or float32 planes value * scale[c] + shift[c] (kind 1), flipped as asked. */
+ * (kind 0) or float32 planes table[c][value] (kind 1), flipped as asked. */
 static void write_output(const unsigned char *pixels, size_t stride, int channels, const sample_plan *plan,
                          void *out) {
     int width = plan->window[2], height = plan->window[3];
@@ -287,14 +300,13 @@ static void write_output(const unsigned char *pixels, size_t stride, int channel
             }
         } else {
             float *red = (float *)out + (size_t)y * width, *green = red + plane, *blue = green + plane;
-            const float s0 = plan->scale[0], s1 = plan->scale[1], s2 = plan->scale[2];
-            const float b0 = plan->shift[0], b1 = plan->shift[1], b2 = plan->shift[2];
+            const float *t0 = plan->table, *t1 = t0 + 256, *t2 = t1 + 256;
             for (int x = 0; x < width; x++) {
                 const unsigned char *p = row + (size_t)(plan->hflip ? width - 1 - x : x) * channels;
                 int g = channels == 3 ? 1 : 0, b = channels == 3 ? 2 : 0;
-                red[x] = (float)p[0] * s0 + b0;
-                green[x] = (float)p[g] * s1 + b1;
-                blue[x] = (float)p[b] * s2 + b2;
+                red[x] = t0[p[0]];
+                green[x] = t1[p[g]];
+                blue[x] = t2[p[b]];
             }
         }
     }
@@ -363,11 +375,11 @@ static size_t resample_region(const unsigned char *in, int in_w, int in_h, int c
 }
 
 /* sample(data, scratch, out, scale_num, (left, top, width, height), (x0, y0, x1, y1), (resize_w, resize_h),
- *        (window x, y, width, height), filter, hflip, vflip, kind, scale, shift, offset)
+ *        (window x, y, width, height), filter, hflip, vflip, kind, table, offset)
  *   -> (warnings, first_warning, seconds decoding) done, or an int: the bytes scratch needs (nothing done)
  * One sample of the CPU fast path without the GIL: decode the region of the JPEG scaled by scale_num/8,
  * resize its box (region coordinates) to resize_w x resize_h as Pillow would, keep the window, flip, and
- * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes x * scale[c] + shift[c]). With
+ * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes table[c][x]). With
  * warnings (corrupt data) `out` holds what libjpeg made of it; the caller lets Pillow judge the file. */
 /* Why a sample's steps cannot be run, or NULL: checked before the GIL is released. */
 static const char *invalid_sample(int scale_num, int left, int top, int width, int height, const sample_plan *plan,
@@ -419,27 +431,31 @@ static size_t run_sample(const unsigned char *data, size_t length, unsigned char
 }
 
 /* sample(data, scratch, out, scale_num, (left, top, width, height), (x0, y0, x1, y1), (resize_w, resize_h),
- *        (window x, y, width, height), filter, hflip, vflip, kind, scale, shift, offset)
+ *        (window x, y, width, height), filter, hflip, vflip, kind, table, offset)
  *   -> (warnings, first_warning, seconds decoding) done, or an int: the bytes scratch needs (nothing done)
  * One sample of the CPU fast path without the GIL: decode the region of the JPEG scaled by scale_num/8,
  * resize its box (region coordinates) to resize_w x resize_h as Pillow would, keep the window, flip, and
- * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes x * scale[c] + shift[c]). With
+ * write it into out at byte `offset` (kind 0: packed RGB uint8 rows; 1: float32 planes table[c][x]). With
  * warnings (corrupt data) `out` holds what libjpeg made of it; the caller lets Pillow judge the file. */
 static PyObject *jpeg_sample(PyObject *self, PyObject *args) {
-    Py_buffer data, scratch, out;
+    Py_buffer data, scratch, out, table;
     int scale_num, left, top, width, height, status = REGION_OK;
     sample_plan plan;
     region result;
     size_t needed = 0;
     double decode_seconds = 0.0;
     Py_ssize_t offset;
-    if (!PyArg_ParseTuple(args, "y*w*w*i(iiii)(ffff)(ii)(iiii)ippi(fff)(fff)n", &data, &scratch, &out, &scale_num,
+    if (!PyArg_ParseTuple(args, "y*w*w*i(iiii)(ffff)(ii)(iiii)ippiy*n", &data, &scratch, &out, &scale_num,
                           &left, &top, &width, &height, &plan.box[0], &plan.box[1], &plan.box[2], &plan.box[3],
                           &plan.resize_w, &plan.resize_h, &plan.window[0], &plan.window[1], &plan.window[2],
-                          &plan.window[3], &plan.filter, &plan.hflip, &plan.vflip, &plan.kind, &plan.scale[0],
-                          &plan.scale[1], &plan.scale[2], &plan.shift[0], &plan.shift[1], &plan.shift[2],
-                          &offset))
+                          &plan.window[3], &plan.filter, &plan.hflip, &plan.vflip, &plan.kind, &table, &offset))
         return NULL;
+    if (!take_table(&table, &plan)) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&scratch);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
     const char *invalid = invalid_sample(scale_num, left, top, width, height, &plan, (size_t)out.len, offset);
     if (invalid == NULL) {
         Py_BEGIN_ALLOW_THREADS
@@ -707,7 +723,7 @@ static unsigned char *read_regular_file(const char *name, size_t *size) {
 
 /* load_sample(path, scratch, out, offset, (seed, epoch, index, repeat), (max_pixels, max_scans, scale_lo,
  *             scale_hi, log_ratio_lo, log_ratio_hi, ratio_min, ratio_max, hflip_p, vflip_p, out_w, out_h, dct,
- *             filter, kind, (scale), (shift)))
+ *             filter, kind, table))
  *   -> (read seconds, decode seconds, total seconds): the sample is in `out` at `offset`;
  *      bytes: the file's, not done (not a JPEG this route takes, over a limit, libjpeg warned or failed):
  *             the caller's Python route takes the sample from these bytes and words any refusal;
@@ -720,19 +736,23 @@ static unsigned char *read_regular_file(const char *name, size_t *size) {
  * calls left a loader thread ~15 us of Python per sample between them, under the GIL. */
 static PyObject *load_sample(PyObject *self, PyObject *args) {
     PyObject *path;
-    Py_buffer scratch, out;
+    Py_buffer scratch, out, table;
     Py_ssize_t offset, max_pixels, max_scans;
     unsigned long long seed, epoch, index, repeat;
     crop_law law;
     int out_w, out_h, dct;
     sample_plan plan;
-    if (!PyArg_ParseTuple(args, "O&w*w*n(KKKK)(nndddddddd(ii)pii(fff)(fff))", PyUnicode_FSConverter, &path,
+    if (!PyArg_ParseTuple(args, "O&w*w*n(KKKK)(nndddddddd(ii)piiy*)", PyUnicode_FSConverter, &path,
                           &scratch, &out, &offset, &seed, &epoch, &index, &repeat, &max_pixels, &max_scans,
                           &law.scale_lo, &law.scale_hi, &law.log_lo, &law.log_hi, &law.ratio_min, &law.ratio_max,
-                          &law.hflip_p, &law.vflip_p, &out_w, &out_h, &dct, &plan.filter, &plan.kind,
-                          &plan.scale[0], &plan.scale[1], &plan.scale[2], &plan.shift[0], &plan.shift[1],
-                          &plan.shift[2]))
+                          &law.hflip_p, &law.vflip_p, &out_w, &out_h, &dct, &plan.filter, &plan.kind, &table))
         return NULL;
+    if (!take_table(&table, &plan)) {
+        PyBuffer_Release(&scratch);
+        PyBuffer_Release(&out);
+        Py_DECREF(path);
+        return NULL;
+    }
     enum { DONE, UNREAD, TAKE_BYTES, GROW } outcome = TAKE_BYTES;
     size_t size = 0, needed = 0;
     unsigned char *bytes;
@@ -826,7 +846,7 @@ static PyMethodDef methods[] = {
      "decode(data, out, scale_num, left, top, width, height, gray=False) -> "
      "(width, height, channels, warnings, first_warning) or the required size of out"},
     {"sample", jpeg_sample, METH_VARARGS,
-     "sample(data, scratch, out, scale_num, region, box, size, window, filter, hflip, vflip, kind, scale, shift, "
+     "sample(data, scratch, out, scale_num, region, box, size, window, filter, hflip, vflip, kind, table, "
      "offset) -> (warnings, first_warning, seconds decoding) or the required size of scratch"},
     {"read_file", read_whole_file, METH_VARARGS, "read_file(path) -> bytes, without the GIL"},
     {"load_sample", load_sample, METH_VARARGS,

@@ -1,37 +1,39 @@
 /* One sample's last step on the CPU path: packed RGB uint8 -> normalized float32 planes.
  *
- * Why this exists: torchvision's ToDtype + Normalize is a per-channel affine
- * map x * scale[c] + shift[c] of each uint8 pixel. In torch it is three
- * passes (convert-and-transpose copy, mul, add), and torch ops called from
+ * Why this exists: torchvision's ToTensor / ToDtype + Normalize turn each
+ * uint8 pixel x of channel c into a float32 value op by op (divide or
+ * multiply, subtract, divide: fastload.kernels.normalize). A level has only
+ * 256 values, so the caller passes them: table[c][x], computed by torch's
+ * own ops, and this loop is a lookup, exact by construction. In torch it is
+ * four passes (convert-and-transpose copy, then an op each), and torch ops called from
  * several loader threads at once each start their own OpenMP team, so on a
  * 2-core machine the threads fight over the cores. This loop does it in one
  * pass per sample, in the thread that produced the pixels while they are
  * still in its cache, with the GIL released and no threads of its own. An
  * optional horizontal flip is folded into the read.
  *
- *   normalize(src, dst, height, width, scale, shift, hflip)
+ *   normalize(src, dst, height, width, table, hflip)
  *     src: buffer of height * width * 3 uint8, packed RGB rows
  *     dst: writable buffer of 3 * height * width float32, C-contiguous CHW
- *     scale, shift: 3-tuples of floats; hflip: bool
+ *     table: buffer of 3 * 256 float32, each channel's value of each level; hflip: bool
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
-__attribute__((target_clones("avx2", "default")))
-static void affine_row(const uint8_t *restrict row, float *restrict red, float *restrict green,
-                       float *restrict blue, Py_ssize_t width, const float *scale, const float *shift) {
-    const float s0 = scale[0], s1 = scale[1], s2 = scale[2];
-    const float b0 = shift[0], b1 = shift[1], b2 = shift[2];
+static void lookup_row(const uint8_t *restrict row, float *restrict red, float *restrict green,
+                       float *restrict blue, Py_ssize_t width, const float *restrict table) {
+    const float *t0 = table, *t1 = table + 256, *t2 = table + 512;
     for (Py_ssize_t x = 0; x < width; x++) {
-        red[x] = (float)row[3 * x] * s0 + b0;
-        green[x] = (float)row[3 * x + 1] * s1 + b1;
-        blue[x] = (float)row[3 * x + 2] * s2 + b2;
+        red[x] = t0[row[3 * x]];
+        green[x] = t1[row[3 * x + 1]];
+        blue[x] = t2[row[3 * x + 2]];
     }
 }
 
-static void affine_planes(const uint8_t *src, float *dst, Py_ssize_t height, Py_ssize_t width,
-                          const float *scale, const float *shift, int hflip, uint8_t *flipped) {
+static void lookup_planes(const uint8_t *src, float *dst, Py_ssize_t height, Py_ssize_t width,
+                          const float *table, int hflip, uint8_t *flipped) {
     Py_ssize_t plane = height * width;
     for (Py_ssize_t y = 0; y < height; y++) {
         const uint8_t *row = src + y * width * 3;
@@ -45,24 +47,28 @@ static void affine_planes(const uint8_t *src, float *dst, Py_ssize_t height, Py_
             row = flipped;
         }
         Py_ssize_t base = y * width;
-        affine_row(row, dst + base, dst + plane + base, dst + 2 * plane + base, width, scale, shift);
+        lookup_row(row, dst + base, dst + plane + base, dst + 2 * plane + base, width, table);
     }
 }
 
 static PyObject *normalize(PyObject *self, PyObject *args) {
-    Py_buffer src, dst;
+    Py_buffer src, dst, table;
     Py_ssize_t height, width;
-    float scale[3], shift[3];
+    float values[3 * 256];
     int hflip;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*w*nn(fff)(fff)p", &src, &dst, &height, &width, &scale[0], &scale[1],
-                          &scale[2], &shift[0], &shift[1], &shift[2], &hflip))
+    if (!PyArg_ParseTuple(args, "y*w*nny*p", &src, &dst, &height, &width, &table, &hflip))
         return NULL;
-    if (height < 1 || width < 1 || src.len < height * width * 3 ||
-        dst.len < height * width * 3 * (Py_ssize_t)sizeof(float)) {
+    int table_ok = table.len == (Py_ssize_t)sizeof(values);
+    if (table_ok)
+        memcpy(values, table.buf, sizeof(values));
+    PyBuffer_Release(&table);
+    if (!table_ok || height < 1 || width < 1 || src.len / 3 / width < height ||
+        dst.len / 3 / (Py_ssize_t)sizeof(float) / width < height) {
         PyBuffer_Release(&src);
         PyBuffer_Release(&dst);
-        PyErr_SetString(PyExc_ValueError, "buffer too small for height x width x 3");
+        PyErr_SetString(PyExc_ValueError, table_ok ? "buffer too small for height x width x 3"
+                                                   : "table is not 3 x 256 float32 values");
         return NULL;
     }
     uint8_t *flipped = hflip ? (uint8_t *)PyMem_RawMalloc((size_t)width * 3) : NULL;
@@ -72,7 +78,7 @@ static PyObject *normalize(PyObject *self, PyObject *args) {
         return PyErr_NoMemory();
     }
     Py_BEGIN_ALLOW_THREADS
-    affine_planes((const uint8_t *)src.buf, (float *)dst.buf, height, width, scale, shift, hflip, flipped);
+    lookup_planes((const uint8_t *)src.buf, (float *)dst.buf, height, width, values, hflip, flipped);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(flipped);
     PyBuffer_Release(&src);
@@ -82,8 +88,8 @@ static PyObject *normalize(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"normalize", normalize, METH_VARARGS,
-     "normalize(src, dst, height, width, scale, shift, hflip): packed RGB uint8 -> float32 CHW, "
-     "dst = src * scale[c] + shift[c]"},
+     "normalize(src, dst, height, width, table, hflip): packed RGB uint8 -> float32 CHW, "
+     "dst = table[c][src] (table: 3 x 256 float32)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,11 +5,12 @@ in the worker thread on uint8 pixels (Pillow releases the GIL, and
 pillow-simd vectorizes the resampling). A rotation torchvision would apply
 to a PIL image is Pillow's, as there; one it would apply to a tensor is its
 grid sampling, through the kernel's plain-torch twin (``warp_torch``). The value part
-of the plan -- dtype, scale, normalize, NCHW -- is
-``fastload.kernels.normalize``'s math. For float32 output it runs per
+of the plan -- dtype, scale, normalize, NCHW -- is torchvision's ops in
+their order (``fastload.kernels.normalize``). For float32 output it runs per
 sample in ``fastload._normalize`` (one pass, flip folded in, no GIL, no
-OpenMP), straight into the sample's row of the batch; otherwise, or without
-the extension, once per batch on a staged uint8 batch with torch. Color
+OpenMP: a lookup of each level's value, computed by those ops), straight into
+the sample's row of the batch; otherwise, or without the extension, once per
+batch on a staged uint8 batch with torch's ops. Color
 operations (ColorJitter, grayscale) run per batch on the staged batch with
 ``fastload.kernels.augment_torch``, the fused kernel's plain-torch twin and
 its tests' oracle, so the CPU and GPU paths compute the same values.
@@ -22,7 +23,7 @@ import torch
 from PIL import Image
 
 from fastload.kernels.augment_torch import finish_torch, warp_torch
-from fastload.kernels.normalize import normalize_torch
+from fastload.kernels.normalize import normalize_torch, table_bytes
 
 try:
     from . import _normalize
@@ -85,14 +86,14 @@ def warp_image(image: Image.Image, draw: Draw, affine: AffineGeometry) -> Image.
 
 def normalizes_per_sample(plan: Plan) -> bool:
     """Whether ``write_normalized`` can produce this plan's output (float32, extension built)."""
-    return (_normalize is not None and plan.scale is not None and plan.dtype == torch.float32
+    return (_normalize is not None and plan.values is not None and plan.dtype == torch.float32
             and not plan.color)
 
 
 def write_normalized(image: Image.Image, hflip: bool, plan: Plan, out: torch.Tensor) -> None:
     """Write an RGB image, flipped if ``hflip``, into ``out`` (3, H, W) float32 with the plan's values."""
     width, height = image.size
-    _normalize.normalize(image.tobytes(), out.numpy(), height, width, plan.scale, plan.shift, hflip)
+    _normalize.normalize(image.tobytes(), out.numpy(), height, width, table_bytes(plan.values), hflip)
 
 
 def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = None,
@@ -103,10 +104,10 @@ def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = No
     color operations.
     """
     if not plan.color:
-        return normalize_torch(staged, plan.scale, plan.shift, plan.dtype, out=out)
-    levels = staged.permute(0, 3, 1, 2).float()
-    if not plan.color_quantized:  # torchvision's ToDtype(float32, scale=True)
-        levels.mul_(1.0 / 255.0)
+        return normalize_torch(staged, plan.values, out=out)
+    levels = staged.permute(0, 3, 1, 2)
+    # the color operations act on uint8 levels, or on torchvision's first floats (ToTensor's or ToDtype's)
+    levels = levels.float() if plan.color_quantized else plan.normalization.to_unit(levels)
     ops, factors = color
-    return finish_torch(levels, ops, factors, plan.output_dtype, plan.scale, plan.shift,
-                            quantize=plan.color_quantized, out=out)
+    return finish_torch(levels, ops, factors, plan.output_dtype, values=plan.values,
+                        quantize=plan.color_quantized, out=out)

@@ -246,7 +246,7 @@ class DevicePath(SampleReader, LoaderPath):
             out, slot = delivery.take(len(samples), stream)
             with contextlib.nullcontext() if delivery.on_cuda else self._kernel_lock:
                 augment_batch(images, self._params(samples), self.plan.output_size,
-                              out.dtype, self.plan.scale, self.plan.shift,
+                              out.dtype, values=self.plan.values,
                               quantize=self.plan.color_quantized, out=out, warp=self.warp)
             batch = self.tail(out, [self.label(sample.label) for sample in samples])
             if stream is not None:

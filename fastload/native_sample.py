@@ -8,7 +8,8 @@ which caps one process near 2,000 images/s however many cores it has.
 released -- region decode at the DCT scale, Pillow's resampling arithmetic
 (``fastload/_resample.h``: the same pixels as Image.resize), the window of
 a CenterCrop, flips, and the write into the sample's row of the batch
-(uint8, or float32 normalized) -- so Python is left with the file read,
+(uint8, or float32: each level's value as torchvision computes it, looked up in
+``fastload.kernels.normalize``'s table) -- so Python is left with the file read,
 the header and the sample's random draws.
 
 For a RandomResizedCrop plan reading plain files, ``load`` goes one step
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 from PIL import Image
 
+from fastload.kernels.normalize import table_bytes
+
 from .decode import MAX_SCANS, Header, thread_scratch
 from .transforms import Draw, Plan
 
@@ -39,7 +42,6 @@ except ImportError:  # built without libjpeg headers: every sample goes the Pill
 UINT8_ROWS, FLOAT32_PLANES = 0, 1  # what the output row holds (fastload._jpeg.sample's `kind`)
 _FILTERS = {Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS,
             Image.Resampling.BOX, Image.Resampling.HAMMING}
-_NO_SCALE = (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)
 
 
 def available(plan: Plan) -> bool:
@@ -84,12 +86,12 @@ def sample(data: bytes, header: Header, draw: Draw, plan: Plan, reduction: int, 
     if found is None:
         return None
     region, box, size, window = found
-    scale, shift = (plan.scale, plan.shift) if kind == FLOAT32_PLANES else _NO_SCALE
+    table = table_bytes(plan.values) if kind == FLOAT32_PLANES else b""
     scratch = thread_scratch(1 << 20)
     while True:
         try:
             result = _jpeg.sample(data, scratch, out, 8 // reduction, region, box, size, window, plan.resample,
-                                  draw.hflip, draw.vflip, kind, scale, shift, offset)
+                                  draw.hflip, draw.vflip, kind, table, offset)
         except (ValueError, NotImplementedError, MemoryError):
             return None  # Pillow's verdict and wording for what libjpeg rejects
         if isinstance(result, int):  # the scratch is too small for this image: grow it and try again
@@ -105,9 +107,9 @@ def load_settings(plan: Plan, kind: int, max_pixels: int | None, dct: bool) -> t
     if not (available(plan) and hasattr(_jpeg, "load_sample") and plan.native_draw):
         return None
     out_h, out_w = plan.geometry.size
-    scale, shift = (plan.scale, plan.shift) if kind == FLOAT32_PLANES else _NO_SCALE
+    table = table_bytes(plan.values) if kind == FLOAT32_PLANES else b""
     return (-1 if max_pixels is None else max_pixels, MAX_SCANS, *plan.geometry.draw_arguments, plan.hflip_p,
-            plan.vflip_p, (out_w, out_h), dct, plan.resample, kind, tuple(scale), tuple(shift))
+            plan.vflip_p, (out_w, out_h), dct, plan.resample, kind, table)
 
 
 def load(path: str, stream: tuple[int, int, int, int], settings: tuple, out, offset: int):

@@ -7,8 +7,10 @@ torchvision. On the fast path, ``compile_plan`` translates a Compose of these
 into a ``Plan``: one crop box and output size per sample (drawn from the
 sample's own random stream), flip flags, the sample's color operations
 (ColorJitter's random order and factors, grayscale) as the parameters of
-``fastload.kernels.augment``, and one per-channel affine map and dtype for
-the whole batch. A RandomRotation or RandomAffine after the resampling step
+``fastload.kernels.augment``, and for the whole batch the value steps
+torchvision takes from uint8 pixels to the output, op by op
+(``fastload.kernels.normalize.Normalization``: v1's divide by 255 or v2's
+multiply by 1/255, each Normalize, each dtype). A RandomRotation or RandomAffine after the resampling step
 becomes one inverse affine map per sample (``AffineGeometry``). Anything else
 raises ``UnsupportedTransform`` and the loader runs the transform as given.
 
@@ -32,6 +34,7 @@ import torch
 from PIL import Image
 
 from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
+from fastload.kernels.normalize import Affine, Normalization, ValueMap
 
 from ._torchvision import (InterpolationMode, _compute_affine_output_size, _get_inverse_affine_matrix,
                            _interpolation_modes_from_int, v1, v2)
@@ -445,9 +448,14 @@ class Plan:
     ``affine``, an ``AffineGeometry`` or None, is a rotation or affine map
     of the resampled image (of ``resampled_size``) to ``output_size``.
     All fields are immutable values, so two plans compare equal with == when
-    they do the same thing. Output values are
-    ``dtype(scale[c] * x + shift[c])`` for uint8 pixel x, NCHW; ``scale`` is
-    None when the output is the uint8 image itself.
+    they do the same thing. Output values, NCHW, are ``values`` of the uint8
+    pixels: ``normalization``, torchvision's value steps op by op (what
+    ``compile_plan`` records, and what every path computes to the bit), or
+    for plans made without it (fastload.compat's DALI and rocAL lowerings) the
+    affine map ``dtype(scale[c] * x + shift[c])`` in float32. ``scale`` and
+    ``shift`` are that affine map in any case (for a normalization only close
+    to its values: torchvision rounds after each op); ``scale`` is None when
+    the output is the uint8 image itself.
 
     ``color`` is a tuple of groups ``(p, steps)``, applied together with
     probability p (a RandomApply, or 1.0); a step is ("jitter", brightness,
@@ -468,6 +476,14 @@ class Plan:
     color: tuple = ()
     color_quantized: bool = True
     affine: AffineGeometry | None = None
+    normalization: Normalization | None = None
+
+    @property
+    def values(self) -> ValueMap | None:
+        """The map of uint8 levels to output values that every path computes, or None for uint8 output."""
+        if self.scale is None:
+            return None
+        return self.normalization if self.normalization is not None else Affine(self.scale, self.shift, self.dtype)
 
     @property
     def resampled_size(self) -> tuple[int, int]:
@@ -804,6 +820,7 @@ def compile_plan(transform) -> Plan:
     geometry, resample, hflip_p, vflip_p, affine = None, Image.BILINEAR, 0.0, 0.0, None
     state = "pil"                     # "pil", then "uint8" or "float" once converted to a tensor
     dtype, scale, shift = torch.uint8, [1.0] * 3, [0.0] * 3
+    unit, unit_dtype, value_steps = None, None, []  # the Normalization's, once converted to float
     color, color_quantized = [], None
 
     def unsupported(t, why: str = "") -> UnsupportedTransform:
@@ -817,6 +834,8 @@ def compile_plan(transform) -> Plan:
         quantized = state != "float"
         if not quantized and (any(abs(s * 255 - 1) > 1e-12 for s in scale) or any(shift)):
             raise unsupported(t, "color on floats that are not ToDtype(scale=True) values in [0, 1]")
+        if not quantized and (dtype != torch.float32 or value_steps):
+            raise unsupported(t, f"color on {dtype} values: fastload's color operations compute in float32")
         if color_quantized is not None and quantized != color_quantized:
             raise unsupported(t, "color operations both before and after the float conversion")
         color_quantized = quantized
@@ -886,7 +905,10 @@ def compile_plan(transform) -> Plan:
                 raise unsupported(t, "more than one horizontal flip")
             hflip_p = float(t.p)
         elif isinstance(t, (v1.ToTensor, v2.ToTensor)) and state == "pil":
+            if torch.get_default_dtype() != torch.float32:
+                raise unsupported(t, f"it converts to the default dtype, {torch.get_default_dtype()}")
             state, dtype, scale = "float", torch.float32, [s / 255.0 for s in scale]
+            unit, unit_dtype = "divide", torch.float32  # img.to(float32).div(255)
         elif isinstance(t, (v1.PILToTensor, v2.PILToTensor, v2.ToImage)) and state == "pil":
             state = "uint8"
         elif isinstance(t, v2.ToPureTensor) and state != "pil":
@@ -903,8 +925,12 @@ def compile_plan(transform) -> Plan:
                     raise unsupported(t, "float back to uint8")
                 state = "uint8"
             else:
-                if state != "float" and scaled:
-                    scale = [s / 255.0 for s in scale]
+                if state != "float":  # v2: x.to(target).mul_(1.0 / 255); v1 ConvertImageDtype: x.to(target) / 255.0
+                    scale = [s / 255.0 for s in scale] if scaled else scale
+                    unit = ("multiply" if isinstance(t, v2.ToDtype) else "divide") if scaled else "none"
+                    unit_dtype = target
+                elif target != dtype:  # float to float: x.to(target), whether scaled or not
+                    value_steps.append(("to", target))
                 state, dtype = "float", target
         elif isinstance(t, (v1.Normalize, v2.Normalize)) and state == "float":
             mean, std = list(t.mean), list(t.std)
@@ -912,6 +938,12 @@ def compile_plan(transform) -> Plan:
                 mean, std = mean * 3, std * 3
             if len(mean) != 3 or len(std) != 3:
                 raise unsupported(t, "needs 1 or 3 channel statistics")
+            # as Normalize converts them: torch.as_tensor(mean, dtype=the image's dtype)
+            mean_t = torch.as_tensor(t.mean, dtype=dtype).flatten().expand(3)
+            std_t = torch.as_tensor(t.std, dtype=dtype).flatten().expand(3)
+            if not bool(torch.isfinite(mean_t).all() and torch.isfinite(std_t).all() and (std_t != 0).all()):
+                raise unsupported(t, f"a mean or std that is not finite, or a std that is 0, in {dtype}")
+            value_steps.append(("normalize", tuple(mean_t.tolist()), tuple(std_t.tolist())))
             scale = [s / d for s, d in zip(scale, std)]
             shift = [(b - m) / d for b, m, d in zip(shift, mean, std)]
         else:
@@ -923,10 +955,15 @@ def compile_plan(transform) -> Plan:
                                    "or Resize to (h, w)) so samples cannot be batched")
     output_size = affine.output_size if affine is not None else geometry.output_size
     identity = state == "uint8"
+    normalization = None if identity else Normalization(unit, unit_dtype, tuple(value_steps))
+    if color_quantized is False and not normalization.fits_float_chain:
+        raise UnsupportedTransform("after color operations on floats only one Normalize (in float32) and a "
+                                   "last dtype conversion compile")
     return Plan(geometry=geometry, resample=resample, hflip_p=hflip_p, output_size=output_size,
                 dtype=dtype, scale=None if identity else tuple(scale),
                 shift=None if identity else tuple(shift), vflip_p=vflip_p, color=tuple(color),
-                color_quantized=color_quantized is not False, affine=affine)
+                color_quantized=color_quantized is not False, affine=affine,
+                normalization=normalization)
 
 
 def _color_step(t, unsupported) -> tuple | None:

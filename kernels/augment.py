@@ -18,8 +18,10 @@ Semantics are torchvision.transforms.v2.functional on the uint8 image
 tensor: ``resized_crop`` (bilinear, antialias=True, zero padding outside
 the image), ``hflip``/``vflip``, ``adjust_brightness``,
 ``adjust_contrast``, ``adjust_saturation``, ``adjust_hue``,
-``rgb_to_grayscale``, then ``to_dtype(scale=True)`` + ``normalize`` as one
-per-channel affine map; with a ``warp``, ``affine_image`` / ``rotate_image``
+``rgb_to_grayscale``, then the value steps of ``to_dtype(scale=True)`` (or
+``to_tensor``) + ``normalize`` op by op (a ``normalize.Normalization``: on
+uint8 levels a lookup in its exact table, on floats a true division); with
+a ``warp``, ``affine_image`` / ``rotate_image``
 (nearest or bilinear grid sampling, zeros outside, the fill blended in by
 torchvision's mask) between the resize and the flips. With ``quantize=True`` the values are rounded and
 truncated to uint8 levels wherever torchvision's uint8 pipeline does
@@ -34,6 +36,7 @@ does. ``antialias=False`` resamples with plain bilinear sampling instead
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -45,6 +48,8 @@ except ImportError:  # a torch build without triton: augment_torch still works
     triton = None
 else:
     from .augment_triton import augment_kernel, taps_kernel
+
+from .normalize import Affine, Normalization, ValueMap
 
 # Color operation ids in ``AugmentParams.ops``; NONE leaves a slot unused for this image.
 NONE, BRIGHTNESS, CONTRAST, SATURATION, HUE, GRAYSCALE = -1, 0, 1, 2, 3, 4
@@ -152,18 +157,34 @@ def check_inputs(images: Sequence[torch.Tensor], params: AugmentParams, warp: Wa
         raise ValueError("a warp needs the images' matrices (AugmentParams.matrices)")
 
 
-def output_map(dtype: torch.dtype, scale, shift, quantize: bool):
-    """The affine map from the chain's values to the output, or None for uint8 levels as they are."""
-    if scale is None:
+def output_map(dtype: torch.dtype, scale, shift, quantize: bool, values: ValueMap | None = None) -> ValueMap | None:
+    """The map of the chain's values to the output: ``values``, or ``scale`` and ``shift`` as an ``Affine``;
+    None for uint8 levels as they are. With ``quantize=False`` the chain holds the unit's floats, so the map
+    must be a ``Normalization`` that fits that chain."""
+    if values is None and scale is not None:
+        values = Affine(tuple(torch.as_tensor(scale, dtype=torch.float64).reshape(3).tolist()),
+                        tuple(torch.as_tensor(shift, dtype=torch.float64).reshape(3).tolist()), dtype)
+    if values is None:
         if dtype != torch.uint8 or not quantize:
-            raise ValueError("without scale/shift the output is the uint8 image: dtype=torch.uint8, "
+            raise ValueError("without values (or scale/shift) the output is the uint8 image: dtype=torch.uint8, "
                              "quantize=True")
         return None
-    scale = torch.as_tensor(scale, dtype=torch.float64).reshape(3)
-    shift = torch.as_tensor(shift, dtype=torch.float64).reshape(3)
-    if not quantize:  # the chain holds x / 255, the map is defined on uint8 levels x
-        scale = scale * 255.0
-    return scale.float(), shift.float()
+    if values.dtype != dtype:
+        raise ValueError(f"the values' dtype is {values.dtype}, the output's {dtype}")
+    if not quantize and not (isinstance(values, Normalization) and values.fits_float_chain):
+        raise ValueError("quantize=False takes a Normalization whose unit makes float32 values, then at most "
+                         "one Normalize in float32 and a conversion")
+    return values
+
+
+@functools.lru_cache(maxsize=64)
+def _device_values(values: ValueMap, quantize: bool, device: torch.device) -> torch.Tensor:
+    """What the kernel reads for the map, on ``device``: on uint8 levels the (3, 256) table of each level's
+    value; on floats the Normalize's mean and std (6 values; zeros and ones without one)."""
+    if quantize:
+        return values.table(device)
+    (_, mean, std), = values.normalizes or (("normalize", (0.0,) * 3, (1.0,) * 3),)
+    return torch.tensor(mean + std, dtype=torch.float32, device=device)
 
 
 
@@ -254,7 +275,7 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
                   dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
                   channels_last: bool = False, out: torch.Tensor | None = None,
                   block: int | tuple[int, int] | None = None, warp: Warp | None = None,
-                  antialias: bool = True) -> torch.Tensor:
+                  antialias: bool = True, values: ValueMap | None = None) -> torch.Tensor:
     """Augment a ragged batch with one fused kernel (two when a plan has contrast, one more with a warp).
 
     Args:
@@ -262,11 +283,14 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
             strides (an HWC array is ``hwc.permute(2, 0, 1)``, no copy).
         params: the per-image crop boxes, windows, flips and color operations.
         size: output (height, width).
-        dtype: float32, float16, bfloat16, or uint8 (then scale is None).
-        scale, shift: the per-channel map ``x * scale + shift`` of uint8
-            levels x to output values (``ToDtype(scale=True)`` then
-            ``Normalize``: ``1 / (255 std)`` and ``-mean / std``).
-        quantize: round to uint8 levels where torchvision's uint8 path does.
+        dtype: float32, float16, bfloat16, or uint8 (then scale and values are None).
+        scale, shift: an affine map ``x * scale + shift`` of uint8 levels x
+            to output values in float32 (DALI's and rocAL's arithmetic), where
+            ``values`` is not given.
+        values: the map of levels to output values (``normalize.Normalization``:
+            torchvision's ops, exactly; or an ``Affine``).
+        quantize: round to uint8 levels where torchvision's uint8 path does;
+            False: the chain holds floats in [0, 1] (``values``' unit of the levels).
         channels_last: the output's memory format, when ``out`` is not given.
         out: an (N, 3, H, W) tensor to write into, of any strides.
         warp: a rotation or affine map of the resized images (of
@@ -280,7 +304,7 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     if triton is None:
         raise RuntimeError("fastload.kernels.augment needs triton; use augment_torch.augment_torch")
     check_inputs(images, params, warp)
-    affine = output_map(dtype, scale, shift, quantize)
+    values = output_map(dtype, scale, shift, quantize, values)
     n = len(images)
     height, width = size
     device = images[0].device if n else params.boxes.device
@@ -295,7 +319,9 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     src_meta = torch.tensor([[image.shape[1], image.shape[2], image.shape[0]] + list(image.stride())
                              for image in images], dtype=torch.int64)
     src_ptrs, src_meta = src_ptrs.to(device, non_blocking=True), src_meta.to(device, non_blocking=True)
-    scale_t, shift_t = (None, None) if affine is None else (v.to(device) for v in affine)
+    normalize = values is not None and (quantize or bool(values.normalizes))
+    value_args = _device_values(values, quantize, device) if normalize else None
+    divide = values is not None and not quantize and values.unit == "divide"
     resized = warp.size if warp is not None else size
     params = params.with_windows(resized)  # built on the host: checked above without a device sync
     taps_width = _taps_width(params, antialias)
@@ -307,13 +333,14 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         rows, cols = shape(height, width)
         return triton.cdiv(height, rows) * triton.cdiv(width, cols)
 
-    def launch(grid, partials, scale, shift, target, out_h, out_w, n_tiles, mid, mid_h, mid_w, matrices, fill,
+    def launch(grid, partials, value_args, target, out_h, out_w, n_tiles, mid, mid_h, mid_w, matrices, fill,
                **options):
         rows, cols = shape(out_h, out_w)
         augment_kernel[grid](src_ptrs, src_meta, params.boxes, starts, sizes, weights, weights.shape[-1],
-                             params.flips, params.ops, params.factors, partials, scale, shift, target,
+                             params.flips, params.ops, params.factors, partials, value_args, target,
                              *target.stride(), out_h, out_w, n_tiles, mid, mid_h, mid_w, matrices, fill,
-                             **OPERATION_IDS, ANTIALIAS=antialias, QUANTIZE=quantize, TH=rows, TW=cols,
+                             **OPERATION_IDS, ANTIALIAS=antialias, QUANTIZE=quantize, UNIT_DIVIDE=divide,
+                             TH=rows, TW=cols,
                              num_warps=_warps(rows, cols), **options)
 
     n_tiles = tiles(height, width)
@@ -327,7 +354,7 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     if warp is not None:  # first the resized batch alone: uint8 levels, or values in [0, 1]
         mid = torch.empty((n, 3) + tuple(warp.size), dtype=torch.uint8 if quantize else torch.float32, device=device)
         mid_tiles = tiles(*warp.size)
-        launch((mid_tiles, n), None, None, None, mid, *warp.size, mid_tiles, None, None, None, None, None,
+        launch((mid_tiles, n), None, None, mid, *warp.size, mid_tiles, None, None, None, None, None,
                SLOTS=0, HAS_CONTRAST=False, MEAN_PASS=False, NORMALIZE=False, FLIPS=False, WARP=False,
                NEAREST=False, HAS_FILL=False, TILES=1)
         matrices = params.matrices
@@ -335,11 +362,11 @@ def augment_batch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
             fill = torch.tensor([v if quantize else v / 255.0 for v in warp.fill], dtype=torch.float32,
                                 device=device)
     mid_size = tuple(warp.size) if warp is not None else (None, None)
-    options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, NORMALIZE=affine is not None, FLIPS=flips,
+    options = dict(SLOTS=slots, HAS_CONTRAST=has_contrast, NORMALIZE=normalize, FLIPS=flips,
                    WARP=warp is not None, NEAREST=warp is not None and warp.nearest, HAS_FILL=fill is not None,
                    TILES=triton.next_power_of_2(n_tiles))
     grid = (n_tiles, n)
     for mean_pass in (True, False) if has_contrast else (False,):
-        launch(grid, partials, scale_t, shift_t, out, height, width, n_tiles, mid, *mid_size, matrices, fill,
+        launch(grid, partials, value_args, out, height, width, n_tiles, mid, *mid_size, matrices, fill,
                MEAN_PASS=mean_pass, **options)
     return out

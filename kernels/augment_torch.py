@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from .augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, SATURATION, AugmentParams, Warp, check_inputs,
                       output_map)
+from .normalize import ValueMap
 
 
 def _gray(image: torch.Tensor, quantize: bool) -> torch.Tensor:
@@ -191,15 +192,19 @@ def warp_torch(levels: torch.Tensor, matrices: torch.Tensor, size: tuple[int, in
 
 def augment_torch(images: Sequence[torch.Tensor], params: AugmentParams, size: tuple[int, int],
                       dtype: torch.dtype = torch.float32, scale=None, shift=None, *, quantize: bool = True,
-                      channels_last: bool = False, warp: Warp | None = None, antialias: bool = True) -> torch.Tensor:
+                      channels_last: bool = False, warp: Warp | None = None, antialias: bool = True,
+                      values: ValueMap | None = None) -> torch.Tensor:
     """What ``augment_batch`` computes, in plain torch (per image for the ragged geometry, batched after)."""
     check_inputs(images, params, warp)
+    values = output_map(dtype, scale, shift, quantize, values)
+    divide = values is not None and not quantize and values.unit == "divide"
     resized = warp.size if warp is not None else size
     windows = params.with_windows(resized).windows.tolist()
     rows = []
     for image, box, (resize_h, resize_w, top, left) in zip(images, params.boxes.tolist(), windows):
         x = resized_crop_torch(image, box, (resize_h, resize_w), antialias)
-        rows.append(_window(x.round() if quantize else x * (1.0 / 255.0), top, left, resized))
+        x = x.round() if quantize else x / 255 if divide else x * (1.0 / 255.0)  # torchvision's first floats
+        rows.append(_window(x, top, left, resized))
     batch = torch.stack(rows) if rows else torch.empty((0, 3) + tuple(size))
     if warp is not None and rows:
         fill = None if warp.fill is None else [v if quantize else v / 255.0 for v in warp.fill]
@@ -207,24 +212,25 @@ def augment_torch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
         batch = batch.round() if quantize else batch
     batch = torch.stack([x.flip([d for d, on in ((-1, h), (-2, v)) if on])
                          for x, (h, v) in zip(batch, params.flips.tolist())]) if rows else batch
-    return finish_torch(batch, params.ops, params.factors, dtype, scale, shift, quantize=quantize,
-                            channels_last=channels_last)
+    return finish_torch(batch, params.ops, params.factors, dtype, values=values, quantize=quantize,
+                        channels_last=channels_last)
 
 
 def finish_torch(levels: torch.Tensor, ops: torch.Tensor, factors: torch.Tensor, dtype: torch.dtype,
                      scale=None, shift=None, *, quantize: bool = True, channels_last: bool = False,
-                     out: torch.Tensor | None = None) -> torch.Tensor:
+                     out: torch.Tensor | None = None, values: ValueMap | None = None) -> torch.Tensor:
     """The color operations and the output map on a resized, flipped float (N, 3, H, W) batch.
 
-    ``levels`` holds uint8 levels (``quantize=True``) or floats in [0, 1].
+    ``levels`` holds uint8 levels (``quantize=True``) or the floats in [0, 1]
+    of ``values``' unit (ToTensor's or ToDtype's). The map is ``values``
+    (torchvision's ops, op by op) or ``scale``/``shift`` as an ``Affine``.
     This is all the CPU path needs once Pillow has cropped and resized.
     """
-    affine = output_map(dtype, scale, shift, quantize)
+    values = output_map(dtype, scale, shift, quantize, values)
     if ops.shape[1]:
         levels = color_torch(levels, ops.to(levels.device), factors.to(levels.device), quantize)
-    if affine is not None:
-        scale_t, shift_t = (v.to(levels.device).view(1, 3, 1, 1) for v in affine)
-        levels = levels * scale_t + shift_t
+    if values is not None:
+        levels = values(levels) if quantize else values.finish(levels.clone())
     if out is not None:
         return out.copy_(levels)
     result = levels.to(dtype)

@@ -41,6 +41,11 @@ if triton is not None:
         return tl.where(frac > 0.5, down + 1.0, tl.where(frac < 0.5, down, down + odd))
 
     @triton.jit
+    def _level(x):
+        """A whole level 0..255 held as a float, as a table index (clamped: masked lanes hold anything)."""
+        return tl.minimum(tl.maximum(x, 0.0), 255.0).to(tl.int32)
+
+    @triton.jit
     def _gray_level(r, g, b, QUANTIZE: tl.constexpr):
         # torchvision's r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114): fused multiply-adds
         gray = tl.fma(b, 0.114, tl.fma(g, 0.587, r * 0.2989))
@@ -266,20 +271,21 @@ if triton is not None:
 
     @triton.jit
     def augment_kernel(
-        src_ptrs, src_meta, boxes, starts, sizes, weights, taps_width, flips, ops, factors, partials, scale_ptr,
-        shift_ptr, out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
+        src_ptrs, src_meta, boxes, starts, sizes, weights, taps_width, flips, ops, factors, partials, value_ptr,
+        out_ptr, out_stride_n, out_stride_c, out_stride_y, out_stride_x, out_h, out_w, n_tiles,
         mid, mid_h, mid_w, matrices, fill,
         BRIGHTNESS: tl.constexpr, CONTRAST: tl.constexpr, SATURATION: tl.constexpr, HUE: tl.constexpr,
         GRAYSCALE: tl.constexpr, SLOTS: tl.constexpr, HAS_CONTRAST: tl.constexpr, MEAN_PASS: tl.constexpr,
-        QUANTIZE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
+        QUANTIZE: tl.constexpr, UNIT_DIVIDE: tl.constexpr, NORMALIZE: tl.constexpr, FLIPS: tl.constexpr,
         WARP: tl.constexpr, NEAREST: tl.constexpr, HAS_FILL: tl.constexpr, ANTIALIAS: tl.constexpr,
         TILES: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr,
     ):
         """One tile of one image, crop to output (see the module docstring). The operation ids are the
         launcher's (``augment.OPERATION_IDS``), passed in as constexprs so that they are defined once. What a
-        mode does not read is passed as None: ``partials`` without contrast, ``scale_ptr``/``shift_ptr``
-        without NORMALIZE, ``mid``, ``mid_h``, ``mid_w`` and ``matrices`` without WARP, ``fill`` without
-        HAS_FILL."""
+        mode does not read is passed as None: ``partials`` without contrast, ``value_ptr`` without NORMALIZE
+        (with QUANTIZE the (3, 256) table of each level's output value, else the mean and std), ``mid``,
+        ``mid_h``, ``mid_w`` and ``matrices`` without WARP, ``fill`` without HAS_FILL. UNIT_DIVIDE: the float
+        chain starts with ToTensor's x / 255, else with ToDtype's x * (1 / 255)."""
         tile = tl.program_id(0).to(tl.int64)
         n = tl.program_id(1).to(tl.int64)
         BOUND: tl.constexpr = 255.0 if QUANTIZE else 1.0
@@ -302,10 +308,16 @@ if triton is not None:
             r = _round_half_even(r)
             g = _round_half_even(g)
             b = _round_half_even(b)
-        elif not WARP:  # ``mid`` holds values in [0, 1] already
-            r = r * (1.0 / 255.0)
-            g = g * (1.0 / 255.0)
-            b = b * (1.0 / 255.0)
+        elif not WARP:  # torchvision's first floats (``mid`` holds them already): ToTensor's x / 255, ToDtype's
+            # x * (1 / 255)
+            if UNIT_DIVIDE:
+                r = tl.math.div_rn(r, 255.0)
+                g = tl.math.div_rn(g, 255.0)
+                b = tl.math.div_rn(b, 255.0)
+            else:
+                r = r * (1.0 / 255.0)
+                g = g * (1.0 / 255.0)
+                b = b * (1.0 / 255.0)
 
         partial = tl.sum(tl.sum(tl.zeros([TH, TW], tl.float32), axis=1), axis=0)
         if HAS_CONTRAST and not MEAN_PASS:
@@ -348,9 +360,14 @@ if triton is not None:
             tl.store(partials + n * n_tiles + tile, partial)
         else:
             if NORMALIZE:
-                r = r * tl.load(scale_ptr + 0) + tl.load(shift_ptr + 0)
-                g = g * tl.load(scale_ptr + 1) + tl.load(shift_ptr + 1)
-                b = b * tl.load(scale_ptr + 2) + tl.load(shift_ptr + 2)
+                if QUANTIZE:  # whole levels 0..255: each one's value, computed by torchvision's ops (exact)
+                    r = tl.load(value_ptr + _level(r), mask=valid, other=0.0)
+                    g = tl.load(value_ptr + 256 + _level(g), mask=valid, other=0.0)
+                    b = tl.load(value_ptr + 512 + _level(b), mask=valid, other=0.0)
+                else:  # Normalize's (x - mean) / std, a true division as torch's
+                    r = tl.math.div_rn(r - tl.load(value_ptr + 0), tl.load(value_ptr + 3))
+                    g = tl.math.div_rn(g - tl.load(value_ptr + 1), tl.load(value_ptr + 4))
+                    b = tl.math.div_rn(b - tl.load(value_ptr + 2), tl.load(value_ptr + 5))
             if FLIPS:  # flips act on the resized (or warped) image: written at the mirrored position
                 hflip = tl.load(flips + n * 2 + 0)
                 vflip = tl.load(flips + n * 2 + 1)

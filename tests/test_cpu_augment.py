@@ -1,4 +1,4 @@
-"""Per-sample normalization in C against the plain-torch reference and torchvision, with and without flip."""
+"""Per-sample normalization in C against torchvision, bit for bit, with and without flip."""
 
 import pytest
 import torch
@@ -6,8 +6,9 @@ from PIL import Image
 from torchvision.transforms import v2
 
 from fastload import cpu_augment
-from fastload.kernels.normalize import normalize_torch
 from fastload.transforms import compile_plan
+
+from test_normalize_parity import STATS, torchvision_steps, torchvision_values
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 PLAN = compile_plan(v2.Compose([v2.RandomResizedCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
@@ -20,17 +21,17 @@ needs_extension = pytest.mark.skipif(cpu_augment._normalize is None,
 @needs_extension
 @pytest.mark.parametrize("height, width", [(1, 1), (1, 31), (17, 3), (224, 224), (5, 257)])
 @pytest.mark.parametrize("hflip", [False, True])
-def test_write_normalized_equals_reference_and_torchvision(height, width, hflip):
-    """Same float32 operations in the same order as the reference: bit-equal; torchvision within 1e-5."""
+@pytest.mark.parametrize("kind", ["v1", "v2"])
+@pytest.mark.parametrize("mean, std", STATS[:2])
+def test_write_normalized_equals_torchvision(height, width, hflip, kind, mean, std):
+    """v1's ToTensor (a division) or v2's ToDtype (a multiply), then Normalize: torchvision's bits."""
+    plan = compile_plan(v2.Compose([v2.RandomResizedCrop(8)] + torchvision_steps(kind, torch.float32, mean, std)))
     pixels = torch.randint(0, 256, (height, width, 3), dtype=torch.uint8)
     image = Image.fromarray(pixels.numpy(), "RGB")
     out = torch.full((3, height, width), float("nan"))
-    cpu_augment.write_normalized(image, hflip, PLAN, out)
+    cpu_augment.write_normalized(image, hflip, plan, out)
     source = pixels.flip(1) if hflip else pixels
-    expected = normalize_torch(source[None], PLAN.scale, PLAN.shift, torch.float32)[0]
-    assert torch.equal(out, expected)
-    torchvision_out = v2.Normalize(MEAN, STD)(v2.ToDtype(torch.float32, scale=True)(source.permute(2, 0, 1)))
-    torch.testing.assert_close(out, torchvision_out, atol=1e-5, rtol=0)
+    assert torch.equal(out, torchvision_values(kind, torch.float32, mean, std, source[None])[0])
 
 
 @needs_extension
@@ -44,8 +45,11 @@ def test_write_normalized_into_a_row_of_a_batch_leaves_the_others():
 
 @needs_extension
 def test_normalize_refuses_too_small_buffers():
+    table = bytes(3 * 256 * 4)
     with pytest.raises(ValueError, match="too small"):
-        cpu_augment._normalize.normalize(bytes(10), torch.empty(3, 2, 2).numpy(), 2, 2, (1, 1, 1), (0, 0, 0), False)
+        cpu_augment._normalize.normalize(bytes(10), torch.empty(3, 2, 2).numpy(), 2, 2, table, False)
+    with pytest.raises(ValueError, match="3 x 256"):
+        cpu_augment._normalize.normalize(bytes(12), torch.empty(3, 2, 2).numpy(), 2, 2, table[:-4], False)
 
 
 def test_per_sample_path_only_for_float32_plans():

@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from torchvision.transforms import v2
 
 from fastload import decode as decode_stage
 from fastload import native_sample
 from fastload.cpu_augment import transform_image, write_normalized
 from fastload.rng import SampleRandom
-from fastload.transforms import CenterCropGeometry, Plan, RandomResizedCropGeometry, ResizeGeometry
+from fastload.transforms import CenterCropGeometry, Plan, RandomResizedCropGeometry, ResizeGeometry, compile_plan
+
+from test_normalize_parity import STATS, plan_values, torchvision_steps, torchvision_values
 
 pytestmark = pytest.mark.skipif(native_sample._jpeg is None or not hasattr(native_sample._jpeg, "sample"),
                                 reason="fastload._jpeg is not built")
@@ -75,25 +78,28 @@ def test_equals_the_pillow_route_on_random_images(seed):
     assert checked > 80
 
 
-def test_float_output_equals_the_per_sample_normalize(seed):
-    """kind FLOAT32_PLANES writes what fastload._normalize writes after the Pillow route: x * scale + shift
-    per channel in float32 (no fused multiply-add), CHW, the horizontal flip folded in."""
+@pytest.mark.parametrize("kind", ["v1", "v2"])
+@pytest.mark.parametrize("mean, std", STATS[:2])
+def test_float_output_is_torchvisions_normalize_of_the_pillow_route(seed, kind, mean, std):
+    """kind FLOAT32_PLANES writes torchvision's ToTensor (or ToDtype) + Normalize of the Pillow route's pixels,
+    bit for bit, CHW, the horizontal flip folded in; fastload._normalize writes the same."""
     rng = np.random.default_rng(seed)
-    scale, shift = (1 / 58.395, 1 / 57.12, 1 / 57.375), (-2.1179, -2.0357, -1.8044)
-    for trial in range(20):
+    plan = compile_plan(v2.Compose([v2.RandomResizedCrop((56, 48)), v2.RandomHorizontalFlip()]
+                                   + torchvision_steps(kind, torch.float32, mean, std)))
+    for trial in range(12):
         data = _jpeg(rng, int(rng.integers(40, 300)), int(rng.integers(40, 300)), gray=trial % 5 == 0)
-        geometry_kind = RandomResizedCropGeometry((56, 48), (0.08, 1.0), (3 / 4, 4 / 3))
-        plan = Plan(geometry=geometry_kind, resample=Image.Resampling.BILINEAR, hflip_p=0.5, output_size=(56, 48),
-                    dtype=torch.float32, scale=scale, shift=shift)
         header = decode_stage.read_header(0, "x", data)
         geometry = plan.sample(header.width, header.height, SampleRandom(seed, 1, trial))
         decoded = decode_stage.decode(0, "x", data, decode_stage.Header(header.width, header.height), geometry, 1)
-        expected = torch.empty(3, 56, 48)
-        write_normalized(transform_image(decoded, geometry, plan.resample, flip=False), geometry.hflip, plan,
-                         expected)
+        pixels = torch.from_numpy(np.asarray(transform_image(decoded, geometry, plan.resample)).copy())
+        expected = torchvision_values(kind, torch.float32, mean, std, pixels[None])[0]
         got = np.zeros(3 * 56 * 48, np.float32)
         assert native_sample.sample(data, header, geometry, plan, 1, got, 0, native_sample.FLOAT32_PLANES) is not None
         assert torch.equal(torch.from_numpy(got).view(3, 56, 48), expected)
+        written = torch.empty(3, 56, 48)
+        write_normalized(transform_image(decoded, geometry, plan.resample, flip=False), geometry.hflip, plan,
+                         written)
+        assert torch.equal(written, expected)
 
 
 def test_what_it_cannot_take_goes_the_pillow_route():
@@ -123,13 +129,14 @@ def test_bad_arguments_are_refused_not_written_past():
     rng = np.random.default_rng(1)
     data = _jpeg(rng, 64, 48, gray=False)
     scratch, out = bytearray(1 << 20), np.zeros(10, np.uint8)
-    args = (8, (0, 0, 64, 48), (0.0, 0.0, 64.0, 48.0), (32, 24), (0, 0, 32, 24), 2, False, False, 0,
-            (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), 0)
+    args = (8, (0, 0, 64, 48), (0.0, 0.0, 64.0, 48.0), (32, 24), (0, 0, 32, 24), 2, False, False, 0, b"", 0)
     with pytest.raises(ValueError, match="output too small"):
         native_sample._jpeg.sample(data, scratch, out, *args)
-    big = np.zeros(32 * 24 * 3, np.uint8)
+    big = np.zeros(32 * 24 * 3 * 4, np.uint8)
+    with pytest.raises(ValueError, match="3 x 256"):  # float planes need each channel's 256 values
+        native_sample._jpeg.sample(data, scratch, big, *args[:8], 1, bytes(3 * 256 * 4 - 4), 0)
     # a box past the region, a window past the resized image, the nearest filter, a negative offset
-    for index, bad in ((2, (0.0, 0.0, 65.0, 48.0)), (4, (0, 0, 33, 24)), (5, 0), (11, -1)):
+    for index, bad in ((2, (0.0, 0.0, 65.0, 48.0)), (4, (0, 0, 33, 24)), (5, 0), (10, -1)):
         wrong = list(args)
         wrong[index] = bad
         with pytest.raises(ValueError):
@@ -142,7 +149,7 @@ def test_runs_without_the_gil():
     data = _jpeg(rng, 2000, 1500, gray=False)
     scratch, out = bytearray(64 << 20), np.zeros(1000 * 750 * 3, np.uint8)
     args = (8, (0, 0, 2000, 1500), (0.0, 0.0, 2000.0, 1500.0), (1000, 750), (0, 0, 1000, 750),
-            Image.Resampling.LANCZOS, False, False, 0, (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), 0)
+            Image.Resampling.LANCZOS, False, False, 0, b"", 0)
     started = time.perf_counter()
     native_sample._jpeg.sample(data, scratch, out, *args)
     alone = time.perf_counter() - started
@@ -173,13 +180,16 @@ def test_load_equals_the_separate_steps_on_files(tmp_path, seed, kind):
     DCT-reduced decodes, and seeds whose first sum passes 2**64."""
     rng = np.random.default_rng(seed)
     scale, shift = (1 / 58.395, 1 / 57.12, 1 / 57.375), (-2.1179, -2.0357, -1.8044)
+    # torchvision's ops (v1's first step here) on odd trials, DALI's and rocAL's affine map on even ones
+    normalization = plan_values("v1", torch.float32, *STATS[1])
     for trial in range(60):
         path = tmp_path / f"{trial}.jpg"
         path.write_bytes(_jpeg(rng, int(rng.integers(1, 700)), int(rng.integers(1, 700)), gray=trial % 6 == 0))
         out_h, out_w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
         plan = Plan(geometry=RandomResizedCropGeometry((out_h, out_w), (0.08, 1.0), (3 / 4, 4 / 3)),
                     resample=FILTERS[trial % len(FILTERS)], hflip_p=0.5, output_size=(out_h, out_w),
-                    dtype=torch.float32, scale=scale, shift=shift, vflip_p=0.25)
+                    dtype=torch.float32, scale=scale, shift=shift, vflip_p=0.25,
+                    normalization=normalization if trial % 2 else None)
         dct = trial % 3 != 0
         stream = (int(rng.choice([seed, 2**64 - 3])), trial % 4, trial, trial % 2)
         settings = native_sample.load_settings(plan, kind, None, dct)
@@ -226,3 +236,18 @@ def test_load_hands_back_what_it_does_not_take(tmp_path):
     assert native_sample.load_settings(Plan(geometry=CenterCropGeometry((40, 40)), resample=Image.Resampling.BILINEAR,
                                             hflip_p=0.0, output_size=(40, 40), dtype=torch.uint8, scale=None,
                                             shift=None), native_sample.UINT8_ROWS, None, True) is None
+
+
+def test_load_refuses_a_table_of_another_size(tmp_path):
+    """Float planes need each channel's 256 values: a shorter table is a ValueError, nothing is written."""
+    plan = compile_plan(v2.Compose([v2.RandomResizedCrop(16)] + torchvision_steps("v2", torch.float32, *STATS[0])))
+    settings = native_sample.load_settings(plan, native_sample.FLOAT32_PLANES, None, True)
+    path = tmp_path / "a.jpg"
+    path.write_bytes(_jpeg(np.random.default_rng(3), 40, 30, gray=False))
+    out = np.zeros(3 * 16 * 16, np.float32)
+    assert isinstance(native_sample.load(str(path), (0, 0, 0, 0), settings, out, 0), tuple)
+    written = out.copy()
+    out[:] = 0
+    with pytest.raises(ValueError, match="3 x 256"):
+        native_sample.load(str(path), (0, 0, 0, 0), settings[:-1] + (settings[-1][:-4],), out, 0)
+    assert not out.any() and written.any()

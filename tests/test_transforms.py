@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 from PIL import Image
@@ -5,22 +7,69 @@ from torchvision import transforms as v1
 from torchvision.transforms import v2
 
 from fastload import transforms as T
+from fastload.kernels.normalize import Normalization
 from fastload.transforms import CenterCropGeometry, Draw, UnsupportedTransform, compile_plan
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
-def test_v1_and_v2_train_recipes_compile_to_the_same_plan():
+def test_v1_and_v2_train_recipes_compile_to_the_same_plan_but_for_the_first_op():
+    """v1's ToTensor divides by 255 and v2's ToDtype multiplies by 1/255 (different float32 values): the
+    plans record which, and the statistics as float32 values, and are otherwise the same."""
     plan_v1 = compile_plan(v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(),
                                        v1.ToTensor(), v1.Normalize(MEAN, STD)]))
     plan_v2 = compile_plan(v2.Compose([v2.RandomResizedCrop(224), v2.RandomHorizontalFlip(), v2.ToImage(),
                                        v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)]))
     plan_fl = compile_plan(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                                       T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)]))
-    assert plan_v1 == plan_v2 == plan_fl
+    assert plan_v2 == plan_fl and plan_v1 != plan_v2
+    assert dataclasses.replace(plan_v1, normalization=plan_v2.normalization) == plan_v2
+    statistics = ("normalize", tuple(torch.tensor(MEAN).tolist()), tuple(torch.tensor(STD).tolist()))
+    assert plan_v1.normalization == Normalization("divide", torch.float32, (statistics,))
+    assert plan_v2.normalization == Normalization("multiply", torch.float32, (statistics,))
     assert plan_v1.output_size == (224, 224) and plan_v1.hflip_p == 0.5
     assert plan_v1.scale == pytest.approx([1 / (255 * s) for s in STD])
     assert plan_v1.shift == pytest.approx([-m / s for m, s in zip(MEAN, STD)])
+
+
+@pytest.mark.parametrize("steps, unit, unit_dtype, value_steps", [
+    ([v2.ToImage(), v2.ToDtype(torch.float16, scale=True), v2.Normalize([0.5], [0.25])], "multiply", torch.float16,
+     (("normalize", (0.5,) * 3, (0.25,) * 3),)),
+    ([v1.ToTensor(), v2.ToDtype(torch.float16), v1.Normalize([0.1], [0.3])], "divide", torch.float32,
+     (("to", torch.float16), ("normalize", (0.0999755859375,) * 3, (0.300048828125,) * 3))),
+    ([v1.PILToTensor(), v1.ConvertImageDtype(torch.float16)], "divide", torch.float16, ()),
+    ([v2.ToImage(), v2.ToDtype(torch.float32), v2.Normalize([127.5], [64.0]), v2.ToDtype(torch.float32)], "none",
+     torch.float32, (("normalize", (127.5,) * 3, (64.0,) * 3),)),
+    ([v1.ToTensor(), v1.Normalize(MEAN, STD), v2.ToDtype(torch.bfloat16), v1.Normalize([1.0], [2.0])], "divide",
+     torch.float32, (("normalize", tuple(torch.tensor(MEAN).tolist()), tuple(torch.tensor(STD).tolist())),
+                     ("to", torch.bfloat16), ("normalize", (1.0,) * 3, (2.0,) * 3))),
+])
+def test_value_steps_are_torchvisions_ops_in_each_dtype(steps, unit, unit_dtype, value_steps):
+    """The statistics are Normalize's, converted to the image's dtype of the moment; a float-to-float ToDtype
+    is a conversion step, one to the dtype already there none."""
+    plan = compile_plan(v2.Compose([v2.CenterCrop(8)] + steps))
+    assert plan.normalization == Normalization(unit, unit_dtype, value_steps)
+
+
+@pytest.mark.parametrize("steps, why", [
+    ([v2.ToImage(), v2.ToDtype(torch.float16, scale=True), v2.Normalize([0.5], [1e-8])], "std that is 0"),
+    ([v2.ToImage(), v2.ToDtype(torch.float16, scale=True), v2.ColorJitter(0.4)], "color on torch.float16"),
+    ([v1.ToTensor(), v2.ColorJitter(0.4), v2.ToDtype(torch.float16), v1.Normalize([0.5], [0.2])],
+     "after color operations on floats"),
+])
+def test_value_steps_it_cannot_compute_exactly_are_refused(steps, why):
+    with pytest.raises(UnsupportedTransform, match=why):
+        compile_plan(v2.Compose([v2.CenterCrop(8)] + steps))
+
+
+def test_to_tensor_under_another_default_dtype_is_refused():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with pytest.raises(UnsupportedTransform, match="default dtype"):
+            compile_plan(v1.Compose([v1.CenterCrop(8), v1.ToTensor()]))
+    finally:
+        torch.set_default_dtype(previous)
 
 
 def test_uint8_and_half_outputs():
@@ -215,7 +264,7 @@ def test_rotation_and_affine_compile_to_an_affine_step():
                                      m.RandomRotation(15, fill=(1.7, 2, 3)), m.RandomVerticalFlip()] + tail))
              for m, tail in ((v1, [v1.ToTensor()]), (v2, [v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
                              (T, [T.ToDtype(torch.float32, scale=True)]))]
-    assert plans[0] == plans[1] == plans[2]
+    assert dataclasses.replace(plans[0], normalization=plans[1].normalization) == plans[1] == plans[2]
     affine = plans[0].affine
     assert affine == T.AffineGeometry((20, 30), (20, 30), (-15.0, 15.0), rotation=True, nearest=True,
                                       fill=(1.0, 2.0, 3.0), pil=True, pre_flips=(True, False))

@@ -59,13 +59,17 @@ from fastload.kernels.augment import (BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE
                                       augment_batch, taps_torch)
 from fastload.kernels.augment_torch import _blend_once, augment_torch, color_torch, resized_crop_torch
 from fastload.kernels.augment_triton import taps_kernel
+from fastload.kernels.normalize import Affine, Normalization
 from fastload.sample_data import make_image
 
 from conftest import TESTDATA, kernels_on_cpu, torch_fuses_add_with_alpha
+from test_normalize_parity import PIPELINES, STATS, plan_values, torchvision_values
 
 pytestmark = kernels_on_cpu
 
-MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+MEAN, STD = tuple(torch.tensor([0.485, 0.456, 0.406]).tolist()), tuple(torch.tensor([0.229, 0.224, 0.225]).tolist())
+FLOATS = Normalization("multiply", torch.float32)  # ToDtype(float32, scale=True) alone
+NORMALIZED_FLOATS = Normalization("multiply", torch.float32, (("normalize", MEAN, STD),))  # and Normalize
 SCALE = [1 / (255 * s) for s in STD]
 SHIFT = [-m / s for m, s in zip(MEAN, STD)]
 SIZE = (7, 11)  # the output: odd, not square
@@ -161,12 +165,14 @@ def test_kernel_matches_reference(seed, dtype, atol, channels_last):
         assert share <= 0.01, f"seed {seed}: {share:.2%} differ"
 
 
-def test_float_chain_matches_reference(seed):
+@pytest.mark.parametrize("unit", ["multiply", "divide"])
+def test_float_chain_matches_reference(seed, unit):
     generator = random.Random(seed)
     images, boxes = awkward_batch(generator)
     params = make_params(generator, boxes)
-    expected = augment_torch(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False)
-    result = augment_batch(images, params, SIZE, torch.float32, SCALE, SHIFT, quantize=False,
+    values = dataclasses.replace(NORMALIZED_FLOATS, unit=unit)
+    expected = augment_torch(images, params, SIZE, torch.float32, quantize=False, values=values)
+    result = augment_batch(images, params, SIZE, torch.float32, quantize=False, values=values,
                            out=poisoned(len(images), torch.float32, False, float("nan")))
     # no truncations in the float chain, so no level flips
     torch.testing.assert_close(result, expected, atol=1e-5, rtol=0, msg=lambda m: f"seed {seed}: {m}")
@@ -203,7 +209,8 @@ def apply_torchvision_color(x, ops, factors):
 
 def identity_levels(images, params, quantize, warp=None):
     """The kernel's output as floats on the uint8 level scale (scale 1/255 in, x255 out)."""
-    out = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=quantize, warp=warp)
+    values = Affine((1 / 255,) * 3, (0.0,) * 3) if quantize else FLOATS
+    out = augment_batch(images, params, SIZE, torch.float32, quantize=quantize, warp=warp, values=values)
     return out * 255
 
 
@@ -472,9 +479,10 @@ def test_warp_stage_is_the_reference(seed, nearest):
                                 matrices=warp_matrices(random_warps(generator, len(images)), mid, SIZE))
     for fill in FILLS:
         for quantize in (True, False):
-            arguments = (images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3)
-            ours = augment_batch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
-            expected = augment_torch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill))
+            arguments = (images, params, SIZE, torch.float32)
+            values = Affine((1 / 255,) * 3, (0.0,) * 3) if quantize else FLOATS
+            ours = augment_batch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill), values=values)
+            expected = augment_torch(*arguments, quantize=quantize, warp=Warp(mid, nearest, fill), values=values)
             difference = (ours - expected).abs().max() * 255
             assert torch.equal(ours, expected), f"seed {seed}, fill {fill}, quantize {quantize}: {difference} levels"
 
@@ -504,9 +512,8 @@ def test_warp_matches_reference(seed, nearest, fill):
     difference = (ours.float() - augment_torch(images, params, SIZE, torch.uint8, warp=warp).float()).abs()
     assert difference.max() <= 4, f"seed {seed}: max difference {difference.max()}"
     assert (difference > 0).float().mean() <= 0.02, f"seed {seed}: {(difference > 0).float().mean():.2%} differ"
-    ours = augment_batch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False, warp=warp)
-    expected = augment_torch(images, params, SIZE, torch.float32, [1 / 255] * 3, [0.0] * 3, quantize=False,
-                                 warp=warp)
+    ours = augment_batch(images, params, SIZE, torch.float32, quantize=False, warp=warp, values=FLOATS)
+    expected = augment_torch(images, params, SIZE, torch.float32, quantize=False, warp=warp, values=FLOATS)
     torch.testing.assert_close(ours * 255, expected * 255, atol=2e-3, rtol=0, msg=lambda m: f"seed {seed}: {m}")
 
 
@@ -664,13 +671,14 @@ def test_separable_resize_is_the_same_over_tiles(seed):
     flips = [[generator.random() < 0.5, generator.random() < 0.5] for _ in images]
     params = AugmentParams.make(boxes, flips, ops, factors, windows=windows)
     for antialias, quantize in ((True, True), (True, False), (False, True)):
-        arguments = (images, params, TILED, torch.float32, SCALE, SHIFT)
-        tiled = augment_batch(*arguments, quantize=quantize, antialias=antialias, block=(2, 4))
-        whole = augment_batch(*arguments, quantize=quantize, antialias=antialias)
+        arguments = (images, params, TILED, torch.float32)
+        values = Affine(tuple(SCALE), tuple(SHIFT)) if quantize else NORMALIZED_FLOATS
+        tiled = augment_batch(*arguments, quantize=quantize, antialias=antialias, block=(2, 4), values=values)
+        whole = augment_batch(*arguments, quantize=quantize, antialias=antialias, values=values)
         what = f"seed {seed}, antialias {antialias}, quantize {quantize}"
         assert torch.equal(tiled, whole), f"{what}: {(tiled != whole).sum()} values differ"
         if antialias:
-            expected = augment_torch(*arguments, quantize=quantize, antialias=antialias)
+            expected = augment_torch(*arguments, quantize=quantize, antialias=antialias, values=values)
             diff = (tiled - expected).abs()
             if quantize:
                 assert diff.max() <= 4 * max(SCALE) + 1e-5, f"{what}: {diff.max()}"
@@ -689,3 +697,52 @@ def test_contrast_mean_over_tiles(seed):
     params = AugmentParams.make(boxes, None, ops, factors, windows=windows)
     ours = augment_batch(images, params, TILED, torch.uint8, block=(2, 4)).float()
     assert_levels_close(ours, augment_torch(images, params, TILED, torch.uint8).float(), f"seed {seed}")
+
+
+@pytest.mark.parametrize("kind, dtype", PIPELINES)
+@pytest.mark.parametrize("mean, std", STATS)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_normalize_is_torchvisions_to_the_bit(kind, dtype, mean, std, channels_last):
+    """Images of the output's size (an exact 1:1 resize), flipped: the kernel's values (a lookup in the
+    Normalization's table) and the reference's (torch's ops) are torchvision's ToTensor / ToDtype + Normalize
+    of the flipped pixels, bit for bit, for gray, strided and plain images."""
+    generator = torch.Generator().manual_seed(len(STATS) * len(mean))
+    pixels = [torch.randint(0, 256, SIZE + (3,), dtype=torch.uint8, generator=generator) for _ in range(3)]
+    pixels[0] = pixels[0][..., :1].expand(*SIZE, 3).contiguous()  # read from a gray image
+    images = [pixels[0][..., :1].permute(2, 0, 1).contiguous(), pixels[1].permute(2, 0, 1),
+              pixels[2].permute(2, 0, 1).contiguous()]
+    flips = [[True, False], [False, True], [True, True]]
+    params = AugmentParams.make([(0, 0) + SIZE] * 3, flips)
+    values = plan_values(kind, dtype, mean, std)
+    flipped = torch.stack([x.flip([d for d, on in ((1, f[0]), (0, f[1])) if on]) for x, f in zip(pixels, flips)])
+    expected = torchvision_values(kind, dtype, mean, std, flipped)
+    out = poisoned(3, dtype, channels_last, float("nan"))
+    assert torch.equal(augment_batch(images, params, SIZE, dtype, values=values, out=out), expected)
+    assert torch.equal(augment_torch(images, params, SIZE, dtype, values=values), expected)
+
+
+@pytest.mark.parametrize("unit", ["multiply", "divide"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_float_chain_normalize_is_torchvisions_to_the_bit(unit, dtype):
+    """The float chain (ToTensor's x / 255 or ToDtype's x * (1 / 255) before the color operations, none
+    drawn here), then Normalize in float32 as a true division and the conversion: torchvision's bits."""
+    mean, std = STATS[1]
+    pixels = torch.randint(0, 256, (2,) + SIZE + (3,), dtype=torch.uint8, generator=torch.Generator().manual_seed(5))
+    images = [x.permute(2, 0, 1) for x in pixels]
+    params = AugmentParams.make([(0, 0) + SIZE] * 2, ops=[[NONE]] * 2, factors=[[0.0]] * 2)
+    statistics = ("normalize",) + tuple(tuple(torch.tensor(v).expand(3).tolist()) for v in (mean, std))
+    values = Normalization(unit, torch.float32, (statistics,) + ((("to", dtype),) if dtype != torch.float32 else ()))
+    expected = values(pixels.permute(0, 3, 1, 2))
+    kind = "v1" if unit == "divide" else "v2"  # torchvision's float32 values, then ToDtype(dtype)
+    assert torch.equal(expected, torchvision_values(kind, torch.float32, mean, std, pixels).to(dtype))
+    assert torch.equal(augment_batch(images, params, SIZE, dtype, quantize=False, values=values), expected)
+    assert torch.equal(augment_torch(images, params, SIZE, dtype, quantize=False, values=values), expected)
+
+
+def test_value_maps_that_do_not_fit_are_named():
+    image = torch.zeros(3, 4, 4, dtype=torch.uint8)
+    params = AugmentParams.make([(0, 0, 4, 4)])
+    with pytest.raises(ValueError, match="dtype is torch.float16"):
+        augment_batch([image], params, (4, 4), torch.float32, values=Normalization("divide", torch.float16))
+    with pytest.raises(ValueError, match="quantize=False"):
+        augment_batch([image], params, (4, 4), torch.float32, [1.0] * 3, [0.0] * 3, quantize=False)
