@@ -190,3 +190,36 @@ def test_a_resumed_epoch_draws_the_rest_as_the_uninterrupted_run(folder, transfo
     resumed = loader()
     resumed.load_state_dict(state)
     _same([x.clone() for x, _ in resumed], uninterrupted[3:])
+
+
+def _reseed(worker_id):
+    torch.manual_seed(1000 + worker_id)  # a worker_init_fn that reseeds: the worker's draws go on from it
+
+
+def test_persistent_workers_and_a_reseeding_worker_init_fn_give_torchs_pixels(folder):
+    """Persistent workers keep their generators across epochs (batch 0 of each epoch to worker 0), as
+    torch's persistent worker processes do; a worker_init_fn's reseed is where each worker's draws start."""
+    dataset = torchvision.datasets.ImageFolder(folder, V2)
+    kwargs = dict(batch_size=3, shuffle=True, num_workers=2, persistent_workers=True, worker_init_fn=_reseed)
+
+    def two_epochs(loader):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [x.clone() for _ in range(2) for x, _ in loader]
+
+    torch.manual_seed(12)
+    expected = two_epochs(torch.utils.data.DataLoader(dataset, **kwargs))
+    torch.manual_seed(12)
+    _same(two_epochs(fastload.DataLoader(dataset, **kwargs)), expected)
+
+
+def test_the_device_path_is_left_to_fastloads_draws(folder, kernel_on_cpu):
+    """The device path draws from fastload's streams only: under draws="torch" the CPU path decodes (its
+    pixels torch's), GPU decoding asked for by name is refused naming draws="fastload", which takes it."""
+    dataset = torchvision.datasets.ImageFolder(folder, V2)
+    loader = fastload.DataLoader(dataset, batch_size=4, device="cpu")
+    assert loader.fast_path and not loader.device_path
+    _same(_batches(lambda *a, **k: loader, dataset, 7), _batches(torch.utils.data.DataLoader, dataset, 7, batch_size=4))
+    with pytest.raises(ValueError, match="draws='fastload'"):
+        fastload.DataLoader(dataset, batch_size=4, device="cpu", decode_device="cuda")
+    assert fastload.DataLoader(dataset, batch_size=4, device="cpu", draws="fastload").device_path
