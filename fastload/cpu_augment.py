@@ -96,6 +96,19 @@ def write_normalized(image: Image.Image, hflip: bool, plan: Plan, out: torch.Ten
     _normalize.normalize(image.tobytes(), out.numpy(), height, width, table_bytes(plan.values), hflip)
 
 
+def _lookup_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None) -> torch.Tensor:
+    """``fastload._normalize``'s lookup, image by image, over a staged batch: the same values as torch's
+    ops (``normalize_torch``), in 3 to 4 times less time on one core. Into ``out`` where it is float32 and
+    NCHW-contiguous, else through a float32 batch (float16 and bfloat16 values convert exactly)."""
+    n, height, width, _ = staged.shape
+    out = torch.empty((n, 3, height, width), dtype=plan.dtype) if out is None else out
+    target = out if out.dtype == torch.float32 and out.is_contiguous() else torch.empty(out.shape)
+    table = table_bytes(plan.values)
+    for image, row in zip(staged.contiguous().numpy(), target.numpy()):
+        _normalize.normalize(image, row, height, width, table, False)
+    return out if target is out else out.copy_(target)
+
+
 def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = None,
                  color: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """(N, H, W, 3) uint8 -> (N, 3, H, W) in the plan's dtype and values.
@@ -104,6 +117,8 @@ def finish_batch(staged: torch.Tensor, plan: Plan, out: torch.Tensor | None = No
     color operations.
     """
     if not plan.color:
+        if _normalize is not None and plan.values is not None and staged.device.type == "cpu":
+            return _lookup_batch(staged, plan, out)
         return normalize_torch(staged, plan.values, out=out)
     levels = staged.permute(0, 3, 1, 2)
     # the color operations act on uint8 levels, or on torchvision's first floats (ToTensor's or ToDtype's)

@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 
 from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
-from fastload.kernels.normalize import Affine, Normalization, ValueMap
+from fastload.kernels.normalize import TABLE_DTYPES, Affine, Normalization, ValueMap
 
 from ._torchvision import (InterpolationMode, _compute_affine_output_size, _get_inverse_affine_matrix,
                            _interpolation_modes_from_int, v1, v2)
@@ -918,8 +918,8 @@ def compile_plan(transform) -> Plan:
             scaled = t.scale if isinstance(t, v2.ToDtype) else True
             if state == "pil" and not isinstance(t, ToDtype):
                 raise unsupported(t, "applied to a PIL image it changes nothing; add ToImage first")
-            if not isinstance(target, torch.dtype) or not (target.is_floating_point or target == torch.uint8):
-                raise unsupported(t, f"dtype {target}")
+            if not isinstance(target, torch.dtype) or target not in (torch.uint8,) + TABLE_DTYPES:
+                raise unsupported(t, f"dtype {target}")  # (float64: its values do not fit the float32 tables)
             if target == torch.uint8:
                 if state == "float":
                     raise unsupported(t, "float back to uint8")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 
 UNITS = ("divide", "multiply", "none")
+TABLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # whose values float32 holds exactly
 
 
 def _channels(values, dtype: torch.dtype, device=None) -> torch.Tensor:
@@ -107,7 +108,9 @@ class Normalization:
 
     def table(self, device=None) -> torch.Tensor:
         """(3, 256) float32: channel c's output value of each level, computed by ``__call__`` (float16 and
-        bfloat16 values are float32 values, so the table holds them exactly)."""
+        bfloat16 values are float32 values, so the table holds them exactly; a float64 output's it cannot)."""
+        if self.dtype not in TABLE_DTYPES:
+            raise ValueError(f"a table holds float32, float16 or bfloat16 values, not {self.dtype}")
         levels = torch.arange(256, dtype=torch.uint8).expand(1, 3, 1, 256)
         return self(levels).float().reshape(3, 256).contiguous().to(device)
 

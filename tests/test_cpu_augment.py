@@ -8,7 +8,7 @@ from torchvision.transforms import v2
 from fastload import cpu_augment
 from fastload.transforms import compile_plan
 
-from test_normalize_parity import STATS, torchvision_steps, torchvision_values
+from test_normalize_parity import PIPELINES, STATS, torchvision_steps, torchvision_values
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 PLAN = compile_plan(v2.Compose([v2.RandomResizedCrop(8), v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
@@ -50,6 +50,26 @@ def test_normalize_refuses_too_small_buffers():
         cpu_augment._normalize.normalize(bytes(10), torch.empty(3, 2, 2).numpy(), 2, 2, table, False)
     with pytest.raises(ValueError, match="3 x 256"):
         cpu_augment._normalize.normalize(bytes(12), torch.empty(3, 2, 2).numpy(), 2, 2, table[:-4], False)
+
+
+@pytest.mark.parametrize("kind, dtype", PIPELINES)
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("extension", [True, False])
+def test_finish_batch_equals_torchvision(kind, dtype, channels_last, extension, monkeypatch):
+    """The staged batch's values, by fastload._normalize's lookup image by image or (without the extension)
+    torch's ops: torchvision's bits, into an output of any layout."""
+    if not extension:
+        monkeypatch.setattr(cpu_augment, "_normalize", None)
+    elif cpu_augment._normalize is None:
+        pytest.skip("fastload._normalize was not built (no C compiler)")
+    mean, std = STATS[1]
+    plan = compile_plan(v2.Compose([v2.CenterCrop((9, 13))] + torchvision_steps(kind, dtype, mean, std)))
+    staged = torch.randint(0, 256, (3, 9, 13, 3), dtype=torch.uint8)
+    out = torch.full((3, 3, 9, 13), float("nan"), dtype=dtype)
+    out = out.contiguous(memory_format=torch.channels_last) if channels_last else out
+    assert cpu_augment.finish_batch(staged, plan, out=out) is out
+    assert torch.equal(out, torchvision_values(kind, dtype, mean, std, staged))
+    assert torch.equal(cpu_augment.finish_batch(staged, plan), out)
 
 
 def test_per_sample_path_only_for_float32_plans():

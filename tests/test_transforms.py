@@ -53,6 +53,8 @@ def test_value_steps_are_torchvisions_ops_in_each_dtype(steps, unit, unit_dtype,
 
 @pytest.mark.parametrize("steps, why", [
     ([v2.ToImage(), v2.ToDtype(torch.float16, scale=True), v2.Normalize([0.5], [1e-8])], "std that is 0"),
+    ([v2.ToImage(), v2.ToDtype(torch.float64, scale=True)], "dtype torch.float64"),
+    ([v1.ToTensor(), v1.ConvertImageDtype(torch.float64)], "dtype torch.float64"),
     ([v2.ToImage(), v2.ToDtype(torch.float16, scale=True), v2.ColorJitter(0.4)], "color on torch.float16"),
     ([v1.ToTensor(), v2.ColorJitter(0.4), v2.ToDtype(torch.float16), v1.Normalize([0.5], [0.2])],
      "after color operations on floats"),
