@@ -30,7 +30,9 @@ class Options:
             augmentation's is ``torch.initial_seed()`` (the ``generator``'s,
             if one is given) when the loader is first iterated, so
             ``torch.manual_seed`` changes it and a fixed seed reproduces it.
-            Augmentation is a pure function of (seed, epoch, sample index);
+            Augmentation is a pure function of (seed, epoch, sample index)
+            where it draws from fastload's streams (see ``draws``: over
+            torch's datasets it draws as torch does by default);
             ``state_dict`` records its seed.
         on_error: "raise" (default) raises ``fastload.DecodeError`` naming the
             file; "skip" replaces a bad sample with the next one and records
