@@ -315,3 +315,66 @@ def test_conditionals_are_off_unless_asked(root):
         ours.pipeline_def(batch_size=2, device_id=None)(body)()
     pipe = ours.pipeline_def(batch_size=2, num_threads=1, device_id=None)(body)(enable_conditionals=True)
     assert pipe.run()[0].as_array().shape == (2, 1)
+
+
+# ------------------------------------------------------ DALI's conditionals tutorial: fn._conditional by name
+
+def _explicit(lib, values, truths, inner):
+    """split / merge / not_ / validate_logical written out (DALI's conditionals tutorial), with a nested
+    split on the true side and the sides themselves as outputs (batches of their samples only)."""
+    @lib.pipeline_def(batch_size=len(values), num_threads=1, device_id=None)
+    def pipe():
+        x = lib.fn.external_source(source=lambda: values)
+        pred = lib.fn.external_source(source=lambda: truths)
+        deeper = lib.fn.external_source(source=lambda: inner)
+        true_x, false_x = lib.fn._conditional.split(x, predicate=pred)
+        true_deeper, _ = lib.fn._conditional.split(deeper, predicate=pred)
+        a, b = lib.fn._conditional.split(true_x, predicate=true_deeper)
+        true_done = lib.fn._conditional.merge(a * 10, b - 1, predicate=true_deeper)
+        merged = lib.fn._conditional.merge(true_done, false_x + 100, predicate=pred)
+        negated = lib.fn._conditional.not_(pred)
+        checked = lib.fn._conditional.validate_logical(pred, expression_name="and", expression_side="left")
+        return merged, negated, checked, true_x, false_x, a
+    return pipe()
+
+
+def _lists(outputs):
+    return [[np.asarray(out.at(i)).tolist() for i in range(len(out))] for out in outputs]
+
+
+def test_explicit_split_merge_and_not_are_dalis(dali):
+    rng = np.random.default_rng()
+    for size in (7, 1, 5):
+        values = [rng.uniform(-9, 9, (int(rng.integers(1, 4)),)).astype(np.float32) for _ in range(size)]
+        truths = [np.array(bool(b)) for b in rng.integers(0, 2, size)]
+        inner = [np.array(bool(b)) for b in rng.integers(0, 2, size)]
+        theirs, mine = _explicit(dali, values, truths, inner), _explicit(ours, values, truths, inner)
+        theirs.build()
+        expected, got = _lists(theirs.run()), _lists(mine.run())
+        assert got == expected, (values, truths, inner)
+        assert [len(x) for x in got[3:5]] == [sum(map(bool, truths)), size - sum(map(bool, truths))]
+
+
+def test_explicit_split_and_merge_refuse_what_dali_refuses():
+    values = [np.float32([k]) for k in range(3)]
+    truths = [np.array(k == 1) for k in range(3)]
+
+    def build(body):
+        @ours.pipeline_def(batch_size=3, num_threads=1, device_id=None)
+        def pipe():
+            x = fn.external_source(source=lambda: values)
+            pred = fn.external_source(source=lambda: truths)
+            return body(x, pred)
+        return pipe().run()
+
+    with pytest.raises(TypeError, match="predicate must be a DataNode"):
+        build(lambda x, pred: tuple(fn._conditional.split(x, predicate=True)))
+    with pytest.raises(ValueError, match="does not come from a fn._conditional.split"):
+        build(lambda x, pred: fn._conditional.merge(x, x, predicate=pred))
+    with pytest.raises(RuntimeError, match="no value for it"):
+        build(lambda x, pred: fn._conditional.merge(*reversed(fn._conditional.split(x, predicate=pred)),
+                                                    predicate=pred))
+    with pytest.raises(ValueError, match="scalars"):
+        build(lambda x, pred: tuple(fn._conditional.split(x, predicate=x)))  # a 1-element array, not 0-d
+    with pytest.raises(TypeError, match="booleans"):
+        build(lambda x, pred: fn._conditional.validate_logical(x[0], expression_name="or", expression_side="right"))

@@ -175,8 +175,10 @@ def test_external_source_modes_match_dali(dali):
         p.run(), p.run()
         with pytest.raises(StopIteration):
             p.run()
-    mine.reset()  # DALI's documented reset: the generator function is called again
-    assert np.array_equal(mine.run()[0].as_array(), np.stack(data[:3]))
+    for p in (theirs, mine):  # without cycle, DALI calls the generator function once: reset() does not rewind
+        p.reset()
+        with pytest.raises(StopIteration):
+            p.run()
 
 
 class FeedingPipeline(ours.Pipeline):

@@ -41,7 +41,7 @@ import weakref
 import numpy as np
 import torch
 
-from .graph import DataNode, Op, constant
+from .graph import SKIPPED, DataNode, Op, constant
 
 HELPER = "_fastload_conditionals"  # the name the rewritten code calls this module by (a closure cell)
 _TRACE = threading.local()  # why variables were left unbound by the `if`s of the conversion running
@@ -534,3 +534,84 @@ def _escape(statements, declared: set) -> str | None:
 def _binds(node: ast.AST) -> bool:
     """Whether an expression binds a name or suspends (it cannot move into a lambda unchanged)."""
     return any(isinstance(x, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for x in ast.walk(node))
+
+
+# ------------------------------------------------------------- DALI's fn._conditional operators, spelled out
+
+def split(input, *, predicate, _if_stmt=False, name=None, preserve=False, bytes_per_sample_hint=None):
+    """DALI's ``fn._conditional.split``: (the samples whose predicate is true, the others), each a batch of
+    those samples only. The operators after each side run only for its samples; ``merge`` puts them back."""
+    truth = _split_predicate(predicate, "fn._conditional.split")
+    node = _node(input)
+    op = Op("_conditional.split", lambda ctx, op, x, p: (x, SKIPPED) if p else (SKIPPED, x), [node, truth], {},
+            device=node.device, num_outputs=2, layouts=(node.layout(),) * 2, fusable=False)
+    op.predicate = predicate
+    return op.outputs
+
+
+def merge(true_input, false_input, *, predicate, name=None, preserve=False, bytes_per_sample_hint=None):
+    """DALI's ``fn._conditional.merge``: per sample, the true side's value where the predicate is true, else
+    the false side's; each side must come from a ``split`` on the same predicate (as DALI needs its
+    batches to add up)."""
+    truth = _split_predicate(predicate, "fn._conditional.merge")
+    for side, node in (("true", true_input), ("false", false_input)):
+        if not isinstance(node, DataNode) or not _after_split(node, predicate):
+            raise ValueError(f"fastload.compat.dali: fn._conditional.merge: its {side} input {node!r} does not "
+                             f"come from a fn._conditional.split on the same predicate, so it does not have "
+                             f"the samples the merge takes from it (DALI fails on this too)")
+    return _Merge(truth, true_input, false_input).outputs[0]
+
+
+def validate_logical(input, *, expression_name, expression_side, name=None, preserve=False,
+                     bytes_per_sample_hint=None):
+    """DALI's ``fn._conditional.validate_logical``: ``input`` as is, checked per sample to be a boolean
+    scalar on the CPU (an operand of ``and`` / ``or``)."""
+    return _logical(input, expression_name, expression_side, 0)
+
+
+class _Merge(Select):
+    """A ``Select`` of two sides of a split: a sample whose predicate is skipped (an enclosing split's other
+    side) is skipped; one whose chosen side has no value is an error naming it."""
+
+    def __init__(self, truth, if_true, if_false):
+        super().__init__(truth, if_true, if_false)
+        self.name, self.sees_skipped = "_conditional.merge", True
+
+    def wanted(self, values: dict) -> list[DataNode]:
+        if values.get(self.inputs[0]) is SKIPPED:
+            return []
+        return super().wanted(values)
+
+    def run(self, ctx, values: dict) -> tuple:
+        if values[self.inputs[0]] is SKIPPED:
+            return (SKIPPED,)
+        value = values[self._chosen(values)]
+        if value is SKIPPED:
+            side = "true" if values[self.inputs[0]] else "false"
+            raise RuntimeError(f"fastload.compat.dali: fn._conditional.merge: {ctx.name} takes the {side} input, "
+                               f"which has no value for it (the inputs are swapped, or split by another "
+                               f"predicate)")
+        return (value,)
+
+
+def _split_predicate(predicate, what: str) -> DataNode:
+    """A split's or merge's predicate: an argument input (a DataNode) of scalars on the CPU, made a bool."""
+    if not isinstance(predicate, DataNode):
+        raise TypeError(f"fastload.compat.dali: {what}: predicate must be a DataNode of per-sample scalars (an "
+                        f"argument input), not {predicate!r}, as DALI needs")
+    return _predicate(predicate, 0)
+
+
+def _after_split(node: DataNode, predicate: DataNode) -> bool:
+    """Whether ``node`` is computed from a side of a split on ``predicate``."""
+    seen, stack = set(), [node]
+    while stack:
+        current = stack.pop()
+        op = current.source
+        if op is None or op.id in seen:
+            continue
+        seen.add(op.id)
+        if getattr(op, "predicate", None) is predicate:
+            return True
+        stack.extend([*op.inputs, *op.arg_inputs.values()])
+    return False

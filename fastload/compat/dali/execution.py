@@ -15,7 +15,7 @@ from ...thread_pool import Job, LoaderPath, Stages, batches_ahead
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source
-from .graph import Graph, SampleContext
+from .graph import SKIPPED, Graph, SampleContext
 from .tensors import TensorList
 
 
@@ -119,9 +119,10 @@ class GraphPath(SampleReader, LoaderPath):
 
 
 def batch_outputs(graph: Graph, results: list[tuple]) -> tuple:
-    """Per-sample output tuples -> one TensorList per pipeline output."""
-    return tuple(TensorList([sample[i] for sample in results], node.layout(), node.device)
-                 for i, node in enumerate(graph.outputs))
+    """Per-sample output tuples -> one TensorList per pipeline output (without the samples an output does
+    not have: those on the other side of a ``fn._conditional.split``)."""
+    return tuple(TensorList([sample[i] for sample in results if sample[i] is not SKIPPED], node.layout(),
+                            node.device) for i, node in enumerate(graph.outputs))
 
 
 class _RunSample:
@@ -133,3 +134,18 @@ class _RunSample:
         def run(index: int, repeat: int) -> tuple:
             return self.path.run(index, repeat, self.ctx, report, self.others, self.shared)
         return self.path.load_or_replace(run, self.position, self.index, self.ctx)
+
+
+def external_batch(graph: Graph, inputs: dict, given: list | None, size: int, seed: int, run: int,
+                   gpu: torch.device) -> tuple:
+    """One batch of a pipeline run in the caller's thread: ``size`` samples, each with its external
+    sources' values (``inputs``: op id -> per-sample values) and, where the pipeline has readers, the
+    values its readers' outputs took in the loader (``given``, one dict per sample). Sample ``i`` of the
+    pipeline's ``run``-th batch draws from the stream (seed, run, i)."""
+    shared: dict = {}  # what the batch reads once (SampleContext.batch)
+    results = []
+    for i in range(size):
+        ctx = SampleContext(seed, run, i, name=f"sample {i}", gpu=gpu,
+                            external={key: value[i] for key, value in inputs.items()}, batch=shared)
+        results.append(graph.run_sample(ctx, given[i] if given is not None else None))
+    return batch_outputs(graph, results)

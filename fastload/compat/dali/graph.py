@@ -74,6 +74,14 @@ class SampleContext:
 OWN_SEED = 1 << 41  # the fork of an operator's own seed's stream
 
 
+class _Skipped:
+    def __repr__(self) -> str:
+        return "<skipped>"
+
+
+SKIPPED = _Skipped()  # a sample's value on the side of DALI's fn._conditional.split it does not take
+
+
 class Op:
     """One operator call: ``impl(ctx, op, *input_values, **args) -> output(s)``.
 
@@ -91,6 +99,7 @@ class Op:
         self.args = {k: v for k, v in args.items() if not isinstance(v, DataNode)}
         self.num_outputs, self.fusable = num_outputs, fusable
         self.seed: int | None = None  # a random operator's own seed (``SampleContext.rng``)
+        self.sees_skipped = False  # True: run even for a sample an input skips (``SKIPPED``), and say so
         layouts = layouts or ("",) * num_outputs
         self.outputs = [DataNode(self, i, "gpu" if device in ("gpu", "mixed") else "cpu", layouts[i])
                         for i in range(num_outputs)]
@@ -310,10 +319,12 @@ class Graph:
         """The ops that read a dataset, in graph order."""
         return [op for op in self.ops if isinstance(op, ReaderOp)]
 
-    def run_sample(self, ctx: SampleContext) -> tuple:
+    def run_sample(self, ctx: SampleContext, given: dict | None = None) -> tuple:
         """The outputs for one sample, evaluated by demand from them: each op runs once, after the inputs
-        it wants (``Op.wanted``), so an op only a branch not taken needs (a conditional) does not run."""
-        values: dict[DataNode, Any] = {}
+        it wants (``Op.wanted``), so an op only a branch not taken needs (a conditional) does not run.
+        ``given``: values already computed for some nodes (a reader's outputs, read in the loader's
+        threads while the rest of the graph runs beside the pipeline's external sources)."""
+        values: dict[DataNode, Any] = dict(given or {})
         for node in self.outputs:
             stack = [node.source]
             while stack:
@@ -326,10 +337,13 @@ class Graph:
                     stack.extend(reversed(missing))
                     continue
                 stack.pop()
-                for out, value in zip(op.outputs, op.run(ctx, values)):
+                # an op on the side of a split the sample does not take does not run for it (DALI's
+                # split batch leaves the sample out); a merge asks only for the side it takes
+                skipped = not op.sees_skipped and any(values.get(x) is SKIPPED for x in op.wanted(values))
+                for out, value in zip(op.outputs, [SKIPPED] * len(op.outputs) if skipped else op.run(ctx, values)):
                     values[out] = value
         return tuple(_as_tensor(values[node]) for node in self.outputs)
 
 
 def _as_tensor(value) -> torch.Tensor:
-    return value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    return value if isinstance(value, torch.Tensor) or value is SKIPPED else torch.as_tensor(value)

@@ -7,13 +7,27 @@ subclass with ``define_graph`` (and ``iter_setup`` / ``feed_input`` for
 external sources). ``build()`` is optional before ``run()``. A pipeline
 with a file reader runs as a fastload DataLoader over that reader
 (``execution``): the loader's threads read and run the graph, batches are
-prefetched. A pipeline fed by external sources runs its graph when
-``run()`` is called, on the batch its sources give.
+prefetched. A pipeline fed by external sources runs its graph when its
+outputs are taken, on the batch its sources gave; one with readers and
+external sources both reads in the loader's threads and runs the rest of
+its graph there too.
+
+Running follows DALI's engine (its ``pipeline.py``): ``run()`` is
+``schedule_run()`` then ``outputs()``; the epoch's first schedule runs
+``prefetch_queue_depth`` iterations (``_prefetch``), later ones one
+(``_run_once``); an iteration calls every external source's callback (in
+DALI's order, with DALI's iteration and sample indices), then ``iter_setup``,
+and counts a batch to consume; a source that runs out ends the epoch until
+``reset()``. The private members public DALI code uses (``_prefetch``,
+``_run_once``, ``_first_iter``, ``_last_iter``, ``_batches_to_consume``,
+``_epoch_idx``, ``_api_type``...) mean what they mean in DALI.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import enum
 import functools
 import inspect
 import random
@@ -26,14 +40,23 @@ import torch
 
 from ...loader import DataLoader
 from ...paths import device_refusal
-from .execution import ReaderSource, TensorList, batch_outputs
+from .execution import ReaderSource, TensorList, external_batch
 from .lowering import lower
-from .graph import DataNode, Graph, SampleContext, current_pipeline, pop_pipeline, push_pipeline
+from .graph import DataNode, Graph, current_pipeline, pop_pipeline, push_pipeline
 from .operators import ExternalSourceOp
 from .types import BatchInfo, SampleInfo, torch_dtype
 from .unsupported import refuse
 
 _warned_no_gpu = False
+
+
+class PipelineAPIType(enum.Enum):
+    """How a pipeline is being run (DALI's ``types.PipelineAPIType``): DALI refuses to mix them."""
+
+    BASIC = 0
+    ITERATOR = 1
+    SCHEDULED = 2
+
 # Pipeline's declared output properties: what an output has (a set over its samples), and the declared
 # value in the same terms
 _DECLARED = {"output_dtype": (lambda out: {t.dtype for t in out.tensors}, torch_dtype),
@@ -61,13 +84,19 @@ class Pipeline:
             raise NotImplementedError("fastload.compat.dali: DALI checkpointing is not supported; "
                                       "fastload.DataLoader's state_dict() resumes exactly")
         self._batch_size = batch_size if batch_size is not None else -1
+        self._max_batch_size = self._batch_size
         self._num_threads = num_threads if num_threads is not None and num_threads > 0 else 1
         self._device_id = device_id
         self._seed = seed if seed is not None and seed >= 0 else random.SystemRandom().randrange(1 << 31)
         depth = prefetch_queue_depth
-        self._prefetch_queue_depth = depth if isinstance(depth, int) else int(depth["cpu_size"])
+        self._prefetch_queue_depth = depth  # as given: an int, or DALI's {"cpu_size": .., "gpu_size": ..}
+        self._cpu_queue_size = int(depth if isinstance(depth, int) else depth["cpu_size"])
+        self._gpu_queue_size = int(depth if isinstance(depth, int) else depth["gpu_size"])
+        if self._cpu_queue_size < 1 or self._gpu_queue_size < 1:
+            raise ValueError(f"prefetch_queue_depth must be at least 1, not {depth!r}")
         self._exec_dynamic = exec_dynamic
         self._exec_pipelined = bool(exec_pipelined)
+        self._exec_async = bool(exec_async)
         self._py_num_workers, self._py_start_method = py_num_workers, py_start_method
         # checked on every batch, as DALI does (_DECLARED)
         self._declared = {"output_dtype": output_dtype, "output_layout": output_layout, "output_ndim": output_ndim}
@@ -78,15 +107,27 @@ class Pipeline:
         self._batches = None
         self._sources: list[ExternalSourceOp] = []
         self._readers: list = []
-        self._fed: dict[int, list] = {}
-        self._iterators: dict[int, object] = {}
-        self._iteration = self._epoch = 0
+        self._feeds: list[_SourceFeed] = []  # the external sources that have a ``source``, in graph order
+        self._fed: dict[int, collections.deque] = {}  # external source op id -> batches feed_input gave
         self._built = False
-        # DALI's scheduled API: batches run by schedule_run() and not yet taken by share_outputs()
-        self._scheduled: collections.deque = collections.deque()
-        self._first_schedule = True  # the epoch's first schedule_run() runs prefetch_queue_depth batches
-        self._last_iter = False  # a source ran out while scheduling: nothing more is scheduled until reset()
-        self._api: str | None = None  # "run" or "scheduled": DALI refuses to mix them
+        # DALI's engine state, under DALI's names (its client code reads them)
+        self._scheduled: collections.deque = collections.deque()  # iterations run, their outputs not yet taken
+        self._batches_to_consume = 0
+        self._first_iter = True  # the epoch's first schedule_run() prefetches (``_prefetch``)
+        self._last_iter = False  # a source ran out: nothing more is scheduled until reset()
+        self._epoch_idx = 0  # the external sources' epoch (SampleInfo / BatchInfo), counted by reset()
+        self._consumer_iter = self._consumer_epoch_idx = 0
+        self._api_type: PipelineAPIType | None = None
+        self._skip_api_check = False
+        self._py_pool = None  # DALI's worker processes: fastload calls parallel sources in this process
+        # what DALI's constructor keeps under these names, read as DALI's by code written for it
+        self._exec_separated = False
+        self._bytes_per_sample, self._set_affinity = bytes_per_sample, set_affinity
+        self._enable_checkpointing = self._is_restored_from_checkpoint = False
+        self._iterator_data = None
+        self._output_dtype, self._output_ndim, self._output_layout = output_dtype, output_ndim, output_layout
+        self._conditionals = False  # set by pipeline_def(enable_conditionals=True)
+        self._runs = 0  # graph runs so far: the random operators' key for pipelines without a reader
         self.unfused: str | None = None  # why the graph runs operator by operator (None: it is fused)
         self._dct_scaling = dct_scaling
 
@@ -101,6 +142,9 @@ class Pipeline:
     py_num_workers = property(lambda self: self._py_num_workers)
     py_start_method = property(lambda self: self._py_start_method)
     prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
+    exec_async = property(lambda self: self._exec_async)
+    _conditionals_enabled = property(lambda self: self._conditionals)  # DALI's name
+    is_restored_from_checkpoint = property(lambda self: False)  # (checkpointing is refused)
 
     # -- definition
     def __enter__(self):
@@ -139,7 +183,11 @@ class Pipeline:
         for op in self._sources:
             if (name is not None and op.feed_name == name) or (
                     name is None and any(data_node is node for node in op.outputs)):
-                self._fed[op.id] = _samples(data, op.output_dtypes[0]) if op.grouped else _group(data, op)
+                if op.grouped:
+                    raise RuntimeError(f"feed_input: external source {op.feed_name!r} has num_outputs: DALI "
+                                       f"feeds such a source from its `source` only")
+                # queued: each iteration takes one batch, as DALI's input queue does
+                self._fed.setdefault(op.id, collections.deque()).append(_group(data, op))
                 return
         raise RuntimeError(f"feed_input: no external source named {data_node!r} in this pipeline")
 
@@ -156,13 +204,19 @@ class Pipeline:
         self._graph = graph = Graph(self._outputs)
         readers = graph.readers()
         self._sources = [op for op in graph.ops if isinstance(op, ExternalSourceOp)]
-        if readers and self._sources:
-            raise NotImplementedError("fastload.compat.dali: a pipeline runs readers, or external sources; "
-                                      "this one has both")
+        self._feeds = [_SourceFeed(op) for op in self._sources if op.source is not None]
         gpu = self._gpu_device(graph)
         self._readers = readers
         self._lowered = None
-        if readers:
+        self._reading: Graph | None = None  # with external sources too: the readers' part, run by the loader
+        if readers and self._sources:
+            self._reading = Graph([out for op in readers for out in op.outputs])
+            self.unfused = "the graph runs beside its external sources, one by one in torch"
+            source = ReaderSource(readers, self._reading, self._seed, gpu)
+            self._loader = DataLoader(source, batch_size=self._batch_size, num_workers=self._num_threads,
+                                      prefetch_factor=self._cpu_queue_size)
+            self._loader.stats.unfused = self.unfused
+        elif readers:
             lowered = self._lower(graph) if len(readers) == 1 else "it has several readers"
             if isinstance(lowered, str):
                 names = sorted({op.name for op in graph.ops if op not in readers and op.name not in ("gpu", "cpu")})
@@ -177,7 +231,7 @@ class Pipeline:
             # on ``gpu`` (a CUDA device; without one, gpu is the CPU and the path the CPU fast path)
             asks_gpu = any(op.device in ("gpu", "mixed") for op in graph.ops)
             self._loader = DataLoader(source, batch_size=self._batch_size, num_workers=self._num_threads,
-                                      prefetch_factor=max(1, self._prefetch_queue_depth),
+                                      prefetch_factor=self._cpu_queue_size,
                                       device=gpu if plan is not None and asks_gpu else None,
                                       dct_scaling=self._dct_scaling, memory_format=(
                                           torch.channels_last if self._lowered and self._lowered.layout == "HWC"
@@ -217,30 +271,186 @@ class Pipeline:
         DALI builds its graph here; calling it again, or after ``build()``, does nothing."""
         self.build()
 
-    # -- running
-    def run(self) -> tuple:
-        """The next batch: one TensorList per output (StopIteration when an external source ran out)."""
-        self._use_api("run")
-        return self._next_outputs()
-
-    def _use_api(self, api: str) -> None:
-        """DALI refuses to mix ``run()`` with ``schedule_run()`` / ``share_outputs()`` on one pipeline."""
-        if self._api is None:
-            self._api = api
-        elif self._api != api:
-            names = {"run": "PipelineAPIType.BASIC", "scheduled": "PipelineAPIType.SCHEDULED"}
-            raise RuntimeError(f"Mixing pipeline API type. Currently used: {names[self._api]}, but trying to "
-                               f"use {names[api]}")
-
-    def _next_outputs(self) -> tuple:
+    # -- running: DALI's engine (run = schedule_run + outputs; a first schedule prefetches)
+    def run(self, cuda_stream=None, **pipeline_inputs) -> tuple:
+        """The next batch: one TensorList per output (StopIteration when an external source ran out).
+        ``pipeline_inputs``: batches for external sources by name, fed first (DALI asks
+        ``prefetch_queue_depth=1`` or ``exec_pipelined=False`` for them)."""
+        if pipeline_inputs and self._exec_pipelined and max(self._cpu_queue_size, self._gpu_queue_size) > 1:
+            raise RuntimeError(f"run() with pipeline inputs ({', '.join(pipeline_inputs)}) needs "
+                               f"prefetch_queue_depth=1 or exec_pipelined=False in the Pipeline (as in DALI)")
         self.build()
-        self._iteration += 1
-        if self._loader is not None:
+        for name, value in pipeline_inputs.items():
+            self.feed_input(name, value)
+        with self._check_api_type_scope(PipelineAPIType.BASIC):
+            self.schedule_run()
+            return self.outputs(cuda_stream)
+
+    def _check_api_type_scope(self, api_type: PipelineAPIType):
+        """Refuses mixing ``run()`` with ``schedule_run()`` / ``share_outputs()`` (or an iterator's use),
+        as DALI does; the calls made inside the returned context are not checked again."""
+        if not self._skip_api_check:
+            if self._api_type is None:
+                self._api_type = api_type
+            elif self._api_type != api_type:
+                raise RuntimeError(f"Mixing pipeline API type. Currently used: {self._api_type}, but trying to "
+                                   f"use {api_type}")
+
+        @contextlib.contextmanager
+        def unchecked():
+            before, self._skip_api_check = self._skip_api_check, True
+            try:
+                yield
+            finally:
+                self._skip_api_check = before
+        return unchecked()
+
+    def schedule_run(self) -> None:
+        """Run the next iteration (the epoch's first call: ``prefetch_queue_depth`` of them, as DALI's
+        pipelined executor prefetches) for ``share_outputs()`` to return; a source that runs out ends the
+        scheduling until ``reset()``, and ``share_outputs()`` then raises StopIteration once the batches
+        already run are taken."""
+        self.build()
+        with self._check_api_type_scope(PipelineAPIType.SCHEDULED):
+            if self._first_iter and self._exec_pipelined:
+                self._prefetch()
+            else:
+                self._run_once()
+
+    def _prefetch(self) -> None:
+        """DALI's: run ``prefetch_queue_depth`` iterations now (each call, as DALI does; loaders written
+        for DALI's first versions call it before every ``share_outputs()``). An iteration after the first
+        whose external source has nothing fed (and no ``iter_setup`` to feed it) is left for a later
+        ``schedule_run()``: DALI would fail on the next ``run()`` instead, when the caller feeds one batch
+        per ``run()``."""
+        self.build()
+        for k in range(max(self._cpu_queue_size, self._gpu_queue_size) if self._exec_pipelined
+                       else self._cpu_queue_size):
+            if k and self._starved():
+                break
+            self._first_iter = False
+            try:
+                self._schedule_one()
+            except StopIteration:
+                self._last_iter = True
+                break
+
+    def _starved(self) -> bool:
+        """Whether an external source fed only by ``feed_input`` has no batch queued, with nothing to feed it."""
+        return type(self).iter_setup is Pipeline.iter_setup and any(
+            op.source is None and not self._fed.get(op.id) for op in self._sources)
+
+    def _run_once(self) -> None:
+        """DALI's: run one iteration, unless a source ran out this epoch."""
+        self.build()
+        if self._last_iter:
+            return
+        try:
+            self._schedule_one()
+        except StopIteration:
+            self._last_iter = True
+
+    def _run(self) -> None:
+        """DALI's deprecated name of ``schedule_run()``."""
+        _deprecated("_run", "schedule_run")
+        self.schedule_run()
+
+    def _schedule_one(self) -> None:
+        self._scheduled.append(self._iter_setup())
+        self._batches_to_consume += 1
+
+    def _iter_setup(self) -> dict:
+        """One iteration's inputs, as DALI gathers them: every source's callback is called (any one that
+        runs out ends the epoch: StopIteration, the others' batches dropped), then ``iter_setup()``, then
+        each external source takes its batch (a callback's, or the oldest one ``feed_input`` gave)."""
+        self.build()
+        batches, ran_out = {}, False
+        for feed in self._feeds:
+            try:
+                batches[feed.op.id] = feed.get_batch(self._max_batch_size, self._epoch_idx)
+            except StopIteration:
+                ran_out = True
+        if ran_out:
+            raise StopIteration
+        self.iter_setup()
+        inputs = {}
+        for op in self._sources:
+            fed = self._fed.get(op.id)
+            if op.id in batches:
+                inputs[op.id] = batches[op.id]
+            elif fed:
+                inputs[op.id] = fed.popleft()
+            else:
+                raise RuntimeError(f"external source {op.feed_name!r} has no data: feed it with "
+                                   f"feed_input() (in iter_setup(), or before run()), or give it a source")
+        return inputs
+
+    def share_outputs(self, cuda_stream=None) -> tuple:
+        """The oldest iteration ``schedule_run()`` ran, as TensorLists (StopIteration when there is none,
+        as in DALI). They stay valid after ``release_outputs()``, as DALI's do with its default executor."""
+        with self._check_api_type_scope(PipelineAPIType.SCHEDULED):
+            self._consumer_iter += 1
+            if self._batches_to_consume == 0:
+                raise StopIteration
+            self._batches_to_consume -= 1
+            return self._outputs_of(self._scheduled.popleft())
+
+    def _share_outputs(self) -> tuple:
+        """DALI's deprecated name of ``share_outputs()`` (returning the outputs, as its first versions did,
+        which the loaders written for them read)."""
+        _deprecated("_share_outputs", "share_outputs")
+        return self.share_outputs()
+
+    def outputs(self, cuda_stream=None) -> tuple:
+        """DALI's ``release_outputs()`` then ``share_outputs()``."""
+        with self._check_api_type_scope(PipelineAPIType.SCHEDULED):
+            self.release_outputs()
+            return self.share_outputs(cuda_stream)
+
+    def release_outputs(self) -> None:
+        """Accepted as DALI's: fastload's outputs are torch tensors, freed when nothing refers to them."""
+        self.build()
+        with self._check_api_type_scope(PipelineAPIType.SCHEDULED):
+            pass
+
+    def _release_outputs(self) -> None:
+        """DALI's deprecated name of ``release_outputs()``."""
+        _deprecated("_release_outputs", "release_outputs")
+        self.release_outputs()
+
+    def empty(self) -> bool:
+        """Whether no batch is scheduled and not yet taken (DALI's)."""
+        return self._batches_to_consume == 0
+
+    def reset(self) -> None:
+        """After a source ran out (else nothing, as in DALI): start the sources' next epoch. A reader is
+        not rewound: it reads on, as DALI's do."""
+        if not self._last_iter:
+            return
+        self._first_iter, self._last_iter = True, False
+        self._epoch_idx += 1
+        if self._consumer_iter > 0:
+            self._consumer_epoch_idx += 1
+            self._consumer_iter = 0
+        for feed in self._feeds:
+            feed.reset_indices()
+
+    def _outputs_of(self, inputs: dict) -> tuple:
+        """The outputs of one scheduled iteration, given its external sources' batches."""
+        self.build()
+        self._runs += 1
+        if self._loader is not None and self._reading is None:  # readers only: the loader ran the graph
             if self._batches is None:
                 self._batches = _endless(self._loader)
             batch = next(self._batches)
             return self._checked(self._as_outputs(batch) if self._lowered is not None else batch)
-        return self._checked(self._run_external())
+        given = None
+        if self._reading is not None:
+            if self._batches is None:
+                self._batches = _endless(self._loader)
+            read = next(self._batches)
+            given = [dict(zip(self._reading.outputs, sample)) for sample in zip(*(out.tensors for out in read))]
+        return self._checked(self._run_graph(inputs, given))
 
     def _checked(self, outputs) -> tuple:
         """``outputs``, after checking them against the Pipeline's output_dtype, output_layout and
@@ -275,97 +485,21 @@ class Pipeline:
             outputs[at] = TensorList.from_batch(tensor, layout, device)
         return tuple(outputs)
 
-    # DALI's scheduled API (its SSD example's loop: schedule_run, share_outputs, ..., release_outputs)
-    def schedule_run(self) -> None:
-        """Run the next batch (the epoch's first call: ``prefetch_queue_depth`` of them, as DALI's
-        pipelined executor prefetches) for ``share_outputs()`` to return; a source that runs out ends the
-        scheduling until ``reset()``, and ``share_outputs()`` then raises StopIteration once the batches
-        already run are taken."""
-        self.build()
-        self._use_api("scheduled")
-        runs = self._prefetch_queue_depth if self._first_schedule and self._exec_pipelined else 1
-        self._first_schedule = False
-        for _ in range(runs):
-            if self._last_iter:
-                return
-            try:
-                self._scheduled.append(self._next_outputs())
-            except StopIteration:
-                self._last_iter = True
-
-    def share_outputs(self, cuda_stream=None) -> tuple:
-        """The oldest batch ``schedule_run()`` ran (StopIteration when there is none, as in DALI). Its
-        TensorLists stay valid after ``release_outputs()``, as DALI's do with its default executor."""
-        self._use_api("scheduled")
-        if not self._scheduled:
-            raise StopIteration
-        return self._scheduled.popleft()
-
-    def outputs(self, cuda_stream=None) -> tuple:
-        """DALI's ``release_outputs()`` then ``share_outputs()``."""
-        self.release_outputs()
-        return self.share_outputs(cuda_stream)
-
-    def release_outputs(self) -> None:
-        """Accepted as DALI's: fastload's outputs are torch tensors, freed when nothing refers to them."""
-        self.build()
-        self._use_api("scheduled")
-
-    def empty(self) -> bool:
-        """Whether no batch is scheduled and not yet taken (DALI's)."""
-        return not self._scheduled
-
-    def _run_external(self) -> tuple:
-        self.iter_setup()
-        values = {}
-        for op in self._sources:
-            values[op.id] = self._fed.pop(op.id, None)
-            if values[op.id] is None:
-                if op.source is None:
-                    raise RuntimeError(f"external source {op.feed_name!r} has no data: feed it with "
-                                       f"feed_input() in iter_setup(), or give it a source")
-                values[op.id] = self._call_source(op)
-        sizes = {len(v) for v in values.values()} or {self._batch_size}  # no input at all: random operators
-        if len(sizes) != 1:
-            raise RuntimeError(f"external sources gave batches of different sizes: {sorted(sizes)}")
-        size = sizes.pop()
+    def _run_graph(self, inputs: dict, given: list | None) -> tuple:
+        """The graph over one batch here, each sample with its external values (and its reader values)."""
+        sizes = {len(v) for v in inputs.values()} | ({len(given)} if given is not None else set())
+        size = sizes.pop() if len(sizes) == 1 else None
+        if size is None and not sizes:
+            size = self._batch_size  # no input at all: random operators and constants
+        if size is None:
+            what = {op.feed_name or f"external_source {k}": len(inputs[op.id])
+                    for k, op in enumerate(self._sources)}
+            if given is not None:
+                what["the readers"] = len(given)
+            raise RuntimeError(f"the pipeline's inputs gave batches of different sizes: {what}")
         if size > self._batch_size:
             raise RuntimeError(f"an external source gave {size} samples, more than batch_size={self._batch_size}")
-        results, shared = [], {}
-        for i in range(size):
-            ctx = SampleContext(self._seed, self._iteration, i, name=f"sample {i}", gpu=self._gpu,
-                                external={key: value[i] for key, value in values.items()}, batch=shared)
-            results.append(self._graph.run_sample(ctx))
-        return batch_outputs(self._graph, results)
-
-    def _call_source(self, op: ExternalSourceOp) -> list:
-        """A batch from ``op.source``: a callable (with BatchInfo/SampleInfo when asked), an iterable, or a
-        generator function; StopIteration ends the epoch (``reset()`` starts the next)."""
-        source, iteration = op.source, self._iteration - 1
-        if not op.batch:  # per-sample callable
-            samples = [source(SampleInfo(iteration * self._batch_size + i, i, iteration, self._epoch))
-                       for i in range(self._batch_size)]
-            return _group(samples, op)
-        if callable(source) and not inspect.isgeneratorfunction(source) and not hasattr(source, "__iter__"):
-            batch = source(BatchInfo(iteration, self._epoch)) if op.batch_info else source()
-            return _group(batch, op, batched=True)
-        iterator = self._iterators.get(op.id)
-        if iterator is None:
-            iterator = self._iterators[op.id] = iter(source() if inspect.isgeneratorfunction(source) else source)
-        try:
-            batch = next(iterator)
-        except StopIteration:
-            del self._iterators[op.id]
-            if op.cycle in (True, "quiet"):
-                return self._call_source(op)
-            raise
-        return _group(batch, op, batched=True)
-
-    def reset(self) -> None:
-        """After an external source ran out: start its next epoch."""
-        self._epoch += 1
-        self._iteration = 0
-        self._first_schedule, self._last_iter = True, False
+        return external_batch(self._graph, inputs, given, size, self._seed, self._runs - 1, self._gpu)
 
     # -- readers
     def _reader_spec(self, name):
@@ -463,6 +597,122 @@ def _group(batch, op: ExternalSourceOp, batched: bool = False) -> list:
     return samples
 
 
+def _deprecated(name: str, instead: str) -> None:
+    warnings.warn(f"{name} is deprecated, please use {instead} instead", DeprecationWarning, stacklevel=3)
+
+
+class _SourceFeed:
+    """One ``external_source`` with a ``source``, called as DALI calls it (its ``_ExternalSourceGroup``):
+    an iterable or generator function is read through one iterator made at build (``cycle`` rewinds it:
+    quietly, or raising StopIteration once per rewind with "raise"; without ``cycle`` it stays exhausted,
+    after ``reset()`` too); a callable taking an argument is given the iteration (a ``BatchInfo`` with
+    ``batch_info=True``) or, per sample, a ``SampleInfo``. ``parallel=True`` sources are called the same
+    way, in this process and in order, which gives DALI's batches where the callback depends only on its
+    argument, as DALI asks of parallel callbacks."""
+
+    def __init__(self, op: ExternalSourceOp):
+        self.op, self.current_iter, self.current_sample = op, 0, 0
+        self.callback, self.accepts_arg = _callback(op.source, op.cycle)
+        if self.accepts_arg is None and not op.batch:
+            raise TypeError(f"external_source(batch=False) needs a callable source taking a SampleInfo, not "
+                            f"{type(op.source).__name__}")
+
+    def reset_indices(self) -> None:
+        self.current_iter = self.current_sample = 0
+
+    def get_batch(self, batch_size: int, epoch_idx: int) -> list:
+        """The iteration's batch as per-sample values (StopIteration when the source ran out)."""
+        op = self.op
+        try:
+            if op.batch:
+                if not self.accepts_arg:
+                    batch = self.callback()
+                else:
+                    batch = self.callback(BatchInfo(self.current_iter, epoch_idx) if op.batch_info
+                                          else self.current_iter)
+            else:
+                batch = [self.callback(SampleInfo(self.current_sample + i, i, self.current_iter, epoch_idx))
+                         for i in range(batch_size)]
+            self.current_sample += batch_size
+            self.current_iter += 1
+        except StopIteration:
+            self.reset_indices()
+            raise
+        return _group(batch, op, batched=op.batch)
+
+
+def _callback(source, cycle):
+    """(a function giving the source's next item, whether it takes an argument: None for an iterable)."""
+    if cycle not in (None, False, True, "no", "quiet", "raise"):
+        raise ValueError(f"external_source: cycle={cycle!r}: it is one of 'no' (False, None), 'quiet' (True) "
+                         f"and 'raise'")
+    cycling = cycle not in (None, False, "no")
+    if inspect.isgenerator(source) and cycling:
+        raise TypeError("external_source: a generator cannot be cycled through: pass its generator function")
+    if _is_generator_function(source):
+        if cycling:
+            return _Rewinding(source, cycle == "raise").next, None
+        iterator = iter(source())
+        return (lambda: next(iterator)), None
+    if hasattr(source, "__iter__"):
+        if cycling:
+            return _Rewinding(lambda: source, cycle == "raise").next, None
+        iterator = iter(source)
+        return (lambda: next(iterator)), None
+    if cycle is not None:
+        raise ValueError("external_source: cycle is only valid for an iterable source (or a generator function)")
+    if not callable(source):
+        raise TypeError(f"external_source: the source must be callable, iterable or a generator function, not "
+                        f"{type(source).__name__}")
+    return source, _takes_argument(source)
+
+
+class _Rewinding:
+    """An iterable read again from its start when it runs out (``make()`` gives a fresh iterator source)."""
+
+    def __init__(self, make, signal: bool):
+        self.make, self.signal = make, signal
+        self.iterator = iter(make())
+
+    def next(self):
+        try:
+            return next(self.iterator)
+        except StopIteration:
+            self.iterator = iter(self.make())
+            if self.signal:
+                raise
+            return next(self.iterator)
+
+
+def _is_generator_function(source) -> bool:
+    """A generator function, a partial of one, or an object whose ``__call__`` is one (as DALI tells them)."""
+    if inspect.isgeneratorfunction(source):
+        return True
+    if isinstance(source, functools.partial):
+        return _is_generator_function(source.func)
+    if source is None or inspect.isfunction(source) or inspect.ismethod(source):
+        return False
+    call = getattr(source, "__call__", None)
+    return call is not None and call is not source and inspect.isgeneratorfunction(call)
+
+
+def _takes_argument(source) -> bool:
+    """Whether the callable takes the iteration / sample argument: 0 or 1 positional parameters, as DALI
+    allows (anything else is a TypeError naming it)."""
+    try:
+        parameters = list(inspect.signature(source).parameters.values())
+    except (TypeError, ValueError):
+        return False  # a builtin without a signature: called with no argument
+    for p in parameters:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+            raise TypeError(f"external_source: the source callable takes {p.name!r} ({p.kind.description}); "
+                            f"it must take 0 or 1 positional arguments")
+    if len(parameters) > 1:
+        raise TypeError(f"external_source: the source callable takes {len(parameters)} arguments; it must take "
+                        f"0 or 1 (the iteration, BatchInfo or SampleInfo)")
+    return len(parameters) == 1
+
+
 def split_kwargs(name: str, function_args, pipeline_args, decorated: dict, given: dict) -> tuple[dict, dict]:
     """(the Pipeline's keyword arguments, the function's): a call's keyword goes to the function when it
     takes it, else to the Pipeline when that takes it (over the decorator's), else it is a TypeError -- the
@@ -530,3 +780,7 @@ sys.modules[experimental.__name__] = experimental
 __all__ = ["Pipeline", "pipeline_def", "experimental"]
 
 __getattr__ = refuse(__name__, "nvidia.dali.pipeline")  # any other name: NotImplementedError naming it
+
+# fn._conditional (DALI's split / merge / not_), put on the fn namespace here: fn/__init__.py lists the
+# operator table's names only
+from .fn import _conditional  # noqa: E402,F401

@@ -1,0 +1,271 @@
+"""fastload.compat.dali's pipeline engine against real DALI (2.4, CPU operators): graphs that mix file
+readers, external sources of every kind and generated inputs, DALI's epochs and its scheduling members
+(``_prefetch``, ``_run_once``, ``share_outputs``...), each iteration compared output by output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastload.compat.dali as ours
+from fastload.sample_data import make_image
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """7 JPEGs of awkward sizes in 3 classes: a batch of 3 never divides an epoch."""
+    root = tmp_path_factory.mktemp("dali_executor")
+    sizes = [[(13, 9), (31, 7)], [(8, 21), (17, 17), (5, 3)], [(40, 11), (9, 33)]]
+    index = 0
+    for label, group in enumerate(sizes):
+        (root / f"c{label}").mkdir()
+        for width, height in group:
+            make_image(index, width, height).save(root / f"c{label}" / f"{index}.jpg", quality=85)
+            index += 1
+    return root
+
+
+def samples(outputs) -> list:
+    """A batch's outputs as plain lists, sample by sample (ragged outputs too)."""
+    return [[np.asarray(out.at(i)).tolist() for i in range(len(out))] for out in outputs]
+
+
+def runs(pipe, count: int, epochs: int = 1) -> list:
+    """``count`` run()s per epoch, a StopIteration recorded as "stop", reset() between epochs."""
+    got = []
+    for _ in range(epochs):
+        for _ in range(count):
+            try:
+                got.append(samples(pipe.run()))
+            except StopIteration:
+                got.append("stop")
+        pipe.reset()
+    return got
+
+
+def _per_sample(info):
+    """A per-sample callback of its SampleInfo only (module level: DALI's parallel workers import it)."""
+    return np.array([info.idx_in_epoch, info.idx_in_batch, info.iteration, info.epoch_idx], np.int32)
+
+
+def _per_batch(info):
+    """A batch callback of its BatchInfo only: ragged samples, 3 per batch."""
+    if info.iteration >= 4:
+        raise StopIteration
+    return [np.full((k + 1, 2), info.iteration * 10 + info.epoch_idx, np.float32) for k in range(3)]
+
+
+def test_reader_beside_external_sources_and_generated_inputs_is_dalis(dali, folder):
+    rng = np.random.default_rng()
+    matrices = [rng.uniform(-5, 5, (3, int(rng.integers(1, 4)))).astype(np.float32) for _ in range(3)]
+
+    def define(lib):
+        @lib.pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=11)
+        def pipe():
+            jpegs, labels = lib.fn.readers.file(file_root=str(folder), name="Reader")
+            info = lib.fn.external_source(source=_per_sample, batch=False, dtype=lib.types.INT32)
+            ragged = lib.fn.external_source(source=_per_batch, batch_info=True)
+            fixed = lib.fn.external_source(source=lambda: matrices, layout="HW")
+            coin = lib.fn.random.coin_flip(probability=0.0)  # generated: always 0 (DALI's values are its own)
+            bias = lib.types.Constant(np.int32(5))
+            return jpegs, labels, info, ragged, fixed, labels + info[2] * 100 + coin + bias, fixed * 2
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    expected = runs(theirs, 6, epochs=3)
+    assert runs(mine, 6, epochs=3) == expected
+    assert expected.count("stop") == 6  # 4 batches per epoch, then the source ended each epoch
+    assert mine.reader_meta("Reader") == {k: theirs.reader_meta("Reader")[k] for k in mine.reader_meta("Reader")}
+
+
+def _cycled(lib, folder, source, cycle):
+    @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=2)
+    def pipe():
+        _, labels = lib.fn.readers.file(file_root=str(folder), random_shuffle=True, seed=3)
+        return labels, lib.fn.external_source(source=source, cycle=cycle)
+    return pipe()
+
+
+@pytest.mark.parametrize("cycle", [None, "no", False, True, "quiet", "raise"])
+@pytest.mark.parametrize("kind", ["generator", "iterable"])
+def test_cycle_modes_beside_a_reader_are_dalis(dali, folder, cycle, kind):
+    data = [[np.full((k + 1,), 10 * b + k, np.int16) for k in range(2)] for b in range(3)]
+
+    def generator():
+        yield from data
+    source = generator if kind == "generator" else data
+    theirs, mine = _cycled(dali, folder, source, cycle), _cycled(ours, folder, source, cycle)
+    theirs.build()
+    assert runs(mine, 4, epochs=3) == runs(theirs, 4, epochs=3)
+
+
+def test_a_source_running_out_drops_the_other_sources_batch_as_dali(dali, folder):
+    """Every callback is called each iteration; when one runs out, the others' batch is dropped (a counter
+    shows it) and the reader does not advance."""
+    def define(lib):
+        calls = []
+
+        def counter():
+            calls.append(len(calls))
+            return [np.int64(calls[-1])] * 2
+
+        def short():
+            yield [np.float32(1.5)] * 2
+            yield [np.float32(2.5)] * 2
+
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=1)
+        def pipe():
+            _, labels = lib.fn.readers.file(file_root=str(folder))
+            return labels, lib.fn.external_source(source=counter), lib.fn.external_source(source=short,
+                                                                                          cycle="raise")
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    assert runs(mine, 3, epochs=3) == runs(theirs, 3, epochs=3)
+
+
+class _Fed:
+    """The subclass style: a reader, and an external source fed in iter_setup (a per-sample matrix)."""
+
+    def __init__(self, lib, folder, batches):
+        class Fed(lib.Pipeline):
+            def __init__(self):
+                super().__init__(batch_size=3, num_threads=1, device_id=None, seed=2, prefetch_queue_depth=1)
+                self.reader = lib.ops.readers.File(file_root=str(folder))
+                self.source = lib.ops.ExternalSource()
+                self.batches = iter(batches)
+
+            def define_graph(self):
+                _, labels = self.reader()
+                self.matrix = self.source(name="matrix")
+                return labels, self.matrix, self.matrix * 2
+
+            def iter_setup(self):
+                self.feed_input(self.matrix, next(self.batches))
+        self.pipe = Fed()
+
+
+def test_feed_input_beside_a_reader_is_dalis(dali, folder):
+    rng = np.random.default_rng()
+    batches = [[rng.integers(-9, 9, (2, 2), dtype=np.int32) for _ in range(3)] for _ in range(4)]
+    theirs, mine = _Fed(dali, folder, batches).pipe, _Fed(ours, folder, batches).pipe
+    theirs.build()
+    assert runs(mine, 5) == runs(theirs, 5)  # the fifth: iter_setup's next() runs out
+
+
+def _parallel_batch(info):
+    return [np.full((2,), info.iteration * 100 + info.epoch_idx * 10 + k, np.int32) for k in range(3)]
+
+
+def test_parallel_sources_beside_a_reader_are_dalis(dali, folder):
+    def define(lib):
+        @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None, py_num_workers=2, py_start_method="fork")
+        def pipe():
+            _, labels = lib.fn.readers.file(file_root=str(folder))
+            per_sample = lib.fn.external_source(source=_per_sample, batch=False, parallel=True,
+                                                dtype=lib.types.INT32)
+            per_batch = lib.fn.external_source(source=_parallel_batch, batch=True, batch_info=True,
+                                               parallel=True)
+            return labels, per_sample, per_batch
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    for pipe in (theirs, mine):
+        pipe.start_py_workers()
+        pipe.build()
+    assert runs(mine, 4) == runs(theirs, 4)
+
+
+def test_callback_arguments_are_dalis(dali):
+    """A batch callable taking one argument gets the iteration number (a BatchInfo with batch_info)."""
+    def define(lib):
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            plain = lib.fn.external_source(source=lambda i: [np.int32(i)] * 2)
+            none = lib.fn.external_source(source=lambda: [np.int32(7)] * 2)
+            return plain, none
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    assert runs(mine, 3) == runs(theirs, 3)
+    with pytest.raises(TypeError, match="0 or 1"):
+        @ours.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def bad():
+            return ours.fn.external_source(source=lambda a, b: [np.int32(0)] * 2)
+        bad().build()
+
+
+def _steps(pipe) -> list:
+    """A detection loader's loop (NVIDIA's SSD examples): _prefetch, share_outputs, release_outputs,
+    schedule_run; with DALI's engine state after each step."""
+    got = []
+    for _ in range(5):
+        pipe._prefetch()
+        try:
+            out = samples(pipe.share_outputs())
+        except StopIteration:
+            out = "stop"
+        pipe.release_outputs()
+        pipe.schedule_run()
+        got.append((out, pipe._batches_to_consume, pipe._first_iter, pipe._last_iter, pipe._epoch_idx,
+                    str(pipe._api_type), pipe.empty()))
+    pipe.reset()
+    got.append((pipe._first_iter, pipe._last_iter, pipe._epoch_idx, pipe._consumer_epoch_idx))
+    return got
+
+
+def test_private_scheduling_members_are_dalis(dali, folder):
+    def define(lib):
+        def batches():
+            for b in range(6):
+                yield [np.full((1,), b, np.int32)] * 2
+
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=2, seed=4)
+        def pipe():
+            _, labels = lib.fn.readers.file(file_root=str(folder))
+            return labels, lib.fn.external_source(source=batches)
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    for attr in ("_max_batch_size", "_num_threads", "_device_id", "_seed", "_exec_pipelined", "_exec_async",
+                 "_prefetch_queue_depth", "_cpu_queue_size", "_gpu_queue_size", "_exec_separated", "_py_pool",
+                 "_py_num_workers", "_py_start_method", "_bytes_per_sample", "_set_affinity", "_iterator_data",
+                 "_enable_checkpointing", "_is_restored_from_checkpoint", "_conditionals_enabled",
+                 "_output_dtype", "_output_ndim", "_output_layout", "is_restored_from_checkpoint"):
+        assert getattr(mine, attr) == getattr(theirs, attr), attr
+    assert mine._batch_size == 2  # (DALI's earlier name of _max_batch_size, which rocAL keeps)
+    assert _steps(mine) == _steps(theirs)
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    for pipe in (theirs, mine):  # _run_once: one iteration, no prefetch
+        pipe._run_once()
+        pipe._run_once()
+    assert [samples(p.share_outputs()) for p in (mine, mine)] == [samples(p.share_outputs()) for p in (theirs,
+                                                                                                      theirs)]
+    assert mine._batches_to_consume == theirs._batches_to_consume == 0
+
+
+def test_feed_input_before_each_run_gives_each_batch(dali):
+    """Fed one batch before each run(): DALI gives the first, then fails (its prefetch ran dry); fastload
+    prefetches only what was fed, and gives each."""
+    def define(lib):
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            return lib.fn.external_source(name="x") + 1
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    got = []
+    for i in range(3):
+        value = [np.int32([i]), np.int32([i, 5])]
+        mine.feed_input("x", value)
+        got.append(samples(mine.run()))
+        if i == 0:
+            theirs.feed_input("x", value)
+            assert got[0] == samples(theirs.run())
+    assert got == [[[[1], [1, 6]]], [[[2], [2, 6]]], [[[3], [3, 6]]]]
