@@ -269,3 +269,55 @@ def test_feed_input_before_each_run_gives_each_batch(dali):
             theirs.feed_input("x", value)
             assert got[0] == samples(theirs.run())
     assert got == [[[[1], [1, 6]]], [[[2], [2, 6]]], [[[3], [3, 6]]]]
+
+
+def _by_iteration(iteration):
+    """A parallel batch callback given the iteration number (no batch_info): 3 batches an epoch."""
+    if iteration >= 3:
+        raise StopIteration
+    return [np.full((2,), iteration * 10 + k, np.int32) for k in range(2)]
+
+
+def _three_batches():
+    for b in range(3):
+        yield [np.full((1,), b, np.int64)] * 2
+
+
+def test_parallel_iteration_callbacks_and_generators_are_dalis(dali):
+    def define(lib):
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None, py_num_workers=2, py_start_method="fork")
+        def pipe():
+            return (lib.fn.external_source(source=_by_iteration, parallel=True, batch=True),
+                    lib.fn.external_source(source=_three_batches, parallel=True, batch=True, prefetch_queue_depth=3),
+                    lib.fn.random.coin_flip(probability=1.0))  # generated beside them: always 1
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    for pipe in (theirs, mine):
+        pipe.start_py_workers()
+        pipe.build()
+    assert runs(mine, 4, epochs=2) == runs(theirs, 4, epochs=2)
+
+
+def test_a_short_external_batch_beside_a_reader_is_refused_as_by_dali(dali, folder):
+    """Generated inputs follow the external sources' batch size; a reader's batch is always full, so an
+    external batch of another size beside it is an error in both (fastload's names the sizes)."""
+    def define(lib, reader):
+        @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None)
+        def pipe():
+            x = lib.fn.external_source(source=lambda: [np.int32([5])] * 2)
+            outputs = [x, lib.fn.random.coin_flip(probability=1.0) + x]
+            if reader:
+                outputs.append(lib.fn.readers.file(file_root=str(folder))[1])
+            return tuple(outputs)
+        return pipe()
+
+    theirs, mine = define(dali, False), define(ours, False)
+    theirs.build()
+    assert runs(mine, 1) == runs(theirs, 1) == [[[[5], [5]], [[6], [6]]]]
+    theirs, mine = define(dali, True), define(ours, True)
+    theirs.build()
+    with pytest.raises(RuntimeError):
+        theirs.run()
+    with pytest.raises(RuntimeError, match="different sizes.*'the readers': 3"):
+        mine.run()
