@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastload.compat.dali as ours
 from fastload.sample_data import make_image
+
+from conftest import import_dali
 
 
 @pytest.fixture(scope="module")
@@ -321,3 +325,55 @@ def test_a_short_external_batch_beside_a_reader_is_refused_as_by_dali(dali, fold
         theirs.run()
     with pytest.raises(RuntimeError, match="different sizes.*'the readers': 3"):
         mine.run()
+
+
+def _mixed(lib, folder, batch_size, depth, batches, cycle):
+    data = [[np.full((k % 3 + 1,), 100 * b + k, np.int32) for k in range(batch_size)] for b in range(batches)]
+
+    def generator():
+        yield from data
+
+    @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, prefetch_queue_depth=depth, seed=9)
+    def pipe():
+        _, labels = lib.fn.readers.file(file_root=str(folder))
+        fed = lib.fn.external_source(source=generator, cycle=cycle)
+        info = lib.fn.external_source(source=_per_sample, batch=False, dtype=lib.types.INT32)
+        return labels, fed, info
+    return pipe()
+
+
+def _play(pipe, steps) -> list:
+    """Each step's result: a batch, "stop", or what the engine says (the batches still to take)."""
+    got = []
+    for step in steps:
+        try:
+            if step == "reset":
+                pipe.reset()
+                got.append(("reset", pipe._epoch_idx, pipe._first_iter))
+            elif step in ("run", "share"):
+                got.append(samples(pipe.run() if step == "run" else pipe.share_outputs()))
+            else:
+                getattr(pipe, step)()
+                got.append((step, pipe._batches_to_consume, pipe._last_iter))
+        except StopIteration:
+            got.append("stop")
+    return got
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(batch_size=st.integers(1, 4), depth=st.integers(1, 3), batches=st.integers(1, 4),
+       cycle=st.sampled_from([None, "quiet", "raise"]), scheduled=st.booleans(),
+       picks=st.lists(st.integers(0, 9), min_size=4, max_size=14))
+def test_any_schedule_of_a_mixed_pipeline_is_dalis(folder, batch_size, depth, batches, cycle, scheduled,
+                                                  picks):
+    """Random pipelines (reader, generator source, per-sample source) driven by random sequences of DALI's
+    calls -- run/reset, or schedule_run/_prefetch/_run_once/share_outputs/release_outputs/reset -- give
+    DALI's batches, StopIterations and engine state at every step."""
+    names = ["schedule_run", "_prefetch", "_run_once", "share", "share", "share", "release_outputs", "reset",
+             "share", "schedule_run"] if scheduled else ["run"] * 7 + ["reset"] * 3
+    steps = [names[k] for k in picks]
+    dali = import_dali()
+    theirs, mine = _mixed(dali, folder, batch_size, depth, batches, cycle), _mixed(ours, folder, batch_size,
+                                                                                  depth, batches, cycle)
+    theirs.build()
+    assert _play(mine, steps) == _play(theirs, steps)
