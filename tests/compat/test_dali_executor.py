@@ -377,3 +377,31 @@ def test_any_schedule_of_a_mixed_pipeline_is_dalis(folder, batch_size, depth, ba
                                                                                   depth, batches, cycle)
     theirs.build()
     assert _play(mine, steps) == _play(theirs, steps)
+
+
+def test_deprecated_scheduling_names_run_as_their_successors(dali, folder):
+    """The loop of DALI's first plugins (_run, _share_outputs, _release_outputs): DALI 2.4 still has them,
+    warning; its _share_outputs returns nothing, fastload's the outputs, as the loops written for it read."""
+    def define(lib):
+        @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=5)
+        def pipe():
+            _, labels = lib.fn.readers.file(file_root=str(folder))
+            return labels, lib.fn.external_source(source=_per_sample, batch=False, dtype=lib.types.INT32)
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    expected, got = [], []
+    with pytest.warns(DeprecationWarning, match="_run is deprecated"):
+        mine._run()
+    theirs.schedule_run()
+    for _ in range(4):
+        expected.append(samples(theirs.share_outputs()))
+        theirs.release_outputs()
+        theirs.schedule_run()
+        with pytest.warns(DeprecationWarning, match="_share_outputs is deprecated"):
+            got.append(samples(mine._share_outputs()))
+        with pytest.warns(DeprecationWarning):
+            mine._release_outputs()
+            mine._run()
+    assert got == expected
