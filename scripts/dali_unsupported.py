@@ -6,7 +6,8 @@ Needs real DALI installed (``nvidia-dali-cuda130``; it runs on the CPU). It walk
 every ``fn`` operator (submodules included), every ``ops`` class, the names of ``types``, ``tensors``,
 the top-level package, ``pipeline.experimental``, the PyTorch plugin and ``Pipeline``'s methods -- and
 lists each that fastload's module of the same name lacks (where fastload raises NotImplementedError
-naming it). Nothing is written by hand: rerun it when the layer or DALI changes (a test checks the page
+naming it); and DALI's operator schemas, those fastload runs (fastload.compat.dali.spec's declarations) and
+those it does not. Nothing is written by hand: rerun it when the layer or DALI changes (a test checks the page
 is this script's output).
 """
 
@@ -108,6 +109,10 @@ def main(argv: list[str]) -> None:
         "supported operator it refuses, is in [dali.md](dali.md).",
         "",
     ]
+    from nvidia.dali.ops import _names, _registry
+    from fastload.compat.dali import spec
+    lines += spec.schema_lines({name: (_names._op_name(name, "fn"), _names._op_name(name, "ops"))
+                                for name in _registry._all_registered_ops() if not name.startswith("_")})
     lines += section("`fn` operators", f"{len(fn)} operators (submodules included; legacy names too).", fn)
     lines += section("`ops` classes", f"{len(ops)} classes.", ops)
     lines += section("`types` names", f"{len(names)} names.", names)

@@ -169,13 +169,16 @@ def test_unsupported_names_are_refused_by_name(module, name, listed):
 
 
 def test_the_unsupported_list_is_generated_from_dali(tmp_path):
-    """scripts/dali_unsupported.py writes the list from real DALI's modules; the committed page is its
-    output for the layer as it is."""
+    """scripts/dali_unsupported.py writes the list from real DALI's modules and registry; the committed page is
+    its output for the layer as it is."""
     pytest.importorskip("nvidia.dali")
     out = tmp_path / "list.md"
     subprocess.run([sys.executable, "scripts/dali_unsupported.py", str(out)], check=True, timeout=300)
     text = out.read_text()
-    assert "`fn.python_function`" in text and "`fn.readers.numpy`" in text
-    assert "`fn.crop_mirror_normalize`" not in text and "`fn.readers.file`" not in text
+    missing = text.split("## `fn` operators")[1]
+    assert "`fn.python_function`" in missing and "`fn.readers.numpy`" in missing
+    assert "`fn.crop_mirror_normalize`" not in missing and "`fn.readers.file`" not in missing
+    run = text.split("### Run")[1].split("### Not run")[0]
+    assert "- `readers__File`: `fn.readers.file`, `ops.readers.File`" in run and "`fn.readers.numpy`" not in run
     with open("docs/dali-unsupported.md") as committed:
         assert committed.read() == text

@@ -23,6 +23,7 @@ import torch
 from ..float32 import libm_float
 from .graph import DataNode, Op
 from .operators import _device, _one, check_args
+from .spec import operator
 
 
 def _vector(value, name: str, n: int | None = None) -> torch.Tensor:
@@ -169,10 +170,13 @@ def _shear(shear=None, angles=None, center=None, hint=None):
     return _about(linear, center)
 
 
-translation = _transform("translation", _translation, {"offset", "ndim"})
-scale = _transform("scale", _scale, {"scale", "center", "ndim"})
-rotation = _transform("rotation", _rotation, {"angle", "axis", "center"})
-shear = _transform("shear", _shear, {"shear", "angles", "center"})
+translation = operator("transforms.translation", "transforms.Translation",
+                       aliases={"transform_translation": "TransformTranslation"})(
+    _transform("translation", _translation, {"offset", "ndim"}))
+scale = operator("transforms.scale", "transforms.Scale")(_transform("scale", _scale, {"scale", "center", "ndim"}))
+rotation = operator("transforms.rotation", "transforms.Rotation")(
+    _transform("rotation", _rotation, {"angle", "axis", "center"}))
+shear = operator("transforms.shear", "transforms.Shear")(_transform("shear", _shear, {"shear", "angles", "center"}))
 
 
 def _crop_matrix(from_start, from_end, to_start, to_end, absolute: bool) -> torch.Tensor:
@@ -196,6 +200,7 @@ def _crop_matrix(from_start, from_end, to_start, to_end, absolute: bool) -> torc
     return torch.from_numpy(m)
 
 
+@operator("transforms.crop", "transforms.Crop")
 def crop(T=None, *, from_start=(0.0,), from_end=(1.0,), to_start=(0.0,), to_end=(1.0,), absolute=False,
          reverse_order=False, device=None, **args):
     """``fn.transforms.crop``: the affine map of the box [from_start, from_end] onto [to_start, to_end]
@@ -215,6 +220,7 @@ def crop(T=None, *, from_start=(0.0,), from_end=(1.0,), to_start=(0.0,), to_end=
                    fusable=False))
 
 
+@operator("transforms.combine", "transforms.Combine")
 def combine(*transforms, device=None, reverse_order=False, **args):
     """``fn.transforms.combine``: the inputs applied in order (the first first), or in reverse order."""
     check_args("fn.transforms.combine", args, set())
@@ -259,6 +265,7 @@ def _coord_transform(ctx, op, points, M=None, T=None, MT=None):
     return out.reshape(*p.shape[:-1], m.shape[0])
 
 
+@operator("coord_transform", "CoordTransform")
 def coord_transform(points, *, M=None, T=None, MT=None, device=None, dtype=None, **args):
     """``fn.coord_transform``: each point ``p`` (the last axis) to ``M @ p + T`` in float32. ``M`` is a
     matrix (rows of D values) or a scalar (a multiple of the identity); ``MT`` the block matrix [M T] (a

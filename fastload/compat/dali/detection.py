@@ -25,6 +25,7 @@ import torch
 
 from .graph import Op, ReaderOp
 from .operators import ReaderSpec, _decode, _device, _fast_idct, _one, _read_sample, _seeded, check_args
+from .spec import operator
 from .types import image_type_name, torch_dtype
 
 F32 = np.float32
@@ -108,6 +109,7 @@ def coco_samples(file_root: str, annotations_file: str, *, ltrb: bool, ratio: bo
     return files, samples
 
 
+@operator("readers.coco", "readers.COCO", aliases={"coco_reader": "COCOReader"})
 def readers_coco(*, file_root=None, annotations_file="", ltrb=False, ratio=False, skip_empty=False,
                  size_threshold=0.1, include_iscrowd=True, avoid_class_remapping=False, image_ids=False,
                  save_img_ids=None, images=None, shard_id=0, num_shards=1, random_shuffle=False, initial_fill=1024,
@@ -318,6 +320,7 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
     return crop, kept, indices
 
 
+@operator("random_bbox_crop", "RandomBBoxCrop")
 def random_bbox_crop(boxes, labels=None, *, thresholds=(0.0,), threshold_type="iou", aspect_ratio=(1.0, 1.0),
                      scaling=(1.0, 1.0), ltrb=None, bbox_layout=None, num_attempts=1, total_num_attempts=-1,
                      allow_no_crop=True, all_boxes_above_threshold=True, bbox_prune_threshold=None,
@@ -380,6 +383,7 @@ def random_bbox_crop(boxes, labels=None, *, thresholds=(0.0,), threshold_type="i
     return _one(_seeded(Op("random_bbox_crop", run, inputs, {}, num_outputs=count, fusable=False), args))
 
 
+@operator("bb_flip", "BbFlip")
 def bb_flip(boxes, *, ltrb=False, horizontal=1, vertical=0, device=None, **args):
     """``fn.bb_flip``: boxes in relative coordinates mirrored (x -> 1 - x) horizontally and/or vertically;
     ``horizontal`` and ``vertical`` may be per-sample. Same shape and float32, computed as DALI does (read
@@ -401,6 +405,7 @@ def bb_flip(boxes, *, ltrb=False, horizontal=1, vertical=0, device=None, **args)
                    device=_device([boxes], device), layouts=(boxes.layout(),), fusable=False))
 
 
+@operator("bbox_paste", "BBoxPaste")
 def bbox_paste(boxes, *, ratio, paste_x=0.5, paste_y=0.5, ltrb=False, device="cpu", **args):
     """``fn.bbox_paste``: relative boxes moved as fn.paste moves their image: scaled by 1 / ratio and shifted
     by paste * (ratio - 1) / ratio (pulled back, ulp by ulp, so a box in [0, 1] stays there), in float32 as
@@ -482,6 +487,7 @@ def encode_boxes(boxes: np.ndarray, labels: np.ndarray, anchors: np.ndarray, cri
     return out_boxes, out_labels
 
 
+@operator("box_encoder", "BoxEncoder")
 def box_encoder(boxes, labels, *, anchors, criteria=0.5, offset=False, scale=1.0, means=(0.0, 0.0, 0.0, 0.0),
                 stds=(1.0, 1.0, 1.0, 1.0), device=None, **args):
     """``fn.box_encoder``: ltrb boxes [N, 4] and int32 labels [N] encoded onto the anchors (a flat ltrb list):
@@ -528,6 +534,7 @@ def paste_geometry(height: int, width: int, ratio, paste_x, paste_y, min_canvas_
     return new_h, new_w, int(F32(paste_y) * F32(new_h - height)), int(F32(paste_x) * F32(new_w - width))
 
 
+@operator("paste", "Paste")
 def paste(images, *, ratio, fill_value=(0, 0, 0), paste_x=0.5, paste_y=0.5, min_canvas_size=0.0, n_channels=3,
           device=None, **args):
     """``fn.paste``: uint8 HWC images on a canvas ``ratio`` times larger filled with ``fill_value``
@@ -594,6 +601,9 @@ def _values(tensor: torch.Tensor) -> list:
                                                                                                values.tolist()]
 
 
+@operator("decoders.image_slice", "decoders.ImageSlice",
+          aliases={"image_decoder_slice": "ImageDecoderSlice",
+                   "experimental.decoders.image_slice": "experimental.decoders.ImageSlice"})
 def decoders_image_slice(data, anchor=None, shape=None, *, device="cpu", output_type=None, normalized_anchor=True,
                          normalized_shape=True, axis_names=None, axes=None, dtype=None, use_fast_idct=False,
                          **args):

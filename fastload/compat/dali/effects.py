@@ -31,6 +31,7 @@ from ..float32 import libm_float
 from .graph import Op
 from .conversions import _convert_sat
 from .operators import _device, _layout, _one, check_args
+from .spec import operator
 from .types import interp_name
 
 _F32 = np.float32
@@ -121,6 +122,7 @@ def erase_image(image: torch.Tensor, *, anchor=(), shape=(), axes_order=(), fill
     return out
 
 
+@operator("erase", "Erase")
 def erase(data, *, anchor=None, shape=None, axis_names=None, axes=None, fill_value=0.0, normalized=None,
           normalized_anchor=None, normalized_shape=None, centered_anchor=False, device=None, **args):
     """``fn.erase``: regions given by ``anchor`` and ``shape`` (per sample allowed) along ``axis_names``
@@ -236,10 +238,11 @@ def _water_points(height, width, **a):
     return water_points(height, width, **{**_WATER_DEFAULTS, **a})
 
 
-water = _displacement("water", _water_points, set(_WATER_DEFAULTS))
+water = operator("water", "Water")(_displacement("water", _water_points, set(_WATER_DEFAULTS)))
 water.__doc__ = ("``fn.water``: the image displaced by two sine waves (ampl_x/y, freq_x/y, phase_x/y), "
                  "nearest (DALI's default) or linear, ``fill_value`` outside; ``mask`` 0 leaves a sample as is.")
-sphere = _displacement("sphere", lambda height, width: sphere_points(height, width), set())
+sphere = operator("sphere", "Sphere")(
+    _displacement("sphere", lambda height, width: sphere_points(height, width), set()))
 sphere.__doc__ = ("``fn.sphere``: the image seen through a sphere (pixels pushed out radially), nearest "
                   "(DALI's default) or linear, ``fill_value`` outside; ``mask`` 0 leaves a sample as is.")
 
@@ -258,6 +261,7 @@ def jpeg_distort(image: torch.Tensor, quality: int) -> torch.Tensor:
     return torch.from_numpy(np.asarray(decoded.convert("RGB")).copy())
 
 
+@operator("jpeg_compression_distortion", "JpegCompressionDistortion")
 def jpeg_compression_distortion(images, *, quality=50, device=None, **args):
     """``fn.jpeg_compression_distortion``: JPEG artifacts at ``quality`` (per sample allowed), for RGB
     uint8 images (HWC) or sequences of them (FHWC)."""

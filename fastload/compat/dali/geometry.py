@@ -23,6 +23,7 @@ from .colour import _rgb_to_ycbcr
 from .conversions import _convert_sat
 from .graph import DataNode, Op
 from .operators import _device, _layout, _one, check_args
+from .spec import operator
 from .types import image_type_name, interp_name, torch_dtype
 from .warping import warp
 
@@ -60,6 +61,7 @@ def _warp_size(size, height: int, width: int) -> tuple[int, int]:
     return int(values[0]), int(values[1])
 
 
+@operator("warp_affine", "WarpAffine")
 def warp_affine(images, matrix=None, *, size=None, fill_value=None, interp_type=None, inverse_map=True,
                 dtype=None, output_dtype=None, device=None, **args):
     """``fn.warp_affine`` of HWC images: the 2x3 ``matrix`` (6 values, per sample as a DataNode argument or
@@ -276,6 +278,7 @@ def _fill(fill_values, dtype: torch.dtype, channels: int | None) -> torch.Tensor
 _SLICE_NAMED = ("start", "rel_start", "end", "rel_end", "shape", "rel_shape")
 
 
+@operator("slice", "Slice")
 def slice(data, anchor=None, shape=None, *, axes=None, axis_names=None, normalized_anchor=True,
           normalized_shape=True, out_of_bounds_policy="error", fill_values=0.0, dtype=None, output_dtype=None,
           image_type=None, device=None, **args):
@@ -341,6 +344,7 @@ def _pad_sample(x: torch.Tensor, axes: list[int], shape, align, fill_value) -> t
     return out
 
 
+@operator("pad", "Pad")
 def pad(data, *, axes=None, axis_names=None, shape=None, align=None, fill_value=0.0, device=None, **args):
     """``fn.pad``: each sample padded at the end of ``axes`` (or ``axis_names``; default all) with
     ``fill_value`` to ``shape`` (a sample larger keeps its extent), then up to a multiple of ``align``.
@@ -382,6 +386,8 @@ def pad(data, *, axes=None, axis_names=None, shape=None, align=None, fill_value=
 # ---------------------------------------------------------------------------------------------- color
 
 
+@operator("peek_image_shape", "PeekImageShape",
+          aliases={"experimental.peek_image_shape": "experimental.PeekImageShape"})
 def peek_image_shape(data, *, dtype=None, image_type=None, adjust_orientation=True, device=None, **args):
     """``fn.peek_image_shape``: (H, W, C) of each encoded image from its header, without decoding it
     (int64 unless ``dtype``); H and W swapped for an EXIF orientation that turns the image (5-8) when
@@ -462,6 +468,7 @@ def convert_color(image: torch.Tensor, source: str, target: str) -> torch.Tensor
 _SPACES = {"RGB": 3, "BGR": 3, "YCbCr": 3, "GRAY": 1}
 
 
+@operator("color_space_conversion", "ColorSpaceConversion")
 def color_space_conversion(images, *, image_type, output_type, device=None, **args):
     """``fn.color_space_conversion`` between RGB, BGR, YCbCr (BT.601 studio range) and GRAY (OpenCV's luma),
     on uint8 images (channels last), as DALI's CPU operator computes them; other types and spaces refused."""

@@ -18,6 +18,7 @@ import torch
 
 from . import colour, conversions, crops, decoding, resampling, warping
 from .graph import DataNode, Op, ReaderOp
+from .spec import operator
 from .types import image_type_name, interp_name, torch_dtype
 
 # Arguments every operator accepts and that change no result here (memory and scheduling hints; ``seed``
@@ -98,6 +99,7 @@ def _read_list(list_file: str, root: str | None) -> list[tuple[str, int, str]]:
     return [(path, label, os.path.relpath(path, listed.root)) for path, label in listed.samples]
 
 
+@operator("readers.file", "readers.File", aliases={"file_reader": "FileReader"}, fused=True)
 def readers_file(*, file_root=None, files=None, labels=None, file_list=None, shard_id=0, num_shards=1,
                  random_shuffle=False, initial_fill=1024, shuffle_after_epoch=False, stick_to_shard=False,
                  pad_last_batch=False, seed=-1, name=None, file_filters=None, case_sensitive_filter=False,
@@ -134,6 +136,7 @@ def _read_sample(ctx, op):
     return torch.frombuffer(bytearray(data), dtype=torch.uint8), torch.tensor([label], dtype=torch.int32)
 
 
+@operator("io.file.read", "io.file.Read")
 def io_file_read(filepaths, **args):
     """``fn.io.file.read``: the bytes of the file whose path is the input (a uint8 tensor of the path)."""
     check_args("fn.io.file.read", args, {"dont_use_mmap", "use_o_direct"})
@@ -160,6 +163,8 @@ def _fast_idct(operator: str, use_fast_idct) -> None:
                                   f"(libjpeg's fast IDCT gives other pixels; fastload decodes with the accurate one)")
 
 
+@operator("decoders.image", "decoders.Image", fused=True, legacy=("nvJPEGDecoder",),
+          aliases={"image_decoder": "ImageDecoder", "experimental.decoders.image": "experimental.decoders.Image"})
 def decoders_image(data, *, device="cpu", output_type=None, use_fast_idct=False, **args):
     """``fn.decoders.image``: HWC uint8 images; "mixed" decodes for the GPU."""
     check_args("fn.decoders.image", args, set())
@@ -175,6 +180,10 @@ def _random_crop_decode(ctx, op, data, output_type, random_area, random_aspect_r
     return image[y:y + h, x:x + w].contiguous()
 
 
+@operator("decoders.image_random_crop", "decoders.ImageRandomCrop", fused=True,
+          legacy=("nvJPEGDecoderRandomCrop",),
+          aliases={"image_decoder_random_crop": "ImageDecoderRandomCrop",
+                   "experimental.decoders.image_random_crop": "experimental.decoders.ImageRandomCrop"})
 def decoders_image_random_crop(data, *, device="cpu", output_type=None, random_area=(0.08, 1.0),
                                random_aspect_ratio=(0.75, 4 / 3), num_attempts=10, use_fast_idct=False, **args):
     """``fn.decoders.image_random_crop``: decode the window DALI's random-crop rule picks."""
@@ -203,6 +212,7 @@ def _resize(ctx, op, image, interp_type="linear", antialias=True, dtype=None, **
     return resampling.resize(image, interp_type=interp_type, antialias=antialias, dtype=dtype, **size)
 
 
+@operator("resize", "Resize", fused=True)
 def resize(images, *, device=None, interp_type=None, min_filter=None, mag_filter=None, antialias=True,
            dtype=None, **args):
     """``fn.resize`` in DALI's size modes; the filter DALI picks (linear, antialiased when shrinking); a
@@ -234,6 +244,7 @@ def _random_resized_crop(ctx, op, image, size, random_area, random_aspect_ratio,
                            **settings)
 
 
+@operator("random_resized_crop", "RandomResizedCrop", fused=True)
 def random_resized_crop(images, *, size, device=None, random_area=(0.08, 1.0), random_aspect_ratio=(0.75, 4 / 3),
                         num_attempts=10, interp_type=None, antialias=True, dtype=None, **args):
     """``fn.random_resized_crop``: DALI's random window, resized to ``size`` (height, width)."""
@@ -266,6 +277,7 @@ def _layout(operator: str, images, layouts: tuple[str, ...] = ("HWC",)) -> str:
     return layout
 
 
+@operator("crop", "Crop")
 def crop(images, *, device=None, dtype=None, **args):
     """``fn.crop``: a (crop_h, crop_w) window at relative (crop_pos_x, crop_pos_y), of HWC or CHW images;
     with ``dtype`` the window is cut in that type, so a pad's fill_values is the output type's value."""
@@ -280,6 +292,7 @@ def crop(images, *, device=None, dtype=None, **args):
     return _one(Op("crop", run, [images], args, device=_device([images], device), layouts=(args["layout"],)))
 
 
+@operator("crop_mirror_normalize", "CropMirrorNormalize", fused=True)
 def crop_mirror_normalize(images, *, device=None, dtype=None, output_dtype=None, output_layout="CHW",
                           image_type=None, **args):
     """``fn.crop_mirror_normalize``: crop, mirror, (x - mean) / std * scale + shift, to CHW float by default."""
@@ -301,6 +314,7 @@ def crop_mirror_normalize(images, *, device=None, dtype=None, output_dtype=None,
                    layouts=(str(output_layout) or args["layout"],)))
 
 
+@operator("flip", "Flip")
 def flip(images, *, device=None, horizontal=1, vertical=0, **args):
     """``fn.flip``: horizontal and/or vertical flips (per-sample arguments allowed)."""
     check_args("fn.flip", args, set())
@@ -310,6 +324,7 @@ def flip(images, *, device=None, horizontal=1, vertical=0, **args):
         device=_device([images], device), layouts=(layout,)))
 
 
+@operator("rotate", "Rotate")
 def rotate(images, *, angle, device=None, fill_value=None, keep_size=False, size=None, interp_type=None, **args):
     """``fn.rotate``: by ``angle`` degrees (DALI's direction), output the bounding box or ``size``; outside
     the image, ``fill_value``, or without one the nearest border pixel (DALI's default)."""
@@ -336,14 +351,17 @@ def _color(operator: str, impl, names: set, layouts: tuple[str, ...] = ("HWC",))
     return build
 
 
-color_twist = _color("color_twist", lambda image, **a: colour.color_twist(image, **a),
-                     {"brightness", "contrast", "hue", "saturation"})
-brightness_contrast = _color("brightness_contrast", lambda image, **a: colour.brightness_contrast(image, **a),
-                             {"brightness", "brightness_shift", "contrast", "contrast_center"},
-                             ("HWC", "CHW"))  # per value: the layout does not matter
-hsv = _color("hsv", lambda image, **a: colour.hsv(image, **a), {"hue", "saturation", "value"})
+color_twist = operator("color_twist", "ColorTwist")(
+    _color("color_twist", lambda image, **a: colour.color_twist(image, **a),
+           {"brightness", "contrast", "hue", "saturation"}))
+brightness_contrast = operator("brightness_contrast", "BrightnessContrast")(
+    _color("brightness_contrast", lambda image, **a: colour.brightness_contrast(image, **a),
+           {"brightness", "brightness_shift", "contrast", "contrast_center"},
+           ("HWC", "CHW")))  # per value: the layout does not matter
+hsv = operator("hsv", "Hsv")(_color("hsv", lambda image, **a: colour.hsv(image, **a), {"hue", "saturation", "value"}))
 
 
+@operator("cast", "Cast")
 def cast(data, *, dtype, device=None, **args):
     """``fn.cast``: DALI's conversion (floats round to nearest and saturate into integer types)."""
     check_args("fn.cast", args, set())
@@ -373,7 +391,8 @@ def _join(operator: str, stacked: bool):
     return build
 
 
-cat, stack = _join("cat", False), _join("stack", True)
+cat = operator("cat", "Cat")(_join("cat", False))
+stack = operator("stack", "Stack")(_join("stack", True))
 
 
 # --------------------------------------------------------------------------------------------- random
@@ -384,6 +403,7 @@ def _shape(shape) -> tuple:
     return tuple(shape) if isinstance(shape, (list, tuple)) else (int(shape),)
 
 
+@operator("random.coin_flip", "random.CoinFlip", aliases={"coin_flip": "CoinFlip"}, fused=True)
 def random_coin_flip(*, probability=0.5, shape=None, dtype=None, device="cpu", **args):
     """``fn.random.coin_flip``: 1 with ``probability``, else 0; int32 unless ``dtype``."""
     check_args("fn.random.coin_flip", args, set())
@@ -396,6 +416,7 @@ def random_coin_flip(*, probability=0.5, shape=None, dtype=None, device="cpu", *
     return _one(_seeded(Op("random.coin_flip", run, [], {"probability": probability}, device=device), args))
 
 
+@operator("random.uniform", "random.Uniform", aliases={"uniform": "Uniform"})
 def random_uniform(*, range=(-1.0, 1.0), values=None, shape=None, dtype=None, device="cpu", **args):
     """``fn.random.uniform``: uniform in [range[0], range[1]), or one of ``values``; float32 unless ``dtype``."""
     check_args("fn.random.uniform", args, set())
@@ -439,6 +460,7 @@ class ExternalSourceOp(Op):
         return value if self.grouped else (value,)
 
 
+@operator("external_source", "ExternalSource", positional=("source", "num_outputs"))
 def external_source(source=None, num_outputs=None, *, batch=True, batch_info=False, cycle=None, dtype=None,
                     layout=None, device="cpu", name=None, parallel=False, prefetch_queue_depth=1, no_copy=None,
                     blocking=None, ndim=None, **args):

@@ -3,13 +3,15 @@
 the module has. ``Unsupported`` is a NotImplementedError (what every refusal here raises) and an
 AttributeError, so ``hasattr``, ``getattr(module, name, default)`` and ``from module import submodule``
 work as on any module. docs/dali-unsupported.md lists what DALI has and fastload does not
-(scripts/dali_unsupported.py writes it from real DALI's modules).
+(scripts/dali_unsupported.py writes it from real DALI's modules and ``spec``'s declarations).
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 import types
+from typing import Callable
 
 LISTED = "docs/dali-unsupported.md lists what DALI has and fastload does not"
 
@@ -34,12 +36,20 @@ def supported(module_name: str) -> list[str]:
     return sorted(names)
 
 
-def refuse(module_name: str, dali_name: str):
+def refuse(module_name: str, dali_name: str, nearby: Callable[[], list[str]] | None = None):
     """A module ``__getattr__`` for ``module_name`` (DALI's ``dali_name``): a missing public name raises
-    ``Unsupported`` naming it and what is supported; a private or dunder one, the usual AttributeError."""
+    ``Unsupported`` naming it and what is supported (and, where ``nearby`` lists the whole API's dotted names,
+    those whose last part is close to it: ``fn.coin_flp`` names ``fn.random.coin_flip``); a private or dunder
+    one, the usual AttributeError."""
     def __getattr__(name: str):
         if name.startswith("_"):
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        close = ""
+        if nearby is not None:
+            names = nearby()
+            found = difflib.get_close_matches(name, [n.rpartition(".")[2] for n in names], n=3, cutoff=0.75)
+            close = "".join(f"; closest: {', '.join(n for n in names if n.rpartition('.')[2] in found)}"
+                            for _ in found[:1])
         raise Unsupported(f"fastload.compat.dali: {dali_name}.{name} is not supported; {dali_name} has: "
-                          f"{', '.join(supported(module_name))} ({LISTED})")
+                          f"{', '.join(supported(module_name))}{close} ({LISTED})")
     return __getattr__
