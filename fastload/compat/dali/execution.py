@@ -11,7 +11,7 @@ from typing import Iterator
 import torch
 
 from .order import ReaderOrder
-from ...thread_pool import Job, LoaderPath, Stages, batches_ahead
+from ...thread_pool import Job, LoaderPath, Stages, ThreadPool, batches_ahead
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source
@@ -137,15 +137,24 @@ class _RunSample:
 
 
 def external_batch(graph: Graph, inputs: dict, given: list | None, size: int, seed: int, run: int,
-                   gpu: torch.device) -> tuple:
-    """One batch of a pipeline run in the caller's thread: ``size`` samples, each with its external
-    sources' values (``inputs``: op id -> per-sample values) and, where the pipeline has readers, the
-    values its readers' outputs took in the loader (``given``, one dict per sample). Sample ``i`` of the
-    pipeline's ``run``-th batch draws from the stream (seed, run, i)."""
+                   gpu: torch.device, threads: int) -> tuple:
+    """One batch of a pipeline whose graph runs when the batch is taken (it has external sources):
+    ``size`` samples, each with its external sources' values (``inputs``: op id -> per-sample values) and,
+    where the pipeline has readers, the values its readers' outputs took in the loader (``given``, one
+    dict per sample). Sample ``i`` of the pipeline's ``run``-th batch draws from the stream (seed, run, i).
+    The samples run on ``threads`` threads of fastload's pool, each op on one core (run here, torch would
+    fan each op out over every core, which a loaded machine makes many times slower)."""
     shared: dict = {}  # what the batch reads once (SampleContext.batch)
-    results = []
-    for i in range(size):
+
+    def task(i: int):
         ctx = SampleContext(seed, run, i, name=f"sample {i}", gpu=gpu,
                             external={key: value[i] for key, value in inputs.items()}, batch=shared)
-        results.append(graph.run_sample(ctx, given[i] if given is not None else None))
-    return batch_outputs(graph, results)
+        return lambda report: graph.run_sample(ctx, given[i] if given is not None else None)
+
+    job = Job([task(i) for i in range(size)], lambda results: batch_outputs(graph, results),
+              what=[f"sample {i}" for i in range(size)])
+    pool = ThreadPool(iter([job]), max(1, min(threads, size)), 1)
+    try:
+        return next(pool)
+    finally:
+        pool.close()

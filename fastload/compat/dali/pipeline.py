@@ -499,7 +499,8 @@ class Pipeline:
             raise RuntimeError(f"the pipeline's inputs gave batches of different sizes: {what}")
         if size > self._batch_size:
             raise RuntimeError(f"an external source gave {size} samples, more than batch_size={self._batch_size}")
-        return external_batch(self._graph, inputs, given, size, self._seed, self._runs - 1, self._gpu)
+        return external_batch(self._graph, inputs, given, size, self._seed, self._runs - 1, self._gpu,
+                              self._num_threads)
 
     # -- readers
     def _reader_spec(self, name):
