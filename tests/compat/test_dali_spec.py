@@ -189,5 +189,18 @@ def test_input_sets_of_other_lengths_a_tuple_and_a_list_of_values_are_refused():
     def values(mod):
         a, _ = _sources(mod)
         mod.fn.cat(a, [a, 1])
-    with pytest.raises(TypeError, match="input 1"):
+    with pytest.raises(TypeError, match="input 1 is a list holding DataNodes"):
         _run(ours, values)
+
+
+def _constants(mod):
+    """A list given as an input that holds no DataNode is no input set: external_source's source, a list."""
+    return mod.fn.external_source([[np.arange(3, dtype=np.int32)] * BATCH], batch=True, cycle=True)
+
+
+def test_a_list_without_data_nodes_is_no_input_set():
+    dali = import_dali()
+    theirs, mine = _run(dali, _constants), _run(ours, _constants)
+    for a_out, b_out in zip(theirs, mine):
+        for a, b in zip(a_out, b_out):
+            assert a.dtype == b.dtype and np.array_equal(a, b)

@@ -92,9 +92,8 @@ def operator(name: str, ops: str, *, aliases: Mapping[str, str] | None = None, l
 # ------------------------------------------------------------------------------------------ input sets
 
 def _is_input_set(value) -> bool:
-    """DALI's rule: a list holding DataNodes, and nothing else, is an input set (a tuple is not one)."""
-    return isinstance(value, list) and any(isinstance(x, DataNode) for x in value) \
-        and all(isinstance(x, DataNode) for x in value)
+    """DALI's rule: a list holding DataNodes is an input set (a tuple is not one; a list of numbers is a constant)."""
+    return isinstance(value, list) and any(isinstance(x, DataNode) for x in value)
 
 
 def _outputs(result) -> list:
@@ -110,23 +109,20 @@ def call(spec: OpSpec) -> Callable:
 
     @functools.wraps(impl)
     def run(*inputs, **args):
-        if not any(isinstance(x, list) for x in inputs):
-            for x in inputs:
-                if isinstance(x, tuple) and any(isinstance(y, DataNode) for y in x):
-                    raise TypeError(f"fastload.compat.dali: fn.{spec.name}: input of type 'tuple'; expected a "
-                                    f"DataNode or a list of DataNodes (an input set)")
-            return impl(*inputs, **args)
         for i, x in enumerate(inputs):
-            if isinstance(x, list) and not _is_input_set(x):
-                raise TypeError(f"fastload.compat.dali: fn.{spec.name}: input {i} is a list that is not a list "
-                                f"of DataNodes (an input set)")
-        lengths = {len(x) for x in inputs if isinstance(x, list)}
+            if isinstance(x, (list, tuple)) and any(isinstance(y, DataNode) for y in x) \
+                    and not (isinstance(x, list) and all(isinstance(y, DataNode) for y in x)):
+                raise TypeError(f"fastload.compat.dali: fn.{spec.name}: input {i} is a {type(x).__name__} holding "
+                                f"DataNodes; an input set is a list of DataNodes only")
+        if not any(_is_input_set(x) for x in inputs):
+            return impl(*inputs, **args)
+        lengths = {len(x) for x in inputs if _is_input_set(x)}
         if len(lengths) != 1:
             raise ValueError(f"fastload.compat.dali: all argument lists for Multiple Input Sets used with "
                              f"operator fn.{spec.name} must have the same length (got lengths "
                              f"{sorted(lengths)})")
         (count,) = lengths
-        sets = [[x[i] if isinstance(x, list) else x for x in inputs] for i in range(count)]
+        sets = [[x[i] if _is_input_set(x) else x for x in inputs] for i in range(count)]
         results = [_outputs(impl(*inputs_of_set, **args)) for inputs_of_set in sets]
         if count == 1:
             return results[0][0] if len(results[0]) == 1 else results[0]
