@@ -430,3 +430,26 @@ def test_a_graph_beside_external_sources_runs_in_pool_threads_that_end(monkeypat
     assert samples(pipe().run()) == [[[0], [2], [4], [6], [8]]]
     assert where and all(name.startswith(THREAD_PREFIX) for name in where), where
     assert set(threading.enumerate()) == before
+
+
+def test_run_with_pipeline_inputs_is_dalis(dali, folder):
+    """run(name=batch) feeds the named source first; DALI allows it only without prefetching."""
+    rng = np.random.default_rng()
+    batches = [[rng.integers(0, 99, (int(rng.integers(1, 4)),)).astype(np.int16) for _ in range(3)]
+               for _ in range(3)]
+
+    def define(lib, depth):
+        @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None, prefetch_queue_depth=depth)
+        def pipe():
+            _, labels = lib.fn.readers.file(file_root=str(folder))
+            return labels, lib.fn.external_source(name="extra") * 3
+        return pipe()
+
+    theirs, mine = define(dali, 1), define(ours, 1)
+    theirs.build()
+    assert [samples(mine.run(extra=b)) for b in batches] == [samples(theirs.run(extra=b)) for b in batches]
+    theirs, mine = define(dali, 2), define(ours, 2)
+    theirs.build()
+    for pipe in (theirs, mine):
+        with pytest.raises(RuntimeError, match="prefetch_queue_depth"):
+            pipe.run(extra=batches[0])

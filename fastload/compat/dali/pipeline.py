@@ -272,7 +272,7 @@ class Pipeline:
         self.build()
 
     # -- running: DALI's engine (run = schedule_run + outputs; a first schedule prefetches)
-    def run(self, cuda_stream=None, **pipeline_inputs) -> tuple:
+    def run(self, cuda_stream=None, /, **pipeline_inputs) -> tuple:
         """The next batch: one TensorList per output (StopIteration when an external source ran out).
         ``pipeline_inputs``: batches for external sources by name, fed first (DALI asks
         ``prefetch_queue_depth=1`` or ``exec_pipelined=False`` for them)."""
