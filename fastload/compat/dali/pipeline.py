@@ -8,9 +8,9 @@ external sources). ``build()`` is optional before ``run()``. A pipeline
 with a file reader runs as a fastload DataLoader over that reader
 (``execution``): the loader's threads read and run the graph, batches are
 prefetched. A pipeline fed by external sources runs its graph when its
-outputs are taken, on the batch its sources gave; one with readers and
-external sources both reads in the loader's threads and runs the rest of
-its graph there too.
+outputs are taken, on the batch its sources gave, sample by sample on
+fastload's thread pool; one with readers and external sources both reads
+in the loader's threads, then runs the rest of its graph that way.
 
 Running follows DALI's engine (its ``pipeline.py``): ``run()`` is
 ``schedule_run()`` then ``outputs()``; the epoch's first schedule runs
