@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastload.compat.dali as ours
+from fastload.compat.dali import types
 from fastload.sample_data import make_image
 
 from conftest import import_dali
@@ -453,3 +454,23 @@ def test_run_with_pipeline_inputs_is_dalis(dali, folder):
     for pipe in (theirs, mine):
         with pytest.raises(RuntimeError, match="prefetch_queue_depth"):
             pipe.run(extra=batches[0])
+
+
+@pytest.mark.parametrize("reader", [{"random_shuffle": True, "seed": 4, "initial_fill": 3},
+                                    {"shard_id": 1, "num_shards": 2, "pad_last_batch": True},
+                                    {"stick_to_shard": True, "shard_id": 2, "num_shards": 3}])
+def test_two_readers_and_a_source_side_by_side_are_dalis(dali, folder, reader):
+    """Images and a second reader (masks, say) beside a per-sample source: each reader's own order
+    (shuffled, sharded, padded) sample for sample, each epoch of the source."""
+    def define(lib):
+        @lib.pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=8)
+        def pipe():
+            jpegs, labels = lib.fn.readers.file(file_root=str(folder), **reader)
+            other, other_labels = lib.fn.readers.file(file_root=str(folder), random_shuffle=True, seed=21)
+            info = lib.fn.external_source(source=lambda i: _per_batch(types.BatchInfo(i, 0))[:3])
+            return labels, other_labels, info, jpegs, other
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    assert runs(mine, 5, epochs=2) == runs(theirs, 5, epochs=2)
