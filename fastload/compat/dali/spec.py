@@ -92,7 +92,8 @@ def operator(name: str, ops: str, *, aliases: Mapping[str, str] | None = None, l
 # ------------------------------------------------------------------------------------------ input sets
 
 def _is_input_set(value) -> bool:
-    """DALI's rule: a list holding DataNodes is an input set (a tuple is not one; a list of numbers is a constant)."""
+    """DALI's rule: a list holding DataNodes is an input set (a tuple is not one; a list holding none is passed
+    on as it is: external_source's source)."""
     return isinstance(value, list) and any(isinstance(x, DataNode) for x in value)
 
 
