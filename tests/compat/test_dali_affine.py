@@ -1,4 +1,4 @@
-"""fastload.compat.dali.affine against real DALI's CPU operators (issue 39 item 3, geometry chain).
+"""fastload.compat.dali.affine against real DALI's CPU operators (the geometry chain).
 
 fn.transforms: translation, scale, rotation, shear and combine give DALI's 2x3 float32 matrices -- same
 shape, dtype and values (equal to the bit; the test allows 1 ulp of the largest entry) -- for constant and
@@ -143,8 +143,10 @@ def nd_graph(mod):
 
 
 def test_nd_transforms_match_dali():
-    # equal to the bit, a shear's angles included (glibc's tanf, which DALI calls)
-    assert_matches_dali(nd_graph, TRANSFORMS_BATCH, ulps=0)
+    # equal to the bit on an AMD EPYC, a shear's angles included (glibc's tanf, which DALI calls); on an Intel
+    # Xeon one entry of a 3-D rotation's translation column (center - R center) came 1 ulp away from DALI's
+    # compiled arithmetic, for the same inputs: 1 ulp of slack, as the 2-D tests allow
+    assert_matches_dali(nd_graph, TRANSFORMS_BATCH, ulps=1)
 
 
 def test_other_transforms_are_refused_by_name():
