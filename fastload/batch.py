@@ -27,7 +27,8 @@ from .errors import DecodeError
 from .thread_pool import SKIP, Job, LoaderPath, Stages, batches_ahead
 from .sample_reader import EpochContext, SampleReader
 from .sources import Source
-from .transforms import Plan, RandomResizedCropGeometry, TorchDraws
+from .torch_draws import TorchDraws
+from .transforms import Plan, RandomResizedCropGeometry
 from .workers import worker_generator
 
 

@@ -32,7 +32,8 @@ from .gpu_decode import choose_decoder
 from .thread_pool import LoaderPath
 from .read import read_file
 from .sources import Source
-from .transforms import Plan, TorchDraws, UnsupportedTransform, compile_plan, torch_draws
+from .torch_draws import TorchDraws, torch_draws
+from .transforms import Plan, UnsupportedTransform, compile_plan
 
 
 def choose_path(loader) -> LoaderPath:

@@ -17,7 +17,8 @@ from torch.utils.data import default_collate
 from .decode import read_header
 from .deliver import collate, to_device
 from .errors import DecodeError, ErrorPolicy
-from .transforms import Plan, TorchDraws
+from .torch_draws import TorchDraws
+from .transforms import Plan
 from .workers import worker_generator
 
 

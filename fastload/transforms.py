@@ -36,9 +36,12 @@ from PIL import Image
 from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
 from fastload.kernels.normalize import TABLE_DTYPES, Affine, Normalization, ValueMap
 
-from ._torchvision import (InterpolationMode, _compute_affine_output_size, _get_inverse_affine_matrix,
+from ._torchvision import (InterpolationMode, _get_inverse_affine_matrix,
                            _interpolation_modes_from_int, v1, v2)
 from .rng import SampleRandom, draw_resized_crop
+from .sizes import (center_offset as _center_offset, expanded_size as _expanded_size,  # noqa: F401
+                    largest_reduction as _largest_reduction, pair as _pair, resized_size as _resized_size,
+                    rotation_matrix as _rotation_matrix, rrc_params as _rrc_params)
 
 # torchvision's v2 classes under their own names (stand-ins where torchvision cannot be imported)
 CenterCrop = v2.CenterCrop
@@ -78,18 +81,6 @@ _PIL_RESAMPLE = {
     InterpolationMode.BICUBIC: Image.BICUBIC, InterpolationMode.LANCZOS: Image.LANCZOS,
     InterpolationMode.BOX: Image.BOX, InterpolationMode.HAMMING: Image.HAMMING,
 }
-
-
-def _center_offset(size: int, crop: int) -> int:
-    """Where torchvision's CenterCrop starts a crop of ``crop`` pixels along an axis of ``size`` pixels.
-
-    A crop larger than the image pads it first, ``(crop - size) // 2`` before
-    (so the image starts that far in, whatever ``round`` would say of half
-    the difference); a smaller one starts at ``round((size - crop) / 2)``.
-    """
-    if crop > size:
-        return -((crop - size) // 2)
-    return int(round((size - crop) / 2.0))
 
 
 @dataclass(frozen=True)
@@ -198,58 +189,6 @@ _DRAW_DEFAULTS = {field.name: field.default for field in dataclasses.fields(Draw
 Geometry = Draw  # the draw's old name, kept importable: "geometry" is the plan's distribution now
 
 
-def _pair(size) -> tuple[int, int]:
-    """(height, width) from torchvision's int-or-sequence size."""
-    if isinstance(size, int):
-        return size, size
-    size = tuple(size)
-    return (size[0], size[0]) if len(size) == 1 else (size[0], size[1])
-
-
-def _largest_reduction(ratio: float) -> int:
-    for factor in (8, 4, 2):
-        if ratio >= factor:
-            return factor
-    return 1
-
-
-def _rrc_params(width: int, height: int, scale, ratio, rng: SampleRandom) -> tuple[int, int, int, int]:
-    """torchvision's RandomResizedCrop.get_params, drawing from the sample's stream: (top, left, h, w)."""
-    area = height * width
-    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-    for _ in range(10):
-        target_area = area * rng.uniform(scale[0], scale[1])
-        aspect_ratio = math.exp(rng.uniform(*log_ratio))
-        w = int(round(math.sqrt(target_area * aspect_ratio)))
-        h = int(round(math.sqrt(target_area / aspect_ratio)))
-        if 0 < w <= width and 0 < h <= height:
-            return rng.randint(0, height - h + 1), rng.randint(0, width - w + 1), h, w
-    in_ratio = width / height
-    if in_ratio < min(ratio):
-        w, h = width, int(round(width / min(ratio)))
-    elif in_ratio > max(ratio):
-        h, w = height, int(round(height * max(ratio)))
-    else:
-        w, h = width, height
-    return (height - h) // 2, (width - w) // 2, h, w
-
-
-def _resized_size(width: int, height: int, size, max_size) -> tuple[int, int]:
-    """torchvision's _compute_resized_output_size, as (width, height)."""
-    if size is None:  # v2's Resize(None, max_size): the long side becomes max_size
-        short, long = (width, height) if width <= height else (height, width)
-        new_short, new_long = int(max_size * short / long), max_size
-        return (new_short, new_long) if width <= height else (new_long, new_short)
-    if isinstance(size, int) or len(size) == 1:
-        requested = size if isinstance(size, int) else size[0]
-        short, long = (width, height) if width <= height else (height, width)
-        new_short, new_long = requested, int(requested * long / short)
-        if max_size is not None and new_long > max_size:
-            new_short, new_long = int(max_size * new_short / new_long), max_size
-        return (new_short, new_long) if width <= height else (new_long, new_short)
-    return size[1], size[0]
-
-
 @dataclass(frozen=True)
 class RandomResizedCropGeometry:
     """RandomResizedCrop: a random box of the source (``scale`` of its area, aspect ``ratio``), resized to
@@ -336,37 +275,6 @@ class CenterCropGeometry:
         ch, cw = self.size
         top, left = _center_offset(height, ch), _center_offset(width, cw)
         return Draw(crop=(left, top, left + cw, top + ch))
-
-
-def _rotation_matrix(angle: float, width: int, height: int, center, output: tuple[int, int]) -> tuple[float, ...]:
-    """The inverse map of Pillow's ``Image.rotate`` (which torchvision's rotate calls on a PIL image), to an
-    output of (width, height) ``output``, computed as Pillow computes it so the pixels are Pillow's exactly."""
-    angle = -math.radians(angle % 360.0)
-    cos, sin = round(math.cos(angle), 15), round(math.sin(angle), 15)
-    a, b, d, e = cos, sin, round(-math.sin(angle), 15), cos
-    cx, cy = center if center is not None else (width / 2, height / 2)
-    c = a * -cx + b * -cy + 0.0 + cx
-    f = d * -cx + e * -cy + 0.0 + cy
-    dx, dy = -(output[0] - width) / 2.0, -(output[1] - height) / 2.0  # expand: keep the centre
-    return a, b, a * dx + b * dy + c, d, e, d * dx + e * dy + f
-
-
-def _expanded_size(angle: float, width: int, height: int, pil: bool) -> tuple[int, int]:
-    """(height, width) of ``rotate(expand=True)`` by ``angle``: Pillow's rule on a PIL image, torchvision's
-    (which truncates to 1e-4 before rounding up) on a tensor -- except at multiples of 90 degrees, where both
-    transpose instead (the rules would add a pixel to an odd-sized side)."""
-    if angle % 360 in (0.0, 180.0):
-        return height, width
-    if angle % 360 in (90.0, 270.0):
-        return width, height
-    if pil:
-        a, b, c, d, e, f = _rotation_matrix(angle, width, height, None, (width, height))
-        corners = ((0, 0), (width, 0), (width, height), (0, height))
-        xs, ys = [a * x + b * y + c for x, y in corners], [d * x + e * y + f for x, y in corners]
-        return math.ceil(max(ys)) - math.floor(min(ys)), math.ceil(max(xs)) - math.floor(min(xs))
-    centred = _get_inverse_affine_matrix([0.0, 0.0], -(angle % 360), [0.0, 0.0], 1.0, [0.0, 0.0])
-    out_w, out_h = _compute_affine_output_size(centred, width, height)
-    return out_h, out_w
 
 
 @dataclass(frozen=True)
@@ -555,176 +463,6 @@ class Plan:
         if self.color:
             geometry = dataclasses.replace(geometry, color=self._sample_color(rng))
         return geometry
-
-
-class TorchDraws:
-    """A plan's draws taken as torchvision takes them: from a torch generator, in the Compose's call order.
-
-    Over torch's datasets (``draws="torch"``) a sample's draws must be the
-    ones torch's DataLoader gives under the same seed, so they come from the
-    generator torch's worker would draw them from (its global one:
-    ``fastload.workers.worker_generator``), sample after sample, with
-    torchvision's own calls: RandomResizedCrop's get_params / make_params
-    (v1 and v2 draw alike: per try ``torch.empty(1).uniform_`` for the area,
-    then for the log ratio, ``torch.exp`` of it, and two ``torch.randint`` for
-    the corner; after 10 failed tries the centre crop, drawing nothing more);
-    one ``torch.rand(1)`` per flip, RandomApply and RandomGrayscale whatever
-    its ``p``, compared in float32 as torch compares a float tensor with a
-    Python float; a rotation's or affine map's parameters in make_params'
-    order (``AffineGeometry.draw`` on a ``_TorchStream``); ColorJitter's
-    ``torch.randperm(4)`` and then its factors, even where it has none.
-
-    ``steps`` are the random calls in order: "crop", ("hflip", p), ("vflip", p),
-    "affine", ("color", p or None, inner) -- a colour transform, with the
-    ``p`` of its own ``torch.rand(1)`` (RandomApply, RandomGrayscale) and its
-    inner steps: ("jitter", brightness, contrast, saturation, hue) (ranges or
-    None), ("gray",), ("randgray",) (a RandomGrayscale inside a RandomApply).
-    """
-
-    def __init__(self, plan: "Plan", steps: tuple):
-        self.plan, self.steps = plan, steps
-        geometry = plan.geometry
-        self.crop = type(geometry) is RandomResizedCropGeometry
-        self.sized = "crop" in steps  # whether the draws depend on the image's size
-        if self.crop:  # v1 computes it per call and v2 once: the same float32 values
-            low, high = torch.log(torch.tensor(geometry.ratio)).tolist()
-            self.log_ratio = (low, high)
-
-    def draw(self, width: int, height: int, generator: torch.Generator) -> Draw:
-        """One sample's draw for a ``width`` x ``height`` image, its random calls made on ``generator``;
-        put together as ``Plan.sample`` puts its own draws together."""
-        hflip = vflip = False
-        draw, matrix, color = None, None, []
-        for step in self.steps:
-            if step == "crop":
-                draw = self._crop(width, height, generator)
-            elif step == "affine":
-                matrix = self.plan.affine.matrix(**self.plan.affine.draw(_TorchStream(generator)))
-            elif step[0] == "hflip":
-                hflip = torch.rand(1, generator=generator).item() < step[1]
-            elif step[0] == "vflip":
-                vflip = torch.rand(1, generator=generator).item() < step[1]
-            else:
-                color.extend(_torch_color(step[1], step[2], generator))
-        if draw is None:  # Resize / CenterCrop: nothing drawn
-            draw = self.plan.geometry.sample(width, height, None)
-        if matrix is not None:
-            first_h, first_v = self.plan.affine.pre_flips
-            draw = dataclasses.replace(draw, affine=matrix, pre_flips=(hflip and first_h, vflip and first_v))
-            hflip, vflip = hflip and not first_h, vflip and not first_v
-        if hflip or vflip:
-            draw = draw.with_flips(hflip, vflip)
-        if color:
-            draw = dataclasses.replace(draw, color=tuple(color))
-        return draw
-
-    def _crop(self, width: int, height: int, generator: torch.Generator) -> Draw:
-        """torchvision's RandomResizedCrop.get_params (v1) / make_params (v2), call for call."""
-        geometry = self.plan.geometry
-        scale, ratio, (log_low, log_high) = geometry.scale, geometry.ratio, self.log_ratio
-        area = height * width
-        for _ in range(10):
-            target_area = area * torch.empty(1).uniform_(scale[0], scale[1], generator=generator).item()
-            aspect_ratio = torch.exp(torch.empty(1).uniform_(log_low, log_high, generator=generator)).item()
-            w = int(round(math.sqrt(target_area * aspect_ratio)))
-            h = int(round(math.sqrt(target_area / aspect_ratio)))
-            if 0 < w <= width and 0 < h <= height:
-                top = torch.randint(0, height - h + 1, size=(1,), generator=generator).item()
-                left = torch.randint(0, width - w + 1, size=(1,), generator=generator).item()
-                return geometry.crop_draw(top, left, h, w)
-        in_ratio = float(width) / float(height)
-        if in_ratio < min(ratio):
-            w, h = width, int(round(width / min(ratio)))
-        elif in_ratio > max(ratio):
-            h, w = height, int(round(height * max(ratio)))
-        else:
-            w, h = width, height
-        return geometry.crop_draw((height - h) // 2, (width - w) // 2, h, w)
-
-
-class _TorchStream:
-    """``SampleRandom``'s ``uniform`` on a torch generator, as torchvision draws a float:
-    ``torch.empty(1).uniform_(low, high)`` (what ``AffineGeometry.draw`` calls, in make_params' order)."""
-
-    def __init__(self, generator: torch.Generator):
-        self.generator = generator
-
-    def uniform(self, low: float, high: float) -> float:
-        return torch.empty(1).uniform_(low, high, generator=self.generator).item()
-
-
-_COLOR_OPS = (BRIGHTNESS, CONTRAST, SATURATION, HUE)
-
-
-def _torch_color(p: float | None, inner: tuple, generator: torch.Generator) -> list[tuple[int, float]]:
-    """One colour transform's slots (as ``Plan._sample_color`` lays them out), drawn as torchvision v2 draws
-    them: its own ``torch.rand(1)`` where it has a ``p``, then per inner step ColorJitter's randperm(4) and
-    factors, or a RandomGrayscale's rand(1)."""
-    applied = p is None or torch.rand(1, generator=generator).item() < p
-    slots = []
-    for step in inner:
-        if step[0] == "jitter":
-            ranges = step[1:]
-            if not applied:
-                slots.extend([(NONE, 0.0)] * 4 if any(r is not None for r in ranges) else [])
-                continue
-            order = torch.randperm(4, generator=generator).tolist()
-            factors = [None if r is None else torch.empty(1).uniform_(r[0], r[1], generator=generator).item()
-                       for r in ranges]
-            if any(r is not None for r in ranges):  # (one without ranges draws, but compiles to no slots)
-                slots.extend((_COLOR_OPS[k], factors[k]) if factors[k] is not None else (NONE, 0.0) for k in order)
-        else:
-            if step[0] == "randgray" and applied:
-                torch.rand(1, generator=generator)  # p is 1 (compile_plan): applied, a draw all the same
-            slots.append((GRAYSCALE, 0.0) if applied else (NONE, 0.0))
-    return slots
-
-
-# Transforms that draw nothing: torch's draws pass them by.
-_DRAWLESS = tuple(t for t in (v1.Resize, v2.Resize, v1.CenterCrop, v2.CenterCrop, v1.ToTensor, v2.ToTensor,
-                              v1.PILToTensor, v2.PILToTensor, v2.ToImage, v2.ToPureTensor, v2.ToDtype,
-                              v1.ConvertImageDtype, v1.Normalize, v2.Normalize) if isinstance(t, type))
-
-
-def torch_draws(transform, plan: "Plan") -> TorchDraws:
-    """The torch-generator draws of ``transform`` (which compiled to ``plan``), in its call order, or
-    UnsupportedTransform where they cannot be torchvision's: a flip before the crop or resize (the plan
-    flips after it)."""
-    steps, resampled = [], False
-
-    def refuse(t, why: str):
-        return UnsupportedTransform(f"{type(t).__module__}.{type(t).__name__} ({why}, with torch's draws: "
-                                    "draws='fastload' takes the fast path)")
-
-    def colour(t) -> tuple:
-        if isinstance(t, v2.RandomGrayscale):
-            return ("randgray",)
-        return _color_step(t, refuse) or ("jitter", None, None, None, None)
-
-    for t in _flatten(transform):
-        if isinstance(t, (v1.RandomResizedCrop, v2.RandomResizedCrop)):
-            steps.append("crop")
-            resampled = True
-        elif isinstance(t, (v1.RandomHorizontalFlip, v2.RandomHorizontalFlip,
-                            v1.RandomVerticalFlip, v2.RandomVerticalFlip)):
-            if not resampled:
-                raise refuse(t, "before the crop or resize")
-            vertical = isinstance(t, (v1.RandomVerticalFlip, v2.RandomVerticalFlip))
-            steps.append(("vflip" if vertical else "hflip", _float32(float(t.p))))
-        elif isinstance(t, (v1.RandomRotation, v2.RandomRotation, v1.RandomAffine, v2.RandomAffine)):
-            steps.append("affine")
-        elif isinstance(t, v2.RandomApply):
-            inner = tuple(colour(x) for part in t.transforms for x in _flatten(part))
-            steps.append(("color", _float32(float(t.p)), inner))
-        elif isinstance(t, v2.RandomGrayscale):
-            steps.append(("color", _float32(float(t.p)), (("gray",),)))
-        elif isinstance(t, (v2.ColorJitter, v2.Grayscale)):
-            steps.append(("color", None, (colour(t),)))
-        elif isinstance(t, (v1.Resize, v2.Resize, v1.CenterCrop, v2.CenterCrop)):
-            resampled = True
-        elif not isinstance(t, _DRAWLESS):
-            raise refuse(t, "its draws are fastload's own")
-    return TorchDraws(plan, tuple(steps))
 
 
 def _float32(value: float) -> float:

@@ -11,7 +11,8 @@ from torchvision import transforms as v1
 from torchvision.transforms import v2
 
 import fastload
-from fastload.transforms import RandomResizedCropGeometry, TorchDraws, compile_plan, torch_draws
+from fastload.torch_draws import TorchDraws, torch_draws
+from fastload.transforms import RandomResizedCropGeometry, compile_plan
 
 from conftest import write_folder
 
