@@ -82,7 +82,7 @@ def expf(x) -> np.ndarray:
 def _libm():
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        for name in ("sinf", "cosf", "tanf"):
+        for name in ("sinf", "cosf", "tanf", "log2f"):
             getattr(libm, name).restype, getattr(libm, name).argtypes = ctypes.c_float, [ctypes.c_float]
         return libm
     except (OSError, AttributeError):
@@ -90,12 +90,17 @@ def _libm():
 
 
 def libm_float(name: str, x) -> np.ndarray:
-    """The C library's float ``sinf``/``cosf``/``tanf`` (``name`` "sin", "cos" or "tan") elementwise, which DALI calls:
-    glibc's are not always correctly rounded (10 of the 193 Lanczos table entries differ by one ulp from a
-    rounded double sin). Falls back to the rounded double result where libm cannot be loaded."""
+    """The C library's float ``sinf``/``cosf``/``tanf``/``log2f`` (``name`` "sin", "cos", "tan" or "log2")
+    elementwise, which DALI and RPP call: glibc's are not always correctly rounded (10 of the 193 Lanczos table
+    entries differ by one ulp from a rounded double sin), and numpy's and torch's own float32 versions differ
+    from them by machine (numpy's float32 log2 is Intel's SVML where the CPU has AVX-512, libm's elsewhere).
+    Each distinct value is computed once. Falls back to the rounded double result where libm cannot be
+    loaded."""
     x = np.asarray(x, dtype=F32)
     libm = _libm()
     if libm is None:
         return getattr(np, name)(x.astype(np.float64)).astype(F32)
     function = getattr(libm, name + "f")
-    return np.array([function(float(v)) for v in x.ravel()], dtype=F32).reshape(x.shape)
+    values, where = np.unique(x.ravel(), return_inverse=True)
+    results = np.array([function(float(v)) for v in values.tolist()], dtype=F32)
+    return results[where].reshape(x.shape)

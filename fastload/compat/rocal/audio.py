@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from ..dali.graph import DataNode, Op
+from ..float32 import libm_float
 from .meta import AudioShape, describe, meta
 from .spec import NOT_IMAGE, operator
 
@@ -309,9 +310,10 @@ def _to_decibels(ctx, op, x, scale, min_ratio, reference):
     inverse = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(reference, dtype=torch.float32) \
         if reference != 0 else torch.tensor(1.0, dtype=torch.float32)
     ratio = torch.maximum(x * inverse, torch.tensor(min_ratio, dtype=torch.float32))
-    # numpy's float32 log2 (libm's log2f, as RPP calls it): torch's vectorized log2 differs from it in the
-    # last place on some values since torch 2.15 (394 of 200,000 against real DALI's to_decibels; numpy: 0)
-    logs = torch.from_numpy(np.log2(ratio.detach().cpu().numpy())).to(ratio.device)
+    # libm's log2f, as RPP calls it: torch's vectorized log2 differs from it in the last place on some values
+    # since torch 2.15 (394 of 200,000 against real DALI's to_decibels), and numpy's float32 log2 on a CPU with
+    # AVX-512 (Intel's SVML: rocAL's audio unit test failed on an Intel Xeon)
+    logs = torch.from_numpy(libm_float("log2", ratio.detach().cpu().numpy())).to(ratio.device)
     return torch.tensor(scale, dtype=torch.float32) * logs
 
 
