@@ -27,6 +27,9 @@ import sys
 from fastload.cli.bench import machine, measure, run_in_child
 
 LOADERS = ("torch + PIL/v1", "torch + tv.io/v2", "fastload")
+# --loaders fastload-tv,fastload-tv-streams: torchvision's ImageFolder and v1 transforms (the quick start) through
+# fastload.DataLoader, with torch's draws (the default there: torch's pixels) or fastload's per-sample streams
+TV_DATASET = {"fastload-tv": "torch", "fastload-tv-streams": "fastload"}
 # --loaders torch-generic,fastload-generic: a torchvision ImageFolder whose transform fastload does not fuse
 # (v1 ColorJitter on PIL images), so fastload runs it on its generic path (threads calling dataset[i]).
 GENERIC = ("torch-generic", "fastload-generic")
@@ -64,6 +67,12 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
         dataset = torchvision.datasets.ImageFolder(root, transform, loader=_decode_with_torchvision)
         return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
                                            num_workers=workers, drop_last=True)
+    if name in TV_DATASET:  # the quick start's swap: torch's dataset and transforms, fastload's loader
+        transform = v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(),
+                                v1.ToTensor(), v1.Normalize(MEAN, STD)])
+        dataset = torchvision.datasets.ImageFolder(root, transform)
+        return fastload.DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
+                                   drop_last=True, draws=TV_DATASET[name])
     transform = fastload.transforms.Compose([
         fastload.transforms.RandomResizedCrop(224), fastload.transforms.RandomHorizontalFlip(),
         fastload.transforms.ToDtype(torch.float32, scale=True), fastload.transforms.Normalize(MEAN, STD)])

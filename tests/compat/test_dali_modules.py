@@ -1,4 +1,4 @@
-"""The modules DALI scripts import beyond fn/ops/types (issue 39, item 2): nvidia.dali.tensors (pipeline
+"""The modules DALI scripts import beyond fn/ops/types: nvidia.dali.tensors (pipeline
 outputs are its TensorListCPU/TensorListGPU, samples and dense batches its TensorCPU/TensorGPU),
 nvidia.dali.pipeline.experimental, nvidia.dali.plugin.pytorch.experimental (imports; the proxy refuses),
 types.to_numpy_type. One script runs unchanged on real DALI 2.4 and on fastload (python -m
