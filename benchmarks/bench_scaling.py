@@ -34,10 +34,18 @@ from fastload.cli.bench import machine, measure, run_in_child
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
-def _make(name: str, root: str, batch_size: int, workers: int, device: str):
+def _make(name: str, root: str, batch_size: int, workers: int, device: str, dataset: str = "fastload"):
     import torch
 
     import fastload
+    if name == "fastload" and dataset == "torchvision":  # the quick start's swap: torch's dataset, torch's draws
+        import torchvision
+        from torchvision import transforms as v1
+        transform = v1.Compose([v1.RandomResizedCrop(224), v1.RandomHorizontalFlip(), v1.ToTensor(),
+                                v1.Normalize(MEAN, STD)])
+        return fastload.DataLoader(torchvision.datasets.ImageFolder(root, transform), batch_size=batch_size,
+                                   shuffle=True, num_workers=workers, drop_last=True,
+                                   device=None if device == "cpu" else device)
     if name == "torch":
         import torchvision
         from torchvision.transforms import v2
@@ -63,7 +71,7 @@ def _one(args) -> int:
     import warnings
     warnings.filterwarnings("ignore", category=UserWarning, module="torchvision")
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="torchvision")
-    loader = _make(args.one, args.root, args.batch_size, args.threads_one, args.device)
+    loader = _make(args.one, args.root, args.batch_size, args.threads_one, args.device, args.dataset)
     result = measure(args.one, loader, args.epochs, args.device, progress=False)
     result.pop("timeline", None)
     print(json.dumps(result))
@@ -73,7 +81,7 @@ def _one(args) -> int:
 def _gil_child(args) -> int:
     """Child: a 1-thread fastload loader; after a warm-up epoch it says "ready" and runs for --seconds, then
     prints the images and seconds of that window (py-spy samples the same window)."""
-    loader = _make("fastload", args.root, args.batch_size, args.threads_one, args.device)
+    loader = _make("fastload", args.root, args.batch_size, args.threads_one, args.device, args.dataset)
     for _ in loader:  # warm-up epoch
         pass
     print("ready", flush=True)
@@ -196,7 +204,7 @@ def path_overheads(args) -> dict:
 def gil_with_py_spy(args, py_spy: str, rate: int = 400) -> dict:
     """GIL-held microseconds per image per thread, from py-spy attached after the warm-up."""
     command = [sys.executable, os.path.abspath(__file__), args.root, "--gil-child", "--seconds", str(args.seconds),
-               "--batch-size", str(args.batch_size), "--device", args.device]
+               "--batch-size", str(args.batch_size), "--device", args.device, "--dataset", args.dataset]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
     with tempfile.TemporaryDirectory() as folder:
@@ -241,6 +249,9 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu, or cuda for fastload's device path")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the GIL measurement")
     parser.add_argument("--no-torch", action="store_true", help="measure fastload alone")
+    parser.add_argument("--dataset", choices=("fastload", "torchvision"), default="fastload",
+                        help="fastload's loader over fastload.ImageFolder (its own draws), or over torchvision's "
+                             "ImageFolder and v1 transforms (the quick start: torch's draws)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one loader, print JSON
     parser.add_argument("--threads-one", type=int, default=1, help=argparse.SUPPRESS)
@@ -269,7 +280,7 @@ def main(argv=None) -> int:
         for name in ("fastload",) + (() if args.no_torch else ("torch",)):
             command = [sys.executable, os.path.abspath(__file__), args.root, "--one", name, "--threads-one",
                        str(threads), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
-                       "--device", args.device]
+                       "--device", args.device, "--dataset", args.dataset]
             row[name] = run_in_child(name, command)["images_per_s"]
         rows.append(row)
         print(f"{threads} threads: " + ", ".join(f"{k} {v:.0f} img/s" for k, v in row.items() if k != "threads"),
