@@ -50,6 +50,12 @@ def rrc_params(width: int, height: int, scale, ratio, rng: SampleRandom) -> tupl
         h = int(round(math.sqrt(target_area / aspect_ratio)))
         if 0 < w <= width and 0 < h <= height:
             return rng.randint(0, height - h + 1), rng.randint(0, width - w + 1), h, w
+    return fallback_crop(width, height, ratio)
+
+
+def fallback_crop(width: int, height: int, ratio) -> tuple[int, int, int, int]:
+    """RandomResizedCrop's window after ten draws that did not fit: the centre crop of the image clamped to
+    ``ratio``, (top, left, h, w), as torchvision's get_params ends."""
     in_ratio = width / height
     if in_ratio < min(ratio):
         w, h = width, int(round(width / min(ratio)))

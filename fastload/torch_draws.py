@@ -14,6 +14,7 @@ import torch
 from fastload.kernels.augment import BRIGHTNESS, CONTRAST, GRAYSCALE, HUE, NONE, SATURATION
 
 from ._torchvision import v1, v2
+from .sizes import fallback_crop
 from .transforms import (Draw, Plan, RandomResizedCropGeometry, UnsupportedTransform, _color_step, _flatten,
                          _float32)
 
@@ -93,14 +94,7 @@ class TorchDraws:
                 top = torch.randint(0, height - h + 1, size=(1,), generator=generator).item()
                 left = torch.randint(0, width - w + 1, size=(1,), generator=generator).item()
                 return geometry.crop_draw(top, left, h, w)
-        in_ratio = float(width) / float(height)
-        if in_ratio < min(ratio):
-            w, h = width, int(round(width / min(ratio)))
-        elif in_ratio > max(ratio):
-            h, w = height, int(round(height * max(ratio)))
-        else:
-            w, h = width, height
-        return geometry.crop_draw((height - h) // 2, (width - w) // 2, h, w)
+        return geometry.crop_draw(*fallback_crop(width, height, ratio))
 
 
 class _TorchStream:
