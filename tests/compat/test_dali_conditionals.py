@@ -14,31 +14,21 @@ import fastload.compat.dali as ours
 from fastload.compat.dali import fn
 from fastload.sample_data import make_image
 
-from conftest import import_dali
+from conftest import import_dali, write_folder
 
 
 SIZES = [[(61, 47), (97, 71)], [(50, 93), (40, 40)], [(120, 90), (33, 17), (75, 75), (64, 48)]]  # 3 classes
 
 
-def image_folder(folder, sizes) -> str:
-    index = 0
-    for label, group in enumerate(sizes):
-        (folder / f"class_{label}").mkdir()
-        for width, height in group:
-            make_image(index, width, height).save(folder / f"class_{label}" / f"img_{index}.jpg", quality=90)
-            index += 1
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    return image_folder(tmp_path_factory.mktemp("dali_conditionals"), SIZES)
+    return str(write_folder(tmp_path_factory.mktemp("dali_conditionals"), SIZES))
 
 
 @pytest.fixture(scope="module")
 def small_root(tmp_path_factory):  # fn.rotate is slow per pixel: small images for the many-sample test
     sizes = [[(w // 4, h // 4) for w, h in group] for group in SIZES]
-    return image_folder(tmp_path_factory.mktemp("dali_conditionals_small"), sizes)
+    return str(write_folder(tmp_path_factory.mktemp("dali_conditionals_small"), sizes))
 
 
 def assert_same(define, runs=1):

@@ -11,23 +11,15 @@ from hypothesis import strategies as st
 
 import fastload.compat.dali as ours
 from fastload.compat.dali import types
-from fastload.sample_data import make_image
 
-from conftest import import_dali
+from conftest import import_dali, write_folder
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """7 JPEGs of awkward sizes in 3 classes: a batch of 3 never divides an epoch."""
-    root = tmp_path_factory.mktemp("dali_executor")
     sizes = [[(13, 9), (31, 7)], [(8, 21), (17, 17), (5, 3)], [(40, 11), (9, 33)]]
-    index = 0
-    for label, group in enumerate(sizes):
-        (root / f"c{label}").mkdir()
-        for width, height in group:
-            make_image(index, width, height).save(root / f"c{label}" / f"{index}.jpg", quality=85)
-            index += 1
-    return root
+    return write_folder(tmp_path_factory.mktemp("dali_executor"), sizes)
 
 
 def samples(outputs) -> list:
