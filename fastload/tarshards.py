@@ -396,7 +396,7 @@ class TarShards(ShardedSource):
             if index["error"] and not index["samples"]:
                 raise ValueError(f"fastload.TarShards: {path}: not a readable tar ({index['error']})")
             if index["error"] and len(samples) - 1 in self.problems and \
-                    index["error"] not in self.problems[len(samples) - 1]:  # the sample the shard ends in
+                    "the shard is cut short" not in self.problems[len(samples) - 1]:  # the sample it ends in
                 self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
         super().__init__(samples, transform, target_transform, **order)
 
