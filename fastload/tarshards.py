@@ -50,6 +50,7 @@ from typing import BinaryIO, Callable
 from .errors import DecodeError
 from .shardcache import LOCK_TIMEOUT
 from .shardfiles import Sequential, ShardedSource, ShardFiles
+from .sources import INT64
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has is its image
 LABEL_EXTENSIONS = ("cls", "txt", "json")  # likewise for its label; see parse_label
@@ -57,14 +58,13 @@ INDEX_VERSION = 2
 MAX_TEXT = 4096  # members up to this size that are not images are kept in the index as text
 BLOCK = 512
 ZERO_BLOCK = bytes(BLOCK)
-MAX_SIZE = (1 << 63) - 1  # a member size past this (an off_t) is a corrupt header
+MAX_SIZE = INT64[1]  # a member size past this (an off_t) is a corrupt header
 MAX_EXTENDED = 1 << 20  # bytes of a GNU long name or pax header read into memory; more is a corrupt header
 MAX_NAME = 1 << 16  # characters of a member name (PATH_MAX is 4096); longer is a corrupt header
 REGULAR_TYPES = (b"0", b"\0", b"7")  # regular and contiguous files (tarfile's REGULAR_TYPES less GNU sparse)
 NO_DATA_TYPES = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, folders, fifos: no data follows
 EXTENDED = (b"L", b"K", b"x", b"X", b"g")  # GNU long name and link name, pax (and Solaris's) headers
 GNU_TYPES = (b"L", b"K", b"S")
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _OCTAL = re.compile(rb"[0-7]*")
 _PAX_LENGTH = re.compile(rb"([0-9]{1,20}) ")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -311,7 +311,7 @@ def parse_label(extension: str, text: str) -> int:
         if len(stripped.lstrip("+-").lstrip("0")) > 19:
             raise ValueError(f"{stripped[:60]!r} is outside int64")
         value = int(stripped)
-    if not INT64_MIN <= value <= INT64_MAX:
+    if not INT64[0] <= value <= INT64[1]:
         raise ValueError(f"{str(value)[:60]} is outside int64")
     return value
 
@@ -387,9 +387,8 @@ class TarShards(ShardedSource):
                               f"among {sorted(members)}"
                 elif problem is None:  # labels checked here, per sample: a bad one is that sample's error
                     label, problem = self._label(members, texts, label_extensions)
-                if problem is not None:
+                if problem is not None:  # (its label stays -1: _label gives -1 with a problem)
                     self.problems[len(samples)] = problem
-                    label = -1
                 offset, size = members[image] if image else (0, 0)
                 self.ranges.append((number, offset, size))
                 samples.append((f"{path}:{key}", label))

@@ -30,12 +30,12 @@ import google_crc32c
 from .errors import DecodeError
 from .shardcache import LOCK_TIMEOUT
 from .shardfiles import Sequential, ShardedSource, ShardFiles, is_remote
+from .sources import INT64
 
 INDEX_VERSION = 1
 IMAGE_FEATURE = "image/encoded"  # TensorFlow's ImageNet TFRecords (models/research/inception), DALI's examples
 LABEL_FEATURE = "image/class/label"
 UINT64 = (1 << 64) - 1
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def masked_crc(data: bytes) -> int:
@@ -193,7 +193,7 @@ def example(features: dict[str, list]) -> bytes:
         if all(isinstance(v, (bytes, bytearray)) for v in values):
             listed = field(1, b"".join(field(1, bytes(v)) for v in values))
         elif all(isinstance(v, int) for v in values):
-            if any(not INT64_MIN <= v <= INT64_MAX for v in values):
+            if any(not INT64[0] <= v <= INT64[1] for v in values):
                 raise ValueError(f"feature {name!r}: an int64_list value outside int64")
             listed = field(3, field(1, b"".join(_encode_varint(v & UINT64) for v in values)))
         else:
@@ -367,7 +367,7 @@ class TFRecords(ShardedSource):
             for record, (offset, size, label, problem, *name) in enumerate(index["records"]):
                 if name_feature is not None:  # (a record cut short has no name entry)
                     self.names.append(name[0] if name else None)
-                if problem is None and not INT64_MIN <= label + label_offset <= INT64_MAX:
+                if problem is None and not INT64[0] <= label + label_offset <= INT64[1]:
                     problem = f"its label {label} + label_offset {label_offset} is outside int64"
                 if problem is not None:
                     self.problems[len(samples)] = problem
