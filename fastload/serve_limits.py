@@ -51,7 +51,7 @@ MAX_SHAPE_RANK = 16
 
 MAX_DIGITS = 20
 """Digits of a number given as text (a header, a gRPC string parameter) at most; Python refuses to convert
-more than 4,300 (a ValueError that used to answer 500)."""
+more than 4,300 (a ValueError)."""
 
 MAX_CLASSIFICATION = 1 << 20
 """An output's ``classification`` (top k classes) at most; k above the class count gives every class."""

@@ -203,7 +203,6 @@ def parse_infer_request(body: bytes, header_length: str | None,
     request = load_json(header, "the inference request")
     if not isinstance(request, dict) or not isinstance(request.get("inputs"), list) or len(request["inputs"]) != 1:
         raise RequestError(400, ONE_INPUT)
-    parameters_of(request, "the request")
     flag(parameters_of(request, "the request"), "binary_data_output")
     if "id" in request and not isinstance(request["id"], str):
         raise RequestError(400, f"the request's \"id\" must be a string, not {_shown(request['id'])}")
@@ -212,9 +211,9 @@ def parse_infer_request(body: bytes, header_length: str | None,
                                                 for o in outputs):
         raise RequestError(400, "\"outputs\" must be a list of {\"name\": ..., \"parameters\": {...}} objects")
     for output in outputs:
-        flag(parameters_of(output, f"output {_shown(output['name'])}"), "binary_data")
-        classification = parameters_of(output, "an output").get("classification", 0)
-        integer(classification, "classification", 0, MAX_CLASSIFICATION)
+        parameters = parameters_of(output, f"output {_shown(output['name'])}")
+        flag(parameters, "binary_data")
+        integer(parameters.get("classification", 0), "classification", 0, MAX_CLASSIFICATION)
     tensor = request["inputs"][0]
     if not isinstance(tensor, dict):
         raise RequestError(400, "the input must be a BYTES tensor of encoded images")
