@@ -39,7 +39,7 @@ from fastload.kernels.normalize import TABLE_DTYPES, Affine, Normalization, Valu
 from ._torchvision import (InterpolationMode, _get_inverse_affine_matrix,
                            _interpolation_modes_from_int, v1, v2)
 from .rng import SampleRandom, draw_resized_crop
-from .sizes import (center_offset as _center_offset, expanded_size as _expanded_size,  # noqa: F401
+from .sizes import (center_offset as _center_offset, expanded_size as _expanded_size,
                     largest_reduction as _largest_reduction, pair as _pair, resized_size as _resized_size,
                     rotation_matrix as _rotation_matrix, rrc_params as _rrc_params)
 

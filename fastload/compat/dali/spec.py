@@ -1,10 +1,10 @@
 """DALI's operators, one declaration each (``OpSpec``): the single source that ``fn`` and its sub-modules,
 ``ops`` and its sub-modules, DALI's deprecated and legacy names, the refusals and docs/dali-unsupported.md read.
 
-Why: the names of an operator were kept in several hand-written lists (``fn``'s modules, ``ops``' classes, the
-legacy names) that drifted apart -- ``ops.CoinFlip`` ran while ``fn.coin_flip`` was refused. Now each operator
-is its builder function in its family's module (``operators``, ``detection``, ``geometry``, ``effects``,
-``affine``) with ``@operator(...)`` above it (or ``operator(...)(builder)`` for one a factory makes), and the
+Why: names kept in several hand-written lists (``fn``'s modules, ``ops``' classes, the legacy names) drift
+apart -- one spelling runs while its twin is refused. So each operator is its builder function in its family's
+module (``operators``, ``detection``, ``geometry``, ``effects``, ``affine``) with ``@operator(...)`` above it
+(or ``operator(...)(builder)`` for one a factory makes), and the
 rest is made from ``OPERATORS`` at import, by plain lookups (every name stays greppable in its declaration):
 
 * ``name``: the ``fn`` name, dotted for sub-modules ("decoders.image", "random.coin_flip"); also the name of
