@@ -111,8 +111,7 @@ class Normalization:
         bfloat16 values are float32 values, so the table holds them exactly; a float64 output's it cannot)."""
         if self.dtype not in TABLE_DTYPES:
             raise ValueError(f"a table holds float32, float16 or bfloat16 values, not {self.dtype}")
-        levels = torch.arange(256, dtype=torch.uint8).expand(1, 3, 1, 256)
-        return self(levels).float().reshape(3, 256).contiguous().to(device)
+        return level_table(self, device)
 
 
 @dataclass(frozen=True)
@@ -130,11 +129,16 @@ class Affine:
         return x.to(self.dtype)
 
     def table(self, device=None) -> torch.Tensor:
-        levels = torch.arange(256, dtype=torch.uint8).expand(1, 3, 1, 256)
-        return self(levels).float().reshape(3, 256).contiguous().to(device)
+        return level_table(self, device)
 
 
 ValueMap = Normalization | Affine
+
+
+def level_table(values: ValueMap, device=None) -> torch.Tensor:
+    """(3, 256) float32: channel c's output value of each uint8 level, computed by ``values`` itself."""
+    levels = torch.arange(256, dtype=torch.uint8).expand(1, 3, 1, 256)
+    return values(levels).float().reshape(3, 256).contiguous().to(device)
 
 
 def normalize_torch(images: torch.Tensor, values: ValueMap | None, out: torch.Tensor | None = None) -> torch.Tensor:
