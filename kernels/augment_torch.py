@@ -197,13 +197,12 @@ def augment_torch(images: Sequence[torch.Tensor], params: AugmentParams, size: t
     """What ``augment_batch`` computes, in plain torch (per image for the ragged geometry, batched after)."""
     check_inputs(images, params, warp)
     values = output_map(dtype, scale, shift, quantize, values)
-    divide = values is not None and not quantize and values.unit == "divide"
     resized = warp.size if warp is not None else size
     windows = params.with_windows(resized).windows.tolist()
     rows = []
     for image, box, (resize_h, resize_w, top, left) in zip(images, params.boxes.tolist(), windows):
         x = resized_crop_torch(image, box, (resize_h, resize_w), antialias)
-        x = x.round() if quantize else x / 255 if divide else x * (1.0 / 255.0)  # torchvision's first floats
+        x = x.round() if quantize else values.to_unit(x)  # torchvision's first floats (float32: output_map)
         rows.append(_window(x, top, left, resized))
     batch = torch.stack(rows) if rows else torch.empty((0, 3) + tuple(size))
     if warp is not None and rows:
