@@ -274,7 +274,9 @@ def build_index(path: str | None, stream: BinaryIO | None = None) -> dict:
         except CorruptTar as failure:
             error = f"cannot read past {count} members: {failure}"
             if isinstance(failure, CutShort) and failure.member is not None:  # the sample it ends in
-                problems.setdefault(len(samples) - 1, f"the shard is cut short: {failure}")
+                cut = f"the shard is cut short: {failure}"
+                last = len(samples) - 1
+                problems[last] = f"{problems[last]}; {cut}" if last in problems else cut
     return {"version": INDEX_VERSION, "error": error, "samples": samples,
             "problems": sorted([position, reason] for position, reason in problems.items())}
 

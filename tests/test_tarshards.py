@@ -778,3 +778,13 @@ def test_members_webdataset_puts_in_no_sample_are_left_out_without_splitting_one
     grouped = list(webdataset.WebDataset(str(shard), shardshuffle=False, empty_check=False))
     assert [(s["__key__"], sorted(k for k in s if not k.startswith("__"))) for s in grouped] == \
         [("a", ["cls", "jpg"]), ("b", ["cls", "jpg"])]
+
+
+def test_a_sample_cut_short_keeps_both_reasons(tmp_path):
+    """A sample with a duplicate member that the shard also ends inside: its problem names both (the cut was
+    lost behind the first reason; the fuzz target's input, kept in its corpus)."""
+    seed = os.path.join(os.path.dirname(__file__), "data", "fuzz", "tar", "seen-990275d606b6586e")
+    shard = tmp_path / "cut.tar"
+    shard.write_bytes(open(seed, "rb").read())
+    (problem,) = [reason for _, reason in tarshards.build_index(str(shard))["problems"]]
+    assert "two 'a.jpg' members" in problem and "the shard is cut short" in problem
