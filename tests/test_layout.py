@@ -117,3 +117,31 @@ def test_the_core_knows_no_front_end():
 def test_no_library_file_over_800_lines():
     sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in _modules().values()}
     assert {path: lines for path, lines in sizes.items() if lines > MAX_LINES} == KNOWN_LONG
+
+
+def _private_names(path: pathlib.Path, module: str) -> list[str]:
+    """The underscored names ``path`` imports from ``module`` (``from module import _name``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.lstrip(".").endswith(
+                module.rpartition(".")[2]):
+            found += [alias.name for alias in node.names if alias.name.startswith("_")]
+    return found
+
+
+def test_the_front_ends_share_a_neutral_engine():
+    """DALI's layer does not import rocAL's, the shared engine imports neither, and rocAL's layer (built on
+    DALI's pipeline) takes no private name of DALI's."""
+    modules = _modules()
+    imports = {name: _imports(name, path, modules) for name, path in modules.items()}
+    dali, rocal, engine = "fastload.compat.dali", "fastload.compat.rocal", "fastload.compat.engine"
+    assert {name: sorted(t for t in targets if t.startswith(rocal))
+            for name, targets in imports.items() if name.startswith(dali) and
+            any(t.startswith(rocal) for t in targets)} == {}
+    assert {name: sorted(t for t in targets if t.startswith((dali, rocal)))
+            for name, targets in imports.items() if name.startswith(engine) and
+            any(t.startswith((dali, rocal)) for t in targets)} == {}
+    private = {f"{name} -> {target}": _private_names(modules[name], target)
+               for name, targets in imports.items() if name.startswith(rocal)
+               for target in targets if target.startswith(dali)}
+    assert {edge: names for edge, names in private.items() if names} == {}

@@ -406,7 +406,7 @@ def test_a_graph_beside_external_sources_runs_in_pool_threads_that_end(monkeypat
     decode + resize + rotate). The threads end with the batch."""
     import threading
 
-    from fastload.compat.dali.graph import Graph
+    from fastload.compat.engine.graph import Graph
     from fastload.thread_pool import THREAD_PREFIX
     where, run_sample = set(), Graph.run_sample
 

@@ -87,7 +87,7 @@ def test_readers_are_found_by_their_class_not_by_a_name(small_folder):
     """Each reader's op is a graph.ReaderOp named after what reads (rocAL: the decoder that reads what
     fn.readers.file recorded), and the build finds it by that class: no rocAL reader poses as "readers.file"."""
     from fastload.compat.dali import fn as dali_fn
-    from fastload.compat.dali.graph import Graph, ReaderOp
+    from fastload.compat.engine.graph import Graph, ReaderOp
     from fastload.compat.dali.pipeline import Pipeline as DaliPipeline
     from fastload.compat.rocal.pipeline import Pipeline
     pipe = Pipeline(batch_size=2, num_threads=1, rocal_cpu=True)

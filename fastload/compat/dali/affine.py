@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..float32 import libm_float
-from .graph import DataNode, Op
+from ..engine.graph import DataNode, Op
 from .operators import _device, _one, check_args
 from .spec import operator
 

@@ -17,7 +17,7 @@ import torch
 
 from ..float32 import F32 as _F32
 from ..float32 import nearest_f32 as _f32_exact
-from .conversions import _convert_sat
+from ..engine.conversions import convert_sat
 
 
 def _weighted(rgb: torch.Tensor, weights, bias: float) -> torch.Tensor:
@@ -30,7 +30,7 @@ def _weighted(rgb: torch.Tensor, weights, bias: float) -> torch.Tensor:
 
 
 def _rgb_to_gray(rgb: torch.Tensor) -> torch.Tensor:
-    return _convert_sat(_weighted(rgb, (0.299, 0.587, 0.114), 0.0), torch.uint8)
+    return convert_sat(_weighted(rgb, (0.299, 0.587, 0.114), 0.0), torch.uint8)
 
 
 def _rgb_to_ycbcr(rgb: torch.Tensor) -> torch.Tensor:
@@ -43,7 +43,7 @@ def _rgb_to_ycbcr(rgb: torch.Tensor) -> torch.Tensor:
             [-c * kr / (2 * (1 - kb)), -c * kg / (2 * (1 - kb)), c / 2],
             [c / 2, -c * kg / (2 * (1 - kr)), -c * kb / (2 * (1 - kr))]]
     out = [_weighted(rgb, row, bias) for row, bias in zip(rows, (16.0, 128.0, 128.0))]
-    return _convert_sat(torch.stack(out, -1), torch.uint8)
+    return convert_sat(torch.stack(out, -1), torch.uint8)
 
 
 def _half_range(dtype: torch.dtype) -> float:
@@ -96,7 +96,7 @@ def _linear_color(image: torch.Tensor, matrix: np.ndarray, offset, dtype) -> tor
         acc = acc + v[..., 1] * float(matrix[k][1])
         acc = acc + v[..., 2] * float(matrix[k][2])
         out.append(acc + float(offset))
-    return _convert_sat(torch.stack(out, -1), image.dtype if dtype is None else dtype)
+    return convert_sat(torch.stack(out, -1), image.dtype if dtype is None else dtype)
 
 
 def _twist_matrix(brightness, contrast, hue, saturation, value):
@@ -157,4 +157,4 @@ def brightness_contrast(image: torch.Tensor, brightness: float = 1.0, brightness
     b, c, center = _F32(brightness), _F32(contrast), _F32(contrast_center)
     addend = _F32(brightness_shift) * full_range + b * (center - c * center)
     multiplier = b * c
-    return _convert_sat(image.float() * float(multiplier) + float(addend), out_dtype)
+    return convert_sat(image.float() * float(multiplier) + float(addend), out_dtype)

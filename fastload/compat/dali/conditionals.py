@@ -41,7 +41,7 @@ import weakref
 import numpy as np
 import torch
 
-from .graph import SKIPPED, DataNode, Op, constant
+from ..engine.graph import SKIPPED, DataNode, Op, constant
 
 HELPER = "_fastload_conditionals"  # the name the rewritten code calls this module by (a closure cell)
 _TRACE = threading.local()  # why variables were left unbound by the `if`s of the conversion running

@@ -17,7 +17,7 @@ import torch
 from ..float32 import F32 as _F32
 from ..float32 import fma as _fma
 from ..float32 import round_c as _round_c
-from .conversions import _convert_sat
+from ..engine.conversions import convert_sat
 
 
 def random_crop_window(height: int, width: int, rng, area: Tuple[float, float] = (0.08, 1.0),
@@ -165,7 +165,7 @@ def crop(image: torch.Tensor, *, crop_h: float = 0, crop_w: float = 0, crop_pos_
     out_dtype = image.dtype if dtype is None else dtype
     fill = _fill_vector(fill_values, image.shape[axes[2]], out_dtype)
     out = _slice_window(image, window, axes, fill, out_of_bounds_policy, "crop")
-    return _convert_sat(out, out_dtype)
+    return convert_sat(out, out_dtype)
 
 
 def flip(image: torch.Tensor, horizontal: int = 1, vertical: int = 0, layout: str = "HWC") -> torch.Tensor:
@@ -223,12 +223,12 @@ def crop_mirror_normalize(image: torch.Tensor, *, crop_h: float = 0, crop_w: flo
     mean_t = torch.tensor(np.array(folded_mean, dtype=_F32)).view(shape)
     inv_t = torch.tensor(np.array(inv_std, dtype=_F32)).view(shape)
     normalized = (cut.float() - mean_t) * inv_t
-    out = torch.where(inside, _convert_sat(normalized, dtype), _convert_sat(cut, dtype))
+    out = torch.where(inside, convert_sat(normalized, dtype), convert_sat(cut, dtype))
     if out_channels > channels:
         pad_shape = list(out.shape)
         pad_shape[axes[2]] = out_channels - channels
         extra = fill[channels:].view(shape).expand(pad_shape)
-        out = torch.cat([out, _convert_sat(extra, dtype)], dim=axes[2])
+        out = torch.cat([out, convert_sat(extra, dtype)], dim=axes[2])
     if mirror:
         out = out.flip(axes[1])
     target = (output_layout or layout).upper()

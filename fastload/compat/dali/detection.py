@@ -23,8 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .graph import Op, ReaderOp
-from .operators import ReaderSpec, _decode, _device, _fast_idct, _one, _read_sample, _seeded, check_args
+from ..engine.coco import category_numbers, load_instances
+from ..engine.graph import Op, ReaderOp
+from ..engine.readers import read_sample
+from .operators import ReaderSpec, _decode, _device, _fast_idct, _one, _seeded, check_args
 from .spec import operator
 from .types import image_type_name, torch_dtype
 
@@ -58,7 +60,6 @@ def coco_samples(file_root: str, annotations_file: str, *, ltrb: bool, ratio: bo
     boxes are float32 ([x, y, w, h], or [l, t, r, b] summed in float32), divided by the json's width and
     height with ``ratio``; labels are the categories numbered 1..N in json order (an id the json does not
     list: 0, as std::map::operator[] gives), or the ids with ``avoid_class_remapping``."""
-    from ..rocal.coco import category_numbers, load_instances
     try:
         data = load_instances(annotations_file)
         infos = [(int(image["id"]), str(image["file_name"]), int(image.get("width", 0)),
@@ -142,7 +143,7 @@ def readers_coco(*, file_root=None, annotations_file="", ltrb=False, ratio=False
     spec = ReaderSpec([(path, k) for k, path in enumerate(files)], [os.path.relpath(p, file_root) for p in files],
                       int(shard_id), int(num_shards), bool(random_shuffle), int(initial_fill),
                       bool(shuffle_after_epoch), bool(stick_to_shard), bool(pad_last_batch), int(seed), name)
-    reader = ReaderOp("readers.file", _read_sample, spec)
+    reader = ReaderOp("readers.file", read_sample, spec)
 
     def annotations(ctx, op, place):
         sample = samples[int(place.reshape(-1)[0])]

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from ..float32 import libm_float
-from .graph import Op
-from .conversions import _convert_sat
+from ..engine.graph import Op
+from ..engine.conversions import convert_sat
 from .operators import _device, _layout, _one, check_args
 from .spec import operator
 from .types import interp_name
@@ -173,14 +173,14 @@ def sample_at(image: torch.Tensor, src_x: np.ndarray, src_y: np.ndarray, fill: f
         return torch.where(inside.unsqueeze(-1), values, outside)
 
     if interp == "nn":
-        return _convert_sat(tap(torch.floor(sy).long(), torch.floor(sx).long()), image.dtype)
+        return convert_sat(tap(torch.floor(sy).long(), torch.floor(sx).long()), image.dtype)
     fx, fy = sx - 0.5, sy - 0.5
     x0, y0 = torch.floor(fx), torch.floor(fy)
     qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
     x0, y0 = x0.long(), y0.long()
     top = tap(y0, x0) * (1 - qx) + tap(y0, x0 + 1) * qx
     bottom = tap(y0 + 1, x0) * (1 - qx) + tap(y0 + 1, x0 + 1) * qx
-    return _convert_sat(top + (bottom - top) * qy, image.dtype)
+    return convert_sat(top + (bottom - top) * qy, image.dtype)
 
 
 def water_points(height: int, width: int, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y):

@@ -15,7 +15,7 @@ from ...thread_pool import Job, LoaderPath, Stages, ThreadPool, batches_ahead
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source
-from .graph import SKIPPED, Graph, SampleContext
+from ..engine.graph import SKIPPED, Graph, SampleContext
 from .tensors import TensorList
 
 

@@ -20,8 +20,8 @@ import torch
 
 from ..float32 import round_c as _round_c
 from .colour import _rgb_to_ycbcr
-from .conversions import _convert_sat
-from .graph import DataNode, Op
+from ..engine.conversions import convert_sat
+from ..engine.graph import DataNode, Op
 from .operators import _device, _layout, _one, check_args
 from .spec import operator
 from .types import image_type_name, interp_name, torch_dtype
@@ -319,7 +319,7 @@ def slice(data, anchor=None, shape=None, *, axes=None, axis_names=None, normaliz
         target = x.dtype if dtype is None else dtype
         channel_axis = layout.index("C") if "C" in layout and len(layout) == x.dim() else None
         values = _fill(fill, target, x.shape[channel_axis] if channel_axis is not None else None)
-        return _convert_sat(slice_window(x, axis_list, window, policy, values, channel_axis), target)
+        return convert_sat(slice_window(x, axis_list, window, policy, values, channel_axis), target)
     inputs = [data, anchor, shape] if positional else [data]
     return _one(Op("slice", run, inputs, settings, device=_device(inputs, device), layouts=(layout,),
                    fusable=False))
@@ -410,7 +410,7 @@ def peek_image_shape(data, *, dtype=None, image_type=None, adjust_orientation=Tr
         width, height = image.size
         if adjust_orientation and image.getexif().get(0x0112, 1) in (5, 6, 7, 8):
             width, height = height, width
-        return _convert_sat(torch.tensor([height, width, channels], dtype=torch.int64), target)
+        return convert_sat(torch.tensor([height, width, channels], dtype=torch.int64), target)
     return _one(Op("peek_image_shape", run, [data], {}, device="cpu", layouts=("",), fusable=False))
 
 
@@ -428,7 +428,7 @@ def _ycbcr_to_rgb(x: torch.Tensor) -> torch.Tensor:
     r = y + 2 * (1 - _KR) * cr
     g = y - 2 * (1 - _KB) * _KB / _KG * cb - 2 * (1 - _KR) * _KR / _KG * cr
     b = y + 2 * (1 - _KB) * cb
-    return _convert_sat(torch.stack([r, g, b], -1), torch.uint8)
+    return convert_sat(torch.stack([r, g, b], -1), torch.uint8)
 
 
 def _rgb_to_gray(rgb: torch.Tensor) -> torch.Tensor:
@@ -448,11 +448,11 @@ def convert_color(image: torch.Tensor, source: str, target: str) -> torch.Tensor
         return image.clone()
     if source == "GRAY":
         if target == "YCbCr":
-            y = _convert_sat(image.double() / _Y_SCALE + 16, torch.uint8)
+            y = convert_sat(image.double() / _Y_SCALE + 16, torch.uint8)
             return torch.cat([y, torch.full_like(y, 128), torch.full_like(y, 128)], -1)
         return image.expand(*image.shape[:-1], 3).contiguous()
     if source == "YCbCr" and target == "GRAY":
-        return _convert_sat((image[..., :1].double() - 16) * _Y_SCALE, torch.uint8)
+        return convert_sat((image[..., :1].double() - 16) * _Y_SCALE, torch.uint8)
     rgb = {"RGB": image, "BGR": image.flip(-1), "YCbCr": None}[source]
     if rgb is None:
         rgb = _ycbcr_to_rgb(image)

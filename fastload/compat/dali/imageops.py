@@ -12,7 +12,7 @@ tests/compat/test_dali_imageops.py compares each with real DALI's CPU operators.
 """
 
 from .colour import brightness_contrast, color_twist, hsv
-from .conversions import cast, promote, true_divide_type
+from ..engine.conversions import cast, promote, true_divide_type
 from .crops import crop, crop_mirror_normalize, flip, random_crop_window
 from .decoding import decode
 from .resampling import resize, resize_output_size

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from . import colour, conversions, crops, decoding, resampling, warping
-from .graph import DataNode, Op, ReaderOp
+from . import colour, crops, decoding, resampling, warping
+from ..engine import conversions
+from ..engine.graph import DataNode, Op, ReaderOp
+from ..engine.readers import read_sample
 from .spec import operator
 from .types import image_type_name, interp_name, torch_dtype
 
@@ -128,12 +130,7 @@ def readers_file(*, file_root=None, files=None, labels=None, file_list=None, sha
     spec = ReaderSpec([(p, label) for p, label, _ in found], [n for _, _, n in found], int(shard_id),
                       int(num_shards), bool(random_shuffle), int(initial_fill), bool(shuffle_after_epoch),
                       bool(stick_to_shard), bool(pad_last_batch), int(seed), name)
-    return ReaderOp("readers.file", _read_sample, spec).outputs
-
-
-def _read_sample(ctx, op):
-    data, label = ctx.readers[op.id]
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8), torch.tensor([label], dtype=torch.int32)
+    return ReaderOp("readers.file", read_sample, spec).outputs
 
 
 @operator("io.file.read", "io.file.Read")

@@ -42,7 +42,7 @@ from ...loader import DataLoader
 from ...paths import device_refusal
 from .execution import ReaderSource, TensorList, external_batch
 from .lowering import lower
-from .graph import DataNode, Graph, current_pipeline, pop_pipeline, push_pipeline
+from ..engine.graph import DataNode, Graph, current_pipeline, pop_pipeline, push_pipeline
 from .operators import ExternalSourceOp
 from .types import BatchInfo, SampleInfo, torch_dtype
 from .unsupported import refuse

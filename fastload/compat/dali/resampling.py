@@ -18,7 +18,7 @@ from ..float32 import F32 as _F32
 from ..float32 import libm_float as _libm_float
 from ..float32 import round_c as _round_c
 from ..float32 import round_half_away as _round_half_away
-from .conversions import _convert_sat
+from ..engine.conversions import convert_sat
 
 
 def _pair(value) -> Tuple[float, float]:
@@ -393,7 +393,7 @@ def resize(image: torch.Tensor, *, resize_x: Optional[float] = None, resize_y: O
                 even = _simd_lanes(d, first, weights.shape[1], clamp_hi - clamp_lo + 1, x.shape, out_dtype)
     if even is not None:
         x = torch.where(even, torch.round(x), _round_half_away(x))
-    return _convert_sat(x, out_dtype)
+    return convert_sat(x, out_dtype)
 
 
 def _simd_lanes(axis: int, first: np.ndarray, support: int, in_extent: int, shape, dtype) -> torch.Tensor:

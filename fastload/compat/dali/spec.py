@@ -29,7 +29,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .graph import DataNode
+from ..engine.graph import DataNode
 from .unsupported import refuse
 
 FN, OPS = "fn", "ops"

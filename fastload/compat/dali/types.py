@@ -12,7 +12,7 @@ import enum
 import numpy as np
 import torch
 
-from .graph import constant
+from ..engine.graph import constant
 
 
 class DALIDataType(enum.Enum):

@@ -19,7 +19,7 @@ import torch
 from ..float32 import F32 as _F32
 from ..float32 import libm_float as _libm_float
 from ..float32 import round_c as _round_c
-from .conversions import _convert_sat
+from ..engine.conversions import convert_sat
 from .resampling import _interp, _pair
 
 
@@ -98,7 +98,7 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     pixels = image.float()
     fill = None
     if fill_value is not None:
-        fill = float(_convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
+        fill = float(convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
 
     def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
         values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
@@ -108,7 +108,7 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
         return torch.where(inside.unsqueeze(-1), values, torch.tensor(fill))
 
     if interp == "nn":
-        return _convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
+        return convert_sat(tap(torch.floor(src_y).long(), torch.floor(src_x).long()), out_dtype)
     fx, fy = src_x - 0.5, src_y - 0.5
     x0, y0 = torch.floor(fx), torch.floor(fy)
     qx, qy = (fx - x0).unsqueeze(-1), (fy - y0).unsqueeze(-1)
@@ -116,7 +116,7 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     x0, y0 = x0.long(), y0.long()
     top = tap(y0, x0) * px + tap(y0, x0 + 1) * qx
     bottom = tap(y0 + 1, x0) * px + tap(y0 + 1, x0 + 1) * qx
-    return _convert_sat(top + (bottom - top) * qy, out_dtype)
+    return convert_sat(top + (bottom - top) * qy, out_dtype)
 
 
 def _walk_row(start: np.ndarray, step, count: int) -> np.ndarray:

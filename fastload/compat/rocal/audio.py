@@ -43,7 +43,7 @@ import math
 import numpy as np
 import torch
 
-from ..dali.graph import DataNode, Op
+from ..engine.graph import DataNode, Op
 from ..float32 import libm_float
 from .meta import AudioShape, describe, meta
 from .spec import NOT_IMAGE, operator

@@ -36,7 +36,6 @@ boxes through both). Where rocAL errs, fastload does not copy it: it always scal
 from __future__ import annotations
 
 import io
-import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ import numpy as np
 import torch
 
 from ...errors import DecodeError
+from ..engine.coco import category_numbers, load_instances
 from . import imageops
 from . import spec
 from .reading import refuse
@@ -115,26 +115,6 @@ class COCOSamples:
                              f"{reader.annotations_file}")
         self.samples = [(path, 0) for path in kept]
         self.meta = [annotated[os.path.basename(path)] for path in kept]
-
-
-def load_instances(where: str) -> dict:
-    """A COCO instances json as a dict with its "images", "annotations" and "categories" lists (shared with
-    fastload.compat.dali's fn.readers.coco); OSError or ValueError (a KeyError, TypeError) as json gives."""
-    with open(where) as file:
-        data = json.load(file)
-    for key in ("images", "annotations", "categories"):
-        if not isinstance(data.get(key), list):
-            raise KeyError(f"no {key!r} list")
-    return data
-
-
-def category_numbers(categories: list) -> dict:
-    """Category id -> its number 1..N in the order the json lists them, as rocAL and DALI both remap labels:
-    a repeated id keeps its first place (std::map::insert / emplace)."""
-    order = {}
-    for n, category in enumerate(categories, 1):
-        order.setdefault(category["id"], n)
-    return order
 
 
 def _annotations(reader: COCOReader) -> dict:
@@ -238,7 +218,7 @@ def moved(definition, name: str, boxes, before, after, args: dict, size: tuple[i
     operator, a new one where rocAL's meta node moves them, NotImplementedError where fastload does not
     reproduce it. ``size`` is the operator's (width, height) where it crops; ``definition`` is the
     pipeline's (its boxes so far)."""
-    from ..dali.graph import Op
+    from ..engine.graph import Op
     rule = spec.boxes_rule(name)  # each operator's, declared with it (spec.OpSpec.boxes)
     if rule == spec.KEEP:  # rocAL has no meta node for it and moves no pixel: the boxes stay
         return boxes

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..dali import pipeline as dali_pipeline
-from ..dali.graph import DataNode, current_pipeline
+from ..engine.graph import DataNode, current_pipeline
 
 PREFIX = "fastload.compat.rocal"
 

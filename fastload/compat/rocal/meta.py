@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..dali.graph import DataNode
+from ..engine.graph import DataNode
 from .npy import NpyLayout
 from .types import DTYPE_NAMES, TORCH_DTYPES, RocalTensorLayout, RocalTensorOutputType
 

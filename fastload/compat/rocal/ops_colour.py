@@ -10,7 +10,7 @@ import inspect
 
 import torch
 
-from ..dali.graph import DataNode
+from ..engine.graph import DataNode
 from . import imageops
 from .meta import meta
 from .ops_common import PREFIX, Rocal, _image_op, _kind, _param, _source

@@ -2,7 +2,7 @@
 image-operator node and refusals.
 
 rocAL's Python API is modelled on DALI's, so its operators add ``Op``s to
-the same graph (``..dali.graph``) and its pipelines run on the same
+the same graph (``..engine.graph``) and its pipelines run on the same
 executor and loader; what differs is rocAL's rules, each cited from its
 sources (ROCm/rocAL at 0981d5bb): the reader lives in the decoder
 (``fn.readers.file`` only records the folder), decoded images are capped at
@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..dali.graph import DataNode, Op
+from ..engine.graph import DataNode, Op
 from . import coco
 from .definition import defining
 from .meta import Rocal, describe, meta  # noqa: F401 (Rocal: the operators import it from here)

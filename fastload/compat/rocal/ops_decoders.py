@@ -10,7 +10,7 @@ import os
 import torch
 
 from ..dali import imageops as dali_imageops
-from ..dali.graph import Op
+from ..engine.graph import Op
 from . import coco, imageops
 from .caffe import CaffeReader
 from .definition import defining

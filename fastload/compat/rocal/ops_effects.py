@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dali.graph import DataNode
+from ..engine.graph import DataNode
 from . import imageops
 from .ops_common import PREFIX, Rocal, RocalParam, _image_op, _kind, _param, _source
 from .ops_geometry import _numbers

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ..dali.graph import DataNode
+from ..engine.graph import DataNode
 from . import imageops
 from .meta import meta
 from .ops_common import PREFIX, Rocal, RocalParam, _flag, _image_op, _kind, _mirror, _param, _source, refuse

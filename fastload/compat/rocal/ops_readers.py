@@ -13,8 +13,8 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from ..dali.graph import DataNode, Op, ReaderOp
-from ..dali.operators import _read_sample
+from ..engine.graph import DataNode, Op, ReaderOp
+from ..engine.readers import read_sample
 from . import caffe, cifar10, coco, imageops, mxnet, npy, sequence, video
 from .caffe import CaffeReader
 from .definition import defining
@@ -481,7 +481,7 @@ def _reading(definition, spec: RocalReaderSpec, reader: str) -> DataNode:
     name) named after the operator whose reading it is (``"rocal.decoders.image.read"``: in rocAL the
     decoder reads what fn.readers.file recorded; ``"rocal.readers.numpy.read"``). Its first output is each
     sample's bytes; its labels become the pipeline's (rocAL's labelReader)."""
-    op = ReaderOp(f"rocal.{reader}.read", _read_sample, spec)
+    op = ReaderOp(f"rocal.{reader}.read", read_sample, spec)
     definition.labels = op.outputs[1]
     definition.last_batch_policy = spec.last_batch_policy
     return op.outputs[0]

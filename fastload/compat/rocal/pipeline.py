@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from ..dali import pipeline as dali_pipeline
-from ..dali.graph import pop_pipeline, push_pipeline
+from ..engine.graph import pop_pipeline, push_pipeline
 from . import coco, npy, types
 from .definition import Definition, RocalGraph
 from .lowering import lower

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..conditionals import Select
-from ..graph import DataNode
+from ...engine.graph import DataNode
 from ..operators import random_uniform
 from ..types import DALIDataType
 from ..unsupported import refuse

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..conditionals import Select
-from ..graph import DataNode, Op, constant
+from ...engine.graph import DataNode, Op, constant
 from ..operators import random_uniform
 from ..types import DALIDataType
 from ..unsupported import refuse

@@ -29,8 +29,8 @@ import torch
 
 from ...float32 import fmaf
 from .. import colour, geometry, warping
-from ..graph import DataNode, Op, constant
-from ..conversions import _convert_sat
+from ...engine.graph import DataNode, Op, constant
+from ...engine.conversions import convert_sat
 from ..operators import _device, _layout, _one
 from ..types import interp_name
 
@@ -131,7 +131,7 @@ def translate(data, offset, fill_value=128, interp_type=None, scale_by=None):
 # ----------------------------------------------------------------------------------------------- colour
 
 def _cast_like(values: torch.Tensor) -> torch.Tensor:
-    return _convert_sat(values, torch.uint8)
+    return convert_sat(values, torch.uint8)
 
 
 def contrast(data, factor):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..graph import DataNode
+from ...engine.graph import DataNode
 from ..operators import random_uniform
 from ..types import DALIDataType
 from ..unsupported import refuse

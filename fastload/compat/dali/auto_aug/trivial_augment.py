@@ -8,7 +8,7 @@ per-sample streams: DALI's distributions, not DALI's numbers.
 
 from __future__ import annotations
 
-from ..graph import DataNode
+from ...engine.graph import DataNode
 from ..operators import random_uniform
 from ..types import DALIDataType
 from ..unsupported import refuse

@@ -3,8 +3,8 @@
 Every DALI operator that writes an integer image ends in the same conversion: round to nearest,
 halves away from zero, then clamp to the type's range (float16 rounds halves away too). The other
 per-sample modules (colour, crops, resampling, warping, and geometry/effects) end in
-:func:`_convert_sat`, so it lives on its own, below all of them. The promotion table answers the
-type of ``a op b`` for DataNode arithmetic (``graph.py``).
+:func:`convert_sat`, so it lives on its own, below all of them. The promotion table answers the
+type of ``a op b`` for DataNode arithmetic (``graph.py``), for both front ends.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _NUMPY = {torch.uint8: np.uint8, torch.int8: np.int8, torch.uint16: np.uint16, t
           torch.uint32: np.uint32, torch.int32: np.int32, torch.uint64: np.uint64, torch.int64: np.int64}
 
 
-def _convert_sat(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def convert_sat(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """DALI's ConvertSat: to an integer type round (halves away from zero) and clamp to its range;
     integer to integer clamp; to float16 round halves away from zero; other floats just convert."""
     if dtype == torch.bool:  # measured: a float is rounded first (0.49999997 -> False, 0.5 -> True)
@@ -64,7 +64,7 @@ def cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     target's range (300.7 -> uint8 255, -2.5 -> int8 -3); integer to integer clamps (300 -> uint8
     255, -1 -> uint8 0); to float16 rounds halves away from zero and overflows to infinity; to
     bool is ``round(x) != 0``."""
-    return _convert_sat(x, dtype)
+    return convert_sat(x, dtype)
 
 
 # --------------------------------------------------------------------------------------------

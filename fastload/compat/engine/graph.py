@@ -1,4 +1,5 @@
-"""The graph a DALI pipeline definition traces, and how one sample runs through it.
+"""The graph a pipeline definition traces (DALI's, and rocAL's built on it), and how one sample runs
+through it.
 
 Operators called inside a pipeline (``fn.resize(images, ...)``) do not run:
 they add an ``Op`` to the pipeline being defined and return ``DataNode``s,
