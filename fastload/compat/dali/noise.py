@@ -1,0 +1,1 @@
+"""DALI's random distributions and noise operators (being written; each operator declared with ``@operator(...)`` as in ``spec``)."""

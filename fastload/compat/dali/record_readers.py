@@ -1,0 +1,1 @@
+"""DALI's record readers (being written; each operator declared with ``@operator(...)`` as in ``spec``)."""
