@@ -36,15 +36,14 @@ in counts rocAL tiles, a decoder's ``file_list_path`` without the reader's list.
 
 from __future__ import annotations
 
-import functools
 import io
 import math
 
 import numpy as np
 import torch
 
+from ..engine import audio as numerics
 from ..engine.graph import DataNode, Op
-from ..float32 import libm_float
 from .meta import AudioShape, describe, meta
 from .spec import NOT_IMAGE, operator
 
@@ -185,34 +184,13 @@ def preemphasis_filter(*inputs, border=1, preemph_coeff=0.97, output_dtype=0):
 
 
 def _preemphasis(ctx, op, audio, border, coefficient):
-    flat = audio.reshape(-1)
-    c = torch.tensor(coefficient, dtype=torch.float32)
-    out = torch.empty_like(flat)
-    if flat.numel() == 0:
-        return audio.clone()
-    if border == 2 and flat.numel() < 2:
+    try:
+        out = numerics.preemphasis(audio.reshape(-1), ("zero", "clamp", "reflect")[border], coefficient)
+    except ValueError:
         from ...errors import DecodeError
         raise DecodeError(ctx.index, ctx.name, "fn.preemphasis_filter(border=REFLECT) of one sample: RPP reads "
-                                               "the value after it, which is not the audio's")
-    edge = {0: torch.zeros((), dtype=torch.float32), 1: flat[0], 2: flat[1] if flat.numel() > 1 else flat[0]}[border]
-    out[0] = flat[0] - c * edge
-    out[1:] = flat[1:] - c * flat[:-1]
+                                               "the value after it, which is not the audio's") from None
     return out.reshape(audio.shape)
-
-
-@functools.lru_cache(maxsize=8)
-def _hann(length: int) -> torch.Tensor:
-    """RPP's spectrogram window: 0.5 * (1 - cos(2 pi / N * (t + 0.5))) in double, stored as float."""
-    t = np.arange(length, dtype=np.float64)
-    return torch.from_numpy((0.5 * (1 - np.cos(2 * np.pi / length * (t + 0.5)))).astype(np.float32))
-
-
-def _reflect101(index: np.ndarray, length: int) -> np.ndarray:
-    if length < 2:
-        return np.full_like(index, length - 1)
-    period = 2 * length - 2
-    index = np.abs(index) % period
-    return np.where(index >= length, period - index, index)
 
 
 @operator(output=NOT_IMAGE)
@@ -246,7 +224,7 @@ def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout
     if nfft < length or length < 1 or step < 1:
         raise ValueError(f"{PREFIX}: fn.spectrogram: nfft {nfft} < window_length {length}, or a zero length/step")
     offset = 0 if center_windows else length
-    frames, bins = max(0, _windows(meta(node).audio.dims[0] - offset, step)), nfft // 2 + 1
+    frames, bins = max(0, numerics.window_count(meta(node).audio.dims[0] - offset, step)), nfft // 2 + 1
     dims = (bins, frames) if layout == 5 else (frames, bins)
     return _new("spectrogram", _spectrogram, [node],
                 {"nfft": nfft, "length": length, "step": step, "center": bool(center_windows),
@@ -254,32 +232,10 @@ def spectrogram(*inputs, bytes_per_sample_hint=(0,), center_windows=True, layout
                 AudioShape(dims, "NFT" if layout == 5 else "NTF"))[0]
 
 
-def _windows(span: int, step: int) -> int:
-    """RPP's window count: C's int division, which truncates toward zero (spectrogram.cpp get_num_windows;
-    MIVisionX's Spectrogram.cpp ROI), so audio a little shorter than an uncentred window still gets one."""
-    return int(span / step) + 1
-
-
 def _spectrogram(ctx, op, audio, nfft, length, step, center, reflect, power, ntf):
-    x = audio.reshape(-1).numpy()
-    total = x.shape[0]
-    windows = max(0, _windows(total if center else total - length, step))
-    if windows == 0:
-        empty = torch.zeros(0, nfft // 2 + 1, dtype=torch.float32)
-        return empty if ntf else empty.t().contiguous()
-    starts = np.arange(windows) * step - (length // 2 if center else 0)
-    index = starts[:, None] + np.arange(length)[None, :]
-    if reflect:
-        values = x[_reflect101(index, total)]
-    else:
-        inside = (index >= 0) & (index < total)
-        values = np.where(inside, x[np.clip(index, 0, max(total - 1, 0))], np.float32(0))
-    frames = torch.from_numpy(values.astype(np.float32)) * _hann(length)
-    buffer = torch.zeros(windows, nfft, dtype=torch.float32)
-    start = (nfft - length) // 2
-    buffer[:, start:start + length] = frames
-    spectrum = torch.fft.rfft(buffer, dim=1)
-    out = spectrum.real * spectrum.real + spectrum.imag * spectrum.imag if power == 2 else spectrum.abs()
+    """RPP's window count is C's int division (spectrogram.cpp get_num_windows; MIVisionX's Spectrogram.cpp
+    ROI), so audio a little shorter than an uncentred window still gets one."""
+    out = numerics.stft(audio.reshape(-1).numpy(), nfft, length, step, center, reflect, power)
     return out.contiguous() if ntf else out.t().contiguous()
 
 
@@ -291,100 +247,17 @@ def to_decibels(*inputs, bytes_per_sample_hint=(0,), cutoff_db=-200.0, multiplie
     sample's largest value. A spectrogram's layout becomes NHW (rocAL)."""
     node = _audio_input("to_decibels", inputs)
     _fp32_only("to_decibels", output_dtype)
-    multiplier, cutoff = np.float32(multiplier), np.float32(cutoff_db)
-    if multiplier == 0:
+    if np.float32(multiplier) == 0:
         raise ValueError(f"{PREFIX}: fn.to_decibels: multiplier 0 (RPP refuses it)")
-    ratio = np.float32(math.pow(10.0, float(np.float32(cutoff / multiplier))))
-    if ratio == 0:
-        ratio = np.nextafter(np.float32(0), np.float32(1))
+    scale, ratio = numerics.decibel_scale(multiplier, cutoff_db)
     shape = meta(node).audio
     return _new("to_decibels", _to_decibels, [node],
-                {"scale": float(np.float32(multiplier * np.float32(0.30103))), "min_ratio": float(ratio),
-                 "reference": float(np.float32(reference))},
+                {"scale": scale, "min_ratio": ratio, "reference": float(np.float32(reference))},
                 AudioShape(shape.dims, "NHW" if shape.layout in ("NFT", "NTF") else shape.layout), same_info=True)[0]
 
 
 def _to_decibels(ctx, op, x, scale, min_ratio, reference):
-    if reference == 0:
-        reference = float(x.max()) if x.numel() else 0.0
-    inverse = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(reference, dtype=torch.float32) \
-        if reference != 0 else torch.tensor(1.0, dtype=torch.float32)
-    ratio = torch.maximum(x * inverse, torch.tensor(min_ratio, dtype=torch.float32))
-    # libm's log2f, as RPP calls it: torch's vectorized log2 differs from it in the last place on some values
-    # since torch 2.15 (394 of 200,000 against real DALI's to_decibels), and numpy's float32 log2 on a CPU with
-    # AVX-512 (Intel's SVML: rocAL's audio unit test failed on an Intel Xeon)
-    logs = torch.from_numpy(libm_float("log2", ratio.detach().cpu().numpy())).to(ratio.device)
-    return torch.tensor(scale, dtype=torch.float32) * logs
-
-
-# mel scales as RPP writes them (api/rppdefs.h), in float32
-_F = np.float32
-_SLANEY_FSP, _MIN_LOG_HZ = _F(66.666667), _F(1000.0)
-_MIN_LOG_MEL, _STEP_LOG = _F(1000.0) / _F(66.666667), _F(0.068751777)
-
-
-def _hz_to_mel(hz: float, htk: bool) -> np.float32:
-    hz = _F(hz)
-    if htk:
-        return _F(_F(1127.0) * _F(np.log(_F(_F(1.0) + hz / _F(700.0)))))
-    if hz >= _MIN_LOG_HZ:
-        return _F(_MIN_LOG_MEL + _F(np.log(_F(hz * _F(0.001)))) * (_F(1.0) / _STEP_LOG))
-    return _F(hz * (_F(1.0) / _SLANEY_FSP))
-
-
-def _mel_to_hz(mel: float, htk: bool) -> np.float32:
-    mel = _F(mel)
-    if htk:
-        return _F(_F(700.0) * (_F(np.exp(_F(mel / _F(1127.0)))) - _F(1.0)))
-    if mel >= _MIN_LOG_MEL:
-        return _F(_F(1000.0) * _F(np.exp(_F(_STEP_LOG * _F(mel - _MIN_LOG_MEL)))))
-    return _F(mel * _SLANEY_FSP)
-
-
-def mel_weights(bins: int, nfilter: int, sample_rate: float, freq_low: float, freq_high: float, htk: bool,
-                normalize: bool) -> torch.Tensor:
-    """RPP's mel_filter_bank.cpp filters as a [nfilter, bins] matrix: nfilter + 1 mel intervals from
-    freq_low to freq_high (0: sample_rate / 2), each FFT bin's weight down its interval's line and 1 - that
-    up the next one's, normalized by 2 / (the filter's width in Hz) when asked."""
-    sample_rate = _F(sample_rate)
-    max_freq = _F(sample_rate / _F(2)) if freq_high == 0 else _F(freq_high)
-    min_freq = _F(freq_low)
-    mel_low, mel_high = float(_hz_to_mel(min_freq, htk)), float(_hz_to_mel(max_freq, htk))
-    mel_step = (mel_high - mel_low) / (nfilter + 1)
-    nfft = (bins - 1) * 2
-    hz_step = float(sample_rate) / nfft
-    inverse = 1 / hz_step
-    bin_start = int(math.ceil(float(min_freq) * inverse))
-    bin_end = min(int(math.ceil(float(max_freq) * inverse)), bins)
-    norm = np.ones(nfilter, dtype=np.float32)
-    down = np.zeros(bins, dtype=np.float32)
-    interval_of = np.full(bins, -1)
-    fft_bin, mel0, mel1 = bin_start, mel_low, mel_low + mel_step
-    frequency = fft_bin * hz_step
-    for interval in range(nfilter + 1):
-        f0 = float(_mel_to_hz(mel0, htk))
-        f1 = float(_mel_to_hz(mel_high if interval == nfilter else mel1, htk))
-        slope = 1 / (f1 - f0)
-        if normalize and interval < nfilter:
-            norm[interval] = _F(2.0 / (float(_mel_to_hz(mel1 + mel_step, htk)) - f0))
-        while fft_bin < bin_end and frequency < f1:
-            down[fft_bin] = _F((f1 - frequency) * slope)
-            interval_of[fft_bin] = interval
-            fft_bin += 1
-            frequency = fft_bin * hz_step
-        mel0, mel1 = mel1, mel1 + mel_step
-    weights = np.zeros((nfilter, bins), dtype=np.float32)
-    for fft_bin in range(bin_start, bin_end):
-        up = interval_of[fft_bin]
-        if up < 0:
-            continue
-        weight_down = down[fft_bin]
-        weight_up = _F(_F(1.0) - weight_down)
-        if up - 1 >= 0:
-            weights[up - 1, fft_bin] = _F(weight_down * norm[up - 1]) if normalize else weight_down
-        if up < nfilter:
-            weights[up, fft_bin] = _F(weight_up * norm[up]) if normalize else weight_up
-    return torch.from_numpy(weights)
+    return numerics.to_decibels(x, scale, min_ratio, reference)
 
 
 @operator(output=NOT_IMAGE)
@@ -397,19 +270,13 @@ def mel_filter_bank(*inputs, bytes_per_sample_hint=(0,), freq_high=0.0, freq_low
         raise ValueError(f"{PREFIX}: fn.mel_filter_bank takes an NFT spectrogram (RPP fails silently on "
                          f"{meta(node).audio.layout})")
     bins, frames = meta(node).audio.dims
-    weights = mel_weights(bins, int(nfilter), float(sample_rate), float(freq_low), float(freq_high),
+    weights = numerics.mel_weights(bins, int(nfilter), float(sample_rate), float(freq_low), float(freq_high),
                           int(mel_formula) == 1, bool(normalize))
     return _new("mel_filter_bank", _mel, [node], {"weights": weights}, AudioShape((int(nfilter), frames), "NFT"))[0]
 
 
 def _mel(ctx, op, spectrum, weights):
-    """RPP's accumulation: bin by bin in ascending order, each filter's row += weight * the bin's row, in
-    float32 (mel_filter_bank.cpp: a product, then the sum)."""
-    out = torch.zeros(weights.shape[0], spectrum.shape[1], dtype=torch.float32)
-    for fft_bin in torch.nonzero(weights.any(dim=0)).flatten().tolist():
-        for row in torch.nonzero(weights[:, fft_bin]).flatten().tolist():
-            out[row] += weights[row, fft_bin] * spectrum[fft_bin]
-    return out
+    return numerics.apply_mel(spectrum, weights)
 
 
 @operator(output=NOT_IMAGE)
@@ -470,7 +337,7 @@ def nonsilent_region(*inputs, cutoff_db=-60, reference_power=0.0, reset_interval
     if int(reset_interval) == 0 or int(reset_interval) < -1:
         raise ValueError(f"{PREFIX}: fn.nonsilent_region(reset_interval={reset_interval}): RPP never advances "
                          f"with it (rocAL hangs); give a positive interval or -1")
-    cutoff = float(np.float32(math.pow(10.0, float(np.float32(np.float32(cutoff_db) * np.float32(0.1))))))
+    cutoff = numerics.nonsilent_threshold(cutoff_db)
     begin, length = _new("nonsilent_region", _nonsilent, [node],
                          {"window": window, "cutoff": cutoff, "reference": float(np.float32(reference_power)),
                           "reset": int(reset_interval)},
@@ -478,40 +345,8 @@ def nonsilent_region(*inputs, cutoff_db=-60, reference_power=0.0, reset_interval
     return begin, length
 
 
-def moving_mean_square(x: np.ndarray, window: int, reset: int) -> np.ndarray:
-    """RPP's moving mean square, with its float32 rounding: a running sum of squares (add the new sample's,
-    record sum / window, subtract the one leaving), recomputed from the window's samples every ``reset``
-    outputs; the first window - 1 outputs are over the samples so far. The additions run in order as one
-    float32 cumulative sum of the interleaved terms (numpy accumulates in order)."""
-    squares = (x * x).astype(np.float32)
-    total = squares.shape[0]
-    out = np.empty(total, dtype=np.float32)
-    factor = np.float32(1.0) / np.float32(window)
-    for start in range(0, total, reset if reset > 0 else max(total, 1)):
-        end = min(total, start + (reset if reset > 0 else total))
-        first = max(start - window + 1, 0)
-        initial = np.cumsum(squares[first:start], dtype=np.float32)[-1] if start > first else np.float32(0)
-        positions = np.arange(start, end)
-        leaving = positions - window + 1
-        removed = np.where(leaving >= 0, -squares[np.maximum(leaving, 0)], np.float32(0)).astype(np.float32)
-        terms = np.empty(2 * (end - start) + 1, dtype=np.float32)
-        terms[0], terms[1::2], terms[2::2] = initial, squares[start:end], removed
-        sums = np.cumsum(terms, dtype=np.float32)
-        out[start:end] = sums[1::2] * factor
-    return out
-
-
 def _nonsilent(ctx, op, audio, window, cutoff, reference, reset):
-    mms = moving_mean_square(audio.reshape(-1).numpy(), window, reset)
-    base = np.float32(mms.max()) if reference == 0 and mms.size else np.float32(reference)
-    above = np.flatnonzero(mms >= np.float32(base * np.float32(cutoff)))
-    if above.size == 0:
-        begin = length = 0
-    else:
-        begin, length = int(above[0]), int(above[-1] - above[0] + 1)
-        if begin != 0:
-            moved = max(begin - (window - 1), 0)
-            length, begin = length + begin - moved, moved
+    begin, length = numerics.nonsilent_region(audio.reshape(-1).numpy(), window, cutoff, reference, reset)
     return torch.tensor([begin], dtype=torch.int32), torch.tensor([length], dtype=torch.int32)
 
 
@@ -574,6 +409,7 @@ def tensor_mul_scalar_float(*inputs, scalar=1.0, output_datatype=0):
 
 # ------------------------------------------------------------------------------------------------ resample
 
+_F = np.float32
 BLOCK = 256  # RPP's resample.cpp works in blocks of this many outputs
 
 
