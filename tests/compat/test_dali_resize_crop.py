@@ -1,0 +1,84 @@
+"""fastload.compat.dali.resize_crop against real DALI 2.4's CPU operators.
+
+fn.resize_crop_mirror and fn.fast_resize_crop_mirror (size modes, crop windows inside and past the resized
+image, each mirror bit, filters, float output, per-sample arguments): the same pixels as DALI, exactly
+(tolerance 0). Images are small, random and of awkward sizes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fastload.compat.dali as ours
+
+from conftest import import_dali, run_dali_graph
+
+rng = np.random.default_rng(2024)
+IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3), (5, 33, 1)]]
+
+
+def outputs(mod, graph, images=IMAGES, layout="HWC"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # DALI's deprecated names warn
+        return run_dali_graph(mod, images, graph, layout, seed=1)
+
+
+def assert_same(graph, images=IMAGES, layout="HWC"):
+    theirs, mine = outputs(import_dali(), graph, images, layout), outputs(ours, graph, images, layout)
+    assert len(theirs) == len(mine)
+    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
+        for i, (a, b) in enumerate(zip(a_out, b_out)):
+            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
+            differ = a != b
+            assert not differ.any(), f"output {k} sample {i}: {int(differ.sum())} values differ"
+
+
+# ------------------------------------------------------------------------------------- resize_crop_mirror
+
+def test_resize_crop_mirror_matches_dali():
+    mirrors = [np.int32(m) for m in (1, 0, 3, 2)]
+    positions = [np.float32(p) for p in (0.0, 0.25, 1.0, 0.6)]
+
+    def graph(mod, x):
+        fn, t = mod.fn, mod.types
+        mirror = fn.external_source(source=lambda: mirrors, batch=True)
+        pos = fn.external_source(source=lambda: positions, batch=True)
+        return (fn.resize_crop_mirror(x, crop=(7, 5), resize_x=30, resize_y=21),
+                fn.resize_crop_mirror(x, crop=(7, 5), resize_shorter=11, crop_pos_x=0.3, crop_pos_y=0.8, mirror=1),
+                fn.resize_crop_mirror(x, crop_h=9, crop_w=12, resize_x=14, crop_pos_x=0.0, crop_pos_y=1.0, mirror=2),
+                fn.resize_crop_mirror(x, crop=(20, 20), size=(10, 8), mirror=3),  # past the edges: clamped
+                fn.resize_crop_mirror(x, crop=(6, 7), size=(40, 50), interp_type=t.INTERP_CUBIC, crop_pos_x=0.61),
+                fn.resize_crop_mirror(x, crop=(1, 2), resize_longer=9, interp_type=t.INTERP_NN, mirror=1),
+                fn.resize_crop_mirror(x, crop=(6, 7), size=(9, 11), dtype=t.FLOAT, mirror=1, rounding="truncate",
+                                      crop_pos_y=0.33),
+                fn.resize_crop_mirror(x, resize_x=15, mode="not_smaller", max_size=20, mirror=mirror),
+                fn.resize_crop_mirror(x, crop=(5, 5), size=(7, 7), antialias=False, interp_type=t.INTERP_LANCZOS3,
+                                      crop_pos_x=pos),
+                fn.resize_crop_mirror(x, crop=(3, 4), size=(7.5, 6.3), mirror=1, crop_pos_x=0.9),
+                mod.ops.ResizeCropMirror(crop=(4, 4), resize_y=6)(x))
+    assert_same(graph)
+
+
+def test_fast_resize_crop_mirror_is_resize_crop_mirror_without_antialias():
+    def graph(mod, x):
+        fn = mod.fn
+        return (fn.fast_resize_crop_mirror(x, crop=(5, 5), size=(7, 6), mirror=1),
+                fn.fast_resize_crop_mirror(x, crop=(4, 3), resize_shorter=5, antialias=True, crop_pos_y=0.1),
+                mod.ops.FastResizeCropMirror(crop=(3, 3), size=(20, 4))(x))
+    assert_same(graph)
+
+
+def refused(graph, match, error=NotImplementedError):
+    with pytest.raises(error, match=match):
+        outputs(ours, graph, IMAGES[:1])
+
+
+def test_resize_crop_mirror_refusals():
+    refused(lambda mod, x: mod.fn.resize_crop_mirror(x, crop=(20, 20), size=(10, 8), interp_type=mod.types.INTERP_NN),
+            "INTERP_NN", Exception)  # DALI reads outside the image there
+    refused(lambda mod, x: mod.fn.resize_crop_mirror(x, crop_d=3, crop_h=2, crop_w=2, size=4), "crop_d")
+    refused(lambda mod, x: mod.fn.resize_crop_mirror(x, crop=2, size=4, min_filter=mod.types.INTERP_NN),
+            "min_filter")
