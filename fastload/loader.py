@@ -25,7 +25,7 @@ from .epoch import start_epoch
 from .options import Options
 from .order import SamplerOrder, dist_info
 from .thread_pool import ThreadPool
-from .paths import choose_path, fast_path_inputs
+from .paths import choose_path, fast_path_inputs, torch_draws_of
 from .schedule import Schedule
 from .sources import Source
 from .stats import Stats
@@ -206,9 +206,12 @@ class DataLoader(torch.utils.data.DataLoader[T_co]):
         if any(new is not old for new, old in zip(settings, self._path_settings)):
             self._choose_path()  # torch's settings set since: the threads, in-flight depth, buffers follow them
             return
-        fast = fast_path_inputs(self.dataset, self.batch_size, warn=False)
-        if (None if fast is None else fast[1]) != self.path.plan:
-            self._choose_path()
+        fast = fast_path_inputs(self.dataset, self.batch_size, warn=False, draws=self.options.draws)
+        draws = None if fast is None else torch_draws_of(self.dataset, fast[1], self.options.draws)
+        drawn = getattr(self.path, "torch_draws", None)
+        if (None if fast is None else fast[1]) != self.path.plan or \
+                (None if draws is None else draws.steps) != (None if drawn is None else drawn.steps):
+            self._choose_path()  # a new plan, or the same plan drawn in another order (torch's draws)
         elif fast is not None:  # same plan: the samples, target_transform or reader may still be new
             self.path.samples, self.path.target_transform, self.path.read_bytes = fast[0], fast[2], fast[3]
 

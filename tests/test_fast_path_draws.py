@@ -221,3 +221,30 @@ def test_the_device_path_is_left_to_fastloads_draws(folder, kernel_on_cpu):
     with pytest.raises(ValueError, match="draws='fastload'"):
         fastload.DataLoader(dataset, batch_size=4, device="cpu", decode_device="cuda")
     assert fastload.DataLoader(dataset, batch_size=4, device="cpu", draws="fastload").device_path
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_transform_reordered_between_epochs_is_drawn_in_its_new_order(folder, workers):
+    """Flips swapped between epochs compile to the same plan, but torch draws them in the new order: the
+    second epoch is torch's second epoch; a flip moved before the crop then runs as given."""
+    crop, hflip, vflip, to_tensor = v1.RandomResizedCrop(16), v1.RandomHorizontalFlip(), v1.RandomVerticalFlip(), \
+        v1.PILToTensor()
+    first, second = v1.Compose([crop, hflip, vflip, to_tensor]), v1.Compose([crop, vflip, hflip, to_tensor])
+    moved = v1.Compose([hflip, crop, to_tensor])
+
+    def epochs(make):
+        dataset = torchvision.datasets.ImageFolder(folder, first)
+        torch.manual_seed(11)
+        loader = make(dataset, batch_size=4, shuffle=True, num_workers=workers)
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for transform in (first, second, moved):
+                dataset.transform = transform
+                out += [images.clone() for images, _ in loader]
+        return out, loader
+
+    expected, _ = epochs(torch.utils.data.DataLoader)
+    got, loader = epochs(fastload.DataLoader)
+    _same(got, expected)
+    assert not loader.fast_path  # the last epoch's flip before the crop: as given
