@@ -138,3 +138,97 @@ def test_tfrecord_refusals(tmp_path):
     pipeline.build()
     with pytest.raises(Exception, match="no feature 'a'"):  # DALI gives an uninitialised scalar there
         pipeline.run()
+
+
+# ----------------------------------------------------------------------------------------- webdataset
+
+def write_tar(path, members: list[tuple[str, bytes | None]]) -> str:
+    """A tar of ``members`` in order ((name, None): a folder)."""
+    import io
+    import tarfile
+    with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as archive:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            else:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """Two shards with what DALI's grouping meets: keys in folders, a folder entry, a dot file, an upper-case
+    extension, a multi-dot extension and two alternatives of one set, a name without extension, a key seen
+    again later (a new sample), a duplicate component (the first kept), a component in no output."""
+    folder = tmp_path_factory.mktemp("webdataset")
+    rng = np.random.default_rng(12)
+
+    def data(n: int) -> bytes:
+        return bytes(rng.integers(0, 256, n, dtype=np.uint8))
+    first = [("a/000.jpg", data(24)), ("a/000.cls", b"7"), ("a/001.jpg", data(12)), ("a/001.txt", b"t1"),
+             ("dir", None), ("002.JPG", data(8)), ("002.cls", b"2"), (".hidden", b"h"), ("003.seg.png", data(6)),
+             ("003.jpg", data(40)), ("003.png", data(2)), ("noext", data(4)), ("a/000.jpg", data(16)),
+             ("x/.dot.jpg", data(4)), ("004.jpg", data(20)), ("004.jpg", data(4)), ("004.cls", b"44")]
+    second = [(f"s/{k:03d}.{e}", data(4 * (k + 1)) if e == "jpg" else str(k).encode())
+              for k in range(5) for e in ("jpg", "cls")]
+    return [write_tar(folder / "first.tar", first), write_tar(folder / "second.tar", second)]
+
+
+@pytest.mark.parametrize("args", [
+    {"ext": ["jpg", "cls;txt", "seg.png;png", "noext"]},
+    {"ext": ["jpg", "cls;txt"], "case_sensitive_extensions": False, "shard_id": 1, "num_shards": 2},
+    {"ext": ["jpg", "cls"], "missing_component_behavior": "skip", "random_shuffle": True, "seed": 9,
+     "initial_fill": 3},
+    {"ext": ["jpg", "jpg;cls"], "shard_id": 2, "num_shards": 3, "pad_last_batch": True},
+    {"ext": "jpg", "dtypes": "int16"}])
+def test_webdataset_matches_dali(shards, args):
+    def reader(mod, dali):
+        given = dict(args)
+        if given.get("dtypes") == "int16":
+            given["dtypes"] = [mod.types.INT16]
+            given["missing_component_behavior"] = "skip"
+            given["paths"] = shards[1:]
+        out = mod.fn.readers.webdataset(**{"paths": shards, **given})
+        return out if isinstance(out, list) else [out]
+    assert_same_stream(reader, batch_size=4, iterations=4)
+
+
+def test_webdataset_errors(shards):
+    with pytest.raises(ValueError, match="Underful sample"):
+        ours.fn.readers.webdataset(paths=shards, ext=["jpg", "cls"], missing_component_behavior="error")
+    with pytest.raises(ValueError, match="size and dtype"):
+        ours.fn.readers.webdataset(paths=shards, ext=["cls"], dtypes=[ours.types.INT32])
+    with pytest.raises(ValueError, match="missing_component_behavior"):
+        ours.fn.readers.webdataset(paths=shards, ext=["cls"], missing_component_behavior="drop")
+
+
+def write_wds_index(tar_path: str, index_path, version: str = "v1.2") -> str:
+    """wds2idx's index of a tar whose members are grouped by key (``version N``, then per sample its
+    components ``ext offset size [filename]``)."""
+    import tarfile
+    groups: list[list[str]] = []
+    last = None
+    with tarfile.open(tar_path) as archive:
+        for member in archive.getmembers():
+            key, _, extension = member.name.partition(".")
+            if key != last:
+                groups.append([])
+                last = key
+            groups[-1].append(f"{extension} {member.offset_data} {member.size}" +
+                              (f" {member.name}" if version == "v1.2" else ""))
+    with open(index_path, "w") as file:
+        file.write(f"{version} {len(groups)}\n" + "".join(" ".join(group) + "\n" for group in groups))
+    return str(index_path)
+
+
+@pytest.mark.parametrize("version", ["v1.1", "v1.2"])
+def test_webdataset_index_files(shards, tmp_path, version):
+    index = write_wds_index(shards[1], tmp_path / "second.idx", version)
+
+    def reader(mod, dali):
+        return mod.fn.readers.webdataset(paths=shards[1:], index_paths=[index], ext=["cls", "jpg"], shard_id=1,
+                                         num_shards=2)
+    assert_same_stream(reader, batch_size=3, iterations=3)

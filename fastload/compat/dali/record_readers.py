@@ -17,6 +17,13 @@ tensors. The rules, measured against DALI 2.4 on the CPU (tests/compat/test_dali
   another type reads as none, as DALI's protobuf does). DALI leaves the tensor uninitialised where a feature
   is missing or a fixed one has fewer values (it ignores ``default_value``): such a record is an error
   naming the feature here, never made-up values.
+* webdataset: DALI's grouping (not webdataset's own): each tar's regular files in order, a sample the run
+  of consecutive members with one key (the name up to the first "." of its file name, extensions kept in
+  their case unless ``case_sensitive_extensions=False``; a name without a "." is its own extension; a key
+  "" (".hidden") left out); an output takes the first component matching its set, later ones are ignored;
+  a sample missing an output gives an empty tensor, is left out, or is an error, as
+  ``missing_component_behavior`` says; ``dtypes`` reinterpret the bytes (a size not a whole number of
+  items is an error). wds2idx index files (v1.1, v1.2) give the samples instead of the tar's headers.
 """
 
 from __future__ import annotations
@@ -192,3 +199,160 @@ def readers_tfrecord(*, path=None, index_path=None, features=None, shard_id=0, n
 
     reader = ReaderOp("readers.tfrecord", parse, spec, num_outputs=len(names))
     return dict(zip(names, reader.outputs))
+
+
+# ----------------------------------------------------------------------------------------- webdataset
+
+WDS_INDEX_VERSIONS = ("v1.1", "v1.2")  # wds2idx's: "ext offset size" per component, v1.2 with its file name
+
+
+def _wds_split(name: str) -> tuple[str, str]:
+    """DALI's split_name: the key up to the first "." after the last "/", the extension after it (a name
+    without a "." there: the whole name is both, as DALI's npos arithmetic makes it)."""
+    dot = name.find(".", name.rfind("/") + 1)
+    return (name, name) if dot < 0 else (name[:dot], name[dot + 1:])
+
+
+def _wds_tar(path: str) -> list[list[tuple[str, int, int, str]]]:
+    """A tar's samples as DALI's ParseTarFile groups them: consecutive regular files with one key, a file
+    whose key is empty (".hidden") left out; the last group is a sample even when it is empty (an empty
+    archive, or one of dot files only). Each component: (extension, data offset, size, member name)."""
+    from ...shardfiles import Sequential
+    from ...tarshards import CorruptTar, members
+    groups: list[list] = []
+    current: list = []
+    last = None
+    with Sequential(path) as file:
+        try:
+            for name, offset, size, _ in members(file, lambda name, size: False):
+                key, extension = _wds_split(name)
+                if last is None:
+                    last = key  # DALI starts at the first regular file, whatever its key
+                if not key:
+                    continue
+                if key != last:
+                    groups.append(current)
+                    current, last = [], key
+                current.append((extension, offset, size, name))
+        except CorruptTar as error:
+            raise ValueError(f"fn.readers.webdataset: {path}: {error}") from None
+    groups.append(current)
+    return groups
+
+
+def _wds_index(path: str) -> list[list[tuple[str, int, int, str]]]:
+    """A wds2idx index file's samples: a ``v1.1 N`` or ``v1.2 N`` line, then per sample its components
+    ``ext offset size`` (v1.2: ``ext offset size filename``), each offset a whole tar block."""
+    with open(path) as file:
+        lines = file.read().split("\n")
+    head = lines[0].split()
+    if not head or head[0] not in WDS_INDEX_VERSIONS:
+        raise ValueError(f"fn.readers.webdataset: {path}: unsupported index version {head[:1]} "
+                         f"({', '.join(WDS_INDEX_VERSIONS)})")
+    if len(head) < 2 or not head[1].isdigit() or int(head[1]) <= 0:
+        raise ValueError(f"fn.readers.webdataset: {path}: no positive sample count on the first line")
+    width = 4 if head[0] == "v1.2" else 3
+    groups = []
+    for number in range(1, int(head[1]) + 1):
+        fields = lines[number].split() if number < len(lines) else []
+        if not fields or len(fields) % width:
+            raise ValueError(f"fn.readers.webdataset: {path} line {number}: expected components "
+                             f"'{'ext offset size filename' if width == 4 else 'ext offset size'}'")
+        group = []
+        for at in range(0, len(fields), width):
+            ext, offset, size = fields[at], int(fields[at + 1]), int(fields[at + 2])
+            if offset % 512:
+                raise ValueError(f"fn.readers.webdataset: {path} line {number}: tar offset {offset} is not a "
+                                 f"multiple of 512")
+            group.append((ext, offset, size, fields[at + 3] if width == 4 else ext))
+        groups.append(group)
+    return groups
+
+
+@operator("readers.webdataset", "readers.Webdataset")
+def readers_webdataset(*, paths=None, ext=None, index_paths=None, missing_component_behavior="",
+                       dtypes=None, case_sensitive_extensions=True, shard_id=0, num_shards=1,
+                       random_shuffle=False, initial_fill=1024, shuffle_after_epoch=False, stick_to_shard=False,
+                       pad_last_batch=False, seed=-1, name=None, device="cpu", **hints):
+    """``fn.readers.webdataset``: per sample, one tensor per extension set of ``ext`` ("jpg;png": either), a
+    component's bytes as uint8 (or as ``dtypes``' type) [n]; samples grouped as DALI groups them
+    (consecutive members with one key: the name up to the first "." of its file name); a component that
+    matches an output already filled is ignored, as DALI does. A sample without some output: an empty
+    tensor ("empty", the default), left out ("skip") or an error ("error")."""
+    from .types import torch_dtype
+    operator = "fn.readers.webdataset"
+    check_args(operator, hints, set())
+    _device(operator, device)
+    files = _paths(paths, "paths", operator)
+    sets = [ext] if isinstance(ext, str) else list(ext or [])
+    if not sets:
+        raise ValueError(f"{operator} needs ext (an extension set per output)")
+    fold = (lambda s: s) if case_sensitive_extensions else str.lower
+    wanted = [[fold(e) for e in s.split(";")] for s in sets]
+    types_ = [torch.uint8] * len(sets) if dtypes is None else [
+        torch_dtype(d) for d in ([dtypes] if not isinstance(dtypes, (list, tuple)) else dtypes)]
+    if len(types_) != len(sets):
+        raise ValueError(f"{operator}: Number of extensions does not match the number of provided types")
+    behaviour = str(missing_component_behavior).lower() or "empty"
+    if behaviour not in ("empty", "skip", "error"):
+        raise ValueError(f"{operator}: Invalid value for missing_component_behavior "
+                         f"'{missing_component_behavior}' possible values are: skip, error, empty")
+    indexes = _paths(index_paths, "index_paths", operator) if index_paths else None
+    if indexes is not None and len(indexes) != len(files):
+        raise ValueError(f"{operator}: The number of index files, if any, must match the number of archives "
+                         f"in the dataset")
+    itemsizes = [torch.empty(0, dtype=t).element_size() for t in types_]
+    samples, parts = [], []  # parts: per sample, (file, [(offset, size) or None per output])
+    for number, file in enumerate(files):
+        try:
+            groups = _wds_index(indexes[number]) if indexes is not None else _wds_tar(file)
+        except OSError as error:
+            raise ValueError(f"{operator}: {error}") from None
+        for group in groups:
+            found: list = [None] * len(sets)
+            first_name = None
+            for extension, offset, size, member in group:
+                for output, choices in enumerate(wanted):
+                    if fold(extension) in choices and found[output] is None:
+                        if size % itemsizes[output]:
+                            raise ValueError(f"{operator}: {file}: {member}: component size and dtype incompatible "
+                                             f"({size} bytes, {types_[output]})")
+                        found[output] = (offset, size)
+                        first_name = first_name or member
+            if None in found:
+                if behaviour == "skip":
+                    continue
+                if behaviour == "error":
+                    raise ValueError(f"{operator}: Underful sample detected at {file} "
+                                     f"({group[0][3] if group else 'an empty sample'})")
+            key = _wds_split(first_name)[0] if first_name else f"sample {len(samples)}"
+            samples.append((f"{file}:{key}", len(samples)))
+            parts.append((file, found))
+
+    def read(index: int) -> tuple:
+        file, found = parts[index]
+        try:
+            with open(file, "rb") as handle:
+                out = []
+                for place in found:
+                    if place is None:
+                        out.append(b"")
+                        continue
+                    handle.seek(place[0])
+                    data = handle.read(place[1])
+                    if len(data) != place[1]:
+                        raise ValueError(f"the archive ends inside a component at {place[0]} ({place[1]} bytes)")
+                    out.append(data)
+                return tuple(out)
+        except (OSError, ValueError) as error:
+            raise DecodeError(index, samples[index][0], str(error)) from error
+
+    spec = _spec(operator, samples, read, **_order_args(locals()))
+
+    def components(ctx, op):
+        data, _ = ctx.readers[op.id]
+        return tuple(torch.from_numpy(np.frombuffer(bytearray(part), dtype=torch.empty(0, dtype=t).numpy().dtype))
+                     for part, t in zip(data, types_))
+
+    outputs = ReaderOp("readers.webdataset", components, spec, num_outputs=len(sets)).outputs
+    return outputs[0] if len(outputs) == 1 else outputs
