@@ -1,5 +1,8 @@
 """fastload.compat.dali.resize_crop against real DALI 2.4's CPU operators.
 
+fn.decoders.image_crop and its deprecated names (windows at fixed and per-sample positions, both roundings,
+RGB, GRAY and BGR, float output) on small JPEGs of awkward sizes: the same pixels as DALI, exactly.
+
 fn.resize_crop_mirror and fn.fast_resize_crop_mirror (size modes, crop windows inside and past the resized
 image, each mirror bit, filters, float output, per-sample arguments): the same pixels as DALI, exactly
 (tolerance 0). Images are small, random and of awkward sizes.
@@ -7,10 +10,11 @@ image, each mirror bit, filters, float output, per-sample arguments): the same p
 
 from __future__ import annotations
 
-import warnings
+import io
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import fastload.compat.dali as ours
 
@@ -20,10 +24,11 @@ rng = np.random.default_rng(2024)
 IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3), (5, 33, 1)]]
 
 
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # DALI's deprecated names warn
+
+
 def outputs(mod, graph, images=IMAGES, layout="HWC"):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # DALI's deprecated names warn
-        return run_dali_graph(mod, images, graph, layout, seed=1)
+    return run_dali_graph(mod, images, graph, layout, seed=1)
 
 
 def assert_same(graph, images=IMAGES, layout="HWC"):
@@ -71,9 +76,9 @@ def test_fast_resize_crop_mirror_is_resize_crop_mirror_without_antialias():
     assert_same(graph)
 
 
-def refused(graph, match, error=NotImplementedError):
+def refused(graph, match, error=NotImplementedError, images=None):
     with pytest.raises(error, match=match):
-        outputs(ours, graph, IMAGES[:1])
+        outputs(ours, graph, images or IMAGES[:1])
 
 
 def test_resize_crop_mirror_refusals():
@@ -82,3 +87,43 @@ def test_resize_crop_mirror_refusals():
     refused(lambda mod, x: mod.fn.resize_crop_mirror(x, crop_d=3, crop_h=2, crop_w=2, size=4), "crop_d")
     refused(lambda mod, x: mod.fn.resize_crop_mirror(x, crop=2, size=4, min_filter=mod.types.INTERP_NN),
             "min_filter")
+
+
+# ---------------------------------------------------------------------------------------- decoders.image_crop
+
+def _jpeg(array: np.ndarray) -> np.ndarray:
+    out = io.BytesIO()
+    Image.fromarray(array.squeeze(-1) if array.shape[-1] == 1 else array).save(out, format="JPEG", quality=85)
+    return np.frombuffer(out.getvalue(), dtype=np.uint8)
+
+
+JPEGS = [_jpeg(rng.integers(0, 256, size=(h, w, c), dtype=np.uint8)) for h, w, c in
+         ((33, 47, 3), (64, 20, 3), (17, 17, 1), (8, 90, 3))]
+
+
+def test_image_crop_matches_dali():
+    positions = [np.float32(p) for p in (0.0, 0.45, 1.0, 0.7)]
+
+    def graph(mod, data):
+        fn, t = mod.fn, mod.types
+        pos = fn.external_source(source=lambda: positions, batch=True)
+        return (fn.decoders.image_crop(data, crop=(7, 12)),
+                fn.decoders.image_crop(data, crop_h=5, crop_w=7, crop_pos_x=0.3, crop_pos_y=0.9, rounding="truncate"),
+                fn.decoders.image_crop(data, crop=(8, 17), crop_pos_x=pos, crop_pos_y=pos),
+                fn.decoders.image_crop(data, crop=(5, 6), dtype=t.FLOAT, crop_pos_x=0.2),
+                fn.decoders.image_crop(data, crop=(4, 4), output_type=t.GRAY),
+                fn.decoders.image_crop(data, crop=(3, 9), output_type=t.BGR, crop_pos_y=0.0),
+                fn.image_decoder_crop(data, crop=(6, 6), crop_pos_x=0.11),
+                fn.experimental.decoders.image_crop(data, crop=(6, 5)),
+                mod.ops.decoders.ImageCrop(crop=(2, 3))(data),
+                mod.ops.ImageDecoderCrop(crop=(3, 2))(data))
+    assert_same(graph, JPEGS, layout="")
+
+
+def test_image_crop_refusals():
+    def crop(**args):
+        return lambda mod, x: mod.fn.decoders.image_crop(x, **args)
+    refused(crop(crop=(10, 12)), "out of bounds", Exception, JPEGS[3:])  # an error in DALI too
+    refused(lambda mod, x: mod.fn.decoders.image_crop(x, crop=(2, 2), dtype=mod.types.INT16), "INT16", images=JPEGS)
+    refused(crop(crop=(2, 2), use_fast_idct=True), "use_fast_idct", images=JPEGS)
+    refused(crop(crop_h=2), "crop_h and crop_w", ValueError, JPEGS)

@@ -5,6 +5,10 @@ and ``fn.experimental.resize``.
 Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_resize_crop.py); the rules
 measured there (and read in DALI's sources) are:
 
+- ``decoders.image_crop``: fn.decoders.image, then fn.crop's window (``crop_pos * (in - crop)``, rounded
+  half away from zero or truncated with ``rounding``); a window past the image's edges is an error, as
+  DALI's. ``dtype=FLOAT`` gives ``value * (1 / 255)`` in float32 (bit for bit); other output types are
+  refused (DALI scales them to the type's range).
 - ``resize_crop_mirror``: fn.resize's output size and source region (``resampling``), then fn.crop's
   window (``crops``) placed in that output and back-projected onto the source: ``lo + anchor * ratio``,
   ``ratio = (hi - lo) / out`` in double, stored as float32; one resampling of that region to the window's
@@ -18,12 +22,13 @@ measured there (and read in DALI's sources) are:
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..engine.graph import Op
 from . import crops, resampling
-from .operators import _RESIZE_ARGS, _device, _layout, _one, _pair, check_args
+from .operators import _RESIZE_ARGS, _decode, _device, _fast_idct, _layout, _one, _pair, check_args
 from .spec import operator
-from .types import interp_name, torch_dtype
+from .types import image_type_name, interp_name, torch_dtype
 
 _F32 = np.float32
 _CROP_ARGS = {"crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "rounding"}
@@ -50,11 +55,11 @@ def _filters(operator: str, interp_type, min_filter, mag_filter) -> str:
 
 # ------------------------------------------------------------------------------------- resize_crop_mirror
 
-def _crop_size(args: dict) -> tuple:
+def _crop_size(args: dict, operator: str) -> tuple:
     crop = args.pop("crop", None)
     if crop is not None:
         if "crop_h" in args or "crop_w" in args:
-            raise ValueError("resize_crop_mirror: crop and crop_h/crop_w are mutually exclusive")
+            raise ValueError(f"{operator}: crop and crop_h/crop_w are mutually exclusive")
         return _pair(crop)
     return args.pop("crop_h", 0), args.pop("crop_w", 0)
 
@@ -92,7 +97,7 @@ def _resize_crop_mirror(name: str, default_antialias: bool):
         _refuse_volumetric(f"fn.{name}", args)
         _layout(f"fn.{name}", images)
         args = dict(args)
-        crop_h, crop_w = _crop_size(args)
+        crop_h, crop_w = _crop_size(args, f"fn.{name}")
         args = {k: _pair(v) if k in ("size", "roi_start", "roi_end", "max_size") and isinstance(v, (list, tuple))
                 else v for k, v in args.items()}
         settings = {"crop_h": crop_h, "crop_w": crop_w, "mirror": mirror, **args,
@@ -114,3 +119,37 @@ resize_crop_mirror = operator("resize_crop_mirror", "ResizeCropMirror")(
     _resize_crop_mirror("resize_crop_mirror", True))
 fast_resize_crop_mirror = operator("fast_resize_crop_mirror", "FastResizeCropMirror")(
     _resize_crop_mirror("fast_resize_crop_mirror", False))
+
+
+# ---------------------------------------------------------------------------------------- decoders.image_crop
+
+@operator("decoders.image_crop", "decoders.ImageCrop", legacy=("nvJPEGDecoderCrop",),
+          aliases={"image_decoder_crop": "ImageDecoderCrop",
+                   "experimental.decoders.image_crop": "experimental.decoders.ImageCrop"})
+def decoders_image_crop(data, *, device="cpu", output_type=None, use_fast_idct=False, adjust_orientation=True,
+                        dtype=None, **args):
+    """``fn.decoders.image_crop``: the decoded image's (crop_h, crop_w) window at relative (crop_pos_x,
+    crop_pos_y); uint8, or float32 in [0, 1] with ``dtype=FLOAT``. A window past the edges is an error."""
+    check_args("fn.decoders.image_crop", args, _CROP_ARGS | {"crop_d", "crop_pos_z"})
+    _refuse_volumetric("fn.decoders.image_crop", args)
+    _fast_idct("fn.decoders.image_crop", use_fast_idct)
+    if not adjust_orientation:
+        raise NotImplementedError("fastload.compat.dali: fn.decoders.image_crop(adjust_orientation=False) is not "
+                                  "supported (the EXIF orientation is always applied)")
+    target = torch_dtype(dtype) if dtype is not None else torch.uint8
+    if target not in (torch.uint8, torch.float32):
+        raise NotImplementedError(f"fastload.compat.dali: fn.decoders.image_crop(dtype={dtype}) is not supported "
+                                  f"(UINT8 and FLOAT are)")
+    if ("crop_h" in args) != ("crop_w" in args):
+        raise ValueError("fn.decoders.image_crop: crop_h and crop_w must be given together")
+    args = dict(args)
+    crop_h, crop_w = _crop_size(args, "fn.decoders.image_crop")
+    kind = image_type_name(output_type) if output_type is not None else "RGB"
+    settings = {"crop_h": crop_h, "crop_w": crop_w, **args}
+
+    def run(ctx, op, encoded, **window):
+        image = crops.crop(_decode(ctx, op, encoded, kind), out_of_bounds_policy="error", **window)
+        if target == torch.float32:  # DALI's normalising conversion: a multiply by 1/255 in float32
+            return image.float() * torch.tensor(1 / 255, dtype=torch.float32)
+        return image
+    return _one(Op("decoders.image_crop", run, [data], settings, device=device, layouts=("HWC",), fusable=False))
