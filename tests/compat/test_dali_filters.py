@@ -92,3 +92,60 @@ def test_filter_refusals_name_the_operator_and_argument():
         _pipe(lambda x: ours.fn.laplacian(x, window_size=25)).run()
     with pytest.raises(ValueError, match="fn.gaussian_blur: dtype must be FLOAT"):
         _pipe(lambda x: ours.fn.gaussian_blur(x, sigma=1, dtype=ours.types.INT32))
+
+
+KERNELS = [rng.normal(0, 0.3, size=(3, 3)).astype(np.float32), np.full((3, 5), 1 / 15, dtype=np.float32),
+           np.array([[0.5, 0.5]], dtype=np.float32)]
+
+
+def _kernels(mod, kernels=KERNELS):
+    return mod.fn.external_source(source=lambda: kernels, batch=True)
+
+
+@pytest.mark.parametrize("border", ["reflect_101", "reflect_1001", "wrap", "clamp", "constant"])
+def test_filter_matches_dali(border):
+    fills = [np.array(v, dtype=np.uint8) for v in (7, 200, 0)]
+
+    def graph(mod, x):
+        fn = mod.fn
+        fill = fn.external_source(source=lambda: fills, batch=True)
+        return (fn.filter(x, _kernels(mod), border=border),
+                fn.filter(x, _kernels(mod), border=border, dtype=mod.types.FLOAT),
+                fn.filter(x, _kernels(mod), fill, border=border, anchor=[0, 1]))
+    assert_same(graph)
+
+
+def test_filter_valid_mode_anchors_and_alias_match_dali():
+    anchors = [np.array(v, dtype=np.int32) for v in ([2, 0], [1, 4], [0, 1])]
+
+    def graph(mod, x):
+        fn = mod.fn
+        anchor = fn.external_source(source=lambda: anchors, batch=True)
+        return (fn.filter(x, _kernels(mod), mode="valid"), fn.filter(x, _kernels(mod), anchor=anchor),
+                fn.experimental.filter(x, _kernels(mod), border="wrap"))
+    assert_same(graph)
+
+
+def test_filter_of_16_bit_and_float_inputs_matches_dali():
+    # float32 inputs, and 16-bit ones kept in their type, take OpenCV's fused multiply-add on the first
+    # (W * C) // 8 * 8 values of each row: the widths here leave tails of 3, 3 and 5 values
+    shapes = [(13, 17, 3), (9, 9, 3), (7, 13, 1)]
+    floats = [rng.uniform(0, 90, size=s).astype(np.float32) for s in shapes]
+    assert_same(lambda mod, x: (mod.fn.filter(x, _kernels(mod)), mod.fn.filter(x, _kernels(mod), border="clamp")),
+                floats)
+    int16 = [rng.integers(-9000, 9000, size=s).astype(np.int16) for s in shapes]
+    uint16 = [rng.integers(0, 60000, size=s).astype(np.uint16) for s in shapes]
+    for images in (int16, uint16):
+        assert_same(lambda mod, x: (mod.fn.filter(x, _kernels(mod)),
+                                    mod.fn.filter(x, _kernels(mod), dtype=mod.types.FLOAT)), images)
+
+
+def test_filter_of_other_layouts_and_large_filters_matches_dali():
+    chw = [np.ascontiguousarray(im.transpose(2, 0, 1)) for im in IMAGES]
+    assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod)), chw, layout="CHW")
+    frames = [np.stack([IMAGES[0], IMAGES[0][::-1]]), np.stack([IMAGES[1]] * 3), IMAGES[2][None]]
+    assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod), border="reflect_1001"), frames, layout="FHWC")
+    large = [rng.normal(0, 0.05, size=s).astype(np.float32) for s in [(11, 12), (13, 11), (8, 7)]]
+    # uint8 outputs exact; float outputs of filters OpenCV applies through a DFT within float rounding
+    assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large)))
+    assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large), dtype=mod.types.FLOAT), atol=2e-3)
