@@ -43,12 +43,12 @@ import torch
 from aiohttp import web
 
 from .errors import DecodeError
-from .serve_limits import MAX_CLASSIFIER_PARAMS, MAX_MODELS, MAX_QUEUE
+from .serve_limits import MAX_CLASSIFICATION, MAX_CLASSIFIER_PARAMS, MAX_MODELS, MAX_QUEUE
 from .serve_metrics import prometheus_text
 from .serve_model import (Batcher, DecodePool, Model, ModelStats, QueueFull, load_model,  # noqa: F401  (public here)
                           model_input, top5)
 from .serve_protocol import (DTYPES, JSON_CHUNK, ONE_INPUT, PROTOCOL_EXTENSIONS, RequestError,  # noqa: F401
-                             answer_body, check_model_name, encode_output, flag, images_input, load_json,
+                             answer_body, check_model_name, encode_output, flag, images_input, integer, load_json,
                              load_parameters, parameters_of, parse_bytes_tensor, parse_infer_request, raw_tensor)
 
 log = logging.getLogger("fastload.serve")
@@ -448,7 +448,8 @@ class InferenceServer:
         default = flag(parameters_of(infer, "the request"), "binary_data_output")
         wanted = infer.get("outputs") or []
         parameters = [parameters_of(r, "an output") for r in wanted]
-        answers = model.answer(results, [(r["name"], p.get("classification", 0)) for r, p in zip(wanted, parameters)])
+        answers = model.answer(results, [(r["name"], integer(p.get("classification", 0), "classification", 0,
+                                                              MAX_CLASSIFICATION)) for r, p in zip(wanted, parameters)])
         outputs, binary = [], []
         for (name, dtype, shape, tensor), params in zip(answers, parameters or [{}]):
             out, data = encode_output(name, dtype, tensor, flag(params, "binary_data", default), shape)

@@ -115,6 +115,11 @@ def test_the_classifier_answers_as_the_model_run_locally(server):
                                outputs=[httpclient.InferRequestedOutput("probabilities", class_count=3)])
     classes = top.as_numpy("probabilities")
     assert classes.shape == (4, 3) and [int(row[0].split(b":")[1]) for row in classes] == local.argmax(1).tolist()
+    as_text = json.dumps({"inputs": [{"name": "images", "datatype": "BYTES", "shape": [1], "data": [
+        base64.b64encode(images[0]).decode()]}], "outputs": [{"name": "probabilities", "parameters": {
+            "classification": "3"}}]}).encode()  # a number as text, as gRPC's string parameters carry it
+    status, _, answer = request(server.port, "POST", "/v2/models/resnet18/infer", as_text)
+    assert status == 200 and json.loads(answer)["outputs"][0]["data"] == [r.decode() for r in classes[0]]
 
 
 def test_32_concurrent_requests_are_answered_right_and_batched(server):
