@@ -104,3 +104,80 @@ def test_colour_refusals_name_themselves():
         return ours.fn.hue(x, value=2.0)
     with pytest.raises(NotImplementedError, match="fn.hue does not support argument.*value"):
         unknown()
+
+
+# -------------------------------------------------------------------------------------------- lookup_table
+
+KEYS, VALUES = [0, 2, 3, 4, 5, 3, 200, 1000], [0.2, 300.7, -2.5, 0.5, 1.5, 2.5, 255.49, 7.0]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64,
+                                   np.int64])
+def test_lookup_table_of_every_integer_type_matches_dali(dtype):
+    info = np.iinfo(dtype)
+    edges = np.array([v for v in (0, 1, 2, 3, 4, 5, 6, 199, 200, 201, 999, 1000, 1001, -1, -200)
+                      if info.min <= v <= info.max] + [info.max, info.min], dtype=dtype)
+    data = [np.concatenate([edges, rng.integers(0, min(int(info.max), 1200), size=40).astype(dtype)]),
+            rng.integers(0, min(int(info.max), 300), size=21).astype(dtype)]
+
+    def graph(mod, x):
+        fn, types = mod.fn, mod.types
+        return (fn.lookup_table(x, keys=KEYS, values=VALUES, default_value=0.99),
+                fn.lookup_table(x, keys=KEYS, values=VALUES, default_value=-7.6, dtype=types.UINT8),
+                fn.lookup_table(x, keys=KEYS, values=VALUES, default_value=-7.5, dtype=types.INT16))
+    assert_same(graph, data, layout="")
+
+
+def test_lookup_table_output_types_match_dali():
+    data = [rng.integers(0, 8, size=(5, 4, 3)).astype(np.uint8), np.arange(9, dtype=np.uint8).reshape(3, 3, 1)]
+
+    def graph(mod, x):
+        fn, types = mod.fn, mod.types
+        return tuple(fn.lookup_table(x, keys=[0, 2, 3, 5], values=[300.7, -2.5, 0.5, 70000.4], default_value=-7.6,
+                                     dtype=getattr(types, t))
+                     for t in ("FLOAT16", "FLOAT64", "BOOL", "INT32", "UINT16", "INT8")) + (
+            fn.lookup_table(x, default_value=3.25), fn.lookup_table(x, keys=[1], values=[1.0]))
+    assert_same(graph, data)
+
+
+def test_lookup_table_refusals_name_themselves():
+    for kwargs, error, message in [({"keys": [0, 1], "values": [1.0]}, ValueError, "keys has 2 values and values 1"),
+                                   ({"keys": [70000], "values": [1.0]}, ValueError, r"keys must be in \[0, 65535\]"),
+                                   ({"wobble": 1}, NotImplementedError, "fn.lookup_table does not support.*wobble")]:
+        @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def bad():
+            x = ours.fn.external_source(source=lambda: IMAGES[:1], batch=True)
+            return ours.fn.lookup_table(x, **kwargs)
+        with pytest.raises(error, match=message):
+            bad()
+    with pytest.raises(TypeError, match="fn.lookup_table takes integer inputs"):
+        run_dali_graph(ours, FLOATS[:1], lambda mod, x: mod.fn.lookup_table(x, keys=[1], values=[2.0]))
+
+
+# ------------------------------------------------------------------------------------------------ equalize
+
+def _spread(h: int, w: int, c: int | None) -> np.ndarray:
+    """A low-contrast image (equalizing stretches it), with a few gaps in its histogram."""
+    shape = (h, w) if c is None else (h, w, c)
+    return (rng.integers(60, 110, size=shape) // 3 * 3).astype(np.uint8)
+
+
+@pytest.mark.filterwarnings("ignore:.*fn.experimental.equalize. is now deprecated")
+def test_equalize_matches_dali():
+    images = [_spread(13, 17, 3), _spread(24, 9, 3), IMAGES[2], np.full((5, 6, 3), 77, np.uint8),
+              np.dstack([np.full((4, 5), 3, np.uint8), _spread(4, 5, None), np.zeros((4, 5), np.uint8)])]
+    assert_same(lambda mod, x: (mod.fn.equalize(x), mod.fn.experimental.equalize(x)), images)
+
+
+def test_equalize_of_grey_many_channel_and_sequence_inputs_matches_dali():
+    assert_same(lambda mod, x: mod.fn.equalize(x), [_spread(13, 17, None), _spread(31, 40, None)], layout="HW")
+    assert_same(lambda mod, x: mod.fn.equalize(x), [_spread(9, 8, 5), _spread(3, 11, 1)])
+    assert_same(lambda mod, x: mod.fn.equalize(x), [np.stack([_spread(9, 8, 3), _spread(9, 8, 3)]),
+                                                    _spread(7, 5, 3)[None]], layout="FHWC")
+
+
+def test_equalize_refuses_chw_and_other_types():
+    with pytest.raises(NotImplementedError, match="fn.equalize of CHW input is not supported"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.equalize(x), layout="CHW")
+    with pytest.raises(TypeError, match="fn.equalize takes uint8 images"):
+        run_dali_graph(ours, FLOATS[:1], lambda mod, x: mod.fn.equalize(x))

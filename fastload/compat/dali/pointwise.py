@@ -1,4 +1,5 @@
-"""DALI's point-wise image operators: ``fn.brightness``, ``fn.contrast``, ``fn.hue`` and ``fn.saturation``.
+"""DALI's point-wise image operators: ``fn.brightness``, ``fn.contrast``, ``fn.hue``, ``fn.saturation``,
+``fn.lookup_table`` and ``fn.equalize``.
 
 Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_pointwise.py); the rules below are
 the ones measured there:
@@ -11,6 +12,14 @@ the ones measured there:
 - ``hue`` / ``saturation``: DALI's ColorTwist matrices (``colour.color_twist``: YIQ rotation / chroma scale,
   DALI's own float32 products), the output in the input's type unless ``dtype``; ``image_type`` changes nothing
   (measured: BGR, GRAY and YCbCr give RGB's pixels). Three channels only. Exact.
+- ``lookup_table``: a table of ``max(keys) + 1`` entries (the last of repeated keys wins), ``default_value``
+  elsewhere and for inputs outside it (negative ones too); the values are float32, converted to ``dtype``
+  (float32 by default) as DALI's ConvertSat does (round half away from zero, saturate; bool is ``round != 0``).
+  Integer inputs only. Exact.
+- ``equalize``: DALI's CPU operator is OpenCV's ``equalizeHist`` per channel (uint8): the first non-empty bin
+  maps to 0, bin ``i`` to ``saturate(round_even(cumsum_after_first(i) * (255 / (total - first_count))))`` in
+  float32; a one-valued channel stays as it is. Exact. CHW inputs are refused: DALI's CPU operator reads any
+  three-dimensional sample as HWC (equalizing each column of a CHW image over its channels and rows).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..engine.conversions import convert_sat
 from ..engine.graph import Op
 from .colour import brightness_contrast, color_twist
 from .operators import _device, _layout, _one, check_args
@@ -101,3 +111,113 @@ hue = _point("hue", "Hue", {"hue": 0.0}, _twist("fn.hue"), _TWIST_TYPES,
 saturation = _point("saturation", "Saturation", {"saturation": 1.0}, _twist("fn.saturation"), _TWIST_TYPES,
                     "``fn.saturation``: the chroma scaled by ``saturation``, as DALI's ColorTwist (per-sample "
                     "allowed).")
+
+
+# -------------------------------------------------------------------------------------------- lookup_table
+
+_INTEGER_TYPES = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.uint32, torch.int32, torch.uint64,
+                  torch.int64)
+
+
+def lookup_table_of(keys, values, default_value: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """DALI's table: ``max(keys) + 1`` float32 entries, ``default_value`` where no key names one, the last of
+    repeated keys winning; it and the default converted to ``dtype`` as DALI's ConvertSat does."""
+    size = max(keys) + 1 if keys else 0
+    table = np.full(size, default_value, dtype=_F32)
+    for key, value in zip(keys, values):  # in order: the last occurrence of a key is the one kept
+        table[key] = value
+    converted = convert_sat(torch.from_numpy(table), dtype)
+    default = convert_sat(torch.tensor([default_value], dtype=torch.float32), dtype)
+    return converted, default
+
+
+def lookup(data: torch.Tensor, table: torch.Tensor, default: torch.Tensor) -> torch.Tensor:
+    """``table[x]`` for each integer ``x`` of ``data`` inside the table, ``default`` elsewhere."""
+    values = data.cpu().numpy()
+    inside = (values >= 0) & (values < len(table)) if values.dtype.kind == "i" else values < len(table)
+    fill = default.numpy()[0]
+    if not len(table):
+        return torch.from_numpy(np.full(values.shape, fill))
+    out = table.numpy()[np.where(inside, values, 0).astype(np.int64)]  # numpy: torch lacks uint16 masking
+    out[~inside] = fill
+    return torch.from_numpy(out)
+
+
+@operator("lookup_table", "LookupTable")
+def lookup_table(data, *, keys=(), values=(), default_value=0.0, dtype=None, output_dtype=None, device=None,
+                 **args):
+    """``fn.lookup_table``: each integer of the input mapped through ``keys`` -> ``values`` (float32),
+    ``default_value`` for any other; float32 output unless ``dtype`` (``output_dtype``, DALI's deprecated name)."""
+    check_args("fn.lookup_table", args, set())
+    if dtype is not None and output_dtype is not None:
+        raise ValueError("fastload.compat.dali: fn.lookup_table: give dtype or its deprecated name output_dtype, "
+                         "not both")
+    chosen = dtype if dtype is not None else output_dtype
+    target = torch_dtype(chosen) if chosen is not None else torch.float32
+    keys = [int(k) for k in (keys if isinstance(keys, (list, tuple)) else [keys])]
+    values = [float(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    if len(keys) != len(values):
+        raise ValueError(f"fastload.compat.dali: fn.lookup_table: keys has {len(keys)} values and values "
+                         f"{len(values)}; they must match")
+    outside = [k for k in keys if not 0 <= k <= 65535]
+    if outside:
+        raise ValueError(f"fastload.compat.dali: fn.lookup_table: keys must be in [0, 65535], got {outside}")
+    table, default = lookup_table_of(keys, values, float(default_value), target)
+
+    def run(ctx, op, x):
+        if x.dtype not in _INTEGER_TYPES:
+            raise TypeError(f"fastload.compat.dali: fn.lookup_table takes integer inputs (as DALI), got {x.dtype}")
+        return lookup(x, table, default)
+    return _one(Op("lookup_table", run, [data], {}, device=_device([data], device), layouts=(data.layout(),),
+                   fusable=False))
+
+
+# ------------------------------------------------------------------------------------------------ equalize
+
+def equalize_channel(channel: np.ndarray) -> np.ndarray:
+    """OpenCV's ``equalizeHist`` of one uint8 plane (what DALI's CPU operator calls)."""
+    if channel.size == 0:
+        return channel.copy()
+    hist = np.bincount(channel.ravel(), minlength=256)
+    first = int(np.flatnonzero(hist)[0])
+    total = channel.size
+    if hist[first] == total:
+        return np.full_like(channel, first)
+    scale = _F32(255.0) / _F32(total - hist[first])
+    sums = np.cumsum(hist[first + 1:]).astype(_F32)  # exact below 2**24 pixels
+    lut = np.zeros(256, dtype=np.uint8)
+    lut[first + 1:] = np.clip(np.rint(sums * scale), 0, 255).astype(np.uint8)  # cvRound: half to even
+    return lut[channel]
+
+
+def equalize_image(image: torch.Tensor) -> torch.Tensor:
+    """One HW or HWC uint8 image equalized per channel."""
+    pixels = image.cpu().numpy()
+    if pixels.ndim == 2:
+        return torch.from_numpy(equalize_channel(pixels))
+    return torch.from_numpy(np.stack([equalize_channel(np.ascontiguousarray(pixels[..., c]))
+                                      for c in range(pixels.shape[-1])], -1).reshape(pixels.shape))
+
+
+@operator("equalize", "Equalize", aliases={"experimental.equalize": "experimental.Equalize"})
+def equalize(images, *, device=None, **args):
+    """``fn.equalize``: histogram equalization of each channel of uint8 images (HW, HWC) or sequences of them
+    (FHW, FHWC)."""
+    check_args("fn.equalize", args, set())
+    layout = images.layout()
+    if layout not in ("", "HW", "HWC", "FHW", "FHWC"):
+        raise NotImplementedError(f"fastload.compat.dali: fn.equalize of {layout} input is not supported (HW, HWC, "
+                                  f"FHW or FHWC): DALI's CPU operator reads a CHW sample as HWC, unlike its GPU one")
+    frames = layout.startswith("F")
+
+    def run(ctx, op, image):
+        if image.dtype != torch.uint8:
+            raise TypeError(f"fastload.compat.dali: fn.equalize takes uint8 images (as DALI), got {image.dtype}")
+        if image.dim() - frames not in (2, 3):
+            raise ValueError(f"fastload.compat.dali: fn.equalize takes HW or HWC images, got shape "
+                             f"{tuple(image.shape)} ({layout or 'no layout'})")
+        if frames:
+            return torch.stack([equalize_image(f) for f in image]) if len(image) else image.cpu().clone()
+        return equalize_image(image)
+    return _one(Op("equalize", run, [images], {}, device=_device([images], device), layouts=(layout,),
+                   fusable=False))
