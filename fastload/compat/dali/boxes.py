@@ -1,4 +1,5 @@
-"""DALI's box, region and mask operators: ``fn.coord_flip`` and ``fn.bbox_rotate``.
+"""DALI's box, region and mask operators: ``fn.coord_flip``, ``fn.bbox_rotate``, ``fn.roi_random_crop``,
+``fn.random_crop_generator`` and ``fn.segmentation.random_mask_pixel``.
 
 Each was checked against real DALI 2.4's CPU operators (tests/compat/test_dali_boxes.py); the rules are
 DALI's sources, confirmed there:
@@ -12,6 +13,16 @@ DALI's sources, confirmed there:
   extents (swapped where the aspect flipped); clipped to the canvas, a box keeping less than
   ``remove_threshold`` of its area is dropped with its label; normalized by multiplying with float ``1 / W``.
   All float32, step for step: exact.
+- ``roi_random_crop``: per axis, a ROI as large as the window places it at the ROI; a larger ROI draws the
+  start uniformly in [roi_start, roi_end - crop], a smaller one in [roi_end - crop, roi_start], both kept
+  in [0, in_shape - crop] when an input shape (or input) is given; int64.
+- ``random_crop_generator``: fn.random_resized_crop's window (``crops.random_crop_window``) for a shape
+  input (HW or HWC): int32 anchor (y, x) and shape (h, w).
+- ``segmentation.random_mask_pixel``: with ``foreground``, a pixel uniformly among those equal to ``value``
+  (or above ``threshold``); otherwise, or without any, a uniform pixel. int64 coordinates.
+
+The random ones draw from fastload's per-sample streams (seeded, repeatable), not DALI's mt19937: their
+values follow DALI's rules and distributions, not its numbers.
 """
 
 from __future__ import annotations
@@ -23,7 +34,8 @@ import torch
 
 from ..engine.graph import Op
 from ..float32 import libm_float
-from .operators import _device, _one, check_args
+from . import crops
+from .operators import _device, _one, _seeded, check_args
 from .spec import operator
 from .warping import rotated_size
 
@@ -191,3 +203,133 @@ def bbox_rotate(boxes, labels=None, *, angle, input_shape, shape_layout="HW", bb
     inputs = [boxes] + ([labels] if labels is not None else [])
     settings = {"angle": angle, "input_shape": input_shape, "size": size}
     return _one(Op("bbox_rotate", run, inputs, settings, num_outputs=len(inputs), fusable=False))
+
+
+# ------------------------------------------------------------------------------------------ random windows
+
+def roi_crop_start(rng, crop_shape: list[int], roi_start: list[int], roi_end: list[int],
+                   in_shape: list[int] | None) -> list[int]:
+    """fn.roi_random_crop's window start, per axis (the rule in the module docstring)."""
+    starts = []
+    for d, (crop, start, end) in enumerate(zip(crop_shape, roi_start, roi_end)):
+        extent = end - start
+        if extent == crop:
+            starts.append(start)
+            continue
+        lo, hi = (start, end - crop) if extent > crop else (end - crop, start)
+        if in_shape is not None:
+            lo, hi = max(lo, 0), min(hi, in_shape[d] - crop)
+        starts.append(rng.randint(lo, hi + 1))
+    return starts
+
+
+@operator("roi_random_crop", "ROIRandomCrop")
+def roi_random_crop(data=None, *, crop_shape, roi_start, roi_end=None, roi_shape=None, in_shape=None, device=None,
+                    **args):
+    """``fn.roi_random_crop``: an int64 window start, per axis, for a ``crop_shape`` window holding as much of
+    the ROI (``roi_start`` with ``roi_end`` or ``roi_shape``) as fits, inside ``in_shape`` (or the input's
+    shape) when given; every argument may be per sample."""
+    check_args("fn.roi_random_crop", args, set())
+    _cpu("fn.roi_random_crop", device)
+    if (roi_end is None) == (roi_shape is None):
+        raise ValueError(f"{PREFIX}: fn.roi_random_crop: give either roi_end or roi_shape, not both")
+    if in_shape is not None and data is not None:
+        raise ValueError(f"{PREFIX}: fn.roi_random_crop: in_shape is incompatible with providing an input")
+    name = "fn.roi_random_crop"
+
+    def run(ctx, op, *given, crop_shape, roi_start, roi_end, roi_shape, in_shape):
+        crop = _ints(crop_shape, "crop_shape", name)
+        start = _ints(roi_start, "roi_start", name)
+        end = _ints(roi_end, "roi_end", name) if roi_end is not None else \
+            [s + e for s, e in zip(start, _ints(roi_shape, "roi_shape", name))]
+        bounds = list(given[0].shape) if given else (_ints(in_shape, "in_shape", name) if in_shape is not None
+                                                      else None)
+        if len(start) != len(crop) or len(end) != len(crop):
+            raise ValueError(f"{PREFIX}: {name}: roi_start and roi_end/roi_shape need {len(crop)} values "
+                             f"(crop_shape's), got {len(start)} and {len(end)}")
+        if bounds is not None:
+            if len(bounds) < len(crop):
+                raise ValueError(f"{PREFIX}: {name}: the input shape {bounds} has fewer than {len(crop)} dimensions")
+            if any(b < c for b, c in zip(bounds, crop)):
+                raise ValueError(f"{PREFIX}: {name}: cropping shape {crop} can't be bigger than the input shape "
+                                 f"{bounds}")
+            if any(s < 0 or e > b for s, e, b in zip(start, end, bounds)):
+                raise ValueError(f"{PREFIX}: {name}: ROI [{start}, {end}) can't be out of bounds of {bounds}")
+        return torch.tensor(roi_crop_start(ctx.rng(op), crop, start, end, bounds), dtype=torch.int64)
+
+    settings = {"crop_shape": crop_shape, "roi_start": roi_start, "roi_end": roi_end, "roi_shape": roi_shape,
+                "in_shape": in_shape}
+    inputs = [data] if data is not None else []
+    return _one(_seeded(Op("roi_random_crop", run, inputs, settings, fusable=False), args))
+
+
+@operator("random_crop_generator", "RandomCropGenerator")
+def random_crop_generator(shapes, *, random_area=(0.08, 1.0), random_aspect_ratio=(0.75, 4 / 3), num_attempts=10,
+                          device=None, **args):
+    """``fn.random_crop_generator``: for a shape input (HW or HWC), fn.random_resized_crop's random window
+    (``crops.random_crop_window``) as int32 anchor (y, x) and shape (h, w)."""
+    check_args("fn.random_crop_generator", args, set())
+    _cpu("fn.random_crop_generator", device)
+    area = tuple(float(v) for v in (random_area if isinstance(random_area, (list, tuple)) else [random_area]))
+    aspect = tuple(float(v) for v in (random_aspect_ratio if isinstance(random_aspect_ratio, (list, tuple))
+                                      else [random_aspect_ratio]))
+    area = area * 2 if len(area) == 1 else area
+    aspect = aspect * 2 if len(aspect) == 1 else aspect
+    if len(area) != 2 or not 0 <= area[0] <= area[1]:
+        raise ValueError(f"{PREFIX}: fn.random_crop_generator: random_area must be [min, max], got {random_area}")
+    if len(aspect) != 2 or not 0 < aspect[0] <= aspect[1]:
+        raise ValueError(f"{PREFIX}: fn.random_crop_generator: random_aspect_ratio must be [min, max] above 0, "
+                         f"got {random_aspect_ratio}")
+    if int(num_attempts) < 1:
+        raise ValueError(f"{PREFIX}: fn.random_crop_generator: num_attempts must be at least 1")
+
+    def run(ctx, op, shape):
+        dims = shape.reshape(-1).tolist()
+        if len(dims) not in (2, 3):
+            raise ValueError(f"{PREFIX}: fn.random_crop_generator takes a shape of 2 (HW) or 3 (HWC) values, "
+                             f"got {dims}")
+        y, x, h, w = crops.random_crop_window(int(dims[0]), int(dims[1]), ctx.rng(op), area, aspect,
+                                              int(num_attempts))
+        return torch.tensor([y, x], dtype=torch.int32), torch.tensor([h, w], dtype=torch.int32)
+
+    return _one(_seeded(Op("random_crop_generator", run, [shapes], {}, num_outputs=2, fusable=False), args))
+
+
+# ----------------------------------------------------------------------------------------- segmentation
+
+def _unravel(flat: int, shape) -> list[int]:
+    return [int(v) for v in np.unravel_index(int(flat), tuple(shape))]
+
+
+@operator("segmentation.random_mask_pixel", "segmentation.RandomMaskPixel")
+def segmentation_random_mask_pixel(mask, *, value=None, threshold=None, foreground=0, device=None, **args):
+    """``fn.segmentation.random_mask_pixel``: int64 coordinates of a pixel, uniform among the foreground
+    (equal to ``value``, or above ``threshold``, 0 by default) with ``foreground``, else (or without any)
+    uniform over the mask; value, threshold and foreground may be per sample."""
+    check_args("fn.segmentation.random_mask_pixel", args, set())
+    _cpu("fn.segmentation.random_mask_pixel", device)
+    if value is not None and threshold is not None:
+        raise ValueError(f"{PREFIX}: fn.segmentation.random_mask_pixel: value and threshold can not be provided "
+                         f"together")
+
+    def run(ctx, op, values, value, threshold, foreground):
+        rng = ctx.rng(op)
+        array = values.cpu().numpy()
+        if array.dtype not in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64,
+                               np.float32, np.bool_):
+            raise TypeError(f"{PREFIX}: fn.segmentation.random_mask_pixel: unexpected mask type {array.dtype}")
+        if int(foreground):
+            where = None
+            if value is not None:
+                cast = np.array(int(value)).astype(array.dtype)
+                if int(cast) == int(value):  # DALI: a value the type cannot hold selects no pixel
+                    where = np.flatnonzero(array == cast)
+            else:
+                where = np.flatnonzero(array > F32(threshold if threshold is not None else 0.0))
+            if where is not None and len(where):
+                return torch.tensor(_unravel(where[rng.randint(0, len(where))], array.shape), dtype=torch.int64)
+        return torch.tensor([rng.randint(0, extent) if extent > 0 else 0 for extent in array.shape],
+                            dtype=torch.int64)
+
+    settings = {"value": value, "threshold": threshold, "foreground": foreground}
+    return _one(_seeded(Op("segmentation.random_mask_pixel", run, [mask], settings, fusable=False), args))
