@@ -1,1 +1,361 @@
-"""DALI's tensor-shaping and constant operators (being written; each operator declared with ``@operator(...)`` as in ``spec``)."""
+"""DALI's operators on whole arrays (shape, layout and type, not pixels): ``fn.reshape``, ``fn.reinterpret``,
+``fn.transpose``, ``fn.one_hot``, ``fn.constant``, ``fn.cast_like``, ``fn.copy``, ``fn.squeeze``,
+``fn.expand_dims``, ``fn.shapes``, ``fn.zeros`` / ``fn.ones`` / ``fn.full`` and their ``_like`` forms,
+``fn.element_extract`` and ``fn.get_property``.
+
+Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_arrays.py): values, dtypes, shapes
+and output layouts exactly. The rules measured there:
+
+- A node's layout is known when the pipeline is defined (fastload's graph keeps it per node, not per sample), so
+  where DALI decides it from a sample's shape (``reshape`` with a shape given as a DataNode, ``one_hot`` of
+  one-element inputs) fastload decides it from the arguments and raises, naming the operator, for a sample whose
+  shape would give DALI another layout (never another layout silently).
+- ``reshape`` / ``reinterpret``: one extent of ``shape`` / ``rel_shape`` may be negative (the rest of the volume,
+  in bytes for ``reinterpret``); ``rel_shape`` extents are ``round(rel * input extent)`` (of ``src_dims``' source
+  dimension, 1 for -1), halves away from zero; ``src_dims`` alone picks dimensions (-1 inserts a 1) and does not
+  permute the layout; ``shape`` ignores ``src_dims``. Without ``layout`` the input's is kept where the number of
+  dimensions stays, else it is empty. ``reinterpret`` without a shape rescales the innermost extent.
+- ``transpose``: ``perm`` defaults to the reversed dimensions; the layout is permuted (``transpose_layout``),
+  kept (``transpose_layout=False``) or ``output_layout``.
+- ``one_hot``: classes are the input values truncated to integers (2.7 -> 2, -0.5 -> 0); values outside
+  ``[0, num_classes)`` give a row of ``off_value``. ``on_value`` and ``off_value`` are float32 converted as C++
+  assigns them (truncated, wrapped into integer types: -1.5 -> 255 for uint8). Where ``axis`` is not given and the
+  sample has one element, the output is ``[num_classes]`` (DALI's legacy scalars; DALI asks this of the whole
+  batch, fastload of each sample). The new axis is named ``axis_name`` in the layout; without it the layout is
+  empty. bool and float16 outputs and inputs are refused, as DALI refuses them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..engine.graph import DataNode, Op
+from .effects import _static_cast
+from .operators import _device, _one, check_args
+from .spec import operator
+from .types import torch_dtype
+
+PREFIX = "fastload.compat.dali"
+
+
+def _ints(value) -> list[int] | None:
+    """A list argument as DALI reads it (a scalar is a one-element list)."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [int(v) for v in value]
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return [int(v) for v in np.asarray(value).reshape(-1).tolist()]
+    return [int(value)]
+
+
+def _floats(value) -> list[float] | None:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [float(v) for v in value]
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return [float(v) for v in np.asarray(value).reshape(-1).tolist()]
+    return [float(value)]
+
+
+def _round_half_away(value: float) -> int:
+    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
+
+
+def _volume(shape) -> int:
+    count = 1
+    for extent in shape:
+        count *= int(extent)
+    return count
+
+
+# ---------------------------------------------------------------------------------------- reshape / reinterpret
+
+def _relative_extents(operator: str, rel, in_shape, src_dims) -> list[int]:
+    if src_dims is not None:
+        if len(rel) != len(src_dims):
+            raise ValueError(f"{PREFIX}: {operator}: src_dims and rel_shape have different lengths: "
+                             f"{len(src_dims)} vs {len(rel)}")
+    elif len(rel) > len(in_shape):
+        raise ValueError(f"{PREFIX}: {operator}: rel_shape has more elements ({len(rel)}) than there are "
+                         f"dimensions in the input ({len(in_shape)}); use src_dims to add dimensions")
+    out = []
+    for d, e in enumerate(rel):
+        src = src_dims[d] if src_dims is not None else d
+        out.append(-1 if e < 0 else _round_half_away(float(np.float32(e) * np.float32(1 if src < 0 else
+                                                                                      in_shape[src]))))
+    return out
+
+
+def reshaped(operator: str, in_shape, in_size: int, out_size: int, *, shape=None, rel_shape=None,
+             src_dims=None) -> list[int]:
+    """The output shape DALI's Reshape gives one sample of ``in_shape`` (elements of ``in_size`` bytes, output
+    elements of ``out_size``): ``shape`` (one extent may be negative), ``rel_shape`` (relative to ``src_dims``'
+    dimensions, or the input's) or ``src_dims`` alone (a -1 inserts an extent of 1)."""
+    in_shape = [int(e) for e in in_shape]
+    ndim = len(in_shape)
+    if src_dims is not None:
+        bad = [d for d in src_dims if not -1 <= d < ndim]
+        if bad:
+            raise ValueError(f"{PREFIX}: {operator}: src_dims {src_dims} has indices out of range for a "
+                             f"{ndim}-dimensional input (0..{ndim - 1}, or -1 to insert a dimension)")
+    if shape is None and rel_shape is None:
+        out = [1 if d < 0 else in_shape[d] for d in src_dims] if src_dims is not None else list(in_shape)
+        if _volume(out) != _volume(in_shape):
+            raise ValueError(f"{PREFIX}: {operator}: src_dims {src_dims} give a shape of {_volume(out)} elements; "
+                             f"the input {in_shape} has {_volume(in_shape)}")
+        if in_size != out_size:
+            if not out:
+                raise ValueError(f"{PREFIX}: {operator}: a scalar cannot change its type's size")
+            if out[-1] * in_size % out_size:
+                raise ValueError(f"{PREFIX}: {operator}: the size in bytes of the innermost dimension "
+                                 f"({out[-1] * in_size}) is not divisible by the output type's ({out_size})")
+            out[-1] = out[-1] * in_size // out_size
+        return out
+    out = list(shape) if rel_shape is None else _relative_extents(operator, rel_shape, in_shape, src_dims)
+    negative = [d for d, e in enumerate(out) if e < 0]
+    if len(negative) > 1:
+        raise ValueError(f"{PREFIX}: {operator}: only one extent may be negative; got {out}")
+    in_bytes = _volume(in_shape) * in_size
+    if negative:
+        out[negative[0]] = 1
+        others = _volume(out)
+        if others == 0:
+            raise ValueError(f"{PREFIX}: {operator}: cannot infer the extent of dimension {negative[0]} when the "
+                             f"other extents' volume is 0 (input {in_shape})")
+        out[negative[0]] = in_bytes // (others * out_size)
+    if _volume(out) * out_size != in_bytes:
+        raise ValueError(f"{PREFIX}: {operator}: input and output samples must occupy the same size in bytes: "
+                         f"input {in_shape} ({in_bytes} bytes), requested {out} ({_volume(out) * out_size} bytes)")
+    return out
+
+
+def _shape_arg(operator: str, name: str, value, relative: bool):
+    """A constant ``shape`` / ``rel_shape`` checked as DALI's constructor does."""
+    values = _floats(value) if relative else _ints(value)
+    if relative and not values:
+        raise ValueError(f"{PREFIX}: {operator}: rel_shape is empty")
+    if sum(1 for v in values if v < 0) > 1:
+        raise ValueError(f"{PREFIX}: {operator}: only one extent of {name} may be negative; got {values}")
+    if any(v == 0 for v in values):
+        raise ValueError(f"{PREFIX}: {operator}: an extent of 0 in {name} is illegal; got {values}")
+    return values
+
+
+def _reshape(operator: str, data, shape_input, *, shape, rel_shape, src_dims, layout, dtype, device, args):
+    check_args(operator, args, set())
+    if shape_input is not None and shape is not None:
+        raise ValueError(f"{PREFIX}: {operator}: the shape input and the shape argument are mutually exclusive")
+    shape = shape_input if shape_input is not None else shape
+    if shape is not None and rel_shape is not None:
+        raise ValueError(f"{PREFIX}: {operator}: shape and rel_shape are mutually exclusive")
+    if shape is None and rel_shape is None and layout is None and src_dims is None and dtype is None:
+        what = "shape, layout nor type" if operator == "fn.reinterpret" else "shape nor layout"
+        raise ValueError(f"{PREFIX}: {operator} is no-op: arguments specify neither new {what}")
+    src_dims = _ints(src_dims)
+    target = torch_dtype(dtype) if dtype is not None else None
+    nodes = {key: value for key, value in (("shape", shape), ("rel_shape", rel_shape))
+             if isinstance(value, DataNode)}
+    if "shape" not in nodes and shape is not None:
+        shape = _shape_arg(operator, "shape", shape, False)
+    if "rel_shape" not in nodes and rel_shape is not None:
+        rel_shape = _shape_arg(operator, "rel_shape", rel_shape, True)
+    in_layout = data.layout()
+    if nodes and src_dims is None or "shape" in nodes:
+        out_ndim = None  # the shape node's length, known per sample
+    elif shape is not None:
+        out_ndim = len(shape)
+    elif rel_shape is not None or src_dims is not None:
+        out_ndim = len(rel_shape) if rel_shape is not None and not nodes else len(src_dims)
+    else:
+        out_ndim = len(in_layout) if in_layout else None
+    if layout is not None:
+        out_layout = str(layout)
+        if out_layout and out_ndim is not None and len(out_layout) != out_ndim:
+            raise ValueError(f"{PREFIX}: {operator}: layout {out_layout!r} does not fit a {out_ndim}-dimensional "
+                             f"output")
+    else:
+        out_layout = in_layout if out_ndim is None or len(in_layout) == out_ndim else ""
+    node_keys = list(nodes)
+
+    def run(ctx, op, x, *given):
+        values = dict(zip(node_keys, given))
+        sample_shape, sample_rel = shape, rel_shape
+        if "shape" in values:
+            v = values["shape"]
+            if v.dtype.is_floating_point or v.dtype == torch.bool:
+                raise TypeError(f"{PREFIX}: {operator}: the shape input must have an integral type; got {v.dtype}")
+            if v.dim() != 1:
+                raise ValueError(f"{PREFIX}: {operator}: the shape input must be a 1D tensor per sample")
+            sample_shape = [int(e) for e in v.tolist()]
+        if "rel_shape" in values:
+            v = values["rel_shape"]
+            if v.dtype != torch.float32:
+                raise TypeError(f"{PREFIX}: {operator}: rel_shape must be float32; got {v.dtype}")
+            sample_rel = [float(e) for e in v.reshape(-1).tolist()]
+        out_type = target if target is not None else x.dtype
+        in_size = x.element_size()
+        out_size = torch.empty((), dtype=out_type).element_size()
+        out_shape = reshaped(operator, x.shape, in_size, out_size, shape=sample_shape, rel_shape=sample_rel,
+                             src_dims=src_dims)
+        if out_layout and len(out_layout) != len(out_shape):
+            if layout is not None:
+                raise ValueError(f"{PREFIX}: {operator}: layout {out_layout!r} does not fit the "
+                                 f"{len(out_shape)}-dimensional output {out_shape}")
+            raise NotImplementedError(f"{PREFIX}: {operator}: the output {out_shape} has another number of "
+                                      f"dimensions than the input's layout {out_layout!r}, which DALI would drop; "
+                                      f"fastload fixes layouts when the pipeline is defined: pass layout=")
+        if out_type != x.dtype:
+            x = x.contiguous().reshape(-1).view(torch.uint8).view(out_type)
+        return x.reshape(out_shape)
+
+    inputs = [data, *nodes.values()]
+    return _one(Op(operator[3:], run, inputs, {}, device=_device([data], device), layouts=(out_layout,),
+                   fusable=False))
+
+
+@operator("reshape", "Reshape")
+def reshape(data, shape_input=None, *, shape=None, rel_shape=None, src_dims=None, layout=None, device=None,
+            **args):
+    """``fn.reshape``: the same elements under another ``shape`` / ``rel_shape`` / ``src_dims`` (or a shape
+    input, positional or as ``shape=DataNode``) and/or ``layout``."""
+    return _reshape("fn.reshape", data, shape_input, shape=shape, rel_shape=rel_shape, src_dims=src_dims,
+                    layout=layout, dtype=None, device=device, args=args)
+
+
+@operator("reinterpret", "Reinterpret")
+def reinterpret(data, shape_input=None, *, dtype=None, shape=None, rel_shape=None, src_dims=None, layout=None,
+                device=None, **args):
+    """``fn.reinterpret``: the same bytes as ``dtype`` (the innermost extent rescaled unless a shape is given),
+    under a new shape and/or layout as ``fn.reshape``."""
+    return _reshape("fn.reinterpret", data, shape_input, shape=shape, rel_shape=rel_shape, src_dims=src_dims,
+                    layout=layout, dtype=dtype, device=device, args=args)
+
+
+# ----------------------------------------------------------------------------------------------- transpose
+
+@operator("transpose", "Transpose")
+def transpose(data, *, perm=None, transpose_layout=True, output_layout=None, device=None, **args):
+    """``fn.transpose``: dimensions in the order ``perm`` (reversed by default); the layout follows."""
+    check_args("fn.transpose", args, set())
+    perm = _ints(perm)
+    if perm is not None and sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"{PREFIX}: fn.transpose: invalid permutation {perm}: sorted, perm must be "
+                         f"[0, ..., n-1]")
+    if output_layout is not None and not str(output_layout):
+        raise ValueError(f"{PREFIX}: fn.transpose: an empty output_layout is not supported")
+    in_layout = data.layout()
+    order = perm if perm is not None else list(range(len(in_layout)))[::-1]
+    if in_layout and len(order) != len(in_layout):
+        raise ValueError(f"{PREFIX}: fn.transpose: the input has {len(in_layout)} dimensions ({in_layout!r}), "
+                         f"perm {perm} has {len(order)}")
+    if output_layout is not None:
+        layout = str(output_layout)
+        if in_layout and len(layout) != len(in_layout):
+            raise ValueError(f"{PREFIX}: fn.transpose: output_layout {layout!r} does not fit the "
+                             f"{len(in_layout)}-dimensional input")
+    elif transpose_layout and in_layout:
+        layout = "".join(in_layout[d] for d in order)
+    else:
+        layout = in_layout
+
+    def run(ctx, op, x):
+        dims = perm if perm is not None else list(range(x.dim()))[::-1]
+        if len(dims) != x.dim():
+            raise ValueError(f"{PREFIX}: fn.transpose: the input has {x.dim()} dimensions, perm {perm} has "
+                             f"{len(dims)}")
+        if len(layout) not in (0, x.dim()):
+            raise ValueError(f"{PREFIX}: fn.transpose: output_layout {layout!r} does not fit the {x.dim()}-dimensional "
+                             f"input")
+        return x.permute(dims).contiguous()
+    return _one(Op("transpose", run, [data], {}, device=_device([data], device), layouts=(layout,),
+                   fusable=False))
+
+
+# -------------------------------------------------------------------------------------------------- one_hot
+
+_ONE_HOT_TYPES = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.uint32, torch.int32, torch.uint64,
+                  torch.int64, torch.float32, torch.float64)
+
+
+@operator("one_hot", "OneHot")
+def one_hot(data, *, num_classes=0, axis=None, on_value=1.0, off_value=0.0, dtype=None, axis_name=None,
+            device=None, **args):
+    """``fn.one_hot``: ``num_classes`` values per input element, ``on_value`` at the element's class, along a
+    new axis at ``axis`` (last by default) named ``axis_name``."""
+    check_args("fn.one_hot", args, set())
+    target = torch_dtype(dtype) if dtype is not None else torch.float32
+    if target not in _ONE_HOT_TYPES:
+        raise TypeError(f"{PREFIX}: fn.one_hot: unsupported output type {target} (DALI's are "
+                        f"{', '.join(str(t).replace('torch.', '') for t in _ONE_HOT_TYPES)})")
+    if axis_name is not None and len(str(axis_name)) != 1:
+        raise ValueError(f"{PREFIX}: fn.one_hot: axis_name must be one character; got {axis_name!r}")
+    classes = int(num_classes)
+    on = _static_cast(float(np.float32(on_value)), target)
+    off = _static_cast(float(np.float32(off_value)), target)
+    in_layout = data.layout()
+    legacy = axis is None  # DALI's scalar-like inputs (one element) give [num_classes] only without axis
+    axis = -1 if axis is None else int(axis)
+    if in_layout and not -1 <= axis <= len(in_layout):
+        raise ValueError(f"{PREFIX}: fn.one_hot: axis {axis} is outside [-1, {len(in_layout)}]")
+    if axis_name is None:
+        layout = ""
+    elif in_layout:
+        at = len(in_layout) if axis < 0 else axis
+        layout = in_layout[:at] + str(axis_name) + in_layout[at:]
+    else:
+        layout = str(axis_name)
+
+    def run(ctx, op, x):
+        if x.dtype not in _ONE_HOT_TYPES:
+            raise TypeError(f"{PREFIX}: fn.one_hot: unsupported input type {x.dtype}")
+        if not -1 <= axis <= x.dim():
+            raise ValueError(f"{PREFIX}: fn.one_hot: axis {axis} is outside [-1, {x.dim()}]")
+        scalar = legacy and x.numel() == 1
+        out_dim = 1 if scalar else x.dim() + 1
+        if axis_name is not None and len(layout) != out_dim:
+            if not in_layout:
+                raise ValueError(f"{PREFIX}: fn.one_hot: axis_name needs an input with a layout of {x.dim()} "
+                                 f"dimensions; the input's is empty")
+            raise NotImplementedError(f"{PREFIX}: fn.one_hot: a one-element sample (DALI's legacy scalar) gives a "
+                                      f"1D output whose layout is {axis_name!r}, not {layout!r} as fastload fixed "
+                                      f"it when the pipeline was defined; pass axis=-1 for {layout!r}")
+        cls = (x.to(torch.float64).trunc() if x.dtype.is_floating_point else x).to(torch.int64).reshape(-1)
+        at = x.dim() if axis < 0 else axis
+        flat = np.full((cls.numel(), classes), off, dtype=torch.empty(0, dtype=target).numpy().dtype)
+        cls = cls.numpy()
+        valid = (cls >= 0) & (cls < classes)
+        flat[np.nonzero(valid)[0], cls[valid]] = on
+        flat = torch.from_numpy(flat)
+        if scalar:
+            return flat.reshape(classes)
+        out = flat.reshape(*x.shape, classes)
+        return out.movedim(-1, at).contiguous()
+    return _one(Op("one_hot", run, [data], {}, device=_device([data], device), layouts=(layout,), fusable=False))
+
+
+# --------------------------------------------------------------------------------------------------- shapes
+
+_SHAPE_TYPES = (torch.int32, torch.uint32, torch.int64, torch.uint64, torch.float32, torch.float64)
+
+
+@operator("shapes", "Shapes")
+def shapes(data, *, dtype=None, type=None, device=None, **args):
+    """``fn.shapes``: each sample's shape as a 1D tensor (int64 unless ``dtype``; ``type`` is DALI's deprecated
+    name for it)."""
+    check_args("fn.shapes", args, set())
+    if dtype is not None and type is not None:
+        raise ValueError(f"{PREFIX}: fn.shapes: dtype and its deprecated name type are both given")
+    chosen = dtype if dtype is not None else type
+    target = torch_dtype(chosen) if chosen is not None else torch.int64
+    if target not in _SHAPE_TYPES:
+        raise TypeError(f"{PREFIX}: fn.shapes can return int32, uint32, int64, uint64, float or double; "
+                        f"got {target}")
+
+    def run(ctx, op, x):
+        return torch.tensor(list(x.shape), dtype=torch.int64).to(target)
+    return _one(Op("shapes", run, [data], {}, device=_device([data], device), fusable=False))

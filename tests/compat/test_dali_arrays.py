@@ -1,0 +1,156 @@
+"""fastload.compat.dali.arrays against real DALI 2.4's CPU operators: the same values, dtypes, shapes and output
+layouts (``out.layout()``), exactly (tolerance 0: these operators move, pick or fill values; none computes).
+
+Inputs are small, random and of awkward sizes, fed by an external source with a layout; each graph returns
+several outputs of one operator under different arguments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastload.compat.dali as ours
+
+from conftest import import_dali
+
+rng = np.random.default_rng(2024)
+IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3)]]
+
+
+def run(mod, inputs, graph, layout):
+    """Every output of ``graph(mod.fn, mod.types, x)`` over ``inputs`` fed as one batch: (layout, per-sample
+    arrays) per output."""
+    @mod.pipeline_def(batch_size=len(inputs), num_threads=1, device_id=None, seed=1)
+    def pipe():
+        x = mod.fn.external_source(source=lambda: inputs, batch=True, layout=layout)
+        return graph(mod.fn, mod.types, x)
+    p = pipe()
+    p.build()
+    outs = p.run()
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    return [(out.layout(), [np.array(out.at(i)) for i in range(len(inputs))]) for out in outs]
+
+
+def assert_same(graph, inputs=IMAGES, layout="HWC"):
+    dali = import_dali()
+    theirs, mine = run(dali, inputs, graph, layout), run(ours, inputs, graph, layout)
+    assert len(theirs) == len(mine)
+    for k, ((a_layout, a_out), (b_layout, b_out)) in enumerate(zip(theirs, mine)):
+        assert a_layout == b_layout, (k, a_layout, b_layout)
+        for i, (a, b) in enumerate(zip(a_out, b_out)):
+            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f"output {k} sample {i} differs"
+
+
+def assert_both_refuse(graph, inputs=IMAGES, layout="HWC", match=None):
+    """DALI fails on ``graph`` and fastload too, with ValueError or TypeError (``match`` in its message)."""
+    dali = import_dali()
+    with pytest.raises(Exception):
+        run(dali, inputs, graph, layout)
+    with pytest.raises((ValueError, TypeError), match=match):
+        run(ours, inputs, graph, layout)
+
+
+# ------------------------------------------------------------------------------------------------- reshape
+
+def test_reshape_matches_dali():
+    def graph(fn, types, x):
+        return (fn.reshape(x, shape=[-1]), fn.reshape(x, shape=[3, -1]), fn.reshape(x, shape=[-1, 3], layout="XC"),
+                fn.reshape(x, rel_shape=[0.5, -1]), fn.reshape(x, rel_shape=[0.3, -1]),
+                fn.reshape(x, rel_shape=[-1, 1 / 3]), fn.reshape(x, src_dims=[2, 0, 1]),
+                fn.reshape(x, src_dims=[0, -1, 1, 2], layout=""), fn.reshape(x, src_dims=[1, 0], rel_shape=[3, 1]),
+                fn.reshape(x, layout="ABC"), fn.reshape(x, src_dims=[0, 1], shape=[-1, 3]))
+    evens = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(10, 17, 3), (20, 9, 3), (30, 12, 3)]]
+    assert_same(graph, evens)
+
+
+def test_reshape_with_a_shape_node_matches_dali():
+    shapes = [np.array(s, dtype=np.int32) for s in ([17, 13, 3], [9, -1, 3], [3, 31, -1])]
+    rels = [np.array(s, dtype=np.float32) for s in ([1, 1, 1], [0.5, -1], [0.2, 1, -1])]
+
+    def graph(fn, types, x):
+        shape = fn.external_source(source=lambda: shapes, batch=True)
+        rel = fn.external_source(source=lambda: rels[:1] * 3, batch=True)
+        return (fn.reshape(x, shape), fn.reshape(x, shape=shape, layout=""), fn.reshape(x, rel_shape=rel),
+                fn.reshape(x, fn.cast(fn.shapes(x), dtype=types.INT64)))
+    assert_same(graph)
+
+
+def test_reshape_refuses_what_dali_refuses():
+    assert_both_refuse(lambda fn, types, x: fn.reshape(x, shape=[5, -1]), match="same size in bytes")
+    assert_both_refuse(lambda fn, types, x: fn.reshape(x, rel_shape=[0.5, 2]), match="same size in bytes")
+    with pytest.raises(ValueError, match="only one extent"):
+        ours.fn.reshape(ours.fn.external_source(source=lambda: IMAGES), shape=[-1, -1])
+    with pytest.raises(ValueError, match="no-op"):
+        ours.fn.reshape(ours.fn.external_source(source=lambda: IMAGES))
+
+
+def test_reshape_with_a_shape_node_refuses_a_layout_it_cannot_know():
+    shapes = [np.array([-1], dtype=np.int32)] * 3
+    with pytest.raises(NotImplementedError, match="fn.reshape.*pass layout="):
+        run(ours, IMAGES, lambda fn, types, x: fn.reshape(x, fn.external_source(source=lambda: shapes)), "HWC")
+
+
+def test_reinterpret_matches_dali():
+    words = [rng.integers(0, 2 ** 31, size=s, dtype=np.int32) for s in [(5, 6), (7, 2), (3, 4)]]
+
+    def graph(fn, types, x):
+        return (fn.reinterpret(x, dtype=types.UINT8), fn.reinterpret(x, dtype=types.INT16, layout="AB"),
+                fn.reinterpret(x, dtype=types.FLOAT), fn.reinterpret(x, dtype=types.UINT8, shape=[-1]),
+                fn.reinterpret(x, dtype=types.UINT16, shape=[2, -1], layout="XY"),
+                fn.reinterpret(x, rel_shape=[-1, 0.5], dtype=types.INT64), fn.reinterpret(x, src_dims=[1, 0]))
+    assert_same(graph, words, "HW")
+
+
+# ----------------------------------------------------------------------------------------------- transpose
+
+def test_transpose_matches_dali():
+    def graph(fn, types, x):
+        return (fn.transpose(x, perm=[2, 0, 1]), fn.transpose(x, perm=[2, 0, 1], transpose_layout=False),
+                fn.transpose(x, perm=[1, 2, 0], output_layout="ABC"), fn.transpose(x),
+                fn.transpose(x, perm=[0, 1, 2]))
+    assert_same(graph)
+    assert_same(lambda fn, types, x: (fn.transpose(x, perm=[1, 0, 2]),
+                                      fn.transpose(x, perm=[2, 1, 0], output_layout="XYZ")), layout="")
+    floats = [rng.normal(size=s).astype(np.float32) for s in [(2, 3, 5, 4), (3, 1, 2, 7)]]
+    assert_same(lambda fn, types, x: fn.transpose(x, perm=[3, 1, 0, 2]), floats, "FHWC")
+    assert_both_refuse(lambda fn, types, x: fn.transpose(x, perm=[1, 0]), layout="", match="dimensions")
+
+
+# ------------------------------------------------------------------------------------------------- one_hot
+
+def test_one_hot_matches_dali():
+    scalars = [np.array(v, dtype=np.int32) for v in (3, 0, 7, -1)]
+    assert_same(lambda fn, types, x: (
+        fn.one_hot(x, num_classes=5), fn.one_hot(x), fn.one_hot(x, num_classes=6, axis_name="K"),
+        fn.one_hot(x, num_classes=4, on_value=2.7, off_value=-1.5, dtype=types.INT32),
+        fn.one_hot(x, num_classes=4, on_value=300.7, off_value=-1.5, dtype=types.UINT8),
+        fn.one_hot(x, num_classes=4, on_value=0.1, dtype=types.FLOAT64),
+        fn.one_hot(x, num_classes=4, on_value=-7, dtype=types.INT64)), scalars, "")
+    floats = [np.array([v], dtype=np.float32) for v in (2.7, -0.5, 1.0, 9.2)]
+    assert_same(lambda fn, types, x: (fn.one_hot(x, num_classes=4), fn.one_hot(x, num_classes=4, axis=0),
+                                      fn.one_hot(x, num_classes=4, axis=-1, axis_name="K")), floats, "A")
+    labels = [rng.integers(-1, 6, size=(2, n)).astype(np.int64) for n in (3, 5, 1, 4)]
+    assert_same(lambda fn, types, x: (
+        fn.one_hot(x, num_classes=5), fn.one_hot(x, num_classes=5, axis=0), fn.one_hot(x, num_classes=5, axis=1,
+                                                                                       axis_name="K"),
+        fn.one_hot(x, num_classes=5, axis=2, axis_name="K", dtype=types.UINT16),
+        fn.one_hot(x, num_classes=3, axis=-1, axis_name="K", on_value=5, off_value=2, dtype=types.INT8)),
+        labels, "AB")
+
+
+def test_one_hot_refuses_what_dali_refuses():
+    labels = [rng.integers(0, 5, size=(2, 3)).astype(np.int64) for _ in range(2)]
+    assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis=-2), labels, "AB", "axis")
+    assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis=3), labels, "AB", "axis")
+    assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis_name="K"), labels, "", "layout")
+    assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, dtype=types.BOOL), labels, "AB", "type")
+
+
+# -------------------------------------------------------------------------------------------------- shapes
+
+def test_shapes_matches_dali():
+    assert_same(lambda fn, types, x: (fn.shapes(x), fn.shapes(x, dtype=types.INT32), fn.shapes(x, dtype=types.FLOAT64),
+                                      fn.shapes(x, dtype=types.UINT32), fn.shapes(fn.reshape(x, shape=[-1])[0])))
+    assert_both_refuse(lambda fn, types, x: fn.shapes(x, dtype=types.UINT8), match="fn.shapes")
