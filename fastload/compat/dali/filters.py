@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from ..engine.conversions import convert_sat
+from ..float32 import fmaf
 from ..engine.graph import Op
 from .operators import _device, _one, check_args
 from .spec import operator
@@ -337,9 +338,8 @@ def filter_plane(plane: np.ndarray, kernel: np.ndarray, anchor: tuple[int, int],
             else:
                 taken = values[_border_index(rows, height, border)][:, _border_index(cols, width, border)]
             two_steps = acc + tap * taken
-            if fused:  # exact product in float64, one rounding of the sum to float32
-                one_step = (acc.astype(np.float64) + np.float64(tap) * taken.astype(np.float64)).astype(_F32)
-                acc = np.where(fused_part, one_step, two_steps)
+            if fused:
+                acc = np.where(fused_part, fmaf(tap, taken, acc), two_steps)
             else:
                 acc = two_steps
     return acc

@@ -1,0 +1,71 @@
+"""fastload.compat.dali.remap against real DALI 2.4's CPU operators.
+
+fn.grid_mask (default, tile and ratio, rotated, shifted, per-sample arguments; uint8, int16, int32 and
+float32): the same values as DALI, exactly (tolerance 0). The operators DALI 2.4 runs on the GPU only are
+checked to be GPU-only in its registry and refused by name here. Inputs are small, random and of awkward sizes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastload.compat.dali as ours
+from fastload.compat.dali import remap
+
+from conftest import import_dali, run_dali_graph
+
+rng = np.random.default_rng(77)
+IMAGES = [rng.integers(1, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 1)]]
+
+
+def assert_same(graph, images=IMAGES, layout="HWC", atol=0.0):
+    dali = import_dali()
+    theirs = run_dali_graph(dali, images, graph, layout)
+    mine = run_dali_graph(ours, images, graph, layout)
+    assert len(theirs) == len(mine)
+    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
+        for i, (a, b) in enumerate(zip(a_out, b_out)):
+            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            assert diff.max(initial=0) <= atol, f"output {k} sample {i}: {int((diff > atol).sum())} values differ"
+
+
+def test_grid_mask_matches_dali():
+    angles = [np.array(v, dtype=np.float32) for v in (0.3, -2.0, 1.1)]
+    tiles = [np.array(v, dtype=np.int32) for v in (5, 8, 11)]
+
+    def graph(mod, x):
+        fn = mod.fn
+        angle = fn.external_source(source=lambda: angles, batch=True)
+        tile = fn.external_source(source=lambda: tiles, batch=True)
+        return (fn.grid_mask(x), fn.grid_mask(x, tile=7, ratio=0.3), fn.grid_mask(x, tile=10, ratio=0.6, angle=0.7),
+                fn.grid_mask(x, tile=9, angle=2.5, shift_x=3.3, shift_y=-4.1, ratio=0.45),
+                fn.grid_mask(x, tile=tile, angle=angle, shift_x=100.5))
+    assert_same(graph)
+    for images in ([(im.astype(np.int16) - 128) * 3 for im in IMAGES], [im.astype(np.int32) * 999 for im in IMAGES],
+                   [im.astype(np.float32) / 9 for im in IMAGES]):
+        assert_same(lambda mod, x: mod.fn.grid_mask(x, tile=6, angle=0.4, shift_y=2.5), images)
+
+
+def test_gpu_only_operators_are_dalis_and_refused_by_name():
+    from nvidia.dali import backend
+    import_dali()
+    cpu, gpu = set(backend.RegisteredCPUOps()), set(backend.RegisteredGPUOps())
+    for fn_name, ops_name in remap.GPU_ONLY.items():
+        schema = ops_name.replace(".", "__")
+        assert schema in gpu and schema not in cpu, schema
+        module = ours.fn
+        for part in fn_name.split(".")[:-1]:
+            module = getattr(module, part)
+        with pytest.raises(NotImplementedError, match=f"fn.{fn_name}"):
+            getattr(module, fn_name.rpartition(".")[2])
+
+
+def test_grid_mask_refusals_name_the_operator_and_argument():
+    @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        x = ours.fn.external_source(source=lambda: IMAGES[:1], batch=True, layout="HWC")
+        return ours.fn.grid_mask(x, holes=3)
+    with pytest.raises(NotImplementedError, match="fn.grid_mask does not support argument.*holes"):
+        pipe()
