@@ -181,3 +181,76 @@ def test_equalize_refuses_chw_and_other_types():
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.equalize(x), layout="CHW")
     with pytest.raises(TypeError, match="fn.equalize takes uint8 images"):
         run_dali_graph(ours, FLOATS[:1], lambda mod, x: mod.fn.equalize(x))
+
+
+# ----------------------------------------------------------------------------------------------- normalize
+
+def assert_close(graph, images, layout="HWC", rtol=1e-5):
+    """Float outputs within ``rtol`` of the output's scale, integer ones within 1 (DALI's SSE rsqrt)."""
+    theirs, mine = outputs(images, graph, layout)
+    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
+        for i, (a, b) in enumerate(zip(a_out, b_out)):
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            if a.dtype.kind == "f":
+                limit = rtol * max(1.0, float(np.abs(a.astype(np.float64)).max(initial=0)))
+            else:
+                limit = 1
+            assert diff.max(initial=0) <= limit, f"output {k} sample {i}: off by {diff.max()} (limit {limit})"
+
+
+def test_normalize_with_computed_statistics_matches_dali():
+    def graph(mod, x):
+        fn, types = mod.fn, mod.types
+        return (fn.normalize(x), fn.normalize(x, axes=[0, 1]), fn.normalize(x, axis_names="HW", ddof=1),
+                fn.normalize(x, axes=[1], epsilon=0.5, scale=2.0, shift=3.0), fn.normalize(x, axes=[2]),
+                fn.normalize(x, axes=[0, 1], scale=64, shift=128, dtype=types.UINT8),
+                fn.normalize(x, axis_names="C", scale=1000, dtype=types.INT16),
+                fn.normalize(x, mean=100.0, axes=[0]), fn.normalize(x, stddev=40.0, axis_names="W"))
+    assert_close(graph, IMAGES)
+    assert_close(lambda mod, x: (mod.fn.normalize(x), mod.fn.normalize(x, axes=[0, 1], ddof=2)), FLOATS)
+
+
+def test_normalize_with_given_statistics_matches_dali():
+    def graph(mod, x):
+        fn, types = mod.fn, mod.types
+        return (fn.normalize(x, mean=120.5, stddev=37.25), fn.normalize(x, mean=3.0, stddev=-2.5, shift=0.25),
+                fn.normalize(x, mean=128, stddev=64, scale=100, shift=128, dtype=types.UINT8),
+                fn.normalize(x, mean=10.0, stddev=3.0, epsilon=2.0, scale=0.5, dtype=types.INT32))
+    assert_same(graph)
+
+
+def test_normalize_with_per_sample_tensors_matches_dali():
+    means = [rng.random((1, 1, 3), dtype=np.float32) * 200 for _ in IMAGES]
+    rows = [rng.random((im.shape[0], 1, 1), dtype=np.float32) * 50 + 1 for im in IMAGES]
+    stds = [np.array([[[30.0, 0.0, 70.5]]], dtype=np.float32) for _ in IMAGES]
+
+    def graph(mod, x):
+        fn = mod.fn
+        mean = fn.external_source(source=lambda: means, batch=True)
+        row = fn.external_source(source=lambda: rows, batch=True)
+        std = fn.external_source(source=lambda: stds, batch=True)
+        return (fn.normalize(x, mean=mean), fn.normalize(x, mean=mean, stddev=std),
+                fn.normalize(x, stddev=row, ddof=1), fn.normalize(x, mean=mean, stddev=std, epsilon=3.0),
+                fn.normalize(x, stddev=std, axes=[0, 1], scale=2.0))
+    assert_close(graph, IMAGES)
+
+
+def test_normalize_of_constant_and_tiny_samples_matches_dali():
+    images = [np.full((4, 5, 3), 9, np.uint8), np.arange(6, dtype=np.uint8).reshape(1, 2, 3)]
+
+    def graph(mod, x):
+        fn = mod.fn
+        return (fn.normalize(x), fn.normalize(x, epsilon=1.0), fn.normalize(x, axes=[0], ddof=1, shift=5.0),
+                fn.normalize(x, axes=[0], ddof=2, epsilon=0.25, shift=5.0))
+    assert_close(graph, images)
+
+
+def test_normalize_refusals_name_themselves():
+    with pytest.raises(NotImplementedError, match=r"fn.normalize\(batch=True\) is not supported"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, batch=True))
+    with pytest.raises(ValueError, match="axis_names 'HQ' names axes not in"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axis_names="HQ"))
+    with pytest.raises(ValueError, match=r"axes \[-1\] are outside 0..2"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axes=[-1]))
+    with pytest.raises(ValueError, match="give axes or axis_names, not both"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axes=[0], axis_names="H"))
