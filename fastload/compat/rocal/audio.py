@@ -410,39 +410,15 @@ def tensor_mul_scalar_float(*inputs, scalar=1.0, output_datatype=0):
 # ------------------------------------------------------------------------------------------------ resample
 
 _F = np.float32
-BLOCK = 256  # RPP's resample.cpp works in blocks of this many outputs
 
 
-class ResamplingWindow:
-    """MIVisionX's windowed_sinc (Resample.cpp) for ``quality``: lobes = round(0.007 q^2 - 0.09 q + 3),
-    a lookup table of lobes * 64 + 1 sinc * Hann values, read with linear interpolation (RPP's
-    RpptResamplingWindow)."""
+class ResamplingWindow(numerics.ResamplingWindow):
+    """MIVisionX's windowed_sinc (Resample.cpp) for ``quality``, RPP's RpptResamplingWindow: the engine's
+    window with its sinc's float32 sine taken from numpy, as this layer has always computed it (RPP calls
+    sinf, the engine's default, which differs from numpy's in the last bit of some table entries)."""
 
     def __init__(self, quality: float):
-        q = float(np.float32(quality))
-        self.lobes = int(math.floor(0.007 * q * q - 0.09 * q + 3 + 0.5))
-        coeffs = self.lobes * 64 + 1
-        scale = _F(_F(2 * self.lobes) / _F(coeffs - 1))
-        scale_env = _F(_F(2.0) / _F(coeffs))
-        center = int(_F(coeffs - 1) * _F(0.5))
-        self.lookup = np.zeros(coeffs + 5, dtype=np.float32)
-        for i in range(coeffs):
-            x = _F(_F(i - center) * scale)
-            y = _F(_F(i - center) * scale_env)
-            xf = _F(float(x) * math.pi)
-            sinc = _F(_F(1) - xf * xf * _F(1.0 / 6)) if abs(xf) < _F(1e-5) else _F(_F(np.sin(xf)) / xf)
-            hann = 0.5 * (1 + math.cos(float(y) * math.pi))
-            self.lookup[i + 1] = _F(float(sinc) * hann)
-        # MIVisionX sizes the table coeffs + 5 (lookupSize), and RPP's scalar lookup clamps at its end
-        self.center, self.scale, self.size = _F(center + 1), _F(_F(1.0) / scale), coeffs + 5
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        r = (x * self.scale + self.center).astype(np.float32)
-        floor = np.floor(r)
-        weight = (r - floor).astype(np.float32)
-        index = np.clip(floor.astype(np.int64), 0, self.size - 2)
-        low = self.lookup[index]
-        return (low + weight * (self.lookup[index + 1] - low)).astype(np.float32)
+        super().__init__(quality, sine=np.sin)
 
 
 @operator(output=NOT_IMAGE)
@@ -484,42 +460,8 @@ def _resample(ctx, op, audio, window, rates, hint, out_rate):
         return audio.clone()
     out_end = int(math.ceil(_F(_F(_F(total) * out_rate) / in_rate)))
     out = np.zeros(max(roi, 0), dtype=np.float32)
-    scale = float(in_rate) / float(out_rate)
-    fscale, lobes = _F(scale), window.lobes
-    padded = np.concatenate([x, np.zeros(2 * lobes + 8, dtype=np.float32)])
-    for block in range(0, min(out_end, roi), BLOCK):
-        count = min(block + BLOCK, out_end) - block
-        raw = block * scale
-        rounded = int(raw)
-        steps = np.full(count, fscale, dtype=np.float32)
-        steps[0] = _F(raw - rounded)
-        position = np.cumsum(steps, dtype=np.float32)  # inPos += fscale, in float32, in order
-        centre = np.ceil(position).astype(np.int64)
-        first = np.maximum(centre - lobes, -rounded)
-        last = np.minimum(centre + lobes, total - rounded)
-        taps = np.maximum(last - first, 0)
-        groups = taps // 4
-        lanes = np.zeros((count, 4), dtype=np.float32)
-        x_lane = ((first.astype(np.float32) - position)[:, None] + np.arange(4, dtype=np.float32)).astype(np.float32)
-        for group in range(int(groups.max(initial=0))):
-            live = groups > group
-            where = rounded + first + 4 * group
-            values = padded[np.clip(where[:, None] + np.arange(4), 0, None)]
-            product = (values * window(x_lane)).astype(np.float32)
-            lanes = np.where(live[:, None], (lanes + product).astype(np.float32), lanes)
-            x_lane = (x_lane + _F(4)).astype(np.float32)
-        total_sum = ((lanes[:, 0] + lanes[:, 2]).astype(np.float32) + (lanes[:, 1] + lanes[:, 3])).astype(np.float32)
-        location = first + 4 * groups
-        x_tail = (location.astype(np.float32) - position).astype(np.float32)
-        for step in range(int((taps - 4 * groups).max(initial=0))):
-            live = location < last
-            value = padded[np.clip(rounded + location, 0, None)]
-            total_sum = np.where(live, (total_sum + (value * window(x_tail)).astype(np.float32)).astype(np.float32),
-                                 total_sum)
-            location = location + 1
-            x_tail = (x_tail + _F(1)).astype(np.float32)
-        end = min(count, roi - block)
-        out[block:block + end] = total_sum[:end]
+    count = max(min(out_end, roi), 0)
+    out[:count] = numerics.resample(x, window, float(in_rate) / float(out_rate), count)
     return torch.from_numpy(out).reshape(-1, 1)
 
 
