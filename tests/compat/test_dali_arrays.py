@@ -154,3 +154,53 @@ def test_shapes_matches_dali():
     assert_same(lambda fn, types, x: (fn.shapes(x), fn.shapes(x, dtype=types.INT32), fn.shapes(x, dtype=types.FLOAT64),
                                       fn.shapes(x, dtype=types.UINT32), fn.shapes(fn.reshape(x, shape=[-1])[0])))
     assert_both_refuse(lambda fn, types, x: fn.shapes(x, dtype=types.UINT8), match="fn.shapes")
+
+
+# ------------------------------------------------------------------------------------------ constant / copy
+
+def test_constant_matches_dali():
+    assert_same(lambda fn, types, x: (
+        fn.constant(fdata=[1.5, 2.5, 3.5]), fn.constant(idata=[1, 2, 3, 4, 5, 6], shape=[2, 3], layout="AB"),
+        fn.constant(fdata=2.7, dtype=types.INT32), fn.constant(idata=[300, -1, 70000], dtype=types.UINT8),
+        fn.constant(idata=7), fn.constant(idata=[5], shape=[2, 3]), fn.constant(idata=[1], shape=[]),
+        fn.constant(fdata=[-2.5, 2.5, 0.5, 1e10], dtype=types.INT32),
+        fn.constant(fdata=[1.5, 0, -2, 0.4, 0.5], dtype=types.BOOL), fn.constant(fdata=[0.1, 7e4], dtype=types.FLOAT16),
+        fn.constant(idata=[3], shape=[1, 1, 1], layout="ABC"), fn.constant(idata=[2 ** 40, -2 ** 40]),
+        fn.constant(idata=[2 ** 31 + 5, -3], dtype=types.INT64), fn.constant(idata=[3, -1], dtype=types.UINT32),
+        fn.constant(idata=[5, -9], dtype=types.FLOAT), fn.constant(fdata=[0.1, 1e39]), x + fn.constant(idata=2)))
+    assert_both_refuse(lambda fn, types, x: fn.constant(idata=[1, 2, 3], shape=[2, 2]), match="values")
+    assert_both_refuse(lambda fn, types, x: fn.constant(idata=[1, 2], layout="AB"), match="layout")
+    assert_both_refuse(lambda fn, types, x: fn.constant(fdata=[0.5], dtype=types.FLOAT64), match="type")
+    assert_both_refuse(lambda fn, types, x: fn.constant(idata=[1], fdata=[1.0]), match="exclusive")
+
+
+def test_copy_and_cast_like_match_dali():
+    floats = [(rng.normal(size=s) * 200).astype(np.float32) for s in [(13, 17, 3), (24, 9, 3)]]
+    assert_same(lambda fn, types, x: (
+        fn.copy(x), fn.cast_like(x, fn.cast(x, dtype=types.INT8)), fn.cast_like(x, fn.cast(x, dtype=types.FLOAT16)),
+        fn.cast_like(fn.cast(x, dtype=types.UINT8), x), fn.cast_like(x, fn.reshape(fn.cast(x, dtype=types.INT16),
+                                                                                   layout="ABC"))), floats)
+
+
+# ---------------------------------------------------------------------------------------- squeeze / expand_dims
+
+def test_squeeze_and_expand_dims_match_dali():
+    ones = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 1, 3), (1, 1, 3), (24, 1, 9)]]
+    assert_same(lambda fn, types, x: (
+        fn.squeeze(x, axes=[1]), fn.squeeze(x, axis_names="W"), fn.squeeze(x, axes=1), fn.squeeze(x, axes=[-2, 1]),
+        fn.squeeze(x, axes=[1, 7]), fn.expand_dims(x, axes=[0]), fn.expand_dims(x, axes=[0, 4], new_axis_names="FG"),
+        fn.expand_dims(x, axes=3, new_axis_names="Z"), fn.expand_dims(x, axes=[2, 0]),
+        fn.expand_dims(x, axes=[4, 3], new_axis_names="AB"), fn.expand_dims(x, axes=[0, 1], new_axis_names="XY")),
+        ones, "HWC")
+    assert_same(lambda fn, types, x: (fn.squeeze(x, axes=[1]), fn.expand_dims(x, axes=[1, 0])), ones, "")
+    scalars = [np.array(v, dtype=np.float32) for v in (1.5, -2.0)]
+    assert_same(lambda fn, types, x: (fn.expand_dims(x, axes=[0, 1], new_axis_names="XY"),
+                                      fn.expand_dims(x, axes=[0])), scalars, "")
+    assert_both_refuse(lambda fn, types, x: fn.squeeze(x, axes=[0]), ones, "HWC", "volume")
+    assert_both_refuse(lambda fn, types, x: fn.squeeze(x, axes=[1, 1]), ones, "HWC", "twice")
+    assert_both_refuse(lambda fn, types, x: fn.squeeze(x, axis_names="W"), ones, "", "layout")
+    assert_both_refuse(lambda fn, types, x: fn.squeeze(x), ones, "HWC", "axes")
+    assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[1], new_axis_names="F"), ones, "", "layout")
+    assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[-1]), ones, "HWC", "negative")
+    assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[5]), ones, "HWC", "enough dimensions")
+    assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[0, 1], new_axis_names="F"), ones, "HWC", "names")

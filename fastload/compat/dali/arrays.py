@@ -32,6 +32,7 @@ import math
 import numpy as np
 import torch
 
+from ..engine.conversions import convert_sat
 from ..engine.graph import DataNode, Op
 from .effects import _static_cast
 from .operators import _device, _one, check_args
@@ -359,3 +360,152 @@ def shapes(data, *, dtype=None, type=None, device=None, **args):
     def run(ctx, op, x):
         return torch.tensor(list(x.shape), dtype=torch.int64).to(target)
     return _one(Op("shapes", run, [data], {}, device=_device([data], device), fusable=False))
+
+
+# ------------------------------------------------------------------------------------------ constant / copy
+
+_CONSTANT_TYPES = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.uint32, torch.int32, torch.uint64,
+                   torch.int64, torch.float16, torch.float32, torch.bool)
+
+
+@operator("constant", "Constant")
+def constant(*, fdata=None, idata=None, shape=None, layout=None, dtype=None, device=None, **args):
+    """``fn.constant``: the values ``fdata`` (float32) or ``idata`` (integers), one value repeated or one per
+    element of ``shape``, converted to ``dtype`` as DALI's ConvertSat does (rounded, saturated)."""
+    check_args("fn.constant", args, set())
+    if (fdata is None) == (idata is None):
+        raise ValueError(f"{PREFIX}: fn.constant needs one of fdata and idata (they are mutually exclusive)")
+    if fdata is not None:
+        values = torch.tensor(_floats(fdata), dtype=torch.float32)
+    else:
+        values = torch.tensor(_ints(idata), dtype=torch.int64)
+    target = torch_dtype(dtype) if dtype is not None else (torch.float32 if fdata is not None else torch.int32)
+    if target not in _CONSTANT_TYPES:
+        raise TypeError(f"{PREFIX}: fn.constant: unsupported type {target}")
+    dims = _ints(shape) if shape is not None else [values.numel()]
+    if values.numel() not in (1, _volume(dims)):
+        raise ValueError(f"{PREFIX}: fn.constant: {values.numel()} values do not fill the shape {dims}")
+    layout = str(layout) if layout is not None else ""
+    if layout and len(layout) != len(dims):
+        raise ValueError(f"{PREFIX}: fn.constant: layout {layout!r} does not fit the shape {dims}")
+    tensor = convert_sat(values, target)
+    tensor = (tensor.expand(_volume(dims)) if tensor.numel() == 1 else tensor).reshape(dims).contiguous()
+    return _one(Op("constant", lambda ctx, op: tensor, [], {}, device=device or "cpu", layouts=(layout,),
+                   fusable=False))
+
+
+@operator("copy", "Copy")
+def copy(data, *, device=None, **args):
+    """``fn.copy``: the input, copied."""
+    check_args("fn.copy", args, set())
+    return _one(Op("copy", lambda ctx, op, x: x.clone(), [data], {}, device=_device([data], device),
+                   layouts=(data.layout(),), fusable=False))
+
+
+@operator("cast_like", "CastLike")
+def cast_like(data, like, *, device=None, **args):
+    """``fn.cast_like``: ``data`` converted to the type of ``like`` as ``fn.cast`` converts (DALI's ConvertSat)."""
+    check_args("fn.cast_like", args, set())
+    return _one(Op("cast_like", lambda ctx, op, x, y: convert_sat(x, y.dtype), [data, like], {},
+                   device=_device([data, like], device), layouts=(data.layout(),), fusable=False))
+
+
+# ---------------------------------------------------------------------------------------- squeeze / expand_dims
+
+def _constant_axes(operator: str, axes) -> list[int]:
+    if isinstance(axes, DataNode):
+        raise NotImplementedError(f"{PREFIX}: {operator}: axes given per sample (a DataNode) are not supported: "
+                                  f"fastload fixes the output layout when the pipeline is defined")
+    return _ints(axes)
+
+
+def _squeezed(axes: list[int], ndim: int) -> list[int]:
+    """The dimensions DALI's Squeeze keeps: it walks the dimensions against the sorted axes, so an axis it
+    never meets (a negative one, before all the others) stops it from removing any later one."""
+    kept, at = [], 0
+    for d in range(ndim):
+        if at < len(axes) and axes[at] == d:
+            at += 1
+            continue
+        kept.append(d)
+    return kept
+
+
+@operator("squeeze", "Squeeze")
+def squeeze(data, *, axes=None, axis_names=None, device=None, **args):
+    """``fn.squeeze``: the dimensions ``axes`` (or the layout's ``axis_names``) removed; each must have
+    extent 1 (or the volume be 0 before and after)."""
+    check_args("fn.squeeze", args, set())
+    if (axes is None) == (axis_names is None):
+        raise ValueError(f"{PREFIX}: fn.squeeze: " + ("axes and axis_names are mutually exclusive" if axes is not None
+                                                       else "needs axes or axis_names"))
+    in_layout = data.layout()
+    if axis_names is not None:
+        missing = [name for name in str(axis_names) if name not in in_layout]
+        if missing:
+            raise ValueError(f"{PREFIX}: fn.squeeze: axis {missing[0]!r} of axis_names is not in the input's layout "
+                             f"{in_layout!r}")
+        order = sorted(in_layout.index(name) for name in str(axis_names))
+    else:
+        order = sorted(_constant_axes("fn.squeeze", axes))
+    if len(set(order)) != len(order):
+        raise ValueError(f"{PREFIX}: fn.squeeze: a dimension to remove is given twice")
+    layout = "".join(in_layout[d] for d in _squeezed(order, len(in_layout))) if in_layout else ""
+
+    def run(ctx, op, x):
+        kept = _squeezed(order, x.dim())
+        out = [x.shape[d] for d in kept]
+        if _volume(out) != x.numel():
+            raise ValueError(f"{PREFIX}: fn.squeeze: removing dimensions {order} of a {list(x.shape)} sample changes "
+                             f"its volume")
+        return x.reshape(out)
+    return _one(Op("squeeze", run, [data], {}, device=_device([data], device), layouts=(layout,), fusable=False))
+
+
+@operator("expand_dims", "ExpandDims")
+def expand_dims(data, *, axes, new_axis_names=None, device=None, **args):
+    """``fn.expand_dims``: dimensions of extent 1 inserted so that they are the output's ``axes``, named
+    ``new_axis_names`` in the layout (without it the layout is empty)."""
+    check_args("fn.expand_dims", args, set())
+    axes = _constant_axes("fn.expand_dims", axes)
+    if any(a < 0 for a in axes):
+        raise ValueError(f"{PREFIX}: fn.expand_dims: an axis cannot be negative; got {axes}")
+    names = str(new_axis_names) if new_axis_names else ""
+    if names and len(names) != len(axes):
+        raise ValueError(f"{PREFIX}: fn.expand_dims: {len(axes)} new dimensions, but new_axis_names names "
+                         f"{len(names)}")
+    pairs = sorted(zip(axes, names or [""] * len(axes)))
+    axes = [a for a, _ in pairs]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{PREFIX}: fn.expand_dims: duplicate axis index in {axes}")
+    named = dict(pairs)
+    in_layout = data.layout()
+
+    if in_layout and axes and axes[-1] >= len(in_layout) + len(axes):
+        raise ValueError(f"{PREFIX}: fn.expand_dims: a {len(in_layout)}-dimensional input has not enough dimensions "
+                         f"to add new axes at {axes}")
+    if not names:
+        layout = ""
+    elif in_layout:
+        rest = iter(in_layout)
+        layout = "".join(named[i] if i in named else next(rest) for i in range(len(in_layout) + len(axes)))
+    else:
+        layout = "".join(n for _, n in pairs)  # a 0D input's (any other needs a layout: refused per sample)
+
+    def run(ctx, op, x):
+        if names and not in_layout and x.dim():
+            raise ValueError(f"{PREFIX}: fn.expand_dims: new_axis_names needs an input with a layout")
+        out_ndim = x.dim() + len(axes)
+        if axes and axes[-1] >= out_ndim:
+            raise ValueError(f"{PREFIX}: fn.expand_dims: a {x.dim()}-dimensional sample has not enough dimensions to "
+                             f"add new axes at {axes}")
+        shape, d = [], 0
+        for i in range(out_ndim):
+            if i in named:
+                shape.append(1)
+            else:
+                shape.append(x.shape[d])
+                d += 1
+        return x.reshape(shape)
+    return _one(Op("expand_dims", run, [data], {}, device=_device([data], device), layouts=(layout,),
+                   fusable=False))
