@@ -149,3 +149,36 @@ def test_filter_of_other_layouts_and_large_filters_matches_dali():
     # uint8 outputs exact; float outputs of filters OpenCV applies through a DFT within float rounding
     assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large)))
     assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large), dtype=mod.types.FLOAT), atol=2e-3)
+
+
+MOSAICS = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(14, 18), (24, 10), (2, 4)]]
+
+
+@pytest.mark.parametrize("algorithm", ["bilinear_ocv", "gray_ocv"])
+def test_debayer_matches_dali(algorithm):
+    positions = [np.array(v, dtype=np.int32) for v in ([0, 1], [1, 0], [1, 1])]
+
+    def graph(mod, x):
+        fn = mod.fn
+        position = fn.external_source(source=lambda: positions, batch=True)
+        return (fn.debayer(x, blue_position=[0, 0], algorithm=algorithm),
+                fn.experimental.debayer(x, blue_position=position, algorithm=algorithm))
+    assert_same(graph, MOSAICS, layout="HW")
+    wide = [rng.integers(0, 65536, size=s).astype(np.uint16) for s in [(6, 12), (10, 8)]]
+    assert_same(lambda mod, x: mod.fn.debayer(x, blue_position=[1, 0], algorithm=algorithm), wide, layout="HW")
+
+
+def test_debayer_of_sequences_and_its_default_match_dali():
+    frames = [np.stack([MOSAICS[0], MOSAICS[0][::-1]]), MOSAICS[1][None]]
+    assert_same(lambda mod, x: mod.fn.debayer(x, blue_position=[1, 1]), frames, layout="FHW")
+    channel = [m[..., None] for m in MOSAICS]
+    assert_same(lambda mod, x: mod.fn.debayer(x, blue_position=[0, 1]), channel, layout="HWC")
+
+
+def test_debayer_refusals_name_the_algorithm_and_the_device():
+    with pytest.raises(NotImplementedError, match="fn.debayer.algorithm='vng_ocv'. is not supported"):
+        _pipe(lambda x: ours.fn.debayer(x, blue_position=[0, 0], algorithm="vng_ocv"), MOSAICS, "HW")
+    with pytest.raises(NotImplementedError, match="fn.debayer on the GPU is not supported"):
+        _pipe(lambda x: ours.fn.debayer(x.gpu(), blue_position=[0, 0]), MOSAICS, "HW")
+    with pytest.raises(ValueError, match="fn.debayer: the height and width of the image must be even"):
+        _pipe(lambda x: ours.fn.debayer(x, blue_position=[0, 0]), [IMAGES[0][..., 0].copy()], "HW").run()

@@ -32,6 +32,13 @@ are the ones measured there:
   taps or more (130 for uint8 to uint8 and float32 to float32) are applied by OpenCV through a DFT,
   whose float outputs differ from the direct sum fastload computes by float rounding (about 1e-4 of the
   value; uint8 outputs agreed on every pixel tried).
+- ``debayer``: OpenCV's ``cvtColor`` from a Bayer mosaic (``blue_position`` (y, x) is the blue sensor of
+  the 2x2 tile starting at row 1, column 1), in integers: ``bilinear_ocv`` (the default) averages the 4
+  cross or 4 diagonal neighbours ``(sum + 2) >> 2`` or the 2 neighbours in line ``(a + b + 1) >> 1``;
+  ``gray_ocv`` weighs R, G, B by 4899, 9617, 1868 (/ 2^14) at the same neighbours, rounded by shifting;
+  the first and last columns then rows repeat their neighbours; a mosaic 2 pixels high or wide comes out
+  black. Exact for uint8 and uint16.
+  ``edgeaware_ocv`` and ``vng_ocv`` are refused.
 """
 
 from __future__ import annotations
@@ -416,4 +423,100 @@ def filter(data, filter, fill_value=None, *, anchor=-1, border="reflect_101", mo
         return filter_image(image, kernel, fill, layout, anchor=anchor, border=border, valid=mode == "valid",
                             dtype=out)
     return _one(Op("filter", run, inputs, {"anchor": anchor}, device=_device(inputs, device), layouts=(layout,),
+                   fusable=False))
+
+
+# ------------------------------------------------------------------------------------------- debayer
+
+_DEBAYER_ALGORITHMS = ("bilinear_ocv", "gray_ocv")
+_R2Y, _G2Y, _B2Y, _GRAY_SHIFT = 4899, 9617, 1868, 14  # OpenCV's Bayer-to-gray weights (0.299, 0.587, 0.114)
+
+
+def _repeat_edges(out: np.ndarray) -> np.ndarray:
+    out[:, 0], out[:, -1] = out[:, 1], out[:, -2]
+    out[0], out[-1] = out[1], out[-2]
+    return out
+
+
+def debayer_plane(mosaic: np.ndarray, blue_y: int, blue_x: int, algorithm: str) -> np.ndarray:
+    """One (H, W) Bayer mosaic to RGB (H, W, 3), or gray (H, W, 1), as OpenCV's cvtColor (the module's rules)."""
+    height, width = mosaic.shape
+    if height <= 2 or width <= 2:  # OpenCV leaves a mosaic this small black (measured through DALI)
+        return np.zeros((height, width, 1 if algorithm == "gray_ocv" else 3), dtype=mosaic.dtype)
+    x = mosaic.astype(np.int64)
+    p = np.pad(x, 1, mode="edge")  # the border values are overwritten by _repeat_edges
+    cross = p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]
+    diagonal = p[:-2, :-2] + p[:-2, 2:] + p[2:, :-2] + p[2:, 2:]
+    horizontal, vertical = p[1:-1, :-2] + p[1:-1, 2:], p[:-2, 1:-1] + p[2:, 1:-1]
+    ys, xs = np.mgrid[0:height, 0:width]
+    blue_row = ys % 2 == (1 + blue_y) % 2
+    blue = blue_row & (xs % 2 == (1 + blue_x) % 2)
+    red = ~blue_row & (xs % 2 == blue_x % 2)
+    if algorithm == "gray_ocv":
+        half = 1 << _GRAY_SHIFT
+        at_blue = (diagonal * _R2Y + cross * _G2Y + x * 4 * _B2Y + 2 * half) >> (_GRAY_SHIFT + 2)
+        at_red = (diagonal * _B2Y + cross * _G2Y + x * 4 * _R2Y + 2 * half) >> (_GRAY_SHIFT + 2)
+        green_blue_row = (horizontal * _B2Y + vertical * _R2Y + x * 2 * _G2Y + half) >> (_GRAY_SHIFT + 1)
+        green_red_row = (horizontal * _R2Y + vertical * _B2Y + x * 2 * _G2Y + half) >> (_GRAY_SHIFT + 1)
+        out = np.where(blue, at_blue, np.where(red, at_red, np.where(blue_row, green_blue_row, green_red_row)))
+        return _repeat_edges(out[..., None]).astype(mosaic.dtype)
+    cross, diagonal = (cross + 2) >> 2, (diagonal + 2) >> 2
+    horizontal, vertical = (horizontal + 1) >> 1, (vertical + 1) >> 1
+    r = np.where(red, x, np.where(blue, diagonal, np.where(blue_row, vertical, horizontal)))
+    b = np.where(blue, x, np.where(red, diagonal, np.where(blue_row, horizontal, vertical)))
+    g = np.where(blue | red, cross, x)
+    return _repeat_edges(np.stack([r, g, b], -1)).astype(mosaic.dtype)
+
+
+def debayer_image(data: torch.Tensor, layout: str, blue_position, algorithm: str) -> torch.Tensor:
+    """One sample (HW, HWC with one channel, or FHW) demosaiced as DALI's CPU fn.debayer."""
+    name = "fn.debayer"
+    if data.dtype not in (torch.uint8, torch.uint16):
+        raise NotImplementedError(f"fastload.compat.dali: {name} of {data.dtype} input is not supported "
+                                  f"(uint8 and uint16, as DALI)")
+    frames = layout.startswith("F")
+    if layout.endswith("C"):
+        if data.shape[-1] != 1:
+            raise ValueError(f"fastload.compat.dali: {name}: the input must have one channel, got {data.shape[-1]}")
+        data = data[..., 0]
+    height, width = data.shape[-2:]
+    if height % 2 or width % 2:
+        raise ValueError(f"fastload.compat.dali: {name}: the height and width of the image must be even, got "
+                         f"{height} x {width}")
+    position = [int(v) for v in (blue_position if isinstance(blue_position, (list, tuple)) else [blue_position])]
+    if len(position) != 2 or any(v not in (0, 1) for v in position):
+        raise ValueError(f"fastload.compat.dali: {name}: blue_position must be two values of 0 or 1, got {position}")
+    planes = data.cpu().numpy().reshape((-1, height, width))
+    out = np.stack([debayer_plane(plane, position[0], position[1], algorithm) for plane in planes])
+    return torch.from_numpy(out if frames else out[0])
+
+
+@operator("debayer", "Debayer", aliases={"experimental.debayer": "experimental.Debayer"})
+def debayer(data, *, blue_position=None, algorithm=None, device=None, **args):
+    """``fn.debayer``: Bayer mosaics (HW, one-channel HWC, or FHW sequences; uint8 or uint16) to RGB (HWC),
+    or gray with ``algorithm="gray_ocv"``; ``blue_position`` (per sample allowed) says where the blue
+    sensor is. DALI's CPU algorithms ``bilinear_ocv`` (the default) and ``gray_ocv``."""
+    name = "fn.debayer"
+    check_args(name, args, set())
+    if blue_position is None:
+        raise ValueError(f"fastload.compat.dali: {name} needs blue_position")
+    device = _device([data], device)
+    if device != "cpu":
+        raise NotImplementedError(f"fastload.compat.dali: {name} on the GPU is not supported (DALI's GPU operator is "
+                                  f"NPP's default_npp algorithm, whose pixels differ from the CPU's OpenCV ones, which "
+                                  f"fastload gives): run it before .gpu()")
+    algorithm = "bilinear_ocv" if algorithm is None else algorithm
+    if algorithm not in _DEBAYER_ALGORITHMS:
+        raise NotImplementedError(f"fastload.compat.dali: {name}(algorithm={algorithm!r}) is not supported "
+                                  f"({', '.join(_DEBAYER_ALGORITHMS)} are: OpenCV's edge-aware and VNG "
+                                  f"demosaicing are not reproduced)")
+    layout = data.layout() or "HW"
+    if layout not in ("HW", "HWC", "FHW", "FHWC"):
+        raise NotImplementedError(f"fastload.compat.dali: {name} of layout {layout!r} is not supported "
+                                  f"(HW, HWC, FHW, FHWC with one channel)")
+
+    def run(ctx, op, image, blue_position):
+        return debayer_image(image, layout, blue_position, algorithm)
+    out_layout = "FHWC" if layout.startswith("F") else "HWC"
+    return _one(Op("debayer", run, [data], {"blue_position": blue_position}, device=device, layouts=(out_layout,),
                    fusable=False))
