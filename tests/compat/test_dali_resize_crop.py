@@ -2,6 +2,9 @@
 
 fn.decoders.image_crop and its deprecated names (windows at fixed and per-sample positions, both roundings,
 RGB, GRAY and BGR, float output) on small JPEGs of awkward sizes: the same pixels as DALI, exactly.
+fn.tensor_resize and fn.experimental.tensor_resize (sizes and scales per axes or axis_names, roundings,
+alignments, regions, modes, max_size, filters) of HWC images, 2-D arrays (float and uint8) and 1-D arrays:
+the same values as DALI, exactly.
 
 fn.resize_crop_mirror and fn.fast_resize_crop_mirror (size modes, crop windows inside and past the resized
 image, each mirror bit, filters, float output, per-sample arguments): the same pixels as DALI, exactly
@@ -127,3 +130,62 @@ def test_image_crop_refusals():
     refused(lambda mod, x: mod.fn.decoders.image_crop(x, crop=(2, 2), dtype=mod.types.INT16), "INT16", images=JPEGS)
     refused(crop(crop=(2, 2), use_fast_idct=True), "use_fast_idct", images=JPEGS)
     refused(crop(crop_h=2), "crop_h and crop_w", ValueError, JPEGS)
+
+
+# ---------------------------------------------------------------------------------------------- tensor_resize
+
+ARRAYS_2D = [rng.normal(size=s).astype(np.float32) for s in [(13, 17), (24, 9), (31, 40), (5, 33)]]
+BYTES_2D = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17), (24, 9), (5, 33)]]
+ARRAYS_1D = [rng.normal(size=s).astype(np.float32) for s in [(13,), (24,), (5,)]]
+IMAGES_RGB = [image for image in IMAGES if image.shape[-1] == 3]
+
+
+def test_tensor_resize_of_images_matches_dali():
+    def graph(mod, x):
+        fn, t = mod.fn, mod.types
+        return (fn.tensor_resize(x, sizes=[7, 30], axes=[0, 1]),
+                fn.tensor_resize(x, sizes=[7, 30], axis_names="HW", interp_type=t.INTERP_CUBIC),
+                fn.tensor_resize(x, scales=[0.55, 1.37], axes=[0, 1], alignment=[0.2, 0.9], size_rounding="ceil"),
+                fn.tensor_resize(x, scales=[0.55, 1.37], axes=[0, 1], alignment=0.0, size_rounding="truncate",
+                                 dtype=t.FLOAT),
+                fn.tensor_resize(x, scales=[0.55, 1.37], axes=[0, 1], roi_start=[2, 3], roi_end=[10, 7]),
+                fn.tensor_resize(x, sizes=[6, 0], axes=[0, 1]),  # the kept axis counts in the mean scale
+                fn.tensor_resize(x, sizes=[6], axes=[0], interp_type=t.INTERP_NN),
+                fn.tensor_resize(x, sizes=[60, 5], axes=[0, 1], mode="stretch", max_size=[20, 30]),
+                fn.tensor_resize(x, sizes=[5, 4, 3]),
+                fn.tensor_resize(x, sizes=[5.5, 4.4], axes=[0, 1], roi_start=[0.9, 0.1], roi_end=[0.2, 0.8],
+                                 roi_relative=True),
+                fn.tensor_resize(x, sizes=[9, 9], axes=[1, 0], antialias=False, interp_type=t.INTERP_LANCZOS3),
+                fn.experimental.tensor_resize(x, sizes=[8, 3], axes=[0, 1]),
+                mod.ops.TensorResize(scales=[1.5, 0.5], axes=[0, 1])(x))
+    assert_same(graph, IMAGES_RGB)
+
+
+@pytest.mark.parametrize("arrays", [ARRAYS_2D, BYTES_2D], ids=["float", "uint8"])
+def test_tensor_resize_of_2d_arrays_matches_dali(arrays):
+    def graph(mod, x):
+        fn, t = mod.fn, mod.types
+        return (fn.tensor_resize(x, sizes=[7, 30]),
+                fn.tensor_resize(x, scales=[0.7, 1.3], alignment=[0.0, 1.0]),
+                fn.tensor_resize(x, sizes=[11], axes=[1], interp_type=t.INTERP_CUBIC),
+                fn.tensor_resize(x, sizes=[4, 4], dtype=t.FLOAT),
+                fn.tensor_resize(x, sizes=[6, 5], mode="not_larger"),
+                fn.tensor_resize(x, sizes=[6, 5], mode="not_smaller", max_size=[30, 25]),
+                fn.tensor_resize(x, sizes=[6.6, 0]))
+    assert_same(graph, arrays, layout="")
+
+
+def test_tensor_resize_of_1d_arrays_matches_dali():
+    def graph(mod, x):
+        fn, t = mod.fn, mod.types
+        return (fn.tensor_resize(x, sizes=[7]), fn.tensor_resize(x, scales=[2.3], alignment=0.0),
+                fn.tensor_resize(x, sizes=[50], interp_type=t.INTERP_CUBIC))
+    assert_same(graph, ARRAYS_1D, layout="")
+
+
+def test_tensor_resize_refusals():
+    # DALI resamples the channels too here (all axes are spatial to it): 3 channels from 1
+    refused(lambda mod, x: mod.fn.tensor_resize(x, sizes=[5, 4, 3]), "last axis", images=[IMAGES[3]])
+    refused(lambda mod, x: mod.fn.tensor_resize(x, sizes=[5, 4], scales=[1, 2]), "one of sizes and scales",
+            ValueError)
+    refused(lambda mod, x: mod.fn.tensor_resize(x, sizes=[5], axis_names="D"), "axis_names", ValueError)
