@@ -1,10 +1,12 @@
 """fastload.compat.dali.boxes against real DALI 2.4's CPU operators.
 
-fn.coord_flip and fn.bbox_rotate give DALI's values exactly (tolerance 0; bbox_rotate's float32 steps
-included). The random ones (fn.roi_random_crop, fn.random_crop_generator,
-fn.segmentation.random_mask_pixel) cannot match DALI's generator: their dtypes and shapes are DALI's, the
-properties DALI guarantees hold on every sample of both (so the properties are DALI's), and one seed gives
-the same values twice. Inputs are small, random and of awkward sizes.
+Deterministic operators (fn.coord_flip, fn.bbox_rotate, fn.segmentation.select_masks, fn.multi_paste, and
+fn.segmentation.random_object_bbox where no draw decides: one class with k_largest=1, foreground_prob=0)
+give DALI's values exactly (tolerance 0; bbox_rotate's float32 steps included). The random ones
+(fn.roi_random_crop, fn.random_crop_generator, fn.segmentation.random_mask_pixel, random_object_bbox's
+draws) cannot match DALI's generator: their dtypes and shapes are DALI's, the properties DALI guarantees
+hold on every sample of both (so the properties are DALI's), and one seed gives the same values twice.
+Inputs are small, random and of awkward sizes.
 """
 
 from __future__ import annotations
@@ -198,3 +200,99 @@ def test_random_mask_pixel_as_dali():
                 assert m[picks[1]] == 2
             assert f[picks[2]] > np.float32(0.8)
     _same_seed_same_values([masks, floats], graph)
+
+
+def _blobby(shape, labels=(3,), count=5) -> np.ndarray:
+    """A mask of rectangles of the given labels (overlapping ones merge into one blob)."""
+    mask = np.zeros(shape, np.uint8)
+    for _ in range(count):
+        lo = [int(rng.integers(0, e - 1)) for e in shape]
+        hi = [min(e, a + int(rng.integers(1, max(2, e // 3)))) for a, e in zip(lo, shape)]
+        mask[tuple(slice(a, b) for a, b in zip(lo, hi))] = labels[int(rng.integers(0, len(labels)))]
+    return mask
+
+
+def test_random_object_bbox_deterministic_matches_dali():
+    one_class = [_blobby(s) for s in [(13, 17), (24, 9), (31, 40)]]
+    one_class.append(np.zeros((5, 7), np.uint8))  # no object: the whole input
+    ties = np.zeros((6, 9), np.uint8)
+    ties[4:6, 0:2] = ties[0:2, 6:8] = ties[0:1, 0:1] = 1  # two boxes of volume 4: DALI takes the first blob
+    one_class.append(ties)
+    several = [_blobby(m.shape, labels=(1, 2, 5), count=6) for m in one_class]
+
+    def graph(mod, m, s):
+        seg = mod.fn.segmentation
+        return (*seg.random_object_bbox(m, k_largest=1, output_class=True),
+                *seg.random_object_bbox(m, k_largest=1, format="start_end", threshold=[2, 3]),
+                seg.random_object_bbox(m, k_largest=1, format="box", classes=[3], class_weights=[0.5]),
+                *seg.random_object_bbox(m, foreground_prob=0.0, classes=[0, 3], output_class=True),
+                seg.random_object_bbox(s, k_largest=1, ignore_class=True, format="box"),
+                *seg.random_object_bbox(s, foreground_prob=0.0, background=7, output_class=True))
+    assert_same([one_class, several], graph)
+    volume = [_blobby((7, 9, 5)) for _ in range(3)]
+    assert_same([volume], lambda mod, m: mod.fn.segmentation.random_object_bbox(m, k_largest=1, format="box"))
+
+
+def test_random_object_bbox_random_as_dali():
+    masks = [_blobby(s, labels=(1, 2, 5), count=7) for s in [(13, 17), (24, 9), (31, 40), (16, 16)]] * 4
+
+    def graph(mod, m):
+        seg = mod.fn.segmentation
+        return (*seg.random_object_bbox(m, output_class=True, format="start_end"),
+                *seg.random_object_bbox(m, output_class=True, format="start_end", classes=[2, 5],
+                                        class_weights=[1.0, 3.0], foreground_prob=0.7, k_largest=2))
+    theirs, mine = assert_same([masks], graph, exact=False)
+    for outputs in (theirs, mine):
+        for i, mask in enumerate(masks):
+            for first in (0, 3):
+                start, end, label = (outputs[first + k][i] for k in range(3))
+                window = mask[start[0]:end[0], start[1]:end[1]]
+                if label == 0:  # the background: the whole input
+                    assert start.tolist() == [0, 0] and end.tolist() == list(mask.shape)
+                    continue
+                assert label in ((1, 2, 5) if first == 0 else (2, 5))
+                hit = window == label  # a blob's box: its label on each of the box's four edges
+                assert hit[0].any() and hit[-1].any() and hit[:, 0].any() and hit[:, -1].any()
+    _same_seed_same_values([masks], graph)
+
+
+def test_select_masks_matches_dali():
+    polygons, vertices, ids = [], [], []
+    for count, dims, dtype in [(5, 2, np.float32), (7, 3, np.int32), (3, 2, np.float32)]:
+        sizes = rng.integers(1, 5, size=count)
+        ends = np.cumsum(sizes)
+        mask_id = rng.permutation(count)
+        mask_id[-1] = mask_id[0]  # a mask with two polygons: DALI keeps the last
+        polygons.append(np.stack([mask_id, ends - sizes, ends], 1).astype(np.int32))
+        vertices.append((rng.random((int(ends[-1]), dims)) * 100).astype(dtype))
+        ids.append(rng.permutation(np.unique(mask_id))[: max(1, count // 2)].astype(np.int32))
+    floats = [v.astype(np.float32) for v in vertices]
+    assert_same([ids, polygons, floats], lambda mod, i, p, v: (
+        *mod.fn.segmentation.select_masks(i, p, v), *mod.fn.segmentation.select_masks(i, p, v, reindex_masks=True)))
+
+
+def test_multi_paste_matches_dali():
+    first = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3)]]
+    second = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(7, 5, 3), (11, 12, 3), (9, 8, 3)]]
+    out_anchor = [np.array(v, np.int32) for v in ([[0, 0], [3, 4]], [[10, 0], [2, 1]], [[1, 2], [20, 30]])]
+    in_anchor = [np.array(v, np.int32) for v in ([[2, 3], [1, 0]], [[0, 1], [4, 4]], [[5, 5], [0, 0]])]
+    shape = [np.array(v, np.int32) for v in ([[6, 7], [5, 4]], [[9, 8], [6, 7]], [[12, 10], [9, 8]])]
+    rel = [np.array(v, np.float32) for v in ([[0.5, 0.25], [0.3, 0.7]], [[0.0, 1.0], [0.45, 0.5]],
+                                              [[0.15, 0.6], [0.5, 0.5]])]
+    assert_same([first, second, out_anchor, in_anchor, shape, rel], lambda mod, a, b, oa, ia, sh, r: (
+        mod.fn.multi_paste(a, b, output_size=[40, 45], out_anchors=oa),
+        mod.fn.multi_paste(a, b, output_size=[33, 41], out_anchors=oa, in_anchors=ia, shapes=sh),
+        mod.fn.multi_paste(b, a, output_size=[32, 40], out_anchors_rel=r * 0.5, shapes_rel=r * 0.5,
+                           in_anchors_rel=r * 0.5),
+        mod.fn.multi_paste(a, output_size=[40, 45], out_anchors=oa[0:1], dtype=mod.types.FLOAT)),
+        layouts=["HWC", "HWC", None, None, None, None])
+    floats = [(rng.random((9, 11, 2)) * 400 - 100).astype(np.float32) for _ in range(3)]
+    assert_same([floats], lambda mod, f: (mod.fn.multi_paste(f, dtype=mod.types.UINT8),
+                                          mod.fn.multi_paste(f, f, dtype=mod.types.INT16, output_size=[10, 12],
+                                                             out_anchors=np.array([[0, 0], [1, 1]], np.int32))))
+
+
+def test_multi_paste_refuses_in_ids():
+    with pytest.raises(NotImplementedError, match="in_ids"):
+        run(ours, [[np.zeros((4, 4, 3), np.uint8)]],
+            lambda mod, x: mod.fn.multi_paste(x, in_ids=[0], output_size=[4, 4]))
