@@ -232,3 +232,94 @@ def test_webdataset_index_files(shards, tmp_path, version):
         return mod.fn.readers.webdataset(paths=shards[1:], index_paths=[index], ext=["cls", "jpg"], shard_id=1,
                                          num_shards=2)
     assert_same_stream(reader, batch_size=3, iterations=3)
+
+
+# -------------------------------------------------------------------------------------------- numpy
+
+@pytest.fixture(scope="module")
+def arrays(tmp_path_factory):
+    """.npy files of one dtype and rank (DALI wants both alike in a batch) at the root, in folders (one level
+    and deeper), a dot file, a Fortran-order array, and files the default filter leaves out (".NPY", ".npyx")."""
+    root = tmp_path_factory.mktemp("numpy")
+    rng = np.random.default_rng(13)
+    for folder in ("sub/deep", "b", ".hid", "+a"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    shapes = {"z.npy": (13, 17), "a.npy": (24, 9), "B.npy": (5, 31), ".h.npy": (4, 1), "sub/c.npy": (31, 40),
+              "sub/deep/q.npy": (3, 3), "b/d.npy": (7, 6), ".hid/x.npy": (2, 2), "+a/k.npy": (11, 5)}
+    for name, shape in shapes.items():
+        value = rng.normal(size=shape).astype(np.float32)
+        np.save(root / name, np.asfortranarray(value) if name == "sub/c.npy" else value)
+    (root / "e.NPY").write_bytes((root / "a.npy").read_bytes())
+    (root / "f.npyx").write_bytes((root / "a.npy").read_bytes())
+    (root / "list.txt").write_text("sub/c.npy\nz.npy\n\n./a.npy\n")
+    return str(root)
+
+
+@pytest.mark.parametrize("args", [{}, {"file_filter": "*.np*"},
+                                  {"shard_id": 1, "num_shards": 3, "pad_last_batch": True},
+                                  {"random_shuffle": True, "seed": 3, "initial_fill": 3},
+                                  {"files": ["sub/c.npy", "z.npy", "a.npy"]}, {"file_list": "list.txt"}])
+def test_numpy_matches_dali(arrays, args):
+    args = {**args, "file_list": f"{arrays}/{args['file_list']}"} if "file_list" in args else args
+
+    def reader(mod, dali):
+        return [mod.fn.readers.numpy(file_root=arrays, **args)]
+    assert_same_stream(reader, batch_size=4, iterations=4)
+
+
+@pytest.mark.parametrize("roi", [{"roi_start": [1, 2], "roi_end": [5, 4]},
+                                 {"rel_roi_start": [0.33, 0.5], "rel_roi_end": [0.71, 0.92]},
+                                 {"rel_roi_start": [0.25, 0.15], "rel_roi_shape": [0.5, 0.47]},
+                                 {"rel_roi_start": [0.5], "roi_axes": [1]},
+                                 {"roi_start": [-2, 3], "roi_end": [4, 20], "out_of_bounds_policy": "pad",
+                                  "fill_value": 7.5},
+                                 {"roi_start": [-2, 3], "roi_end": [4, 20], "out_of_bounds_policy": "trim_to_shape"},
+                                 {"roi_start": [3], "roi_shape": [40], "roi_axes": [0], "out_of_bounds_policy": "pad"}])
+def test_numpy_roi_matches_dali(arrays, roi):
+    def reader(mod, dali):
+        return [mod.fn.readers.numpy(file_root=arrays, files=["z.npy", "a.npy", "sub/c.npy", "+a/k.npy"], **roi)]
+    assert_same_stream(reader, batch_size=4, iterations=1)
+
+
+def test_numpy_refusals(arrays):
+    with pytest.raises(NotImplementedError, match="GPUDirect"):
+        ours.fn.readers.numpy(file_root=arrays, device="gpu")
+    with pytest.raises(ValueError, match="cannot be mixed"):
+        ours.fn.readers.numpy(file_root=arrays, roi_start=[1, 1], rel_roi_end=[0.5, 0.5])
+
+    @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        return ours.fn.readers.numpy(file_root=arrays, files=["z.npy"], roi_start=[0, 0], roi_end=[14, 3])
+    pipeline = pipe()
+    pipeline.build()
+    with pytest.raises(Exception, match="out of the array's bounds"):
+        pipeline.run()
+
+
+def _npy_bytes(array: np.ndarray) -> np.ndarray:
+    import io
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("dtype", [None, "INT8", "FLOAT", "UINT16"])
+def test_decoders_numpy(dtype):
+    """DALI 2.4's CPU decoders.numpy needs a CUDA driver (it fails without one): the arrays are checked
+    against numpy's reading of the files, converted by real DALI's fn.cast (ConvertSat, which DALI's decoder
+    converts with)."""
+    from conftest import run_dali_graph
+    dali = import_dali()
+    rng = np.random.default_rng(14)
+    values = [rng.normal(scale=300, size=(13, 17)).astype(np.float32),
+              np.asfortranarray(rng.normal(scale=300, size=(24, 9)).astype(np.float32)),
+              (rng.normal(scale=300, size=(3, 31)).astype(np.float32) * 2).round() / 2]  # halves: the rounding
+    encoded = [_npy_bytes(v) for v in values]
+    want = run_dali_graph(dali, [np.ascontiguousarray(v) for v in values],
+                          lambda mod, x: mod.fn.cast(x, dtype=getattr(mod.types, dtype)) if dtype else x + 0,
+                          layout="")
+    got = run_dali_graph(ours, encoded, lambda mod, x: mod.fn.decoders.numpy(
+        x, **({"dtype": getattr(mod.types, dtype)} if dtype else {})), layout="")
+    for x, y in zip(want[0], got[0]):
+        assert y.dtype == x.dtype and y.shape == x.shape
+        np.testing.assert_array_equal(y, x)
