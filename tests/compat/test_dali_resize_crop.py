@@ -27,9 +27,6 @@ rng = np.random.default_rng(2024)
 IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3), (5, 33, 1)]]
 
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # DALI's deprecated names warn
-
-
 def outputs(mod, graph, images=IMAGES, layout="HWC"):
     return run_dali_graph(mod, images, graph, layout, seed=1)
 
@@ -49,11 +46,13 @@ def assert_same(graph, images=IMAGES, layout="HWC"):
 def test_resize_crop_mirror_matches_dali():
     mirrors = [np.int32(m) for m in (1, 0, 3, 2)]
     positions = [np.float32(p) for p in (0.0, 0.25, 1.0, 0.6)]
+    windows = [np.float32(w) for w in ((3, 4), (9, 2), (5, 5), (1, 7))]
 
     def graph(mod, x):
         fn, t = mod.fn, mod.types
         mirror = fn.external_source(source=lambda: mirrors, batch=True)
         pos = fn.external_source(source=lambda: positions, batch=True)
+        window = fn.external_source(source=lambda: windows, batch=True)
         return (fn.resize_crop_mirror(x, crop=(7, 5), resize_x=30, resize_y=21),
                 fn.resize_crop_mirror(x, crop=(7, 5), resize_shorter=11, crop_pos_x=0.3, crop_pos_y=0.8, mirror=1),
                 fn.resize_crop_mirror(x, crop_h=9, crop_w=12, resize_x=14, crop_pos_x=0.0, crop_pos_y=1.0, mirror=2),
@@ -66,6 +65,7 @@ def test_resize_crop_mirror_matches_dali():
                 fn.resize_crop_mirror(x, crop=(5, 5), size=(7, 7), antialias=False, interp_type=t.INTERP_LANCZOS3,
                                       crop_pos_x=pos),
                 fn.resize_crop_mirror(x, crop=(3, 4), size=(7.5, 6.3), mirror=1, crop_pos_x=0.9),
+                fn.resize_crop_mirror(x, crop=window, size=(12, 10), mirror=mirror, crop_pos_y=pos),
                 mod.ops.ResizeCropMirror(crop=(4, 4), resize_y=6)(x))
     assert_same(graph)
 
@@ -106,14 +106,17 @@ JPEGS = [_jpeg(rng.integers(0, 256, size=(h, w, c), dtype=np.uint8)) for h, w, c
 
 def test_image_crop_matches_dali():
     positions = [np.float32(p) for p in (0.0, 0.45, 1.0, 0.7)]
+    windows = [np.float32(w) for w in ((3, 4), (9, 2), (5, 5), (1, 7))]
 
     def graph(mod, data):
         fn, t = mod.fn, mod.types
         pos = fn.external_source(source=lambda: positions, batch=True)
+        window = fn.external_source(source=lambda: windows, batch=True)
         return (fn.decoders.image_crop(data, crop=(7, 12)),
                 fn.decoders.image_crop(data, crop_h=5, crop_w=7, crop_pos_x=0.3, crop_pos_y=0.9, rounding="truncate"),
                 fn.decoders.image_crop(data, crop=(8, 17), crop_pos_x=pos, crop_pos_y=pos),
                 fn.decoders.image_crop(data, crop=(5, 6), dtype=t.FLOAT, crop_pos_x=0.2),
+                fn.decoders.image_crop(data, crop=window, crop_pos_x=pos),
                 fn.decoders.image_crop(data, crop=(4, 4), output_type=t.GRAY),
                 fn.decoders.image_crop(data, crop=(3, 9), output_type=t.BGR, crop_pos_y=0.0),
                 fn.image_decoder_crop(data, crop=(6, 6), crop_pos_x=0.11),

@@ -35,7 +35,7 @@ import math
 import numpy as np
 import torch
 
-from ..engine.graph import Op
+from ..engine.graph import DataNode, Op
 from ..float32 import round_c
 from . import crops, resampling
 from .operators import _RESIZE_ARGS, _decode, _device, _fast_idct, _layout, _one, _pair, check_args
@@ -67,13 +67,24 @@ def _filters(operator: str, interp_type, min_filter, mag_filter) -> str:
 
 # ------------------------------------------------------------------------------------- resize_crop_mirror
 
-def _crop_size(args: dict, operator: str) -> tuple:
+def _crop_size(args: dict, operator: str) -> dict:
+    """The window's size settings: crop_h and crop_w, or ``crop`` where it is a per-sample input (read by
+    ``_window`` for each sample)."""
     crop = args.pop("crop", None)
-    if crop is not None:
-        if "crop_h" in args or "crop_w" in args:
-            raise ValueError(f"{operator}: crop and crop_h/crop_w are mutually exclusive")
-        return _pair(crop)
-    return args.pop("crop_h", 0), args.pop("crop_w", 0)
+    if crop is None:
+        return {"crop_h": args.pop("crop_h", 0), "crop_w": args.pop("crop_w", 0)}
+    if "crop_h" in args or "crop_w" in args:
+        raise ValueError(f"{operator}: crop and crop_h/crop_w are mutually exclusive")
+    if isinstance(crop, DataNode):
+        return {"crop": crop}
+    crop_h, crop_w = _pair(crop)
+    return {"crop_h": crop_h, "crop_w": crop_w}
+
+
+def _window(settings: dict) -> dict:
+    if "crop" in settings:
+        settings["crop_h"], settings["crop_w"] = _pair(settings.pop("crop"))
+    return settings
 
 
 def resize_crop_mirror_image(image, *, crop_h=0, crop_w=0, crop_pos_x=0.5, crop_pos_y=0.5, rounding="round",
@@ -109,15 +120,15 @@ def _resize_crop_mirror(name: str, default_antialias: bool):
         _refuse_volumetric(f"fn.{name}", args)
         _layout(f"fn.{name}", images)
         args = dict(args)
-        crop_h, crop_w = _crop_size(args, f"fn.{name}")
+        window = _crop_size(args, f"fn.{name}")
         args = {k: _pair(v) if k in ("size", "roi_start", "roi_end", "max_size") and isinstance(v, (list, tuple))
                 else v for k, v in args.items()}
-        settings = {"crop_h": crop_h, "crop_w": crop_w, "mirror": mirror, **args,
+        settings = {**window, "mirror": mirror, **args,
                     "interp_type": _filters(f"fn.{name}", interp_type, min_filter, mag_filter),
                     "antialias": bool(antialias), "dtype": torch_dtype(dtype) if dtype is not None else None}
 
         def run(ctx, op, image, **a):
-            return resize_crop_mirror_image(image, **a)
+            return resize_crop_mirror_image(image, **_window(a))
         return _one(Op(name, run, [images], settings, device=_device([images], device),
                        layouts=(images.layout(),), fusable=False))
     build.__name__ = name
@@ -155,12 +166,11 @@ def decoders_image_crop(data, *, device="cpu", output_type=None, use_fast_idct=F
     if ("crop_h" in args) != ("crop_w" in args):
         raise ValueError("fn.decoders.image_crop: crop_h and crop_w must be given together")
     args = dict(args)
-    crop_h, crop_w = _crop_size(args, "fn.decoders.image_crop")
+    settings = {**_crop_size(args, "fn.decoders.image_crop"), **args}
     kind = image_type_name(output_type) if output_type is not None else "RGB"
-    settings = {"crop_h": crop_h, "crop_w": crop_w, **args}
 
     def run(ctx, op, encoded, **window):
-        image = crops.crop(_decode(ctx, op, encoded, kind), out_of_bounds_policy="error", **window)
+        image = crops.crop(_decode(ctx, op, encoded, kind), out_of_bounds_policy="error", **_window(window))
         if target == torch.float32:  # DALI's normalising conversion: a multiply by 1/255 in float32
             return image.float() * torch.tensor(1 / 255, dtype=torch.float32)
         return image
