@@ -120,13 +120,11 @@ class InferenceServer:
                         if len(self.models) >= max_models:
                             raise ValueError(f"{repository} holds more pipelines than max_models={max_models}")
                         self._load(file[:-5], {"model": file, "batch": max_batch})
-        except RequestError as error:  # (a repository file the checks refuse, at start)
+        except BaseException as error:
             for m in self.models.values():  # (their batcher threads)
                 m.close()
-            raise ValueError(f"{repository}: {error.reason}") from None
-        except BaseException:
-            for m in self.models.values():
-                m.close()
+            if isinstance(error, RequestError):  # (a repository file the checks refuse, at start)
+                raise ValueError(f"{repository}: {error.reason}") from None
             raise
         self.requests = 0  # infer requests taken so far
         self._inflight_bytes = 0

@@ -248,16 +248,12 @@ def build_index(path: str | None, stream: BinaryIO | None, image_feature: str, l
                 records.append([offset, 12, -1, "bad CRC of the record's length: the rest of the file cannot "
                                                 "be framed"])
                 break
-            left = file.left()
-            if left is not None and length + 4 > left:  # (a stream: its chunks end where its bytes do)
-                records.append([offset, 12 + left, -1, f"the file ends inside this record (truncated: its length "
-                                                       f"says {length} bytes of data, {left} follow its header)"])
-                break
-            rest = file.take(length + 4)
-            if len(rest) < length + 4:
-                records.append([offset, 12 + len(rest), -1, f"the file ends inside this record (truncated: its "
-                                                            f"length says {length} bytes of data, {len(rest)} "
-                                                            f"follow its header)"])
+            left = file.left()  # (a stream: None; its chunks end where its bytes do)
+            rest = b"" if left is not None and length + 4 > left else file.take(length + 4)
+            if len(rest) < length + 4:  # before anything of that length is read, where the size is known
+                follow = left if left is not None and length + 4 > left else len(rest)
+                records.append([offset, 12 + follow, -1, f"the file ends inside this record (truncated: its length "
+                                                         f"says {length} bytes of data, {follow} follow its header)"])
                 break
             label, problem, features = -1, None, {}
             try:
