@@ -323,3 +323,47 @@ def test_decoders_numpy(dtype):
     for x, y in zip(want[0], got[0]):
         assert y.dtype == x.dtype and y.shape == x.shape
         np.testing.assert_array_equal(y, x)
+
+
+# -------------------------------------------------------------------------------------------- mxnet
+
+def recordio_record(image: bytes, label, flag_labels=None) -> bytes:
+    """One MXNet image record: magic, length, ImageRecordIOHeader (flag, label, ids), labels, image, padding."""
+    import struct
+    labels = np.asarray(flag_labels if flag_labels is not None else [], dtype="<f4").tobytes()
+    data = struct.pack("<IfQQ", 0 if flag_labels is None else len(flag_labels), label, 7, 0) + labels + image
+    return struct.pack("<II", 0xCED7230A, len(data)) + data + bytes(-len(data) % 4)
+
+
+@pytest.fixture(scope="module")
+def recordio(tmp_path_factory):
+    """Two RecordIO files (single and multi-value labels, an empty image) and one index over both, its
+    offsets into the files taken back to back and listed out of order (as DALI reads them: sorted)."""
+    folder = tmp_path_factory.mktemp("mxnet")
+    rng = np.random.default_rng(15)
+    paths, lines, offset = [], [], 0
+    for f, count in enumerate((5, 4)):
+        path = folder / f"part{f}.rec"
+        with open(path, "wb") as file:
+            for k in range(count):
+                image = bytes(rng.integers(0, 256, 0 if (f, k) == (0, 2) else 9 + 3 * k, dtype=np.uint8))
+                labels = [float(v) for v in rng.normal(size=k)] if k % 2 else None
+                record = recordio_record(image, float(10 * f + k) + 0.25, labels)
+                file.write(record)
+                lines.append(f"{len(lines)}\t{offset}")
+                offset += len(record)
+        paths.append(str(path))
+    index = folder / "all.idx"
+    index.write_text("\n".join(lines[::-1]) + "\n")
+    return paths, str(index)
+
+
+@pytest.mark.parametrize("args", [{}, {"shard_id": 1, "num_shards": 2},
+                                  {"shard_id": 2, "num_shards": 3, "pad_last_batch": True},
+                                  {"random_shuffle": True, "seed": 4, "initial_fill": 3}])
+def test_mxnet_matches_dali(recordio, args):
+    paths, index = recordio
+
+    def reader(mod, dali):
+        return mod.fn.readers.mxnet(path=paths, index_path=index, **args)
+    assert_same_stream(reader, batch_size=4, iterations=4)

@@ -31,6 +31,10 @@ tensors. The rules, measured against DALI 2.4 on the CPU (tests/compat/test_dali
   logical shape. Regions: start and end (start + shape) per axis (``roi_axes``, else all), relative ones
   scaled by the extent in float32, each rounded halves away from zero; outside the array an error, the
   ``fill_value`` ("pad") or trimmed ("trim_to_shape").
+* mxnet: one index file of ``index offset`` pairs whose offsets run over the files back to back, sorted
+  (a record runs to the next offset; one of 0 bytes is left out); per record the image bytes and float32
+  labels ([1]: the header's; [flag]: the ones before the image). A record split in parts (data holding
+  the magic number, or over 512 MiB) is refused: DALI 2.4 misreads the padding between parts.
 """
 
 from __future__ import annotations
@@ -540,3 +544,100 @@ def decoders_numpy(data, *, dtype=None, device="cpu", **args):
         return conversions.cast(value, target) if target is not None else value
 
     return Op("decoders.numpy", decode, [data], {}, fusable=False).outputs[0]
+
+
+# -------------------------------------------------------------------------------------------- mxnet
+
+RECORDIO_MAGIC = 0xCED7230A
+
+
+def _recordio_ranges(operator: str, paths: list[str], index_path: str) -> list[tuple[int, int, int]]:
+    """(file number, offset, size) of each record, as DALI's RecordIOLoader reads its one index file: the
+    ``index offset`` pairs' offsets (into the files taken as one, back to back), sorted; a record runs to the
+    next offset (the last to the end), one of 0 bytes is left out."""
+    try:
+        bounds = [0]
+        for path in paths:
+            bounds.append(bounds[-1] + os.path.getsize(path))
+        with open(index_path) as file:
+            words = file.read().split()
+    except OSError as error:
+        raise ValueError(f"{operator}: {error}") from None
+    try:
+        offsets = sorted(int(word) for word in words[1::2][:len(words) // 2])
+    except ValueError:
+        raise ValueError(f"{operator}: {index_path}: expected 'index offset' lines") from None
+    if not offsets:
+        raise ValueError(f"{operator}: RecordIO index file doesn't contain any indices ({index_path})")
+    ranges, number = [], 0
+    for at, offset in enumerate(offsets):
+        if at + 1 < len(offsets) and offset >= bounds[number + 1]:
+            number += 1
+        elif at + 1 == len(offsets) and len(offsets) > 1 and offset >= bounds[number + 1]:
+            number += 1
+        end = offsets[at + 1] if at + 1 < len(offsets) else bounds[-1]
+        if end - offset:
+            ranges.append((number, offset - bounds[number], end - offset))
+    return ranges
+
+
+def _recordio_sample(record: bytes) -> tuple[torch.Tensor, torch.Tensor]:
+    """(image bytes uint8, label float32) of one image record: magic, length (its top 3 bits the part
+    flag), then ImageRecordIOHeader (flag, label, two ids) and, with flag > 0, ``flag`` float32 labels
+    before the image; flag 0: the header's label, shape [1]."""
+    import struct
+    if len(record) < 32:
+        raise ValueError(f"a record of {len(record)} bytes (a RecordIO image record has at least 32)")
+    magic, length_flag, flag, label = struct.unpack_from("<IIIf", record)
+    if magic != RECORDIO_MAGIC:
+        raise ValueError("Invalid RecordIO: wrong magic number")
+    if length_flag >> 29:
+        raise ValueError("a record split in parts (its data holds the magic number, or it is over 512 MiB): "
+                         "not supported (DALI 2.4 misreads the padding between parts)")
+    length = length_flag & ((1 << 29) - 1)
+    labels_size = 4 * flag
+    if length < 24 + labels_size or 8 + length > len(record):
+        raise ValueError(f"the record's length {length} does not hold its header, {flag} labels and the bytes read")
+    data = record[32:8 + length]
+    labels = np.frombuffer(data[:labels_size], dtype="<f4").copy() if flag else np.array([label], np.float32)
+    return torch.frombuffer(bytearray(data[labels_size:]), dtype=torch.uint8) if len(data) > labels_size else \
+        torch.zeros(0, dtype=torch.uint8), torch.from_numpy(labels.astype(np.float32))
+
+
+@operator("readers.mxnet", "readers.MXNet", aliases={"mxnet_reader": "MXNetReader"})
+def readers_mxnet(*, path=None, index_path=None, shard_id=0, num_shards=1, random_shuffle=False, initial_fill=1024,
+                  shuffle_after_epoch=False, stick_to_shard=False, pad_last_batch=False, seed=-1, name=None,
+                  device="cpu", **hints):
+    """``fn.readers.mxnet``: (image bytes uint8 [n], label float32 [1] or [flag]) per record of MXNet RecordIO
+    files, in the order of DALI's RecordIOLoader (one index file of ``index offset`` lines over the files)."""
+    operator = "fn.readers.mxnet"
+    check_args(operator, hints, set())
+    _device(operator, device)
+    paths = _paths(path, "path", operator)
+    indexes = _paths(index_path, "index_path", operator)
+    if len(indexes) != 1:
+        raise ValueError(f"{operator}: RecordIOReader supports only a single index file ({len(indexes)} given)")
+    ranges = _recordio_ranges(operator, paths, indexes[0])
+    samples = [(f"{paths[number]} at index {offset}", k) for k, (number, offset, _) in enumerate(ranges)]
+
+    def read(index: int) -> bytes:
+        number, offset, size = ranges[index]
+        try:
+            data = b""
+            while len(data) < size and number < len(paths):  # a range past a file's end goes on in the next
+                data += _read_range(paths[number], offset, size - len(data))
+                number, offset = number + 1, 0
+            return data
+        except OSError as error:
+            raise DecodeError(index, samples[index][0], str(error)) from error
+
+    spec = _spec(operator, samples, read, **_order_args(locals()))
+
+    def parse(ctx, op):
+        data, index = ctx.readers[op.id]
+        try:
+            return _recordio_sample(data)
+        except ValueError as error:
+            raise DecodeError(index, samples[index][0], str(error)) from error
+
+    return ReaderOp("readers.mxnet", parse, spec, num_outputs=2).outputs
