@@ -4,9 +4,9 @@ Deterministic operators (fn.coord_flip, fn.bbox_rotate, fn.segmentation.select_m
 fn.segmentation.random_object_bbox where no draw decides: one class with k_largest=1, foreground_prob=0)
 give DALI's values exactly (tolerance 0; bbox_rotate's float32 steps included). The random ones
 (fn.roi_random_crop, fn.random_crop_generator, fn.segmentation.random_mask_pixel, random_object_bbox's
-draws) cannot match DALI's generator: their dtypes and shapes are DALI's, the properties DALI guarantees
-hold on every sample of both (so the properties are DALI's), and one seed gives the same values twice.
-Inputs are small, random and of awkward sizes.
+draws, fn.ssd_random_crop) cannot match DALI's generator: their dtypes and shapes are DALI's (ssd's window
+sizes aside), the properties DALI guarantees hold on every sample of both (so the properties are DALI's),
+and one seed gives the same values twice. Inputs are small, random and of awkward sizes.
 """
 
 from __future__ import annotations
@@ -39,13 +39,16 @@ def run(mod, inputs, graph, seed=1, layouts=None):
     return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
 
 
-def assert_same(inputs, graph, layouts=None, exact=True):
+def assert_same(inputs, graph, layouts=None, exact=True, shapes=True):
+    """DALI's outputs and fastload's for one graph: the same dtypes and shapes (only the same ndim where
+    ``shapes`` is False: random windows), and the same values where ``exact``."""
     dali = import_dali()
     theirs, mine = run(dali, inputs, graph, layouts=layouts), run(ours, inputs, graph, layouts=layouts)
     assert len(theirs) == len(mine)
     for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
         for i, (a, b) in enumerate(zip(a_out, b_out)):
-            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
+            same_shape = a.shape == b.shape if shapes else a.ndim == b.ndim
+            assert a.dtype == b.dtype and same_shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
             if exact:
                 assert np.array_equal(a, b), f"output {k} sample {i}:\n{a}\n{b}"
     return theirs, mine
@@ -296,3 +299,35 @@ def test_multi_paste_refuses_in_ids():
     with pytest.raises(NotImplementedError, match="in_ids"):
         run(ours, [[np.zeros((4, 4, 3), np.uint8)]],
             lambda mod, x: mod.fn.multi_paste(x, in_ids=[0], output_size=[4, 4]))
+
+
+# ----------------------------------------------------------------------------------------- ssd_random_crop
+
+def _window_of(image: np.ndarray, cut: np.ndarray) -> tuple[int, int]:
+    """Where ``cut`` lies in ``image`` (random pixels: one place)."""
+    h, w = cut.shape[:2]
+    for y in range(image.shape[0] - h + 1):
+        for x in range(image.shape[1] - w + 1):
+            if np.array_equal(image[y:y + h, x:x + w], cut):
+                return y, x
+    raise AssertionError("the output is not a window of the input")
+
+
+def test_ssd_random_crop_as_dali():
+    images = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3)]] * 5
+    boxes = [_boxes(int(n)) for n in rng.integers(1, 6, size=len(images))]
+    labels = [rng.integers(0, 50, size=(len(b),), dtype=np.int32) for b in boxes]
+    graph = lambda mod, i, b, lab: tuple(mod.fn.ssd_random_crop(i, b, lab, num_attempts=3))  # noqa: E731
+    theirs, mine = assert_same([images, boxes, labels], graph, layouts=["HWC", None, None], exact=False,
+                                 shapes=False)
+    for outputs in (theirs, mine):
+        for image, box, label, cut, kept, kept_labels in zip(images, boxes, labels, *outputs):
+            if cut.shape == image.shape:  # no crop: all as it came
+                assert np.array_equal(cut, image) and np.array_equal(kept, box) and np.array_equal(kept_labels, label)
+                continue
+            _window_of(image, cut)
+            assert cut.shape[0] >= int(0.3 * image.shape[0]) - 1 and cut.shape[1] >= int(0.3 * image.shape[1]) - 1
+            assert 1 <= len(kept) <= len(box) and kept_labels.shape == (len(kept),)
+            assert ((kept >= 0) & (kept <= 1)).all() and (kept[:, 2:] >= kept[:, :2]).all()
+            assert set(kept_labels.ravel().tolist()) <= set(label.ravel().tolist())
+    _same_seed_same_values([images, boxes, labels], graph, layouts=["HWC", None, None])

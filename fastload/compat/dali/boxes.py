@@ -1,6 +1,6 @@
 """DALI's box, region and mask operators: ``fn.coord_flip``, ``fn.bbox_rotate``, ``fn.roi_random_crop``,
 ``fn.random_crop_generator``, ``fn.segmentation.random_mask_pixel``, ``fn.segmentation.random_object_bbox``,
-``fn.segmentation.select_masks`` and ``fn.multi_paste``.
+``fn.segmentation.select_masks``, ``fn.multi_paste`` and ``fn.ssd_random_crop``.
 
 Each was checked against real DALI 2.4's CPU operators (tests/compat/test_dali_boxes.py); the rules are
 DALI's sources, confirmed there:
@@ -37,6 +37,11 @@ DALI's sources, confirmed there:
   the batch, and fastload runs a graph one sample at a time; several inputs (region k from input k of the
   same sample, DALI's other form) are supported. Without ``output_size`` DALI requires one shape across the
   batch, which a sample cannot check: each output takes its sample's shape, DALI's wherever DALI runs.
+- ``ssd_random_crop`` (deprecated by DALI in favour of fn.random_bbox_crop, a different operator): an option
+  drawn from (no minimum, 0.1, 0.3, 0.5, 0.7, 0.9, no crop); windows of sides uniform in [0.3, 1] with
+  aspect in [0.5, 2], every box's IoU above the minimum, the boxes whose centre is strictly inside kept,
+  clipped and made relative (labels [K]); the image cut at the truncated pixel bounds. No crop returns the
+  three inputs as they came.
 
 The random ones draw from fastload's per-sample streams (seeded, repeatable), not DALI's mt19937: their
 values follow DALI's rules and distributions, not its numbers.
@@ -689,3 +694,80 @@ def multi_paste(*images, in_ids=None, in_anchors=None, in_anchors_rel=None, shap
                 "shapes_rel": shapes_rel, "out_anchors": out_anchors, "out_anchors_rel": out_anchors_rel,
                 "output_size": output_size}
     return _one(Op("multi_paste", run, list(images), settings, layouts=(images[0].layout(),), fusable=False))
+
+
+# ----------------------------------------------------------------------------------------- ssd_random_crop
+
+# DALI's SSDRandomCrop options: a minimum IoU (-1: any window), or no crop, drawn uniformly
+_SSD_OPTIONS = (F32(-1.0), F32(0.1), F32(0.3), F32(0.5), F32(0.7), F32(0.9), None)
+
+
+def ssd_crop_window(boxes: np.ndarray, rng, num_attempts: int):
+    """DALI's SSDRandomCrop for ltrb boxes [N, 4]: (left, top, right, bottom, kept indices), or None for no
+    crop. Rounds draw an option; a crop option tries ``num_attempts`` windows of sides uniform in [0.3, 1)
+    (float32), refused outside aspect 0.5..2, placed uniformly, valid when every box's IoU is above the
+    option's minimum and some box's centre is strictly inside; rounds repeat until one is valid."""
+    while True:
+        minimum = _SSD_OPTIONS[rng.randint(0, len(_SSD_OPTIONS))]
+        if minimum is None:
+            return None
+        for _ in range(num_attempts):
+            w, h = F32(rng.uniform(0.3, 1.0)), F32(rng.uniform(0.3, 1.0))
+            if w / h < 0.5 or w / h > 2.0:
+                continue
+            left, top = F32(rng.uniform(0.0, 1.0 - float(w))), F32(rng.uniform(0.0, 1.0 - float(h)))
+            right, bottom = F32(left + w), F32(top + h)
+            if len(boxes):
+                inter_w = np.maximum(np.minimum(boxes[:, 2], right) - np.maximum(boxes[:, 0], left), F32(0))
+                inter_h = np.maximum(np.minimum(boxes[:, 3], bottom) - np.maximum(boxes[:, 1], top), F32(0))
+                inter = (inter_w * inter_h).astype(F32)
+                area = ((boxes[:, 3] - boxes[:, 1]) * (boxes[:, 2] - boxes[:, 0])).astype(F32)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ious = inter / (area + F32((bottom - top) * (right - left)) - inter)
+                if (ious <= minimum).any():  # a NaN (empty boxes) fails no threshold, as in DALI
+                    continue
+            xc = 0.5 * (boxes[:, 0].astype(np.float64) + boxes[:, 2])
+            yc = 0.5 * (boxes[:, 1].astype(np.float64) + boxes[:, 3])
+            kept = np.nonzero((xc > left) & (xc < right) & (yc > top) & (yc < bottom))[0]
+            if len(kept):
+                return left, top, right, bottom, kept
+
+
+@operator("ssd_random_crop", "SSDRandomCrop")
+def ssd_random_crop(images, boxes, labels, *, num_attempts=1, device=None, **args):
+    """``fn.ssd_random_crop`` (deprecated in DALI in favour of fn.random_bbox_crop, a different operator):
+    uint8 HWC images cut to a random SSD window (``ssd_crop_window``) with their relative ltrb boxes
+    (clipped to the window and made relative to it) and the int32 labels ([K]) of the boxes kept; without a
+    crop, all three as they came."""
+    name = "fn.ssd_random_crop"
+    check_args(name, args, set())
+    _cpu(name, _device([images], device))
+    if int(num_attempts) < 1:
+        raise ValueError(f"{PREFIX}: {name}: num_attempts must be at least 1")
+
+    def run(ctx, op, image, box_values, label_values):
+        if image.dim() != 3 or image.dtype != torch.uint8:
+            raise TypeError(f"{PREFIX}: {name} takes uint8 HWC images, got {image.dtype} {list(image.shape)}")
+        values = box_values.cpu().numpy().astype(F32).reshape(-1, 4)
+        if label_values.shape[0] != len(values):
+            raise ValueError(f"{PREFIX}: {name}: {len(values)} boxes but {label_values.shape[0]} labels")
+        window = ssd_crop_window(values, ctx.rng(op), int(num_attempts))
+        if window is None:
+            return image.clone(), box_values.clone(), label_values.clone()
+        left, top, right, bottom, kept = window
+        chosen = values[kept].copy()
+        chosen[:, 0] = np.maximum(chosen[:, 0], left)
+        chosen[:, 1] = np.maximum(chosen[:, 1], top)
+        chosen[:, 2] = np.minimum(chosen[:, 2], right)
+        chosen[:, 3] = np.minimum(chosen[:, 3], bottom)
+        w, h = F32(right - left), F32(bottom - top)
+        chosen = ((chosen - np.array([left, top, left, top], F32)) / np.array([w, h, w, h], F32)).astype(F32)
+        height, width = image.shape[0], image.shape[1]
+        x0, y0 = int(F32(left * F32(width))), int(F32(top * F32(height)))
+        x1, y1 = int(F32(right * F32(width))), int(F32(bottom * F32(height)))
+        cut = torch.from_numpy(np.ascontiguousarray(image.cpu().numpy()[y0:y1, x0:x1]))
+        kept_labels = label_values.cpu().reshape(-1)[torch.from_numpy(kept)].to(torch.int32)
+        return cut, torch.from_numpy(chosen), kept_labels
+
+    return _one(_seeded(Op("ssd_random_crop", run, [images, boxes, labels], {}, num_outputs=3,
+                           layouts=(images.layout(), "", ""), fusable=False), args))
