@@ -1,6 +1,7 @@
 """DALI's decoder crops, resize-crop-mirror and tensor resizes: ``fn.decoders.image_crop``,
-``fn.resize_crop_mirror`` (and its deprecated twin ``fn.fast_resize_crop_mirror``), ``fn.tensor_resize``
-and ``fn.experimental.resize``.
+``fn.resize_crop_mirror`` (and its deprecated twin ``fn.fast_resize_crop_mirror``) and ``fn.tensor_resize``.
+``fn.experimental.resize`` is not here: DALI 2.4 has it on the GPU only (CV-CUDA's resize, no CPU
+operator to check it against), so it stays refused by name.
 
 Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_resize_crop.py); the rules
 measured there (and read in DALI's sources) are:
