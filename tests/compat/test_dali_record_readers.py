@@ -9,6 +9,8 @@ stream goes past an epoch's end. What DALI leaves undefined (a missing TFRecord 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -367,3 +369,66 @@ def test_mxnet_matches_dali(recordio, args):
     def reader(mod, dali):
         return mod.fn.readers.mxnet(path=paths, index_path=index, **args)
     assert_same_stream(reader, batch_size=4, iterations=4)
+
+
+# --------------------------------------------------------------------------------------- caffe, caffe2
+
+def _field(number: int, payload: bytes) -> bytes:
+    from fastload.tfrecords import _encode_varint
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    from fastload.tfrecords import _encode_varint
+    return _encode_varint(number << 3) + _encode_varint(value & (1 << 64) - 1)
+
+
+def caffe_datum(data: bytes, label: int | None, raw_shape=None) -> bytes:
+    """A caffe.Datum: channels 1, height 2, width 3, data 4, label 5, encoded 7."""
+    out = b""
+    if raw_shape is not None:
+        height, width, channels = raw_shape
+        out += _varint_field(1, channels) + _varint_field(2, height) + _varint_field(3, width)
+    out += _field(4, data)
+    if label is not None:
+        out += _varint_field(5, label)
+    return out + (_varint_field(7, 0) if raw_shape is not None else b"")
+
+
+def write_lmdb(path, records: list[tuple[bytes, bytes]]) -> str:
+    lmdb = pytest.importorskip("lmdb")
+    env = lmdb.open(str(path), map_size=1 << 22)
+    with env.begin(write=True) as txn:
+        for key, value in records:
+            txn.put(key, value)
+    env.close()
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def caffe_dbs(tmp_path_factory):
+    """Two Caffe LMDBs, keys written out of order (LMDB keeps them sorted), encoded and raw images."""
+    folder = tmp_path_factory.mktemp("caffe")
+    rng = np.random.default_rng(16)
+    paths = []
+    for f, count in enumerate((6, 3)):
+        records = []
+        for k in range(count):
+            key = f"{(k * 7) % count:08d}_{f}".encode()
+            if k % 3 == 2:
+                shape = (3 + k, 2 + f, 3)
+                value = caffe_datum(bytes(rng.integers(0, 256, math.prod(shape), dtype=np.uint8)), k - 2, shape)
+            else:
+                value = caffe_datum(bytes(rng.integers(0, 256, 11 + k, dtype=np.uint8)), 100 * f + k)
+            records.append((key, value))
+        paths.append(write_lmdb(folder / f"db{f}", records))
+    return paths
+
+
+@pytest.mark.parametrize("args", [{}, {"shard_id": 1, "num_shards": 2}, {"label_available": False},
+                                  {"random_shuffle": True, "seed": 2, "initial_fill": 3, "pad_last_batch": True}])
+def test_caffe_matches_dali(caffe_dbs, args):
+    def reader(mod, dali):
+        out = mod.fn.readers.caffe(path=caffe_dbs, **args)
+        return out if isinstance(out, list) else [out]
+    assert_same_stream(reader, batch_size=1, iterations=11)  # (DALI's batches cannot mix encoded and raw images)

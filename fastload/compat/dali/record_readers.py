@@ -1,5 +1,5 @@
 """DALI's readers of record files: ``fn.readers.tfrecord``, ``fn.readers.webdataset``, ``fn.readers.numpy``
-(with ``fn.decoders.numpy``) and ``fn.readers.mxnet``.
+(with ``fn.decoders.numpy``), ``fn.readers.mxnet`` and ``fn.readers.caffe`` / ``caffe2`` (LMDB).
 
 Each is one reader op (a ``ReaderOp``, which the pipeline runs as its reader, with DALI's order, shards and
 ``reader_meta``) whose spec reads a sample's bytes (``RecordSpec.read``) and whose outputs are that sample's
@@ -35,6 +35,11 @@ tensors. The rules, measured against DALI 2.4 on the CPU (tests/compat/test_dali
   (a record runs to the next offset; one of 0 bytes is left out); per record the image bytes and float32
   labels ([1]: the header's; [flag]: the ones before the image). A record split in parts (data holding
   the magic number, or over 512 MiB) is refused: DALI 2.4 misreads the padding between parts.
+* caffe: the LMDB environments' records in key order, one environment after the other (the ``lmdb``
+  module reads them; without it the reader is refused naming it); a ``caffe.Datum``'s ``data`` is the
+  image, encoded bytes [n] unless ``encoded`` is present and false (then raw [height, width, channels]),
+  its ``label`` int32 [1]. A record without the data or label asked for is an error (DALI 2.4 leaves that
+  output unset).
 """
 
 from __future__ import annotations
@@ -641,3 +646,113 @@ def readers_mxnet(*, path=None, index_path=None, shard_id=0, num_shards=1, rando
             raise DecodeError(index, samples[index][0], str(error)) from error
 
     return ReaderOp("readers.mxnet", parse, spec, num_outputs=2).outputs
+
+
+# --------------------------------------------------------------------------------------- caffe, caffe2
+
+class _LMDB:
+    """The records of LMDB environments, as DALI's LMDBLoader reads them: each environment's entries in
+    its key order, environment after environment; a record's value read when asked (one read-only
+    environment per folder, opened once)."""
+
+    def __init__(self, operator: str, paths: list[str]):
+        try:
+            import lmdb
+        except ImportError:
+            raise NotImplementedError(f"fastload.compat.dali: {operator} reads LMDB with the lmdb module, which is "
+                                      f"not installed (pip install lmdb)") from None
+        import threading
+        self.paths, self.envs, self.keys, self.lock = paths, [], [], threading.Lock()
+        for path in paths:
+            try:
+                env = lmdb.open(path, readonly=True, lock=False, readahead=False, max_readers=1)
+            except lmdb.Error as error:
+                raise ValueError(f"{operator}: LMDB Error: {error}, with file: {path}") from None
+            with env.begin() as txn:
+                self.keys += [(len(self.envs), bytes(key)) for key in txn.cursor().iternext(keys=True, values=False)]
+            self.envs.append(env)
+
+    def name(self, index: int) -> str:
+        number, key = self.keys[index]
+        return f"{self.paths[number]} at key {key.split(bytes(1))[0].decode('utf-8', 'replace')}"
+
+    def read(self, index: int) -> bytes:
+        number, key = self.keys[index]
+        with self.lock, self.envs[number].begin() as txn:
+            value = txn.get(key)
+        if value is None:
+            raise DecodeError(index, self.name(index), "the record is gone from the LMDB")
+        return bytes(value)
+
+
+def _lmdb_reader(operator: str, name: str, path, parse: Callable, count: int, args: dict):
+    paths = _paths(path, "path", operator)
+    records = _LMDB(operator, paths)
+    samples = [(records.name(k), k) for k in range(len(records.keys))]
+    spec = _spec(operator, samples, records.read, **_order_args(args))
+
+    def run(ctx, op):
+        data, index = ctx.readers[op.id]
+        try:
+            return parse(data)
+        except ValueError as error:
+            raise DecodeError(index, samples[index][0], str(error)) from error
+
+    outputs = ReaderOp(name, run, spec, num_outputs=count).outputs
+    return outputs[0] if count == 1 else outputs
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _caffe_datum(data: bytes, image: bool, label: bool) -> tuple:
+    """A caffe.Datum's (image, label): ``data`` as uint8 [n] where it is encoded (``encoded`` absent or
+    true), else [height, width, channels] as DALI shapes it; ``label`` as int32 [1]."""
+    from ...tfrecords import proto_fields, varints
+    fields: dict[int, object] = {}
+    for number, wire, value in proto_fields(data):
+        if number in (1, 2, 3, 5, 7) and wire == 0:
+            fields[number] = value
+        elif number == 4 and wire == 2:
+            fields[4] = value
+        elif number in (1, 2, 3, 5, 7) and wire == 2:
+            fields[number] = varints(wire, value)[-1]
+    out = []
+    if image:
+        if 4 not in fields:
+            raise ValueError("the Datum has no data (DALI 2.4 leaves the image output unset there)")
+        pixels = bytes(fields[4])
+        if 7 in fields and not fields[7]:
+            shape = tuple(_int32(fields.get(k, 0)) for k in (2, 3, 1))
+            if math.prod(shape) != len(pixels) or min(shape) < 0:
+                raise ValueError(f"the Datum's {len(pixels)} raw bytes are not its height x width x channels "
+                                 f"{list(shape)}")
+            out.append(torch.frombuffer(bytearray(pixels), dtype=torch.uint8).reshape(shape) if pixels else
+                       torch.zeros(shape, dtype=torch.uint8))
+        else:
+            out.append(torch.frombuffer(bytearray(pixels), dtype=torch.uint8) if pixels else
+                       torch.zeros(0, dtype=torch.uint8))
+    if label:
+        if 5 not in fields:
+            raise ValueError("the Datum has no label (DALI 2.4 leaves the label output unset there)")
+        out.append(torch.tensor([_int32(fields[5])], dtype=torch.int32))
+    return tuple(out)
+
+
+@operator("readers.caffe", "readers.Caffe", aliases={"caffe_reader": "CaffeReader"})
+def readers_caffe(*, path=None, image_available=True, label_available=True, shard_id=0, num_shards=1,
+                  random_shuffle=False, initial_fill=1024, stick_to_shard=False, pad_last_batch=False, seed=-1,
+                  name=None, device="cpu", **hints):
+    """``fn.readers.caffe``: per record of Caffe LMDBs (``caffe.Datum``), its image (encoded bytes, or raw
+    pixels as [height, width, channels]) and int32 label [1], as ``image_available`` / ``label_available``
+    say."""
+    operator = "fn.readers.caffe"
+    check_args(operator, hints, set())
+    _device(operator, device)
+    image, label = bool(image_available), bool(label_available)
+    if not image and not label:
+        raise ValueError(f"{operator}: image_available and label_available are both False: no output")
+    return _lmdb_reader(operator, "readers.caffe", path, lambda data: _caffe_datum(data, image, label),
+                        int(image) + int(label), {**locals(), "shuffle_after_epoch": False})
