@@ -204,3 +204,30 @@ def test_squeeze_and_expand_dims_match_dali():
     assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[-1]), ones, "HWC", "negative")
     assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[5]), ones, "HWC", "enough dimensions")
     assert_both_refuse(lambda fn, types, x: fn.expand_dims(x, axes=[0, 1], new_axis_names="F"), ones, "HWC", "names")
+
+
+# ------------------------------------------------------------------------------- zeros / ones / full (+ _like)
+
+def test_zeros_ones_and_full_match_dali():
+    columns = [(rng.normal(size=(2, 1)) * 150).astype(np.float32) for _ in range(3)]
+    shapes = [np.array(s, dtype=np.int32) for s in ([2, 3], [1, 4], [2, 7])]
+
+    def graph(fn, types, x):
+        shape = fn.external_source(source=lambda: shapes, batch=True)
+        return (fn.zeros(shape=[2, 3]), fn.ones(shape=[2, 3], dtype=types.UINT8), fn.zeros(shape=[2, 3], layout="AB"),
+                fn.ones(), fn.ones(shape=4, dtype=types.FLOAT16), fn.zeros(shape=shape, layout="XY"),
+                fn.ones(shape=shape, dtype=types.FLOAT64), fn.ones(shape=[2, 3], dtype=types.BOOL),
+                fn.zeros(shape=[3], dtype=types.UINT64), fn.full(x, shape=[2, 3]), fn.full(x, shape=[3, 2, 1]),
+                fn.full(x[0], shape=[2, 1]), fn.full(x, shape=[], layout=""), fn.full(x[0, 0], shape=[4], layout="A"),
+                fn.full(x, shape=[3]), fn.full(x[0, 0], shape=shape), fn.zeros_like(x),
+                fn.ones_like(x, dtype=types.INT8),
+                fn.zeros_like(x, dtype=types.BOOL), fn.full_like(x, x * 2), fn.full_like(x, x[0]),
+                fn.full_like(fn.zeros(shape=[2, 3], dtype=types.UINT8), x * 100.6 - 200),
+                fn.full_like(fn.ones(shape=[4, 2, 5], dtype=types.INT16), x))
+    assert_same(graph, columns, "AB")
+    assert_both_refuse(lambda fn, types, x: fn.zeros(shape=[2, 3], layout="ABC"), columns, "AB", "layout")
+    assert_both_refuse(lambda fn, types, x: fn.full(x, shape=[3, 3]), columns, "AB", "broadcast")
+    assert_both_refuse(lambda fn, types, x: fn.full(x), columns, "AB", "shape=")
+    assert_both_refuse(lambda fn, types, x: fn.full(x, shape=fn.shapes(x, dtype=types.INT32)), columns, "AB",
+                       "layout")
+    assert_both_refuse(lambda fn, types, x: fn.zeros(shape=fn.shapes(x)), columns, "AB", "int32")

@@ -23,6 +23,17 @@ and output layouts exactly. The rules measured there:
   sample has one element, the output is ``[num_classes]`` (DALI's legacy scalars; DALI asks this of the whole
   batch, fastload of each sample). The new axis is named ``axis_name`` in the layout; without it the layout is
   empty. bool and float16 outputs and inputs are refused, as DALI refuses them.
+- ``constant``: ``fdata`` are float32, ``idata`` int64, converted to ``dtype`` (float32 / int32 by default) by
+  DALI's ConvertSat (rounded halves away from zero, saturated: 2 ** 40 -> int32 2147483647); one value fills any
+  ``shape``; float64 is refused, as DALI refuses it. ``cast_like`` converts as ``fn.cast`` (ConvertSat) to the
+  second input's type and keeps the first's layout; ``copy`` keeps everything.
+- ``squeeze``: DALI walks the dimensions against the sorted ``axes``, so a negative axis (first once sorted) stops
+  it from removing any; removing an extent other than 1 fails. ``expand_dims``: ``axes`` are the new dimensions'
+  places in the output (sorted with their ``new_axis_names``); without names the layout is empty.
+- ``zeros`` / ``ones``: int32 unless ``dtype``, a scalar without ``shape``. ``full``: the fill's type; the fill is
+  spread over ``shape`` aligned from the last dimension, read along a dimension where the extents agree and at
+  index 0 elsewhere (an extent of 1 on either side, or a fill dimension the output lacks). ``*_like``: the first
+  input's shape, layout and type (``dtype`` overrides it for ``zeros_like`` / ``ones_like``), values by ConvertSat.
 """
 
 from __future__ import annotations
@@ -65,6 +76,12 @@ def _floats(value) -> list[float] | None:
 
 def _round_half_away(value: float) -> int:
     return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
+
+
+def _convert(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """DALI's ConvertSat of ``x`` to ``dtype`` (``conversions.convert_sat``, given a 1D view: it fails on 0D
+    integer tensors)."""
+    return convert_sat(x.reshape(-1), dtype).reshape(x.shape)
 
 
 def _volume(shape) -> int:
@@ -388,7 +405,7 @@ def constant(*, fdata=None, idata=None, shape=None, layout=None, dtype=None, dev
     layout = str(layout) if layout is not None else ""
     if layout and len(layout) != len(dims):
         raise ValueError(f"{PREFIX}: fn.constant: layout {layout!r} does not fit the shape {dims}")
-    tensor = convert_sat(values, target)
+    tensor = _convert(values, target)
     tensor = (tensor.expand(_volume(dims)) if tensor.numel() == 1 else tensor).reshape(dims).contiguous()
     return _one(Op("constant", lambda ctx, op: tensor, [], {}, device=device or "cpu", layouts=(layout,),
                    fusable=False))
@@ -406,7 +423,7 @@ def copy(data, *, device=None, **args):
 def cast_like(data, like, *, device=None, **args):
     """``fn.cast_like``: ``data`` converted to the type of ``like`` as ``fn.cast`` converts (DALI's ConvertSat)."""
     check_args("fn.cast_like", args, set())
-    return _one(Op("cast_like", lambda ctx, op, x, y: convert_sat(x, y.dtype), [data, like], {},
+    return _one(Op("cast_like", lambda ctx, op, x, y: _convert(x, y.dtype), [data, like], {},
                    device=_device([data, like], device), layouts=(data.layout(),), fusable=False))
 
 
@@ -509,3 +526,129 @@ def expand_dims(data, *, axes, new_axis_names=None, device=None, **args):
         return x.reshape(shape)
     return _one(Op("expand_dims", run, [data], {}, device=_device([data], device), layouts=(layout,),
                    fusable=False))
+
+
+# ------------------------------------------------------------------------------- zeros / ones / full (+ _like)
+
+_VALUE_TYPES = (*_CONSTANT_TYPES, torch.float64)
+
+
+def _broadcast_fill(operator: str, fill: torch.Tensor, shape) -> torch.Tensor:
+    """``fill`` spread over ``shape`` as DALI's Full does: dimensions aligned from the last; where the fill's
+    extent and the output's agree the fill is read along it, elsewhere (an extent of 1 on either side, or a
+    fill dimension the output lacks) at index 0."""
+    shape, fill_shape = [int(e) for e in shape], list(fill.shape)
+    nd, nf = len(shape), len(fill_shape)
+    for i in range(max(nd, nf)):
+        a, b = shape[nd - 1 - i] if i < nd else 1, fill_shape[nf - 1 - i] if i < nf else 1
+        if a != b and a != 1 and b != 1:
+            raise ValueError(f"{PREFIX}: {operator}: shapes {shape} and {fill_shape} can't be broadcast")
+    window = tuple(slice(None) if k >= nf - nd and fill_shape[k] == shape[k - nf + nd] else slice(0, 1)
+                   for k in range(nf))
+    picked = fill[window]
+    if nf > nd:
+        picked = picked.reshape(picked.shape[nf - nd:])
+    return picked.expand(shape)
+
+
+def _filled(operator: str, *, shape, layout, dtype, value=None, fill=None, device=None):
+    """The op of ``fn.zeros`` / ``fn.ones`` (a ``value``) or ``fn.full`` (a ``fill`` node): ``shape`` constant
+    or a DataNode (int32, per sample); without one, a scalar."""
+    target = torch_dtype(dtype) if dtype is not None else None
+    if target is not None and target not in _VALUE_TYPES:
+        raise TypeError(f"{PREFIX}: {operator}: unsupported type {target}")
+    layout = str(layout) if layout is not None else ""
+    per_sample = isinstance(shape, DataNode)
+    dims = None if per_sample else (_ints(shape) if shape is not None else [])
+    if dims is not None and any(e < 0 for e in dims):
+        raise ValueError(f"{PREFIX}: {operator}: negative extent in shape {dims}")
+    if layout and dims is not None and len(layout) != len(dims):
+        raise ValueError(f"{PREFIX}: {operator}: layout {layout!r} has {len(layout)} dimensions but the output "
+                         f"shape {dims} has {len(dims)}")
+
+    def run(ctx, op, *given):
+        given = list(given)
+        filler = given.pop(0) if fill is not None else None
+        out_shape = dims
+        if per_sample:
+            v = given.pop(0)
+            if v.dtype != torch.int32:
+                raise TypeError(f"{PREFIX}: {operator}: a shape given per sample must be int32; got {v.dtype}")
+            out_shape = [int(e) for e in v.reshape(-1).tolist()]
+            if layout and len(layout) != len(out_shape):
+                raise ValueError(f"{PREFIX}: {operator}: layout {layout!r} has {len(layout)} dimensions but the "
+                                 f"output shape {out_shape} has {len(out_shape)}")
+        if filler is None:
+            return _convert(torch.full(out_shape, value, dtype=torch.int64), target or torch.int32)
+        if filler.dtype not in _VALUE_TYPES:
+            raise TypeError(f"{PREFIX}: {operator}: unsupported fill type {filler.dtype}")
+        out = _broadcast_fill(operator, filler, out_shape)
+        return _convert(out.contiguous(), target) if target is not None else out.contiguous()
+
+    inputs = ([fill] if fill is not None else []) + ([shape] if per_sample else [])
+    return _one(Op(operator[3:], run, inputs, {}, device=device or (_device(inputs, None) if inputs else "cpu"),
+                   layouts=(layout,), fusable=False))
+
+
+@operator("zeros", "Zeros")
+def zeros(*, shape=None, dtype=None, layout=None, device=None, **args):
+    """``fn.zeros``: zeros of ``shape`` (per sample allowed; a scalar without it), int32 unless ``dtype``."""
+    check_args("fn.zeros", args, set())
+    return _filled("fn.zeros", shape=shape, layout=layout, dtype=dtype, value=0, device=device)
+
+
+@operator("ones", "Ones")
+def ones(*, shape=None, dtype=None, layout=None, device=None, **args):
+    """``fn.ones``: ones of ``shape`` (per sample allowed; a scalar without it), int32 unless ``dtype``."""
+    check_args("fn.ones", args, set())
+    return _filled("fn.ones", shape=shape, layout=layout, dtype=dtype, value=1, device=device)
+
+
+@operator("full", "Full")
+def full(fill_value, *, shape=None, layout=None, device=None, **args):
+    """``fn.full``: ``fill_value`` (a sample, broadcast as DALI broadcasts it) over ``shape``, in its type."""
+    check_args("fn.full", args, set())
+    if isinstance(fill_value, DataNode) and fill_value.layout():
+        if shape is None:
+            raise ValueError(f"{PREFIX}: fn.full: without shape the output is a scalar, which cannot keep the fill "
+                             f"value's layout {fill_value.layout()!r} (DALI fails here too); pass shape=")
+        if isinstance(shape, DataNode):
+            raise ValueError(f"{PREFIX}: fn.full: with a shape given per sample, a fill value with a layout "
+                             f"({fill_value.layout()!r}) fails in DALI (its output's layout is not the one it expects)")
+    return _filled("fn.full", shape=shape, layout=layout, dtype=None, fill=fill_value, device=device)
+
+
+def _like(operator: str, data, fill=None, value=None, dtype=None, device=None):
+    target = torch_dtype(dtype) if dtype is not None else None
+    if target is not None and target not in _VALUE_TYPES:
+        raise TypeError(f"{PREFIX}: {operator}: unsupported type {target}")
+
+    def run(ctx, op, x, *filler):
+        out_type = target or x.dtype
+        if filler:
+            return _convert(_broadcast_fill(operator, filler[0], x.shape).contiguous(), out_type)
+        return _convert(torch.full(tuple(x.shape), value, dtype=torch.int64), out_type)
+    inputs = [data] + ([fill] if fill is not None else [])
+    return _one(Op(operator[3:], run, inputs, {}, device=_device(inputs, device), layouts=(data.layout(),),
+                   fusable=False))
+
+
+@operator("zeros_like", "ZerosLike")
+def zeros_like(data_like, *, dtype=None, device=None, **args):
+    """``fn.zeros_like``: zeros of the input's shape, layout and type (or ``dtype``)."""
+    check_args("fn.zeros_like", args, set())
+    return _like("fn.zeros_like", data_like, value=0, dtype=dtype, device=device)
+
+
+@operator("ones_like", "OnesLike")
+def ones_like(data_like, *, dtype=None, device=None, **args):
+    """``fn.ones_like``: ones of the input's shape, layout and type (or ``dtype``)."""
+    check_args("fn.ones_like", args, set())
+    return _like("fn.ones_like", data_like, value=1, dtype=dtype, device=device)
+
+
+@operator("full_like", "FullLike")
+def full_like(data_like, fill_value, *, device=None, **args):
+    """``fn.full_like``: ``fill_value`` over the first input's shape, in its type and layout."""
+    check_args("fn.full_like", args, set())
+    return _like("fn.full_like", data_like, fill=fill_value, device=device)
