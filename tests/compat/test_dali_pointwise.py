@@ -252,3 +252,40 @@ def test_normalize_refusals_name_themselves():
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axes=[-1]))
     with pytest.raises(ValueError, match="give axes or axis_names, not both"):
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axes=[0], axis_names="H"))
+
+
+# --------------------------------------------------------------------------------------------------- clahe
+
+def _photo(h: int, w: int, c: int) -> np.ndarray:
+    """A smooth low-contrast image with noise (CLAHE's tiles then differ, and clipping matters)."""
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([110 + 40 * np.sin(x / 5.0 + k) * np.cos(y / 7.0) for k in range(c)], -1)
+    return np.clip(base + rng.normal(0, 6, base.shape), 0, 255).astype(np.uint8)
+
+
+def _clahe_graph(mod, x, luma_only=True):
+    # tiles that divide the sizes and tiles that do not (OpenCV pads), more tiles than pixels, no clipping
+    return tuple(mod.fn.clahe(x, tiles_x=tx, tiles_y=ty, clip_limit=clip, luma_only=luma_only)
+                 for tx, ty, clip in ((4, 3, 2.0), (8, 8, 40.0), (1, 1, 1.5), (2, 5, 0.0), (3, 4, 0.7), (40, 30, 3.0)))
+
+
+def test_clahe_of_one_channel_matches_dali():
+    images = [_photo(13, 17, 1), _photo(24, 9, 1), rng.integers(0, 256, (16, 24, 1), dtype=np.uint8)]
+    assert_same(_clahe_graph, images)
+
+
+def test_clahe_of_each_channel_matches_dali():
+    images = [_photo(31, 40, 3), _photo(16, 24, 3), IMAGES[1]]
+    assert_same(lambda mod, x: _clahe_graph(mod, x, luma_only=False), images)
+
+
+def test_clahe_refusals_name_themselves():
+    with pytest.raises(NotImplementedError, match="fn.clahe of 3-channel images with luma_only=True"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0))
+    with pytest.raises(NotImplementedError, match="fn.clahe on the GPU is not supported"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.clahe(x.gpu(), tiles_x=2, tiles_y=2, clip_limit=2.0,
+                                                                     luma_only=False))
+    with pytest.raises(ValueError, match="tiles_x and tiles_y must be positive"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.clahe(x, tiles_x=0, tiles_y=2, clip_limit=2.0))
+    with pytest.raises(TypeError, match="fn.clahe takes uint8 HWC images of 1 or 3 channels"):
+        run_dali_graph(ours, FLOATS[:1], lambda mod, x: mod.fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0))

@@ -1,5 +1,5 @@
 """DALI's point-wise image operators: ``fn.brightness``, ``fn.contrast``, ``fn.hue``, ``fn.saturation``,
-``fn.lookup_table``, ``fn.equalize`` and ``fn.normalize``.
+``fn.lookup_table``, ``fn.equalize``, ``fn.normalize`` and ``fn.clahe``.
 
 Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_pointwise.py); the rules below are
 the ones measured there:
@@ -29,6 +29,13 @@ the ones measured there:
   the reciprocal square root of a computed variance with SSE's approximation and a Newton step and sums in its
   own order, so float outputs agree to a relative 1e-5 (measured: 3e-7) and integer outputs to 1; with scalar
   ``mean`` and ``stddev`` given, exactly. ``batch=True`` (statistics over the whole batch) is refused.
+- ``clahe``: DALI's CPU operator is OpenCV's CLAHE (``bins`` unused there): where the tiles do not divide the
+  image, it is padded (reflect-101) by ``tiles - size % tiles`` on both axes (a whole tile on the one that
+  divides); each tile's histogram is clipped at ``max(int(clip_limit * area / 256), 1)`` (no clipping for
+  ``clip_limit <= 0``), the excess spread evenly and its remainder one each from bin 0 every ``256 // rest``
+  bins; LUT ``round_even(cumsum * (255 / area))``; each pixel blends its four nearest tiles' LUTs bilinearly
+  (float32, centres at ``(i + 0.5) * tile``). Exact, for 1-channel images and 3-channel ones with
+  ``luma_only=False``; ``luma_only=True`` of RGB (DALI's default) is refused, as is the GPU: see ``clahe``.
 """
 
 from __future__ import annotations
@@ -340,3 +347,75 @@ def normalize(data, *, mean=None, stddev=None, axes=None, axis_names=None, batch
         return normalize_sample(x, **{**settings, **given})
     return _one(Op("normalize", run, [data, *tensors.values()], {}, device=_device([data], device),
                    layouts=(layout,), fusable=False))
+
+
+# --------------------------------------------------------------------------------------------------- clahe
+
+def clahe_plane(plane: np.ndarray, tiles_x: int, tiles_y: int, clip_limit: float) -> np.ndarray:
+    """OpenCV's CLAHE of one uint8 plane (``createCLAHE(clip_limit, (tiles_x, tiles_y)).apply``, which DALI's
+    CPU operator calls): the rules in the module docstring."""
+    height, width = plane.shape
+    source = plane
+    if width % tiles_x or height % tiles_y:  # both pads when either does not divide (OpenCV: a whole tile)
+        source = np.pad(plane, ((0, tiles_y - height % tiles_y), (0, tiles_x - width % tiles_x)), mode="reflect")
+    tile_h, tile_w = source.shape[0] // tiles_y, source.shape[1] // tiles_x
+    area = tile_h * tile_w
+    count = tiles_x * tiles_y
+    tiles = source[:tiles_y * tile_h, :tiles_x * tile_w].reshape(tiles_y, tile_h, tiles_x, tile_w)
+    tiles = tiles.transpose(0, 2, 1, 3).reshape(count, area).astype(np.int64)
+    hist = np.bincount((tiles + np.arange(count)[:, None] * 256).ravel(), minlength=count * 256).reshape(count, 256)
+    if clip_limit > 0:
+        limit = max(int(float(_F32(clip_limit)) * area / 256), 1)
+        clipped = np.maximum(hist - limit, 0).sum(axis=1)
+        hist = np.minimum(hist, limit) + (clipped // 256)[:, None]
+        for k, residual in enumerate(clipped % 256):
+            if residual:
+                hist[k, np.arange(0, 256, max(256 // residual, 1))[:residual]] += 1
+    lut = np.clip(np.rint(np.cumsum(hist, axis=1).astype(_F32) * (_F32(255) / _F32(area))), 0, 255)
+    lut = lut.astype(_F32).reshape(tiles_y, tiles_x, 256)
+
+    def weights(n: int, tile: int, tiles_n: int):
+        f = np.arange(n, dtype=_F32) * (_F32(1) / _F32(tile)) - _F32(0.5)
+        first = np.floor(f).astype(np.int64)
+        a = (f - first.astype(_F32)).astype(_F32)
+        return np.maximum(first, 0), np.minimum(first + 1, tiles_n - 1), a, (_F32(1) - a).astype(_F32)
+
+    x1, x2, xa, xa1 = weights(width, tile_w, tiles_x)
+    y1, y2, ya, ya1 = weights(height, tile_h, tiles_y)
+    v = plane.astype(np.int64)
+    rows1, rows2 = y1[:, None], y2[:, None]
+    top = lut[rows1, x1[None, :], v] * xa1 + lut[rows1, x2[None, :], v] * xa
+    bottom = lut[rows2, x1[None, :], v] * xa1 + lut[rows2, x2[None, :], v] * xa
+    result = top * ya1[:, None] + bottom * ya[:, None]
+    return np.clip(np.rint(result.astype(_F32)), 0, 255).astype(np.uint8)
+
+
+@operator("clahe", "Clahe")
+def clahe(images, *, tiles_x, tiles_y, clip_limit, luma_only=True, bins=256, device=None, **args):
+    """``fn.clahe``: contrast-limited adaptive histogram equalization of uint8 HWC images of 1 channel, or of
+    3 with ``luma_only=False`` (each channel), as DALI's CPU operator (OpenCV's CLAHE)."""
+    check_args("fn.clahe", args, set())
+    _layout("fn.clahe", images)
+    if _device([images], device) != "cpu":
+        raise NotImplementedError("fastload.compat.dali: fn.clahe on the GPU is not supported (DALI's GPU operator "
+                                  "is its own kernel, always on the luminance; fastload gives its CPU operator's "
+                                  "OpenCV results): run it before .gpu()")
+    tiles_x, tiles_y = int(tiles_x), int(tiles_y)
+    if tiles_x < 1 or tiles_y < 1:
+        raise ValueError(f"fastload.compat.dali: fn.clahe: tiles_x and tiles_y must be positive, got {tiles_x}, "
+                         f"{tiles_y}")
+    luma_only, clip_limit = bool(luma_only), float(clip_limit)
+
+    def run(ctx, op, image):
+        if image.dtype != torch.uint8 or image.dim() != 3 or image.shape[-1] not in (1, 3):
+            raise TypeError(f"fastload.compat.dali: fn.clahe takes uint8 HWC images of 1 or 3 channels (as DALI), "
+                            f"got {image.dtype} of shape {tuple(image.shape)}")
+        if image.shape[-1] == 3 and luma_only:
+            raise NotImplementedError("fastload.compat.dali: fn.clahe of 3-channel images with luma_only=True (the "
+                                      "default) is not supported: DALI's CPU operator goes through OpenCV's 8-bit "
+                                      "RGB <-> Lab conversions, whose fixed-point tables fastload does not "
+                                      "reproduce; use luma_only=False (each channel) or a 1-channel image")
+        pixels = image.numpy()
+        return torch.from_numpy(np.stack([clahe_plane(np.ascontiguousarray(pixels[..., c]), tiles_x, tiles_y,
+                                                      clip_limit) for c in range(pixels.shape[-1])], -1))
+    return _one(Op("clahe", run, [images], {}, device="cpu", layouts=(images.layout(),), fusable=False))
