@@ -174,9 +174,11 @@ def test_equalize_of_grey_many_channel_and_sequence_inputs_matches_dali():
                                                     _spread(7, 5, 3)[None]], layout="FHWC")
 
 
-def test_equalize_refuses_chw_and_other_types():
+def test_equalize_refuses_chw_the_gpu_and_other_types():
     with pytest.raises(NotImplementedError, match="fn.equalize of CHW input is not supported"):
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.equalize(x), layout="CHW")
+    with pytest.raises(NotImplementedError, match="fn.equalize on the GPU is not supported"):
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.equalize(x.gpu()))
     with pytest.raises(TypeError, match="fn.equalize takes uint8 images"):
         run_dali_graph(ours, FLOATS[:1], lambda mod, x: mod.fn.equalize(x))
 

@@ -19,7 +19,8 @@ the ones measured there:
 - ``equalize``: DALI's CPU operator is OpenCV's ``equalizeHist`` per channel (uint8): the first non-empty bin
   maps to 0, bin ``i`` to ``saturate(round_even(cumsum_after_first(i) * (255 / (total - first_count))))`` in
   float32; a one-valued channel stays as it is. Exact. CHW inputs are refused: DALI's CPU operator reads any
-  three-dimensional sample as HWC (equalizing each column of a CHW image over its channels and rows).
+  three-dimensional sample as HWC (equalizing each column of a CHW image over its channels and rows). So is
+  the GPU: DALI's GPU operator is its own kernel, with its own LUT rounding.
 - ``normalize``: ``out = (in - mean) * inv + shift`` in float32, converted to ``dtype`` (float32 by default).
   Where not given, mean and variance are taken per sample over ``axes`` / ``axis_names`` (all axes by default;
   with a tensor mean or stddev, the axes it has an extent of 1 in); the variance is about the mean used
@@ -90,7 +91,7 @@ def _point(name: str, ops: str, defaults: dict, impl, types: tuple, doc: str):
                 raise TypeError(f"fastload.compat.dali: {operator_name} does not take {image.dtype} input "
                                 f"({_type_names(types)}, as DALI)")
             values = {k: None if v is None else _number(operator_name, k, v) for k, v in values.items()}
-            return impl(image, dtype=out_dtype, **values)
+            return impl(image.cpu(), dtype=out_dtype, **values)  # a "gpu" operator's output goes back to the GPU
         return _one(Op(name, run, [images], settings, device=_device([images], device),
                        layouts=(images.layout() or layout,), fusable=False))
     build.__name__ = name
@@ -220,6 +221,11 @@ def equalize(images, *, device=None, **args):
     """``fn.equalize``: histogram equalization of each channel of uint8 images (HW, HWC) or sequences of them
     (FHW, FHWC)."""
     check_args("fn.equalize", args, set())
+    if _device([images], device) != "cpu":
+        raise NotImplementedError("fastload.compat.dali: fn.equalize on the GPU is not supported (DALI's GPU operator "
+                                  "is its own kernel, rounding its LUT in double, half away from zero, where its CPU "
+                                  "operator's OpenCV, which fastload follows, rounds in float32, half to even): run "
+                                  "it before .gpu()")
     layout = images.layout()
     if layout not in ("", "HW", "HWC", "FHW", "FHWC"):
         raise NotImplementedError(f"fastload.compat.dali: fn.equalize of {layout} input is not supported (HW, HWC, "
@@ -235,8 +241,7 @@ def equalize(images, *, device=None, **args):
         if frames:
             return torch.stack([equalize_image(f) for f in image]) if len(image) else image.cpu().clone()
         return equalize_image(image)
-    return _one(Op("equalize", run, [images], {}, device=_device([images], device), layouts=(layout,),
-                   fusable=False))
+    return _one(Op("equalize", run, [images], {}, device="cpu", layouts=(layout,), fusable=False))
 
 
 # ----------------------------------------------------------------------------------------------- normalize
