@@ -231,3 +231,46 @@ def test_zeros_ones_and_full_match_dali():
     assert_both_refuse(lambda fn, types, x: fn.full(x, shape=fn.shapes(x, dtype=types.INT32)), columns, "AB",
                        "layout")
     assert_both_refuse(lambda fn, types, x: fn.zeros(shape=fn.shapes(x)), columns, "AB", "int32")
+
+
+# ------------------------------------------------------------------------------- element_extract / get_property
+
+def test_element_extract_matches_dali():
+    frames = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(5, 4, 2, 3), (6, 3, 2, 3)]]
+    for layout in ("FHWC", ""):
+        assert_same(lambda fn, types, x: (*fn.element_extract(x, element_map=[0, 3, 3]),
+                                          fn.element_extract(x, element_map=4), fn.element_extract(x, element_map=[1])),
+                    frames, layout)
+    signals = [rng.normal(size=n).astype(np.float32) for n in (5, 7)]
+    assert_both_refuse(lambda fn, types, x: fn.element_extract(x, element_map=[1]), signals, "F", "two dimensions")
+    assert_both_refuse(lambda fn, types, x: fn.element_extract(x, element_map=[1]), frames, "HWCF", "sequence")
+    assert_both_refuse(lambda fn, types, x: fn.element_extract(x, element_map=[5]), frames, "FHWC", "out of bounds")
+    assert_both_refuse(lambda fn, types, x: fn.element_extract(x, element_map=[-1]), frames, "FHWC", "negative")
+
+
+def test_get_property_of_layouts_and_external_sources_matches_dali():
+    frames = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(5, 4, 2, 3), (6, 3, 2, 3)]]
+    for layout in ("FHWC", ""):
+        assert_same(lambda fn, types, x: (fn.get_property(x, key="layout"), fn.get_property(x, key="source_info"),
+                                          fn.get_property(fn.cast(x, dtype=types.FLOAT), key="layout"),
+                                          fn.get_property(fn.transpose(x, perm=[0, 3, 1, 2]), key="layout")),
+                    frames, layout)
+    assert_both_refuse(lambda fn, types, x: fn.get_property(x, key="image_type"), frames, "FHWC", "image_type")
+
+
+def test_get_property_source_info_of_a_file_reader_matches_dali(image_folder):
+    dali = import_dali()
+
+    def names(mod):
+        @mod.pipeline_def(batch_size=5, num_threads=1, device_id=None, seed=1)
+        def pipe():
+            jpegs, labels = mod.fn.readers.file(file_root=str(image_folder), random_shuffle=True, seed=7)
+            images = mod.fn.decoders.image(jpegs)
+            return (mod.fn.get_property(jpegs, key="source_info"), mod.fn.get_property(images, key="source_info"),
+                    mod.fn.get_property(mod.fn.cast(images, dtype=mod.types.FLOAT), key="source_info"),
+                    mod.fn.get_property(labels, key="source_info"), mod.fn.get_property(images, key="layout"))
+        p = pipe()
+        p.build()
+        return [[bytes(np.array(out.at(i))).decode() for i in range(5)] for out in p.run()]
+    theirs, mine = names(dali), names(ours)
+    assert theirs == mine and theirs[0][0].endswith(".jpg") and theirs[3] == [""] * 5, (theirs, mine)

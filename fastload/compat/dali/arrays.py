@@ -34,6 +34,13 @@ and output layouts exactly. The rules measured there:
   spread over ``shape`` aligned from the last dimension, read along a dimension where the extents agree and at
   index 0 elsewhere (an extent of 1 on either side, or a fill dimension the output lacks). ``*_like``: the first
   input's shape, layout and type (``dtype`` overrides it for ``zeros_like`` / ``ones_like``), values by ConvertSat.
+- ``element_extract``: one output per ``element_map`` index (a single node for one), each frame laid out as the
+  input's layout less its leading "F"; an input laid out otherwise than a sequence is refused, as in DALI.
+- ``get_property``: ``"layout"`` is the input's layout as uint8 bytes; ``"source_info"`` is empty for external
+  sources, constants and a reader's labels, and for data read by ``fn.readers.file`` (and anything computed from
+  it: DALI hands on the first input's that has one) the file's name relative to ``file_root``, as DALI gives it.
+  fastload knows it where the pipeline reads with one ``fn.readers.file`` and no external source, and refuses
+  it elsewhere (other readers' source info, several readers) by name. Other keys fail, as in DALI.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import numpy as np
 import torch
 
 from ..engine.conversions import convert_sat
-from ..engine.graph import DataNode, Op
+from ..engine.graph import DataNode, Op, ReaderOp
 from .effects import _static_cast
 from .operators import _device, _one, check_args
 from .spec import operator
@@ -652,3 +659,77 @@ def full_like(data_like, fill_value, *, device=None, **args):
     """``fn.full_like``: ``fill_value`` over the first input's shape, in its type and layout."""
     check_args("fn.full_like", args, set())
     return _like("fn.full_like", data_like, fill=fill_value, device=device)
+
+
+# ------------------------------------------------------------------------------------------ element_extract
+
+@operator("element_extract", "ElementExtract")
+def element_extract(data, *, element_map, device=None, **args):
+    """``fn.element_extract``: the frames ``element_map`` of a sequence (layout starting with "F", or none), one
+    output each, laid out as a frame."""
+    check_args("fn.element_extract", args, set())
+    indices = _constant_axes("fn.element_extract", element_map)
+    if not indices:
+        raise ValueError(f"{PREFIX}: fn.element_extract needs element_map")
+    if any(i < 0 for i in indices):
+        raise ValueError(f"{PREFIX}: fn.element_extract: negative indices in element_map are not allowed; "
+                         f"got {indices}")
+    in_layout = data.layout()
+    if in_layout and not in_layout.startswith("F"):
+        raise ValueError(f"{PREFIX}: fn.element_extract: the input's layout must describe a sequence (start with "
+                         f"'F'); got {in_layout!r}")
+
+    def run(ctx, op, x):
+        if x.dim() < 2:
+            raise ValueError(f"{PREFIX}: fn.element_extract: the input needs at least two dimensions (frames and "
+                             f"the frame's); got {list(x.shape)}")
+        if max(indices) >= x.shape[0]:
+            raise ValueError(f"{PREFIX}: fn.element_extract: index {max(indices)} of element_map is out of bounds "
+                             f"for a sequence of {x.shape[0]} frames")
+        return tuple(x[i].clone() for i in indices)
+    return _one(Op("element_extract", run, [data], {}, device=_device([data], device), num_outputs=len(indices),
+                   layouts=(in_layout[1:],) * len(indices), fusable=False))
+
+
+# --------------------------------------------------------------------------------------------- get_property
+
+def _source_reader(node: DataNode):
+    """The ``fn.readers.file`` whose file names DALI's source_info gives for ``node``'s samples, None where it gives
+    an empty string (external sources, constants, a reader's labels), or raises where fastload cannot tell.
+    DALI's executor hands each output the source info of its inputs (the first that has one)."""
+    op = node.source
+    if op is None or op.name == "external_source" or not op.inputs:
+        if isinstance(op, ReaderOp):
+            if op.name != "readers.file":
+                raise NotImplementedError(f"{PREFIX}: fn.get_property(key='source_info') of {op.name}'s outputs is "
+                                          f"not supported (only fn.readers.file's file names)")
+            return op if node.index == 0 else None
+        return None
+    for given in op.inputs:
+        reader = _source_reader(given)
+        if reader is not None:
+            return reader
+    return None
+
+
+@operator("get_property", "GetProperty")
+def get_property(data, *, key, device=None, **args):
+    """``fn.get_property``: the input's ``"layout"``, or its ``"source_info"`` (the file name fn.readers.file read
+    it from; empty for external sources), as uint8 bytes."""
+    check_args("fn.get_property", args, set())
+    if key == "layout":
+        value = torch.tensor(list(data.layout().encode()), dtype=torch.uint8)
+        return _one(Op("get_property", lambda ctx, op, x: value.clone(), [data], {}, fusable=False))
+    if key != "source_info":
+        raise ValueError(f"{PREFIX}: fn.get_property: unsupported property key {key!r} (DALI's are 'layout' and "
+                         f"'source_info')")
+    reader = _source_reader(data)
+
+    def run(ctx, op, x):
+        if reader is None:
+            return torch.zeros(0, dtype=torch.uint8)
+        if set(ctx.readers) != {reader.id}:
+            raise NotImplementedError(f"{PREFIX}: fn.get_property(key='source_info') is supported where the "
+                                      f"pipeline reads with one fn.readers.file and no external source")
+        return torch.tensor(list(reader.reader.names[ctx.index].encode()), dtype=torch.uint8)
+    return _one(Op("get_property", run, [data], {}, fusable=False))
