@@ -318,8 +318,9 @@ def test_ssd_random_crop_as_dali():
     boxes = [_boxes(int(n)) for n in rng.integers(1, 6, size=len(images))]
     labels = [rng.integers(0, 50, size=(len(b),), dtype=np.int32) for b in boxes]
     graph = lambda mod, i, b, lab: tuple(mod.fn.ssd_random_crop(i, b, lab, num_attempts=3))  # noqa: E731
-    theirs, mine = assert_same([images, boxes, labels], graph, layouts=["HWC", None, None], exact=False,
-                                 shapes=False)
+    with pytest.warns(DeprecationWarning, match="ssd_random_crop"):  # DALI's, for its deprecated operator
+        theirs, mine = assert_same([images, boxes, labels], graph, layouts=["HWC", None, None], exact=False,
+                                   shapes=False)
     for outputs in (theirs, mine):
         for image, box, label, cut, kept, kept_labels in zip(images, boxes, labels, *outputs):
             if cut.shape == image.shape:  # no crop: all as it came
@@ -331,3 +332,30 @@ def test_ssd_random_crop_as_dali():
             assert ((kept >= 0) & (kept <= 1)).all() and (kept[:, 2:] >= kept[:, :2]).all()
             assert set(kept_labels.ravel().tolist()) <= set(label.ravel().tolist())
     _same_seed_same_values([images, boxes, labels], graph, layouts=["HWC", None, None])
+
+
+# ------------------------------------------------------------------------------------------ ops and refusals
+
+def test_ops_classes_match_dali():
+    boxes = [_boxes(n) for n in (3, 6, 1)]
+    polygons = [np.array([[0, 0, 2], [1, 2, 3]], np.int32)] * 3
+    vertices = [rng.random((3, 2)).astype(np.float32) for _ in range(3)]
+    ids = [np.array([1], np.int32)] * 3
+    assert_same([boxes, ids, polygons, vertices], lambda mod, b, i, p, v: (
+        mod.ops.CoordFlip(layout="xy", flip_y=1)(v),
+        mod.ops.BBoxRotate(angle=45.0, input_shape=[20, 30], keep_size=True)(b),
+        *mod.ops.segmentation.SelectMasks(reindex_masks=True)(i, p, v)))
+
+
+def test_refusals_name_the_operator_and_argument():
+    with pytest.raises(NotImplementedError, match="fn.coord_flip.*flip_w"):
+        run(ours, [[np.zeros((2, 2), np.float32)]], lambda mod, x: mod.fn.coord_flip(x, flip_w=1))
+    with pytest.raises(ValueError, match="bbox_layout"):
+        run(ours, [[np.zeros((2, 4), np.float32)]], lambda mod, x: mod.fn.bbox_rotate(x, angle=3.0, input_shape=[4, 4],
+                                                                                      bbox_layout="XYxy"))
+    with pytest.raises(ValueError, match="same shape"):
+        run(ours, [[np.zeros((2, 3, 1), np.uint8)], [np.zeros((3, 2, 1), np.uint8)]],
+            lambda mod, x, y: mod.fn.multi_paste(x, y))
+    with pytest.raises(ValueError, match="ignore_class"):
+        run(ours, [[np.zeros((2, 3), np.uint8)]],
+            lambda mod, x: mod.fn.segmentation.random_object_bbox(x, ignore_class=True, output_class=True))

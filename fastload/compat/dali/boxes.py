@@ -95,7 +95,6 @@ def coord_flip(data, *, layout="", flip_x=1, flip_y=0, flip_z=0, center_x=0.5, c
     """``fn.coord_flip``: float32 points [N, D] (D <= 3) mirrored about ``center_*`` on the axes flipped
     (``2 * center - v``, in float32); every flag and centre may be per sample."""
     check_args("fn.coord_flip", args, set())
-    _cpu("fn.coord_flip", _device([data], device))
     layout = str(layout or "")
     if any(c not in "xyz" for c in layout) or len(set(layout)) != len(layout):
         raise ValueError(f"{PREFIX}: fn.coord_flip: layout {layout!r} must be made of distinct 'x', 'y', 'z'")
@@ -118,7 +117,9 @@ def coord_flip(data, *, layout="", flip_x=1, flip_y=0, flip_z=0, center_x=0.5, c
 
     settings = {"flip_x": flip_x, "flip_y": flip_y, "flip_z": flip_z, "center_x": center_x,
                 "center_y": center_y, "center_z": center_z}
-    return _one(Op("coord_flip", run, [data], settings, device="cpu", layouts=(data.layout(),), fusable=False))
+    # computed on the CPU (one float32 subtraction, the same on any device); a "gpu" node's output goes back
+    return _one(Op("coord_flip", run, [data], settings, device=_device([data], device), layouts=(data.layout(),),
+                   fusable=False))
 
 
 # ----------------------------------------------------------------------------------------- bbox_rotate
@@ -611,6 +612,9 @@ def multi_paste_sample(sources: list[torch.Tensor], output_size, out_dtype: torc
     if any(s.shape[2] != channels for s in sources):
         raise ValueError(f"{PREFIX}: fn.multi_paste: all regions pasted into a sample must have the same number "
                          f"of channels, got {[s.shape[2] for s in sources]}")
+    if output_size is None and any(s.shape[:2] != sources[0].shape[:2] for s in sources):
+        raise ValueError(f"{PREFIX}: fn.multi_paste: without output_size all the inputs must have the same shape, "
+                         f"got {[tuple(s.shape[:2]) for s in sources]}")
     height, width = (int(output_size[0]), int(output_size[1])) if output_size is not None else sources[0].shape[:2]
     if height < 0 or width < 0:
         raise ValueError(f"{PREFIX}: fn.multi_paste: output_size must be non-negative, got {output_size}")
