@@ -85,16 +85,20 @@ def test_random_distributions_and_determinism():
 
 
 def test_random_per_sample_arguments():
+    """mean, a (choice's pool) and shape given per sample."""
     means = [np.array(m, dtype=np.float32) for m in (-50.0, 50.0)]
     pools = [np.array([1, 2], np.int16), np.array([5, 6, 7], np.int16)]
+    shapes = [np.array([2, 3], np.int32), np.array([4, 1], np.int32)]
 
     def graph(mod, x):
         fn = mod.fn
         mean = fn.external_source(source=lambda: means, batch=True)
         pool = fn.external_source(source=lambda: pools, batch=True)
-        return fn.random.normal(shape=[500], mean=mean), fn.random.choice(pool, shape=[50])
+        shape = fn.external_source(source=lambda: shapes, batch=True)
+        return (fn.random.normal(shape=[500], mean=mean), fn.random.choice(pool, shape=[50]),
+                fn.random.beta(shape=shape), fn.random.choice(3, shape=shape))
     theirs, mine = assert_like(graph, U8[:2])
-    for normal, choice in (theirs, mine):
+    for normal, choice, _, _ in (theirs, mine):
         assert abs(normal[0].mean() + 50) < 0.3 and abs(normal[1].mean() - 50) < 0.3
         assert set(choice[0]) == {1, 2} and set(choice[1]) == {5, 6, 7}
 

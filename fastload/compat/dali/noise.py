@@ -52,18 +52,19 @@ def generator(ctx, op) -> np.random.Generator:
     return np.random.default_rng([int(rng.random() * (1 << 53)) for _ in range(2)])
 
 
-def _like(operator_name: str, shape, like: list) -> tuple | None:
-    """The output shape rule of DALI's random operators: ``shape`` or a shape-like input, not both."""
+def _like(operator_name: str, shape, like: list) -> None:
+    """The output shape rule of DALI's random operators: ``shape`` (a constant or per sample) or a shape-like
+    input, not both."""
     if like and shape is not None:
         raise ValueError(f"fastload.compat.dali: {operator_name}: argument shape is incompatible with a shape-like "
                          f"input")
     if len(like) > 1:
         raise TypeError(f"fastload.compat.dali: {operator_name} takes at most one input (its shape is the output's)")
-    return None if like else _shape(shape)
 
 
-def _dims(dims, like) -> tuple:
-    return tuple(like[0].shape) if dims is None else tuple(int(d) for d in dims)
+def _dims(shape, like) -> tuple:
+    """One sample's output shape: the shape-like input's, or ``shape`` (resolved for the sample)."""
+    return tuple(like[0].shape) if like else tuple(int(d) for d in _shape(shape))
 
 
 # ---------------------------------------------------------------------------------------- random.normal
@@ -77,18 +78,18 @@ def random_normal(*like, mean=0.0, stddev=1.0, shape=None, dtype=None, device=No
     input; float32 unless ``dtype`` (integer types round and saturate)."""
     name = "fn.random.normal"
     check_args(name, args, set())
-    dims = _like(name, shape, list(like))
+    _like(name, shape, list(like))
     target = torch_dtype(dtype) if dtype is not None else torch.float32
     if target not in _NORMAL_TYPES:
         raise TypeError(f"fastload.compat.dali: {name}: dtype {target} is not supported (DALI's: the integer "
                         f"types, float32, float64)")
 
-    def run(ctx, op, *shape_like, mean, stddev):
-        out = _dims(dims, shape_like)
+    def run(ctx, op, *shape_like, mean, stddev, shape):
+        out = _dims(shape, shape_like)
         z = generator(ctx, op).standard_normal(out)
         values = torch.from_numpy(np.asarray(float(mean) + float(stddev) * z, dtype=np.float64))
         return convert_sat(values, target) if not target.is_floating_point else values.to(target)
-    return _one(_seeded(Op("random.normal", run, list(like), {"mean": mean, "stddev": stddev},
+    return _one(_seeded(Op("random.normal", run, list(like), {"mean": mean, "stddev": stddev, "shape": shape},
                            device=_device(like, device or "cpu"), fusable=False), args))
 
 
@@ -107,16 +108,16 @@ def random_beta(*like, alpha=1.0, beta=1.0, shape=None, dtype=None, device=None,
     or as an input; float32 or float64."""
     name = "fn.random.beta"
     check_args(name, args, set())
-    dims = _like(name, shape, list(like))
+    _like(name, shape, list(like))
     target = torch_dtype(dtype) if dtype is not None else torch.float32
     if target not in (torch.float32, torch.float64):
         raise TypeError(f"fastload.compat.dali: {name}: dtype {target} is not supported (DALI's: float32, float64)")
 
-    def run(ctx, op, *shape_like, alpha, beta):
+    def run(ctx, op, *shape_like, alpha, beta, shape):
         a, b = _positive(name, "alpha", alpha), _positive(name, "beta", beta)
-        values = generator(ctx, op).beta(a, b, _dims(dims, shape_like))
+        values = generator(ctx, op).beta(a, b, _dims(shape, shape_like))
         return torch.from_numpy(np.asarray(values, dtype=np.float64)).to(target)
-    return _one(_seeded(Op("random.beta", run, list(like), {"alpha": alpha, "beta": beta},
+    return _one(_seeded(Op("random.beta", run, list(like), {"alpha": alpha, "beta": beta, "shape": shape},
                            device=_device(like, device or "cpu"), fusable=False), args))
 
 
@@ -150,18 +151,18 @@ def random_choice(a, *like, p=None, shape=None, device=None, **args):
     the first axis; or a per-sample input) with probabilities ``p``, shaped as ``shape`` or as an input."""
     name = "fn.random.choice"
     check_args(name, args, set())
-    dims = _like(name, shape, list(like))
+    _like(name, shape, list(like))
     if isinstance(p, (list, tuple)):
         p = tuple(float(v) for v in p)
     if not isinstance(a, DataNode):
         a = constant(a)  # typed as DALI types a constant: a Python int is int32, a float float32
 
-    def run(ctx, op, values, *shape_like, p):
+    def run(ctx, op, values, *shape_like, p, shape):
         values = torch.as_tensor(values).cpu()
-        return choose(values, p, _dims(dims, shape_like), generator(ctx, op))
+        return choose(values, p, _dims(shape, shape_like), generator(ctx, op))
     inputs = [a, *like]
-    return _one(_seeded(Op("random.choice", run, inputs, {"p": p}, device=_device(inputs, device or "cpu"),
-                           fusable=False), args))
+    return _one(_seeded(Op("random.choice", run, inputs, {"p": p, "shape": shape},
+                           device=_device(inputs, device or "cpu"), fusable=False), args))
 
 
 # ---------------------------------------------------------------------------------------------- noise
