@@ -69,3 +69,67 @@ def test_grid_mask_refusals_name_the_operator_and_argument():
         return ours.fn.grid_mask(x, holes=3)
     with pytest.raises(NotImplementedError, match="fn.grid_mask does not support argument.*holes"):
         pipe()
+
+
+def _homography() -> np.ndarray:
+    m = np.eye(3) + rng.normal(0, 0.1, (3, 3))
+    m[:2, 2] = rng.normal(0, 3, 2)
+    m[2, :2] = rng.normal(0, 0.004, 2)
+    return m.astype(np.float32)
+
+
+MATRICES = [_homography() for _ in IMAGES]
+# one channel count per batch (DALI reads it from the first sample); widths below, at and past the
+# 16 columns of OpenCV's vector loop
+COLOUR = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (21, 40, 3)]]
+GRAY = [im[..., :1].copy() for im in COLOUR]
+
+
+def _warp(mod, x, interp, **kw):
+    matrix = mod.fn.external_source(source=lambda: MATRICES, batch=True)
+    return mod.fn.experimental.warp_perspective(x, matrix, interp_type=getattr(mod.types, interp), **kw)
+
+
+@pytest.mark.parametrize("interp", ["INTERP_LINEAR", "INTERP_NN"])
+def test_warp_perspective_matches_dali(interp):
+    def graph(mod, x):
+        return (_warp(mod, x, interp), _warp(mod, x, interp, pixel_origin="center"),
+                _warp(mod, x, interp, inverse_map=False, fill_value=[7.5, 200, 3]),
+                _warp(mod, x, interp, border_mode="replicate", size=[20, 33]),
+                _warp(mod, x, interp, border_mode="reflect"), _warp(mod, x, interp, border_mode="reflect_101"),
+                _warp(mod, x, interp, border_mode="wrap"))
+    assert_same(graph, COLOUR)
+
+
+@pytest.mark.parametrize("interp", ["INTERP_LINEAR", "INTERP_NN"])
+def test_warp_perspective_of_other_types_matches_dali(interp):
+    def graph(mod, x):
+        return _warp(mod, x, interp, fill_value=[1.25]), _warp(mod, x, interp, border_mode="reflect")
+    assert_same(graph, [im.astype(np.float32) / 3 for im in COLOUR])
+    assert_same(graph, [im.astype(np.uint16) * 250 + 7 for im in GRAY])
+    assert_same(graph, [(im.astype(np.int16) - 128) * 200 for im in COLOUR])
+
+
+def test_warp_perspective_matrix_argument_and_gray_match_dali():
+    constant = [1.1, 0.2, -3.0, -0.1, 0.9, 2.5, 0.001, -0.002, 1.0]
+    assert_same(lambda mod, x: (mod.fn.experimental.warp_perspective(x, matrix=constant),
+                                mod.fn.experimental.warp_perspective(x, matrix=constant, size=[9, 31])), GRAY)
+    plain = [im[..., 0].copy() for im in GRAY]
+    assert_same(lambda mod, x: mod.fn.experimental.warp_perspective(x, matrix=constant, border_mode="wrap"),
+                plain, layout="HW")
+
+
+def test_warp_perspective_refusals_name_themselves():
+    def pipe(graph):
+        @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def definition():
+            return graph(ours.fn.external_source(source=lambda: COLOUR[:1], batch=True, layout="HWC"))
+        return definition()
+    name = "fn.experimental.warp_perspective"
+    with pytest.raises(NotImplementedError, match=f"{name}: interp_type .* is not supported"):
+        pipe(lambda x: ours.fn.experimental.warp_perspective(x, matrix=np.eye(3),
+                                                             interp_type=ours.types.INTERP_CUBIC))
+    with pytest.raises(NotImplementedError, match=f"{name} on the GPU is not supported"):
+        pipe(lambda x: ours.fn.experimental.warp_perspective(x.gpu(), matrix=np.eye(3)))
+    with pytest.raises(ValueError, match=f"{name}: matrix must have 9 elements"):
+        pipe(lambda x: ours.fn.experimental.warp_perspective(x, matrix=[1, 0, 0, 0, 1, 0]))
