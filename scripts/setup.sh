@@ -24,7 +24,8 @@ for arg in "$@"; do
     esac
 done
 
-inputs=$(cat setup.py pyproject.toml scripts/setup.sh fastload/_jpeg.c fastload/_normalize.c | sha1sum | cut -c1-12)
+inputs=$(cat setup.py pyproject.toml scripts/setup.sh fastload/_jpeg.c fastload/_normalize.c \
+    fastload/compat/dali/_resample.c | sha1sum | cut -c1-12)
 stamp="$VENV/.fastload-setup-$inputs-torch$TORCH${extras:+-test}-$(echo "$WITH" | sha1sum | cut -c1-6)"
 if [ -f "$stamp" ]; then
     exit 0

@@ -20,6 +20,11 @@ from ..float32 import round_c as _round_c
 from ..float32 import round_half_away as _round_half_away
 from ..engine.conversions import convert_sat
 
+try:  # the passes in native code where the extension was built (fastload.compat.dali._resample)
+    from . import _resample as _native
+except ImportError:
+    _native = None
+
 
 def _pair(value) -> Tuple[float, float]:
     if isinstance(value, (int, float)):
@@ -295,6 +300,8 @@ def _resample_axis(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.nd
     """One separable pass over `axis` of a float32 HWC tensor; input indices clamped to
     [clamp_lo, clamp_hi]. Products are added in tap order in float32, as DALI's CPU kernel does."""
     support = weights.shape[1]
+    if _native is not None and x.dtype == torch.float32 and x.dim() == 3 and axis in (0, 1) and not x.is_cuda:
+        return _native_pass(x, axis, first, weights, clamp_lo, clamp_hi)
     idx = torch.from_numpy(np.clip(first[:, None] + np.arange(support)[None, :], clamp_lo, clamp_hi))
     w = torch.from_numpy(weights)
     shape = [1, 1, 1]
@@ -304,6 +311,21 @@ def _resample_axis(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.nd
         term = x.index_select(axis, idx[:, k]) * w[:, k].view(shape)
         acc = term if acc is None else acc + term
     return acc
+
+
+def _native_pass(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.ndarray, clamp_lo: int,
+                 clamp_hi: int) -> torch.Tensor:
+    """``_resample_axis`` in native code (``_resample.c``): the same products and tap-order float32 sums, in
+    one pass without the GIL instead of a full-image gather, product and sum per tap."""
+    x = x.contiguous()
+    height, width, channels = x.shape
+    out_size, support = weights.shape
+    shape = (out_size, width, channels) if axis == 0 else (height, out_size, channels)
+    out = torch.empty(shape, dtype=torch.float32)
+    _native.resample(x.numpy(), out.numpy(), height, width, channels, axis,
+                     np.ascontiguousarray(first, dtype=np.int64), np.ascontiguousarray(weights, dtype=_F32),
+                     out_size, support, clamp_lo, clamp_hi)
+    return out
 
 
 def _nearest_axis(x: torch.Tensor, axis: int, out_size: int, origin, scale, shift: int,
