@@ -274,3 +274,10 @@ def test_get_property_source_info_of_a_file_reader_matches_dali(image_folder):
         return [[bytes(np.array(out.at(i))).decode() for i in range(5)] for out in p.run()]
     theirs, mine = names(dali), names(ours)
     assert theirs == mine and theirs[0][0].endswith(".jpg") and theirs[3] == [""] * 5, (theirs, mine)
+
+
+def test_one_hot_refuses_a_batch_mixing_one_element_samples_with_longer_ones():
+    mixed = [np.array(v, dtype=np.int32) for v in ([2], [1, 3, 0], [4])]
+    with pytest.raises(NotImplementedError, match="fn.one_hot without axis over a batch mixing"):
+        run(ours, mixed, lambda fn, types, x: fn.one_hot(x, num_classes=5), "")
+    assert_same(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis=-1), mixed, "")

@@ -20,9 +20,9 @@ and output layouts exactly. The rules measured there:
 - ``one_hot``: classes are the input values truncated to integers (2.7 -> 2, -0.5 -> 0); values outside
   ``[0, num_classes)`` give a row of ``off_value``. ``on_value`` and ``off_value`` are float32 converted as C++
   assigns them (truncated, wrapped into integer types: -1.5 -> 255 for uint8). Where ``axis`` is not given and the
-  sample has one element, the output is ``[num_classes]`` (DALI's legacy scalars; DALI asks this of the whole
-  batch, fastload of each sample). The new axis is named ``axis_name`` in the layout; without it the layout is
-  empty. bool and float16 outputs and inputs are refused, as DALI refuses them.
+  sample has one element, the output is ``[num_classes]`` (DALI's legacy scalars; DALI asks it of the whole batch,
+  so a batch mixing one-element samples with longer ones is refused). The new axis is named ``axis_name`` in the
+  layout; without it the layout is empty. bool and float16 outputs and inputs are refused, as DALI refuses them.
 - ``constant``: ``fdata`` are float32, ``idata`` int64, converted to ``dtype`` (float32 / int32 by default) by
   DALI's ConvertSat (rounded halves away from zero, saturated: 2 ** 40 -> int32 2147483647); one value fills any
   ``shape``; float64 is refused, as DALI refuses it. ``cast_like`` converts as ``fn.cast`` (ConvertSat) to the
@@ -190,7 +190,7 @@ def _reshape(operator: str, data, shape_input, *, shape, rel_shape, src_dims, la
     if "rel_shape" not in nodes and rel_shape is not None:
         rel_shape = _shape_arg(operator, "rel_shape", rel_shape, True)
     in_layout = data.layout()
-    if nodes and src_dims is None or "shape" in nodes:
+    if (nodes and src_dims is None) or "shape" in nodes:
         out_ndim = None  # the shape node's length, known per sample
     elif shape is not None:
         out_ndim = len(shape)
@@ -341,6 +341,12 @@ def one_hot(data, *, num_classes=0, axis=None, on_value=1.0, off_value=0.0, dtyp
         if not -1 <= axis <= x.dim():
             raise ValueError(f"{PREFIX}: fn.one_hot: axis {axis} is outside [-1, {x.dim()}]")
         scalar = legacy and x.numel() == 1
+        if legacy and x.dim() and ctx.batch.setdefault(("one_hot scalars", op.id), scalar) != scalar:
+            # DALI gives one-element samples a [num_classes] output only where every sample of the batch has
+            # one element; samples run apart here, so a batch that mixes them is refused (by whichever sees it)
+            raise NotImplementedError(f"{PREFIX}: fn.one_hot without axis over a batch mixing one-element samples "
+                                      f"with longer ones is not supported (DALI's legacy scalar rule looks at the "
+                                      f"whole batch; fastload runs samples apart): pass axis=-1")
         out_dim = 1 if scalar else x.dim() + 1
         if axis_name is not None and len(layout) != out_dim:
             if not in_layout:
@@ -436,10 +442,10 @@ def cast_like(data, like, *, device=None, **args):
 
 # ---------------------------------------------------------------------------------------- squeeze / expand_dims
 
-def _constant_axes(operator: str, axes) -> list[int]:
+def _constant_axes(operator: str, axes, name: str = "axes") -> list[int]:
     if isinstance(axes, DataNode):
-        raise NotImplementedError(f"{PREFIX}: {operator}: axes given per sample (a DataNode) are not supported: "
-                                  f"fastload fixes the output layout when the pipeline is defined")
+        raise NotImplementedError(f"{PREFIX}: {operator}: {name} given per sample (a DataNode) is not supported: "
+                                  f"fastload fixes the output layouts when the pipeline is defined")
     return _ints(axes)
 
 
@@ -668,7 +674,7 @@ def element_extract(data, *, element_map, device=None, **args):
     """``fn.element_extract``: the frames ``element_map`` of a sequence (layout starting with "F", or none), one
     output each, laid out as a frame."""
     check_args("fn.element_extract", args, set())
-    indices = _constant_axes("fn.element_extract", element_map)
+    indices = _constant_axes("fn.element_extract", element_map, "element_map")
     if not indices:
         raise ValueError(f"{PREFIX}: fn.element_extract needs element_map")
     if any(i < 0 for i in indices):
