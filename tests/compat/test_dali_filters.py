@@ -92,6 +92,12 @@ def test_filter_refusals_name_the_operator_and_argument():
         _pipe(lambda x: ours.fn.laplacian(x, window_size=25)).run()
     with pytest.raises(ValueError, match="fn.gaussian_blur: dtype must be FLOAT"):
         _pipe(lambda x: ours.fn.gaussian_blur(x, sigma=1, dtype=ours.types.INT32))
+    for name, graph in (("fn.gaussian_blur", lambda x: ours.fn.gaussian_blur(x.gpu(), sigma=1)),
+                        ("fn.laplacian", lambda x: ours.fn.laplacian(x.gpu())),
+                        ("fn.filter", lambda x: ours.fn.filter(x.gpu(), ours.types.Constant(KERNELS[0])))):
+        with pytest.raises(NotImplementedError, match=f"{name} on the GPU is not supported"):
+            _pipe(graph)
+    assert ours.fn.experimental.filter is ours.fn.filter and ours.fn.experimental.debayer is ours.fn.debayer
 
 
 KERNELS = [rng.normal(0, 0.3, size=(3, 3)).astype(np.float32), np.full((3, 5), 1 / 15, dtype=np.float32),

@@ -70,6 +70,13 @@ def test_grid_mask_refusals_name_the_operator_and_argument():
     with pytest.raises(NotImplementedError, match="fn.grid_mask does not support argument.*holes"):
         pipe()
 
+    @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def on_gpu():
+        x = ours.fn.external_source(source=lambda: IMAGES[:1], batch=True, layout="HWC")
+        return ours.fn.grid_mask(x.gpu())
+    with pytest.raises(NotImplementedError, match="fn.grid_mask on the GPU is not supported"):
+        on_gpu()
+
 
 def _homography() -> np.ndarray:
     m = np.eye(3) + rng.normal(0, 0.1, (3, 3))

@@ -39,6 +39,9 @@ are the ones measured there:
   the first and last columns then rows repeat their neighbours; a mosaic 2 pixels high or wide comes out
   black. Exact for uint8 and uint16.
   ``edgeaware_ocv`` and ``vng_ocv`` are refused.
+
+DALI's GPU variants of these operators are other kernels (CUDA convolutions, NPP), not matched here: each
+is refused on the GPU by name (``cpu_only``); run it before ``.gpu()``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,16 @@ _FLOAT32_MATH = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32
 
 
 # ------------------------------------------------------------------------------------- shared machinery
+
+def cpu_only(operator: str, inputs: list, device: str | None, gpu_kernel: str) -> str:
+    """The device to run on, "cpu"; a refusal naming ``operator`` where it would be the GPU: DALI's GPU operator
+    is another kernel (``gpu_kernel``), whose values were not matched; fastload gives the CPU operator's."""
+    if _device(inputs, device) != "cpu":
+        raise NotImplementedError(f"fastload.compat.dali: {operator} on the GPU is not supported (DALI's GPU operator "
+                                  f"is {gpu_kernel}, not checked against its CPU operator, whose values fastload "
+                                  f"gives): run it before .gpu()")
+    return "cpu"
+
 
 def spatial_axes(operator: str, layout: str, ndim: int) -> list[int]:
     """The data axes DALI's convolutions run along: the layout's less channels (C) and frames (F); data
@@ -212,8 +225,8 @@ def gaussian_blur(data, *, sigma=0.0, window_size=0, dtype=None, device=None, **
 
     def run(ctx, op, image, sigma, window_size):
         return gaussian_blur_image(image, layout, sigma, window_size, out)
-    return _one(Op("gaussian_blur", run, [data], settings, device=_device([data], device), layouts=(layout,),
-                   fusable=False))
+    device = cpu_only("fn.gaussian_blur", [data], device, "its own CUDA separable convolution")
+    return _one(Op("gaussian_blur", run, [data], settings, device=device, layouts=(layout,), fusable=False))
 
 
 # ------------------------------------------------------------------------------------------ laplacian
@@ -284,8 +297,8 @@ def laplacian(data, *, window_size=3, smoothing_size=None, scale=None, normalize
 
     def run(ctx, op, image, window_size, smoothing_size, scale):
         return laplacian_image(image, layout, window_size, smoothing_size, scale, bool(normalized_kernel), out)
-    return _one(Op("laplacian", run, [data], settings, device=_device([data], device), layouts=(layout,),
-                   fusable=False))
+    device = cpu_only("fn.laplacian", [data], device, "its own CUDA separable convolution")
+    return _one(Op("laplacian", run, [data], settings, device=device, layouts=(layout,), fusable=False))
 
 
 
@@ -422,8 +435,8 @@ def filter(data, filter, fill_value=None, *, anchor=-1, border="reflect_101", mo
     def run(ctx, op, image, kernel, fill=None, *, anchor):
         return filter_image(image, kernel, fill, layout, anchor=anchor, border=border, valid=mode == "valid",
                             dtype=out)
-    return _one(Op("filter", run, inputs, {"anchor": anchor}, device=_device(inputs, device), layouts=(layout,),
-                   fusable=False))
+    device = cpu_only("fn.filter", inputs, device, "its own CUDA kernel, not OpenCV's filter2D")
+    return _one(Op("filter", run, inputs, {"anchor": anchor}, device=device, layouts=(layout,), fusable=False))
 
 
 # ------------------------------------------------------------------------------------------- debayer
@@ -500,11 +513,7 @@ def debayer(data, *, blue_position=None, algorithm=None, device=None, **args):
     check_args(name, args, set())
     if blue_position is None:
         raise ValueError(f"fastload.compat.dali: {name} needs blue_position")
-    device = _device([data], device)
-    if device != "cpu":
-        raise NotImplementedError(f"fastload.compat.dali: {name} on the GPU is not supported (DALI's GPU operator is "
-                                  f"NPP's default_npp algorithm, whose pixels differ from the CPU's OpenCV ones, which "
-                                  f"fastload gives): run it before .gpu()")
+    device = cpu_only(name, [data], device, "NPP's default_npp demosaicing")
     algorithm = "bilinear_ocv" if algorithm is None else algorithm
     if algorithm not in _DEBAYER_ALGORITHMS:
         raise NotImplementedError(f"fastload.compat.dali: {name}(algorithm={algorithm!r}) is not supported "

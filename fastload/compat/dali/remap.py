@@ -22,6 +22,7 @@ the ones measured there:
   16-column split is the vector width). DALI reads a batch's channel count from its first sample: keep
   one channel count per batch.
 
+Both are refused on the GPU (DALI's GPU operators are its own CUDA kernel and CV-CUDA's, not matched).
 DALI 2.4 has no CPU operator for ``fn.experimental.remap``, ``fn.experimental.median_blur``,
 ``fn.experimental.erode``, ``fn.experimental.dilate`` or ``fn.jitter`` (GPU-only: ``GPU_ONLY``); fastload runs
 the CPU operators, so those names are refused.
@@ -36,7 +37,8 @@ import torch
 
 from ..engine.graph import DataNode, Op
 from ..float32 import fmaf, libm_float, round_c
-from .operators import _device, _one, check_args
+from .filters import cpu_only
+from .operators import _one, check_args
 from .spec import operator
 from .types import interp_name
 
@@ -92,8 +94,8 @@ def grid_mask(data, *, tile=100, ratio=0.5, angle=0.0, shift_x=0.0, shift_y=0.0,
 
     def run(ctx, op, image, **a):
         return grid_mask_image(image, **a)
-    return _one(Op("grid_mask", run, [data], settings, device=_device([data], device), layouts=(data.layout(),),
-                   fusable=False))
+    device = cpu_only("fn.grid_mask", [data], device, "its own CUDA kernel")
+    return _one(Op("grid_mask", run, [data], settings, device=device, layouts=(data.layout(),), fusable=False))
 
 
 # ------------------------------------------------------------------------------------ warp perspective
@@ -337,10 +339,7 @@ def warp_perspective(images, matrix=None, *, size=None, border_mode="constant", 
     operator calls; NN or linear interpolation, OpenCV's border modes, ``size`` (height, width)."""
     name = "fn.experimental.warp_perspective"
     check_args(name, args, set())
-    if _device([images], device) != "cpu":
-        raise NotImplementedError(f"fastload.compat.dali: {name} on the GPU is not supported (DALI's GPU operator is "
-                                  f"CV-CUDA's, whose pixels differ from the CPU's OpenCV ones, which fastload gives): "
-                                  f"run it before .gpu()")
+    cpu_only(name, [images], device, "CV-CUDA's warp")
     inputs = [images]
     if isinstance(matrix, DataNode):
         inputs.append(matrix)
