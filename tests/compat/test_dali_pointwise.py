@@ -223,13 +223,16 @@ def test_normalize_with_per_sample_tensors_matches_dali():
     means = [rng.random((1, 1, 3), dtype=np.float32) * 200 for _ in IMAGES]
     rows = [rng.random((im.shape[0], 1, 1), dtype=np.float32) * 50 + 1 for im in IMAGES]
     stds = [np.array([[[30.0, 0.0, 70.5]]], dtype=np.float32) for _ in IMAGES]
+    ones = [np.array(v, dtype=np.float32).reshape(1, 1, 1) for v in (100.0, 50.0, 7.0)]
 
     def graph(mod, x):
         fn = mod.fn
         mean = fn.external_source(source=lambda: means, batch=True)
         row = fn.external_source(source=lambda: rows, batch=True)
         std = fn.external_source(source=lambda: stds, batch=True)
-        return (fn.normalize(x, mean=mean), fn.normalize(x, mean=mean, stddev=std),
+        one = fn.external_source(source=lambda: ones, batch=True)
+        return (fn.normalize(x, mean=one), fn.normalize(x, stddev=one, epsilon=1.0),
+                fn.normalize(x, mean=mean), fn.normalize(x, mean=mean, stddev=std),
                 fn.normalize(x, stddev=row, ddof=1), fn.normalize(x, mean=mean, stddev=std, epsilon=3.0),
                 fn.normalize(x, stddev=std, axes=[0, 1], scale=2.0))
     assert_close(graph, IMAGES)
@@ -252,6 +255,10 @@ def test_normalize_refusals_name_themselves():
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axis_names="HQ"))
     with pytest.raises(ValueError, match=r"axes \[-1\] are outside 0..2"):
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axes=[-1]))
+    scalars = [np.array(5.0, dtype=np.float32)]
+    with pytest.raises(ValueError, match=r"mean of shape \(\) does not broadcast"):  # as DALI
+        run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(
+            x, mean=mod.fn.external_source(source=lambda: scalars, batch=True)))
     with pytest.raises(ValueError, match="give axes or axis_names, not both"):
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.normalize(x, axes=[0], axis_names="H"))
 

@@ -265,10 +265,11 @@ def _reduced_axes(ndim: int, axes, params: list[np.ndarray]) -> tuple[int, ...]:
 
 
 def _param(name: str, value, shape: tuple) -> np.ndarray:
-    """A per-sample mean or stddev tensor, checked against the input's shape (extent 1 or the input's)."""
+    """A mean or stddev: a number, or a per-sample tensor checked against the input's shape (as many dimensions,
+    each extent 1 or the input's; DALI refuses a tensor of none)."""
+    if isinstance(value, (int, float)):
+        return np.asarray(value, dtype=_F32)
     array = np.asarray(value, dtype=_F32)
-    if array.ndim == 0 or array.size == 1 and array.ndim != len(shape):
-        return array.reshape(())
     if array.ndim != len(shape) or any(p not in (1, s) for p, s in zip(array.shape, shape)):
         raise ValueError(f"fastload.compat.dali: fn.normalize: {name} of shape {array.shape} does not broadcast "
                          f"to the input's {shape} (each extent 1 or the input's)")
