@@ -500,3 +500,35 @@ def test_caffe2_refusals(tmp_path):
     pipeline.build()
     with pytest.raises(Exception, match="bounding box"):  # the extra proto: DALI 2.4 takes it for a box
         pipeline.run()
+
+
+# ----------------------------------------------------------------------------------------- sequence
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory):
+    """Streams of PNG and JPEG frames (names out of creation order), one too short for a sequence, a
+    non-image file in a stream and an image beside the streams (neither is a frame)."""
+    from PIL import Image
+    root = tmp_path_factory.mktemp("sequence")
+    rng = np.random.default_rng(18)
+    for stream, (count, ext) in {"b": (5, "png"), "a": (7, "png"), "c1": (2, "png"), "10": (4, "jpg")}.items():
+        (root / stream).mkdir()
+        for k in range(count):
+            Image.fromarray(rng.integers(0, 256, (13, 17, 3), dtype=np.uint8)).save(
+                root / stream / f"{(k * 3) % count:03d}_{stream}.{ext}")
+    (root / "a" / "zz.txt").write_text("not a frame")
+    (root / "top.png").write_bytes((root / "a" / "000_a.png").read_bytes())
+    return str(root)
+
+
+@pytest.mark.parametrize("args", [{"sequence_length": 3}, {"sequence_length": 2, "step": 2, "stride": 2},
+                                  {"sequence_length": 3, "shard_id": 1, "num_shards": 2, "pad_last_batch": True},
+                                  {"sequence_length": 2, "random_shuffle": True, "seed": 6, "initial_fill": 4}])
+def test_sequence_matches_dali(streams, args):
+    import warnings
+
+    def reader(mod, dali):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # DALI deprecates fn.readers.sequence
+            return [mod.fn.readers.sequence(file_root=streams, **args)]
+    assert_same_stream(reader, batch_size=3, iterations=4)

@@ -1,5 +1,6 @@
 """DALI's readers of record files: ``fn.readers.tfrecord``, ``fn.readers.webdataset``, ``fn.readers.numpy``
-(with ``fn.decoders.numpy``), ``fn.readers.mxnet`` and ``fn.readers.caffe`` / ``caffe2`` (LMDB).
+(with ``fn.decoders.numpy``), ``fn.readers.mxnet``, ``fn.readers.caffe`` / ``caffe2`` (LMDB) and
+``fn.readers.sequence``.
 
 Each is one reader op (a ``ReaderOp``, which the pipeline runs as its reader, with DALI's order, shards and
 ``reader_meta``) whose spec reads a sample's bytes (``RecordSpec.read``) and whose outputs are that sample's
@@ -44,6 +45,10 @@ tensors. The rules, measured against DALI 2.4 on the CPU (tests/compat/test_dali
   ``additional_inputs``, then a last proto taken for the bounding box whenever one follows). What DALI 2.4
   fails on (the sparse label types 1 and 3; an extra proto without ``bbox=True``) or leaves unset (an image
   proto neither STRING nor BYTE) is refused, by name or as an error naming the record.
+* sequence: streams are file_root's folders (sorted), frames their image files (the file reader's
+  extensions, any case) sorted by name; a stream's sequences start ``step`` frames apart, ``stride``
+  frames between a sequence's frames, whole sequences only; frames decoded as ``fn.decoders.image`` does,
+  stacked FHWC. The list is shuffled first with ``random_shuffle``, as the file loader's.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ import torch
 
 from ...errors import DecodeError
 from ...tfrecords import parse_dali_index, parse_example, unframe
-from ..engine.graph import ReaderOp
+from ..engine.graph import Op, ReaderOp
 from . import tfrecord as tfrec
 from .operators import ReaderSpec, check_args
 from .order import ReaderOrder
@@ -81,6 +86,14 @@ class RecordOrder(ReaderOrder):
         super().__init__(dataset_size, **args)
         if self.random_shuffle:
             self._listed = list(range(dataset_size))
+
+
+class _LaidOutReader(ReaderOp):
+    """A ``ReaderOp`` whose outputs have layouts (``ReaderOp`` gives none)."""
+
+    def __init__(self, name: str, impl: Callable, reader, layouts: tuple[str, ...]):
+        Op.__init__(self, name, impl, [], {}, num_outputs=len(layouts), layouts=layouts)
+        self.reader = reader
 
 
 def _paths(value, what: str, operator: str) -> list[str]:
@@ -535,7 +548,6 @@ def decoders_numpy(data, *, dtype=None, device="cpu", **args):
     Fortran order, read in its logical shape); with ``dtype``, converted to it as ``fn.cast`` converts (DALI's
     ConvertSat, as its decoder does)."""
     from ..engine import conversions
-    from ..engine.graph import Op
     from .types import torch_dtype
     operator = "fn.decoders.numpy"
     check_args(operator, args, set())
@@ -884,3 +896,67 @@ def readers_caffe2(*, path=None, image_available=True, label_type=0, num_labels=
         raise ValueError(f"{operator}: no output (no image, NO_LABEL, no additional inputs, no bbox)")
     return _lmdb_reader(operator, "readers.caffe2", path, lambda data: _caffe2_protos(
         data, image, label_type, num_labels, additional, bool(bbox)), count, {**locals(), "shuffle_after_epoch": False})
+
+
+# ----------------------------------------------------------------------------------------- sequence
+
+def _streams(operator: str, root: str) -> list[list[str]]:
+    """DALI's streams: file_root's folders in sorted order, each its image files (the file reader's
+    extensions, any case) sorted by name; files directly in file_root are not frames."""
+    from .operators import IMAGE_EXTENSIONS
+    try:
+        folders = sorted(entry.path for entry in os.scandir(root) if entry.is_dir())
+        return [[os.path.join(folder, name) for name in sorted(entry.name for entry in os.scandir(folder)
+                                                                if entry.is_file())
+                 if name.lower().endswith(IMAGE_EXTENSIONS)] for folder in folders]
+    except OSError as error:
+        raise ValueError(f"{operator}: {error}") from None
+
+
+@operator("readers.sequence", "readers.Sequence", aliases={"sequence_reader": "SequenceReader"})
+def readers_sequence(*, file_root=None, sequence_length=None, step=1, stride=1, image_type=None, shard_id=0,
+                     num_shards=1, random_shuffle=False, initial_fill=1024, stick_to_shard=False, pad_last_batch=False,
+                     seed=-1, name=None, device="cpu", **hints):
+    """``fn.readers.sequence``: per sample, ``sequence_length`` frames of one stream (file_root's folders),
+    ``stride`` frames apart, decoded and stacked as FHWC uint8; a stream's sequences start ``step`` frames
+    apart and only whole ones are read (none crosses a stream's end)."""
+    from .decoding import decode
+    from .types import image_type_name
+    operator = "fn.readers.sequence"
+    check_args(operator, hints, set())
+    _device(operator, device)
+    if file_root is None or sequence_length is None:
+        raise ValueError(f"{operator} needs file_root and sequence_length")
+    length, step, stride = int(sequence_length), int(step), int(stride)
+    if length < 1 or step < 1 or stride < 1:
+        raise ValueError(f"{operator}: sequence_length, step and stride must be positive "
+                         f"({length}, {step}, {stride})")
+    kind = image_type_name(image_type) if image_type is not None else "RGB"
+    sequences = []
+    for frames in _streams(operator, str(file_root)):
+        start = 0
+        while start + (length - 1) * stride < len(frames):
+            sequences.append([frames[start + k * stride] for k in range(length)])
+            start += step
+    samples = [(f"{frames[0]} ({length} frames)", k) for k, frames in enumerate(sequences)]
+
+    def read(index: int) -> tuple:
+        try:
+            return tuple(_read_range(frame, 0, os.path.getsize(frame)) for frame in sequences[index])
+        except OSError as error:
+            raise DecodeError(index, samples[index][0], str(error)) from error
+
+    spec = _spec(operator, samples, read, listed_shuffle=True,
+                 **_order_args({**locals(), "shuffle_after_epoch": False}))
+
+    def frames(ctx, op):
+        data, index = ctx.readers[op.id]
+        try:
+            decoded = [decode(frame, kind) for frame in data]
+            if len({tuple(frame.shape) for frame in decoded}) > 1:
+                raise ValueError(f"frames of different shapes {sorted({tuple(f.shape) for f in decoded})}")
+            return torch.stack(decoded)
+        except ValueError as error:
+            raise DecodeError(index, samples[index][0], str(error)) from error
+
+    return _LaidOutReader("readers.sequence", frames, spec, ("FHWC",)).outputs[0]
