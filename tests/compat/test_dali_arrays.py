@@ -223,7 +223,8 @@ def test_zeros_ones_and_full_match_dali():
                 fn.ones_like(x, dtype=types.INT8),
                 fn.zeros_like(x, dtype=types.BOOL), fn.full_like(x, x * 2), fn.full_like(x, x[0]),
                 fn.full_like(fn.zeros(shape=[2, 3], dtype=types.UINT8), x * 100.6 - 200),
-                fn.full_like(fn.ones(shape=[4, 2, 5], dtype=types.INT16), x))
+                fn.full_like(fn.ones(shape=[4, 2, 5], dtype=types.INT16), x), fn.full(3, shape=[2]),
+                fn.full(2.5, shape=[2, 1]), fn.full_like(x, 7), fn.full_like(x, 2.6), fn.cast_like(x, 2))
     assert_same(graph, columns, "AB")
     assert_both_refuse(lambda fn, types, x: fn.zeros(shape=[2, 3], layout="ABC"), columns, "AB", "layout")
     assert_both_refuse(lambda fn, types, x: fn.full(x, shape=[3, 3]), columns, "AB", "broadcast")
@@ -281,3 +282,13 @@ def test_one_hot_refuses_a_batch_mixing_one_element_samples_with_longer_ones():
     with pytest.raises(NotImplementedError, match="fn.one_hot without axis over a batch mixing"):
         run(ours, mixed, lambda fn, types, x: fn.one_hot(x, num_classes=5), "")
     assert_same(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis=-1), mixed, "")
+
+
+def test_the_cpu_only_operators_refuse_the_gpu():
+    x = ours.fn.external_source(source=lambda: IMAGES, device="gpu")
+    with pytest.raises(ValueError, match="fn.zeros runs on the CPU only"):
+        ours.fn.zeros(shape=[2], device="gpu")
+    with pytest.raises(ValueError, match="fn.full_like runs on the CPU only"):
+        ours.fn.full_like(x, 3)
+    with pytest.raises(NotImplementedError, match="fn.squeeze: axes given per sample"):
+        ours.fn.squeeze(x, axes=ours.fn.external_source(source=lambda: IMAGES))

@@ -91,6 +91,16 @@ def _convert(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return convert_sat(x.reshape(-1), dtype).reshape(x.shape)
 
 
+def _tensor(value) -> torch.Tensor:
+    """An input's value as a tensor: a Python constant given as an input is typed as DALI types it (int -> int32,
+    float -> float32, bool -> bool)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return torch.tensor(bool(value))
+    return torch.tensor(value, dtype=torch.int32 if isinstance(value, (int, np.integer)) else torch.float32)
+
+
 def _volume(shape) -> int:
     count = 1
     for extent in shape:
@@ -436,7 +446,7 @@ def copy(data, *, device=None, **args):
 def cast_like(data, like, *, device=None, **args):
     """``fn.cast_like``: ``data`` converted to the type of ``like`` as ``fn.cast`` converts (DALI's ConvertSat)."""
     check_args("fn.cast_like", args, set())
-    return _one(Op("cast_like", lambda ctx, op, x, y: _convert(x, y.dtype), [data, like], {},
+    return _one(Op("cast_like", lambda ctx, op, x, y: _convert(_tensor(x), _tensor(y).dtype), [data, like], {},
                    device=_device([data, like], device), layouts=(data.layout(),), fusable=False))
 
 
@@ -581,7 +591,7 @@ def _filled(operator: str, *, shape, layout, dtype, value=None, fill=None, devic
 
     def run(ctx, op, *given):
         given = list(given)
-        filler = given.pop(0) if fill is not None else None
+        filler = _tensor(given.pop(0)) if fill is not None else None
         out_shape = dims
         if per_sample:
             v = given.pop(0)
@@ -599,8 +609,15 @@ def _filled(operator: str, *, shape, layout, dtype, value=None, fill=None, devic
         return _convert(out.contiguous(), target) if target is not None else out.contiguous()
 
     inputs = ([fill] if fill is not None else []) + ([shape] if per_sample else [])
-    return _one(Op(operator[3:], run, inputs, {}, device=device or (_device(inputs, None) if inputs else "cpu"),
-                   layouts=(layout,), fusable=False))
+    return _one(Op(operator[3:], run, inputs, {}, device=_cpu_only(operator, inputs, device), layouts=(layout,),
+                   fusable=False))
+
+
+def _cpu_only(operator: str, inputs, device) -> str:
+    """"cpu": DALI 2.4 has these operators for the CPU only (a GPU input or device="gpu" fails there)."""
+    if _device([x for x in inputs if isinstance(x, DataNode)], device) != "cpu":
+        raise ValueError(f"{PREFIX}: {operator} runs on the CPU only (DALI 2.4 has no GPU operator for it)")
+    return "cpu"
 
 
 @operator("zeros", "Zeros")
@@ -639,11 +656,11 @@ def _like(operator: str, data, fill=None, value=None, dtype=None, device=None):
     def run(ctx, op, x, *filler):
         out_type = target or x.dtype
         if filler:
-            return _convert(_broadcast_fill(operator, filler[0], x.shape).contiguous(), out_type)
+            return _convert(_broadcast_fill(operator, _tensor(filler[0]), x.shape).contiguous(), out_type)
         return _convert(torch.full(tuple(x.shape), value, dtype=torch.int64), out_type)
     inputs = [data] + ([fill] if fill is not None else [])
-    return _one(Op(operator[3:], run, inputs, {}, device=_device(inputs, device), layouts=(data.layout(),),
-                   fusable=False))
+    return _one(Op(operator[3:], run, inputs, {}, device=_cpu_only(operator, inputs, device),
+                   layouts=(data.layout(),), fusable=False))
 
 
 @operator("zeros_like", "ZerosLike")
@@ -725,7 +742,8 @@ def get_property(data, *, key, device=None, **args):
     check_args("fn.get_property", args, set())
     if key == "layout":
         value = torch.tensor(list(data.layout().encode()), dtype=torch.uint8)
-        return _one(Op("get_property", lambda ctx, op, x: value.clone(), [data], {}, fusable=False))
+        return _one(Op("get_property", lambda ctx, op, x: value.clone(), [data], {}, device=_device([data], device),
+                       fusable=False))
     if key != "source_info":
         raise ValueError(f"{PREFIX}: fn.get_property: unsupported property key {key!r} (DALI's are 'layout' and "
                          f"'source_info')")
@@ -738,4 +756,4 @@ def get_property(data, *, key, device=None, **args):
             raise NotImplementedError(f"{PREFIX}: fn.get_property(key='source_info') is supported where the "
                                       f"pipeline reads with one fn.readers.file and no external source")
         return torch.tensor(list(reader.reader.names[ctx.index].encode()), dtype=torch.uint8)
-    return _one(Op("get_property", run, [data], {}, fusable=False))
+    return _one(Op("get_property", run, [data], {}, device=_device([data], device), fusable=False))
