@@ -298,3 +298,18 @@ def test_clahe_refusals_name_themselves():
         run_dali_graph(ours, IMAGES[:1], lambda mod, x: mod.fn.clahe(x, tiles_x=0, tiles_y=2, clip_limit=2.0))
     with pytest.raises(TypeError, match="fn.clahe takes uint8 HWC images of 1 or 3 channels"):
         run_dali_graph(ours, FLOATS[:1], lambda mod, x: mod.fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0))
+
+
+def test_output_layouts_of_an_input_without_one_match_dali():
+    dali = import_dali()
+    layouts = []
+    for mod in (dali, ours):
+        @mod.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def pipe():
+            x = mod.fn.external_source(source=lambda: IMAGES[:1], batch=True, layout="")
+            return (mod.fn.brightness(x), mod.fn.saturation(x), mod.fn.lookup_table(x), mod.fn.normalize(x),
+                    mod.fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0, luma_only=False))
+        p = pipe()
+        p.build()
+        layouts.append([out.layout() for out in p.run()])
+    assert layouts[0] == layouts[1]

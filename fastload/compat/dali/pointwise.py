@@ -424,4 +424,4 @@ def clahe(images, *, tiles_x, tiles_y, clip_limit, luma_only=True, bins=256, dev
         pixels = image.numpy()
         return torch.from_numpy(np.stack([clahe_plane(np.ascontiguousarray(pixels[..., c]), tiles_x, tiles_y,
                                                       clip_limit) for c in range(pixels.shape[-1])], -1))
-    return _one(Op("clahe", run, [images], {}, device="cpu", layouts=(images.layout(),), fusable=False))
+    return _one(Op("clahe", run, [images], {}, device="cpu", layouts=("HWC",), fusable=False))  # DALI's, always
