@@ -72,8 +72,11 @@ def test_reshape_with_a_shape_node_matches_dali():
     def graph(fn, types, x):
         shape = fn.external_source(source=lambda: shapes, batch=True)
         rel = fn.external_source(source=lambda: rels[:1] * 3, batch=True)
+        inserted = fn.external_source(source=lambda: [np.array([3, 1, 1, -1], dtype=np.float32)] * 3, batch=True)
         return (fn.reshape(x, shape), fn.reshape(x, shape=shape, layout=""), fn.reshape(x, rel_shape=rel),
-                fn.reshape(x, fn.cast(fn.shapes(x), dtype=types.INT64)))
+                fn.reshape(x, fn.cast(fn.shapes(x), dtype=types.INT64)),
+                fn.reshape(x, src_dims=[-1, 0, 1, 2], rel_shape=[3, 1, 1, -1], layout="ABCD"),
+                fn.reshape(x, src_dims=[-1, 0, 1, 2], rel_shape=inserted, layout="ABCD"))
     assert_same(graph)
 
 

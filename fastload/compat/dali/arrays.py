@@ -110,7 +110,9 @@ def _volume(shape) -> int:
 
 # ---------------------------------------------------------------------------------------- reshape / reinterpret
 
-def _relative_extents(operator: str, rel, in_shape, src_dims) -> list[int]:
+def _relative_extents(operator: str, rel, in_shape, src_dims, per_sample: bool) -> list[int]:
+    """``rel_shape``'s extents: ``round(rel * extent)`` of the source dimension; a dimension ``src_dims`` inserts
+    (-1) counts as 1 for a constant ``rel_shape``, and is 1 whatever ``rel`` for one given per sample (DALI)."""
     if src_dims is not None:
         if len(rel) != len(src_dims):
             raise ValueError(f"{PREFIX}: {operator}: src_dims and rel_shape have different lengths: "
@@ -121,13 +123,17 @@ def _relative_extents(operator: str, rel, in_shape, src_dims) -> list[int]:
     out = []
     for d, e in enumerate(rel):
         src = src_dims[d] if src_dims is not None else d
-        out.append(-1 if e < 0 else _round_half_away(float(np.float32(e) * np.float32(1 if src < 0 else
-                                                                                      in_shape[src]))))
+        if e < 0:
+            out.append(-1)
+        elif src < 0 and per_sample:
+            out.append(1)
+        else:
+            out.append(_round_half_away(float(np.float32(e) * np.float32(1 if src < 0 else in_shape[src]))))
     return out
 
 
 def reshaped(operator: str, in_shape, in_size: int, out_size: int, *, shape=None, rel_shape=None,
-             src_dims=None) -> list[int]:
+             src_dims=None, per_sample: bool = False) -> list[int]:
     """The output shape DALI's Reshape gives one sample of ``in_shape`` (elements of ``in_size`` bytes, output
     elements of ``out_size``): ``shape`` (one extent may be negative), ``rel_shape`` (relative to ``src_dims``'
     dimensions, or the input's) or ``src_dims`` alone (a -1 inserts an extent of 1)."""
@@ -151,7 +157,8 @@ def reshaped(operator: str, in_shape, in_size: int, out_size: int, *, shape=None
                                  f"({out[-1] * in_size}) is not divisible by the output type's ({out_size})")
             out[-1] = out[-1] * in_size // out_size
         return out
-    out = list(shape) if rel_shape is None else _relative_extents(operator, rel_shape, in_shape, src_dims)
+    out = list(shape) if rel_shape is None else _relative_extents(operator, rel_shape, in_shape, src_dims,
+                                                                               per_sample)
     negative = [d for d, e in enumerate(out) if e < 0]
     if len(negative) > 1:
         raise ValueError(f"{PREFIX}: {operator}: only one extent may be negative; got {out}")
@@ -236,7 +243,7 @@ def _reshape(operator: str, data, shape_input, *, shape, rel_shape, src_dims, la
         in_size = x.element_size()
         out_size = torch.empty((), dtype=out_type).element_size()
         out_shape = reshaped(operator, x.shape, in_size, out_size, shape=sample_shape, rel_shape=sample_rel,
-                             src_dims=src_dims)
+                             src_dims=src_dims, per_sample="rel_shape" in values)
         if out_layout and len(out_layout) != len(out_shape):
             if layout is not None:
                 raise ValueError(f"{PREFIX}: {operator}: layout {out_layout!r} does not fit the "
