@@ -414,3 +414,25 @@ def test_feed_ndarray_and_to_torch_match_dali(files):
     # A fastload TensorList's tensor is handed over as it is: no copy, its own device.
     tensor = torch.arange(4).reshape(2, 2)
     assert ours_pt.to_torch(type("TL", (), {"as_tensor": lambda self: tensor})()) is tensor
+
+
+def test_the_plugins_own_operator_module_is_dalis():
+    """``nvidia.dali.plugin.pytorch.fn`` is the plugin's own module (torch_python_function only, importable by
+    path) and ``TorchPythonFunction`` its ops class, as in DALI's plugin; other operator names are refused."""
+    import importlib
+
+    import fastload.compat.dali.plugin.pytorch as plugin
+    from fastload.compat.dali import fn, ops
+    from fastload.compat.dali.plugin.pytorch.fn import torch_python_function
+    dali_plugin = importlib.import_module("nvidia.dali.plugin.pytorch") if _has_dali() else None
+    assert torch_python_function is fn.torch_python_function and plugin.TorchPythonFunction is ops.TorchPythonFunction
+    if dali_plugin is not None:
+        assert [n for n in dir(dali_plugin.fn) if not n.startswith("_")] == ["torch_python_function"]
+        assert hasattr(dali_plugin, "TorchPythonFunction")
+    with pytest.raises(NotImplementedError, match="plugin.pytorch.fn has: torch_python_function"):
+        plugin.fn.resize
+
+
+def _has_dali() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("nvidia.dali") is not None

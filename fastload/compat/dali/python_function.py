@@ -134,9 +134,9 @@ def _python_operator(kind: _Kind, node_name: str, default_batch: bool, extra: fr
     return build
 
 
-python_function = operator("python_function", "PythonFunction")(
+python_function = operator("python_function", "PythonFunction", input_sets=False)(
     _python_operator(_NUMPY, "python_function", False))
-torch_python_function = operator("torch_python_function", "TorchPythonFunction")(
+torch_python_function = operator("torch_python_function", "TorchPythonFunction", input_sets=False)(
     _python_operator(_TORCH, "torch_python_function", False))
-dl_tensor_python_function = operator("dl_tensor_python_function", "DLTensorPythonFunction")(
+dl_tensor_python_function = operator("dl_tensor_python_function", "DLTensorPythonFunction", input_sets=False)(
     _python_operator(_DLPACK, "dl_tensor_python_function", True, frozenset({"synchronize_stream"})))

@@ -15,7 +15,8 @@ rest is made from ``OPERATORS`` at import, by plain lookups (every name stays gr
   ({"image_decoder": "ImageDecoder"}); tests/compat/test_dali_spec.py checks them against DALI's registry;
 * ``legacy``: ``ops`` class names of older DALI releases that 2.4 has no schema for ("nvJPEGDecoder");
 * ``fused``: whether ``lowering`` reads the node into the fused fast path's plan;
-* ``positional``: the ``ops`` constructor arguments DALI also takes by position (ExternalSource's source).
+* ``positional``: the ``ops`` constructor arguments DALI also takes by position (ExternalSource's source);
+* ``input_sets``: whether it takes DALI's input sets (the Python operators do not, as in DALI).
 
 Every ``fn`` function (and so every ``ops`` class, which calls it) takes DALI's input sets: a list of
 DataNodes given as a regular input runs the operator once per element (``call``).
@@ -47,6 +48,7 @@ class OpSpec:
     legacy: tuple[str, ...] = ()
     fused: bool = False
     positional: tuple[str, ...] = ()
+    input_sets: bool = True
 
     @property
     def schema(self) -> str:
@@ -80,11 +82,12 @@ def declare(spec: OpSpec) -> OpSpec:
 
 
 def operator(name: str, ops: str, *, aliases: Mapping[str, str] | None = None, legacy: tuple[str, ...] = (),
-             fused: bool = False, positional: tuple[str, ...] = ()):
+             fused: bool = False, positional: tuple[str, ...] = (), input_sets: bool = True):
     """A decorator declaring the builder below it as DALI's ``fn.<name>`` / ``ops.<ops>``; the builder is
     returned unchanged (modules inside the layer call it directly), its spec at ``builder.spec``."""
     def declared(impl: Callable) -> Callable:
-        impl.spec = declare(OpSpec(name, ops, impl, dict(aliases or {}), tuple(legacy), fused, tuple(positional)))
+        impl.spec = declare(OpSpec(name, ops, impl, dict(aliases or {}), tuple(legacy), fused, tuple(positional),
+                                   input_sets))
         return impl
     return declared
 
@@ -117,6 +120,9 @@ def call(spec: OpSpec) -> Callable:
                                 f"DataNodes; an input set is a list of DataNodes only")
         if not any(_is_input_set(x) for x in inputs):
             return impl(*inputs, **args)
+        if not spec.input_sets:
+            raise TypeError(f"fastload.compat.dali: fn.{spec.name}: expected inputs of type `DataNode`, received "
+                            f"a list: Python Operators do not support Multiple Input Sets (as in DALI)")
         lengths = {len(x) for x in inputs if _is_input_set(x)}
         if len(lengths) != 1:
             raise ValueError(f"fastload.compat.dali: all argument lists for Multiple Input Sets used with "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ... import fn, ops  # noqa: F401  (DALI's plugin module has them too)
+from ... import ops  # noqa: F401  (DALI's plugin module has it too)
 from ...pipeline import Pipeline
 from ...tensors import TensorCPU, TensorGPU, TensorListCPU, TensorListGPU  # noqa: F401
 from ...types import TORCH_DTYPES
@@ -159,7 +159,9 @@ class DALIRaggedIterator(_DaliBaseIterator):
             batch[name] = samples
         return batch
 
-from . import experimental  # noqa: E402,F401
+from . import experimental, fn  # noqa: E402,F401  (fn: the plugin's own, torch_python_function only)
+
+TorchPythonFunction = ops.TorchPythonFunction  # (the plugin's operator, as DALI's plugin module names it)
 from ...unsupported import refuse  # noqa: E402
 
 __getattr__ = refuse(__name__, "nvidia.dali.plugin.pytorch")  # any other name: NotImplementedError naming it
