@@ -83,6 +83,7 @@ def test_reshape_with_a_shape_node_matches_dali():
 def test_reshape_refuses_what_dali_refuses():
     assert_both_refuse(lambda fn, types, x: fn.reshape(x, shape=[5, -1]), match="same size in bytes")
     assert_both_refuse(lambda fn, types, x: fn.reshape(x, rel_shape=[0.5, 2]), match="same size in bytes")
+    assert_both_refuse(lambda fn, types, x: fn.reshape(x, src_dims=[0, 1, 2, -1]), match="pass layout=")
     with pytest.raises(ValueError, match="only one extent"):
         ours.fn.reshape(ours.fn.external_source(source=lambda: IMAGES), shape=[-1, -1])
     with pytest.raises(ValueError, match="no-op"):

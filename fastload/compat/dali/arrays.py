@@ -14,7 +14,8 @@ and output layouts exactly. The rules measured there:
   in bytes for ``reinterpret``); ``rel_shape`` extents are ``round(rel * input extent)`` (of ``src_dims``' source
   dimension, 1 for -1), halves away from zero; ``src_dims`` alone picks dimensions (-1 inserts a 1) and does not
   permute the layout; ``shape`` ignores ``src_dims``. Without ``layout`` the input's is kept where the number of
-  dimensions stays, else it is empty. ``reinterpret`` without a shape rescales the innermost extent.
+  dimensions stays, else it is empty (but ``src_dims`` alone changing the number of dimensions of a laid-out input
+  fails in DALI without ``layout``, and so here). ``reinterpret`` without a shape rescales the innermost extent.
 - ``transpose``: ``perm`` defaults to the reversed dimensions; the layout is permuted (``transpose_layout``),
   kept (``transpose_layout=False``) or ``output_layout``.
 - ``one_hot``: classes are the input values truncated to integers (2.7 -> 2, -0.5 -> 0); values outside
@@ -215,6 +216,11 @@ def _reshape(operator: str, data, shape_input, *, shape, rel_shape, src_dims, la
         out_ndim = len(rel_shape) if rel_shape is not None and not nodes else len(src_dims)
     else:
         out_ndim = len(in_layout) if in_layout else None
+    if shape is None and rel_shape is None and src_dims is not None and layout is None and in_layout \
+            and len(src_dims) != len(in_layout):
+        raise ValueError(f"{PREFIX}: {operator}: src_dims {src_dims} alone change the number of dimensions of an "
+                         f"input laid out {in_layout!r}, which fails in DALI (its output's layout is not the one "
+                         f"it expects); pass layout=")
     if layout is not None:
         out_layout = str(layout)
         if out_layout and out_ndim is not None and len(out_layout) != out_ndim:
