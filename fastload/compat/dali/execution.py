@@ -101,9 +101,10 @@ class GraphPath(SampleReader, LoaderPath):
         report("read", file)
         started = time.perf_counter()
         readers = {self.readers[0].id: (self.read_bytes(index), label)}
-        for op, other in others:
+        for op, other in others:  # each with its own read where its spec has one (a reader of records)
             other_file, other_label = op.reader.samples[other]
-            readers[op.id] = (read_file(other, other_file), other_label)
+            own = getattr(op.reader, "read", None)
+            readers[op.id] = (own(other) if own is not None else read_file(other, other_file), other_label)
         read = time.perf_counter()
         report("graph", file)
         sample = SampleContext(ctx.seed, ctx.epoch, index, name=file, readers=readers, gpu=self.gpu,
