@@ -532,3 +532,15 @@ def test_sequence_matches_dali(streams, args):
             warnings.simplefilter("ignore", DeprecationWarning)  # DALI deprecates fn.readers.sequence
             return [mod.fn.readers.sequence(file_root=streams, **args)]
     assert_same_stream(reader, batch_size=3, iterations=4)
+
+
+def test_two_record_readers_in_one_pipeline(tmp_path):
+    """Each reader reads its own records (the second through its spec's read, not as a file)."""
+    first = write_tfrecord(tmp_path, "x", [{"v": [k]} for k in range(5)])
+    second = write_tfrecord(tmp_path, "y", [{"v": [100 + k]} for k in range(3)])
+
+    def reader(mod, dali):
+        tfrec = our_tfrec if mod is ours else dali.tfrecord
+        return [mod.fn.readers.tfrecord(path=path, index_path=index, features={
+            "v": tfrec.FixedLenFeature([1], tfrec.int64, 0)})["v"] for path, index in (first, second)]
+    assert_same_stream(reader, batch_size=2, iterations=4)
