@@ -12,7 +12,8 @@ and output layouts exactly. The rules measured there:
   shape would give DALI another layout (never another layout silently).
 - ``reshape`` / ``reinterpret``: one extent of ``shape`` / ``rel_shape`` may be negative (the rest of the volume,
   in bytes for ``reinterpret``); ``rel_shape`` extents are ``round(rel * input extent)`` (of ``src_dims``' source
-  dimension, 1 for -1), halves away from zero; ``src_dims`` alone picks dimensions (-1 inserts a 1) and does not
+  dimension; one it inserts, -1, counts 1, and is 1 for a per-sample ``rel_shape``), halves away from zero;
+  ``src_dims`` alone picks dimensions (-1 inserts a 1) and does not
   permute the layout; ``shape`` ignores ``src_dims``. Without ``layout`` the input's is kept where the number of
   dimensions stays, else it is empty (but ``src_dims`` alone changing the number of dimensions of a laid-out input
   fails in DALI without ``layout``, and so here). ``reinterpret`` without a shape rescales the innermost extent.
