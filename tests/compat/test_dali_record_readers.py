@@ -544,3 +544,31 @@ def test_two_record_readers_in_one_pipeline(tmp_path):
         return [mod.fn.readers.tfrecord(path=path, index_path=index, features={
             "v": tfrec.FixedLenFeature([1], tfrec.int64, 0)})["v"] for path, index in (first, second)]
     assert_same_stream(reader, batch_size=2, iterations=4)
+
+
+def test_mxnet_images_decode_as_in_dali(tmp_path):
+    """The reader's bytes feed fn.decoders.image as fn.readers.file's do (the graph runs per sample)."""
+    import io
+
+    from PIL import Image
+    rng = np.random.default_rng(19)
+    path, lines = tmp_path / "images.rec", []
+    with open(path, "wb") as file:
+        for k, shape in enumerate([(13, 17, 3), (24, 9, 3), (31, 40, 3)]):
+            encoded = io.BytesIO()
+            Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(encoded, "JPEG", quality=85)
+            lines.append(f"{k}\t{file.tell()}")
+            file.write(recordio_record(encoded.getvalue(), float(k)))
+    (tmp_path / "images.idx").write_text("\n".join(lines) + "\n")
+
+    def reader(mod, dali):
+        images, labels = mod.fn.readers.mxnet(path=str(path), index_path=str(tmp_path / "images.idx"))
+        return [mod.fn.decoders.image(images), labels]
+    assert_same_stream(reader, batch_size=2, iterations=2)
+
+
+def test_lmdb_missing_is_refused_by_name(monkeypatch, tmp_path):
+    import sys
+    monkeypatch.setitem(sys.modules, "lmdb", None)  # import lmdb now raises ImportError
+    with pytest.raises(NotImplementedError, match="lmdb module"):
+        ours.fn.readers.caffe(path=str(tmp_path))
