@@ -143,14 +143,14 @@ def test_experimental_modules_import_and_the_proxy_refuses():
 
 
 @pytest.mark.parametrize("module,name,listed", [
-    ("fastload.compat.dali.fn", "python_function", "crop_mirror_normalize"),
-    ("fastload.compat.dali.fn.readers", "numpy", "file"),
+    ("fastload.compat.dali.fn", "optical_flow", "crop_mirror_normalize"),
+    ("fastload.compat.dali.fn.readers", "nemo_asr", "file"),
     ("fastload.compat.dali.fn.decoders", "video", "image"),
-    ("fastload.compat.dali.ops", "Reshape", "CropMirrorNormalize"),
+    ("fastload.compat.dali.ops", "OpticalFlow", "CropMirrorNormalize"),
     ("fastload.compat.dali.types", "PIPELINE_API_BASIC", "FLOAT"),
     ("fastload.compat.dali", "math", "pipeline_def"),
     ("fastload.compat.dali.tensors", "format_batch", "TensorListCPU"),
-    ("fastload.compat.dali.plugin.pytorch", "TorchPythonFunction", "DALIGenericIterator"),
+    ("fastload.compat.dali.plugin.pytorch", "DALIClassificationIteratr", "DALIGenericIterator"),
     ("fastload.compat.dali.plugin.base_iterator", "Foo", "LastBatchPolicy"),
     ("fastload.compat.dali.pipeline", "do_not_exist", "pipeline_def"),
 ])

@@ -39,7 +39,7 @@ from ..engine.graph import DataNode, Op
 from ..float32 import fmaf, libm_float, round_c
 from .filters import cpu_only
 from .operators import _one, check_args
-from .spec import operator
+from .spec import operator, refused
 from .types import interp_name
 
 _F32 = np.float32
@@ -49,6 +49,8 @@ GPU_ONLY = {"experimental.remap": "experimental.Remap", "experimental.median_blu
             "experimental.erode": "experimental.Erode", "experimental.dilate": "experimental.Dilate",
             "jitter": "Jitter"}
 GPU_ONLY_REASON = "GPU-only in DALI 2.4; fastload runs the CPU operators"
+for _name, _ops in GPU_ONLY.items():
+    refused(_name, _ops, GPU_ONLY_REASON)
 
 
 # ------------------------------------------------------------------------------------------ grid mask

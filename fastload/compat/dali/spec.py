@@ -68,6 +68,13 @@ class OpSpec:
 
 
 OPERATORS: dict[str, OpSpec] = {}
+REFUSED: dict[str, str] = {}  # "fn.<name>" and "ops.<Name>" of an operator refused on purpose -> why
+
+
+def refused(name: str, ops: str, reason: str) -> None:
+    """Declare DALI's ``fn.<name>`` / ``ops.<ops>`` refused on purpose (a GPU-only operator, say): its refusal
+    says ``reason``."""
+    REFUSED[f"{FN}.{name}"] = REFUSED[f"{OPS}.{ops}"] = reason
 
 
 def declare(spec: OpSpec) -> OpSpec:
@@ -177,7 +184,7 @@ def _module(package: str, path: str, dali_name: str) -> types.ModuleType:
     parent_path, _, short = path.rpartition(".")
     module = types.ModuleType(full, f"DALI's ``{dali_name}``: made from fastload.compat.dali.spec's declarations.")
     module.__path__ = []  # a package: ``import ...fn.experimental.decoders`` finds its child in sys.modules
-    module.__getattr__ = refuse(full, dali_name, nearby(package.rpartition(".")[2]))
+    module.__getattr__ = refuse(full, dali_name, nearby(package.rpartition(".")[2]), REFUSED)
     sys.modules[full] = module
     setattr(_module(package, parent_path, dali_name.rpartition(".")[0]), short, module)
     return module

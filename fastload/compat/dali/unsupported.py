@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import sys
 import types
-from typing import Callable
+from typing import Callable, Mapping
 
 LISTED = "docs/dali-unsupported.md lists what DALI has and fastload does not"
 
@@ -36,11 +36,13 @@ def supported(module_name: str) -> list[str]:
     return sorted(names)
 
 
-def refuse(module_name: str, dali_name: str, nearby: Callable[[], list[str]] | None = None):
+def refuse(module_name: str, dali_name: str, nearby: Callable[[], list[str]] | None = None,
+           reasons: Mapping[str, str] | None = None):
     """A module ``__getattr__`` for ``module_name`` (DALI's ``dali_name``): a missing public name raises
     ``Unsupported`` naming it and what is supported (and, where ``nearby`` lists the whole API's dotted names,
-    those whose last part is close to it: ``fn.coin_flp`` names ``fn.random.coin_flip``); a private or dunder
-    one, the usual AttributeError."""
+    those whose last part is close to it: ``fn.coin_flp`` names ``fn.random.coin_flip``; where ``reasons``
+    gives why that name is refused on purpose, ``"fn.jitter"``: "GPU-only...", the reason); a private or
+    dunder one, the usual AttributeError."""
     def __getattr__(name: str):
         if name.startswith("_"):
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
@@ -50,6 +52,8 @@ def refuse(module_name: str, dali_name: str, nearby: Callable[[], list[str]] | N
             found = difflib.get_close_matches(name, [n.rpartition(".")[2] for n in names], n=3, cutoff=0.75)
             close = "".join(f"; closest: {', '.join(n for n in names if n.rpartition('.')[2] in found)}"
                             for _ in found[:1])
-        raise Unsupported(f"fastload.compat.dali: {dali_name}.{name} is not supported; {dali_name} has: "
+        why = (reasons or {}).get(f"{dali_name}.{name}")
+        raise Unsupported(f"fastload.compat.dali: {dali_name}.{name} is not supported"
+                          f"{f' ({why})' if why else ''}; {dali_name} has: "
                           f"{', '.join(supported(module_name))}{close} ({LISTED})")
     return __getattr__

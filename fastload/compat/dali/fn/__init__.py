@@ -14,4 +14,4 @@ from ..unsupported import refuse
 
 _spec.install(_spec.FN)
 
-__getattr__ = refuse(__name__, "fn", _spec.nearby("fn"))  # any other name: NotImplementedError naming it
+__getattr__ = refuse(__name__, "fn", _spec.nearby("fn"), _spec.REFUSED)  # any other name: refused, named

@@ -12,4 +12,4 @@ from ..unsupported import refuse
 
 _spec.install(_spec.OPS)
 
-__getattr__ = refuse(__name__, "ops", _spec.nearby("ops"))  # any other name: NotImplementedError naming it
+__getattr__ = refuse(__name__, "ops", _spec.nearby("ops"), _spec.REFUSED)  # any other name: refused, named
