@@ -128,6 +128,9 @@ def test_tfrecord_refusals(tmp_path):
         ours.fn.readers.tfrecord(path=path, index_path=index, features=string_list)
     with pytest.raises(ValueError, match="index_path"):
         ours.fn.readers.tfrecord(path=path, features={"a": our_tfrec.VarLenFeature(our_tfrec.int64, 0)})
+    with pytest.raises(NotImplementedError, match="shuffle_after_epoch=True"):
+        ours.fn.readers.tfrecord(path=path, index_path=index, shuffle_after_epoch=True,
+                                 features={"a": our_tfrec.VarLenFeature(our_tfrec.int64, 0)})
     with pytest.raises(NotImplementedError, match="shuffle_after_epoch_seed"):
         ours.fn.readers.tfrecord(path=path, index_path=index, shuffle_after_epoch_seed=3,
                                  features={"a": our_tfrec.VarLenFeature(our_tfrec.int64, 0)})

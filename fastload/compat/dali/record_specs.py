@@ -6,7 +6,8 @@ The order is a sample stream as ``fn.readers.file``'s (contiguous shards, read o
 file loaders (fn.readers.numpy's, fn.readers.sequence's) shuffle their list first, as fn.readers.file's does
 (``ReaderOrder``); its indexed and LMDB loaders (tfrecord, webdataset, mxnet, caffe, caffe2) do not
 (``RecordOrder``). Either way a shuffled stream is DALI's for an explicit ``seed`` (measured against DALI 2.4,
-tests/compat/test_dali_record_readers.py).
+tests/compat/test_dali_record_readers.py). ``shuffle_after_epoch``, whose permutations fastload does not
+reproduce, is refused.
 """
 
 from __future__ import annotations
@@ -56,10 +57,13 @@ def reader_paths(value, what: str, operator: str) -> list[str]:
 
 
 def record_spec(operator: str, samples: list, read: Callable | None, *, shard_id, num_shards, random_shuffle,
-          initial_fill, shuffle_after_epoch, stick_to_shard, pad_last_batch, seed, name, names=None,
-          listed_shuffle: bool = False) -> RecordSpec:
+                initial_fill, shuffle_after_epoch, stick_to_shard, pad_last_batch, seed, name, names=None,
+                listed_shuffle: bool = False) -> RecordSpec:
     """The reader's spec; ``listed_shuffle``: DALI's file loader shuffles its list first (``ReaderOrder``'s
     rule), the indexed loaders do not (``RecordOrder``'s); ``read`` None: a sample is its whole file."""
+    if shuffle_after_epoch:  # ReaderOrder's per-pass permutation is DALI's in kind only, not its samples
+        raise NotImplementedError(f"fastload.compat.dali: {operator}(shuffle_after_epoch=True) is not supported "
+                                  f"(DALI's per-epoch permutation is not reproduced); use random_shuffle with a seed")
     if not samples:
         raise ValueError(f"{operator}: no samples found")
     spec = RecordSpec(samples, names or [file for file, _ in samples], int(shard_id), int(num_shards),
