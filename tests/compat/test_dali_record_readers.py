@@ -1,10 +1,14 @@
-"""fastload.compat.dali.record_readers against real DALI 2.4's CPU readers, on small files written here.
+"""fastload.compat.dali's record readers (record_readers, numpy_readers, lmdb_readers) against real DALI 2.4's
+CPU readers, on small files written here.
 
 fn.readers.tfrecord (fixed, scalar, string and variable-length features over two files with DALI's
-tfrecord2idx index files; shards, pad_last_batch and a seeded random_shuffle), fn.readers.webdataset,
-fn.readers.numpy (with fn.decoders.numpy) and fn.readers.mxnet: the same samples, in the same order, with
-the same bytes, values, dtypes and shapes as DALI (exact: tolerance 0), over several iterations so that the
-stream goes past an epoch's end. What DALI leaves undefined (a missing TFRecord feature) is refused by name.
+tfrecord2idx index files), fn.readers.webdataset (DALI's grouping of awkward tar members, extension sets,
+dtypes, missing components, wds2idx index files), fn.readers.numpy (discovery, files, file_list, regions of
+interest), fn.readers.mxnet, fn.readers.caffe / caffe2 (LMDB) and fn.readers.sequence: the same samples, in
+the same order (one shard, shard_id/num_shards, pad_last_batch, stick_to_shard, a seeded random_shuffle),
+with the same bytes, values, dtypes and shapes as DALI (exact: tolerance 0), over several iterations so that
+the stream goes past an epoch's end. fn.decoders.numpy, which DALI 2.4 runs only with a CUDA driver, is
+checked against numpy and DALI's fn.cast. What DALI leaves undefined or fails on is refused by name.
 """
 
 from __future__ import annotations
