@@ -956,3 +956,25 @@ def test_copy_to_external_matches_dali(dali):
     for bad in (None, "x", ctypes.c_void_p(None)):  # DALI crashes the process on these
         with pytest.raises(TypeError, match="copy_to_external"):
             out.copy_to_external(bad)
+
+
+def test_indexing_keeps_dalis_layout_and_scalars_cast_as_dalis(dali):
+    """``x[0]`` drops the axis's layout letter, a slice keeps it (DALI's subscript layouts); an integer sample
+    of no dimensions converts as DALI's ConvertSat does."""
+    def define(lib):
+        @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            a = lib.fn.external_source(source=lambda: [np.arange(24, dtype=np.float32).reshape(2, 3, 4)] * 2,
+                                       batch=True, layout="HWC")
+            n = lib.fn.external_source(source=lambda: [np.int32(300), np.int32(-5)], batch=True)
+            return (a[0], a[:, 1], a[1:2], a[0, :, 2], a[1, 2], a[0, 1, 2], lib.fn.cast(n, dtype=lib.types.UINT8),
+                    lib.fn.cast(n, dtype=lib.types.INT8))
+        return pipe()
+
+    theirs, mine = define(dali), define(ours)
+    theirs.build()
+    for k, (t, m) in enumerate(zip(theirs.run(), mine.run())):
+        assert m.layout() == t.layout(), (k, m.layout(), t.layout())
+        for i in range(2):
+            assert np.array_equal(np.asarray(m.at(i)), np.asarray(t.at(i))), (k, i)
+            assert np.asarray(m.at(i)).dtype == np.asarray(t.at(i)).dtype

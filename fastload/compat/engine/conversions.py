@@ -48,14 +48,15 @@ def convert_sat(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if x.dtype.is_floating_point:  # numpy: torch lacks comparisons on uint16/32/64
         values = _round_half_away(x.double() if x.dtype == torch.float64 else x.float()).double().numpy()
         top = float(info.max)  # for 64-bit types this rounds up to 2**63 / 2**64, out of range
-        out = np.clip(values, float(info.min), np.nextafter(top, 0) if top >= 2.0 ** 63 else top)
+        out = np.asarray(np.clip(values, float(info.min), np.nextafter(top, 0) if top >= 2.0 ** 63 else top))
         out = out.astype(_NUMPY[dtype])
         out[values >= top] = info.max
         return torch.from_numpy(out)
     values = x.numpy()
     source = np.iinfo(values.dtype)
     low, high = max(info.min, source.min), min(info.max, source.max)
-    return torch.from_numpy(np.clip(values, values.dtype.type(low), values.dtype.type(high)).astype(_NUMPY[dtype]))
+    clipped = np.asarray(np.clip(values, values.dtype.type(low), values.dtype.type(high)))  # (0-d: still an array)
+    return torch.from_numpy(clipped.astype(_NUMPY[dtype]))
 
 
 def cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -180,8 +180,9 @@ class DataNode:
                         "`a * cond + b * (1 - cond)`)")
 
     def __getitem__(self, key):
+        """DALI's indexing: an integer removes its axis and that axis's layout letter, a slice keeps both."""
         return Op("subscript", lambda ctx, op, x, key=key: x[key], [self], {}, device=self.device,
-                  fusable=False).outputs[0]
+                  layouts=(_subscript_layout(self._layout, key),), fusable=False).outputs[0]
 
     # arithmetic: DALI's operators on DataNodes, with torch's type promotion (which agrees with DALI's:
     # an integer constant keeps an integer tensor's type, a float constant or `/` makes float32)
@@ -195,6 +196,14 @@ class DataNode:
     def _unary(self, fn, name):
         return Op(f"arithmetic({name})", lambda ctx, op, x: fn(x), [self], {}, device=self.device,
                   layouts=(self._layout,), fusable=False).outputs[0]
+
+
+def _subscript_layout(layout: str, key) -> str:
+    """The layout of ``x[key]`` for an ``x`` laid out ``layout`` (empty where unknown)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if not layout or len(keys) > len(layout) or not all(isinstance(k, (int, slice)) for k in keys):
+        return ""
+    return "".join(letter for k, letter in zip(keys, layout) if isinstance(k, slice)) + layout[len(keys):]
 
 
 def _operand(value) -> torch.Tensor:
