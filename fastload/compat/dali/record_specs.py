@@ -48,6 +48,7 @@ class LaidOutReader(ReaderOp):
 
 
 def reader_paths(value, what: str, operator: str) -> list[str]:
+    """A path argument (one, or a list) as a non-empty list of paths."""
     if value is None:
         raise ValueError(f"{operator} needs {what}")
     listed = [os.fspath(value)] if isinstance(value, (str, os.PathLike)) else [os.fspath(v) for v in value]
@@ -90,8 +91,9 @@ def read_range(file: str, offset: int, size: int) -> bytes:
 
 
 ORDER_ARGS = ("shard_id", "num_shards", "random_shuffle", "initial_fill", "shuffle_after_epoch", "stick_to_shard",
-               "pad_last_batch", "seed", "name")
+              "pad_last_batch", "seed", "name")
 
 
 def order_args(args: dict) -> dict:
+    """A builder's order arguments (its ``locals()``), as ``record_spec`` takes them."""
     return {key: args[key] for key in ORDER_ARGS}
