@@ -21,10 +21,11 @@ are the ones measured there. The numerics rocAL's layer computes too (RPP ports 
   ``power_spectrum``: |rfft|^power along ``axis`` of the input cut or zero-padded to ``nfft`` (default: its
   length). Float32 FFTs (torch's, DALI's
   ffts): within 1e-6 of the sample's largest value (measured 5e-7).
-- ``mel_filter_bank``: DALI's triangular filters (mel scales in float32 with logf/expf, bins from
-  ceil(freq_low / step) to floor(freq_high / step)), summed bin by bin in float32, along the 'f' axis of
-  the layout (no layout: the second last). Some weights differ from DALI's in the last bit: within 1e-5 of
-  the largest value (measured up to 2e-6).
+- ``mel_filter_bank``: DALI's triangular filters (``mel_weights``: mel scales in float32 with logf/expf,
+  bins from ceil(freq_low / step) to floor(freq_high / step)), summed bin by bin in float32, along the 'f'
+  axis of the layout (no layout: the second last). Bit-exact unnormalized; normalized, a few weights differ
+  from DALI's in the last bit (within 1e-6 of the largest value). rocAL's filters (``engine.audio``, RPP's
+  port) round differently, so the two layers keep their own.
 - ``mfcc``: DCT types 1-4 (DALI's cosine tables, double rounded to float, ``normalize`` ortho), summed in
   order along ``axis`` in float32; ``lifter`` scales coefficient i by 1 + (L / 2) sinf(pi (i + 1) / L).
 - ``to_decibels``: (multiplier * 0.30103f) * log2f(max(10^(cutoff / multiplier), x / reference)),
@@ -205,47 +206,33 @@ class _Htk:
 @functools.lru_cache(maxsize=16)
 def mel_weights(bins: int, nfilter: int, sample_rate: float, freq_low: float, freq_high: float, htk: bool,
                 normalize: bool) -> torch.Tensor:
-    """DALI's mel filters (MelFilterImplBase, float32 T) as a [nfilter, bins] matrix."""
+    """DALI's mel filters as a [nfilter, bins] matrix, with the rounding measured against its CPU kernel:
+    the band edges are mel_low + k * delta (delta in double) rounded to float and taken to Hz in float32;
+    a bin at f (float(sample_rate / nfft) * bin) in band k weighs (f1 - f) / (f1 - f0), in double rounded
+    to float, for filter k - 1 and 1 minus that for filter k; normalized, each times float(2 / (the filter's
+    width in Hz)). Equal to DALI's unnormalized; normalized, a few weights differ in the last bit."""
     scale = _Htk() if htk else _Slaney()
     sample_rate, freq_low = _F(sample_rate), _F(freq_low)
     freq_high = _F(freq_high) if freq_high > 0 else _F(sample_rate / _F(2))
-    nfft = 2 * (bins - 1)
+    hz_step = float(_F(sample_rate / _F(2 * (bins - 1))))
     mel_low, mel_high = scale.hz_to_mel(freq_low), scale.hz_to_mel(freq_high)
-    hz_step = float(_F(sample_rate / _F(nfft)))  # float / int64 in float, kept as a double
-    mel_delta = float(_F(_F(mel_high - mel_low) / _F(nfilter + 1)))
-    inverse = 1.0 / hz_step
-    start = max(int(math.ceil(float(freq_low) * inverse)), 0)
-    end = min(int(math.floor(float(freq_high) * inverse)), bins - 1)
-    down = np.zeros(bins, dtype=np.float32)
-    interval_of = np.full(bins, -1)
-    norm = np.ones(nfilter, dtype=np.float32)
-    mel0, mel1 = mel_low, _F(float(mel_low) + mel_delta)
-    fft_bin = start
-    f = _F(fft_bin * hz_step)
-    for interval in range(nfilter + 1):
-        if interval == nfilter:
-            mel1 = mel_high
-        f0, f1 = scale.mel_to_hz(mel0), scale.mel_to_hz(mel1)
-        if normalize and interval < nfilter:
-            f2 = scale.mel_to_hz(_F(float(mel1) + mel_delta))
-            norm[interval] = _F(_F(2) / _F(f2 - f0))
-        slope = _F(_F(1) / _F(f1 - f0))
-        while fft_bin <= end and f < f1:
-            down[fft_bin] = _F(_F(f1 - f) * slope)
-            interval_of[fft_bin] = interval
-            fft_bin += 1
-            f = _F(fft_bin * hz_step)
-        mel0, mel1 = mel1, _F(float(mel1) + mel_delta)
+    delta = (float(mel_high) - float(mel_low)) / (nfilter + 1)
+    edges = [scale.mel_to_hz(_F(float(mel_low) + k * delta)) for k in range(nfilter + 1)]
+    edges.append(scale.mel_to_hz(mel_high))
+    norm = [_F(_F(2) / _F(edges[k + 2] - edges[k])) for k in range(nfilter)]
     weights = np.zeros((nfilter, bins), dtype=np.float32)
-    for fft_bin in range(start, end + 1):
-        up = interval_of[fft_bin]
-        if up < 0:
-            continue
-        weight_down, weight_up = down[fft_bin], _F(_F(1) - down[fft_bin])
-        if up - 1 >= 0:
-            weights[up - 1, fft_bin] = _F(weight_down * norm[up - 1]) if normalize else weight_down
-        if up < nfilter:
-            weights[up, fft_bin] = _F(weight_up * norm[up]) if normalize else weight_up
+    fft_bin = max(int(math.ceil(float(freq_low) / hz_step)), 0)
+    end = min(int(math.floor(float(freq_high) / hz_step)), bins - 1)
+    for band in range(nfilter + 1):
+        f0, f1 = edges[band], edges[band + 1]
+        while fft_bin <= end and _F(fft_bin * hz_step) < f1:
+            down = _F((float(f1) - float(_F(fft_bin * hz_step))) / (float(f1) - float(f0)))
+            up = _F(_F(1) - down)
+            if band >= 1:
+                weights[band - 1, fft_bin] = _F(down * norm[band - 1]) if normalize else down
+            if band < nfilter:
+                weights[band, fft_bin] = _F(up * norm[band]) if normalize else up
+            fft_bin += 1
     return torch.from_numpy(weights)
 
 
