@@ -44,7 +44,7 @@ setup(
                            libraries=["jpeg"], extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
-                 Extension("fastload.compat.dali._resample", ["fastload/compat/dali/_resample.c"],
+                 Extension("fastload.compat.dali._native", ["fastload/compat/dali/_native.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
     # tqdm: the progress bars of `fastload bench` and `inspect`;
     # fsspec (with aiohttp for http/https): remote shards, through the storage library the field uses;

@@ -1,4 +1,4 @@
-"""fastload.compat.dali's resampler pass in native code (``_resample.c``) against its torch version, bit for
+"""fastload.compat.dali's resampler pass in native code (``_native.c``) against its torch version, bit for
 bit, on random images, filters and clamp ranges of awkward sizes; the DALI comparisons of fn.resize
 (tests/compat/test_dali_pipeline.py and the others) run through the native pass where it is built."""
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fastload.compat.dali import resampling
 
-pytestmark = pytest.mark.skipif(resampling._native is None, reason="fastload.compat.dali._resample not built")
+pytestmark = pytest.mark.skipif(resampling._native is None, reason="fastload.compat.dali._native not built")
 
 
 @st.composite

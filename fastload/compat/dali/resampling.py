@@ -20,8 +20,8 @@ from ..float32 import round_c as _round_c
 from ..float32 import round_half_away as _round_half_away
 from ..engine.conversions import convert_sat
 
-try:  # the passes in native code where the extension was built (fastload.compat.dali._resample)
-    from . import _resample as _native
+try:  # the passes in native code where the extension was built (fastload.compat.dali._native)
+    from . import _native
 except ImportError:
     _native = None
 
@@ -315,7 +315,7 @@ def _resample_axis(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.nd
 
 def _native_pass(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.ndarray, clamp_lo: int,
                  clamp_hi: int) -> torch.Tensor:
-    """``_resample_axis`` in native code (``_resample.c``): the same products and tap-order float32 sums, in
+    """``_resample_axis`` in native code (``_native.c``): the same products and tap-order float32 sums, in
     one pass without the GIL instead of a full-image gather, product and sum per tap."""
     x = x.contiguous()
     height, width, channels = x.shape

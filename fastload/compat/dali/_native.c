@@ -1,6 +1,8 @@
-/* One separable pass of DALI's CPU resampler over a float32 HWC image, in native code.
+/* DALI's per-sample numerics in native code, where torch's op-by-op version costs most of a pipeline's time
+ * (one function per operator step; each equal bit for bit to the torch version it replaces, which stays as
+ * the fallback and the test's reference).
  *
- * Why this exists: fn.resize outside the fused path (detection, geometry, any graph that is not the
+ * resample: one separable pass of DALI's CPU resampler over a float32 HWC image. Why: fn.resize outside the fused path (detection, geometry, any graph that is not the
  * classification chain) reproduces DALI's float32 resampler bit for bit (resampling.py). Written in
  * torch, a pass is one gather, one multiply and one add over the whole image per filter tap -- a
  * dozen full-image temporaries for a downscale -- and it was most of a detection pipeline's time.
@@ -103,6 +105,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_resample", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__resample(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
