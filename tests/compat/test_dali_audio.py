@@ -122,12 +122,12 @@ def test_spectrogram_window_fn_and_short_signals_match_dali(seed):
 
 def test_power_spectrum_matches_dali(seed):
     """nfft longer and shorter than the signal and left out (the signal's length), power 1, along axis 0 of
-    a [channels, frames] sample: within 1e-6 of the largest value."""
+    a [channels, frames] sample, through ops.PowerSpectrum too: within 1e-6 of the largest value."""
     x = signals(seed)
     compare(lambda mod, x: (mod.fn.power_spectrum(x, nfft=64), mod.fn.power_spectrum(x, nfft=3001),
                             mod.fn.power_spectrum(x), mod.fn.power_spectrum(x, nfft=100, power=1)),
             x, relative=1e-6, seed=seed)
-    compare(lambda mod, x: (mod.fn.power_spectrum(x, nfft=4, axis=0), mod.fn.power_spectrum(x, nfft=40)),
+    compare(lambda mod, x: (mod.fn.power_spectrum(x, nfft=4, axis=0), mod.ops.PowerSpectrum(nfft=40)(x)),
             [np.stack([s, s[::-1] * 0.5]) for s in x], relative=1e-6, seed=seed)
 
 
@@ -239,12 +239,13 @@ def _wav(rng, frames: int, channels: int, rate: int, subtype="PCM_16") -> np.nda
 
 
 def test_decoders_audio_matches_dali(seed):
-    """Mono, stereo and 3-channel WAV (PCM16, and PCM32): FLOAT, INT16, INT32; downmixed; resampled to a
-    rate (a per-sample one too), with and without downmix, as INT16 too; and the rates: bit-exact, as is
-    the deprecated fn.audio_decoder."""
+    """Mono, stereo, 3- and 6-channel WAV (PCM16, and PCM32): FLOAT, INT16, INT32; downmixed (channels
+    summed in order: not RPP's lanes); resampled to a rate (a per-sample one too), with and without downmix,
+    as INT16 too; and the rates: bit-exact, as are the deprecated fn.audio_decoder and ops.AudioDecoder."""
     rng = np.random.default_rng(seed)
-    files = [_wav(rng, 1001, 1, 16000), _wav(rng, 777, 2, 22050), _wav(rng, 1234, 3, 8000, "PCM_32")]
-    rates = [np.array(r, dtype=np.float32) for r in (12000.0, 22050.0, 9000.0)]
+    files = [_wav(rng, 1001, 1, 16000), _wav(rng, 777, 2, 22050), _wav(rng, 1234, 3, 8000, "PCM_32"),
+             _wav(rng, 555, 6, 16000)]
+    rates = [np.array(r, dtype=np.float32) for r in (12000.0, 22050.0, 9000.0, 44100.0)]
 
     def graph(mod, x):
         fn, types = mod.fn, mod.types
@@ -254,7 +255,8 @@ def test_decoders_audio_matches_dali(seed):
                 *fn.decoders.audio(x, downmix=True, dtype=types.INT16),
                 *fn.decoders.audio(x, sample_rate=12000.0), *fn.decoders.audio(x, sample_rate=rate, downmix=True,
                                                                               quality=20.0),
-                *fn.audio_decoder(x, sample_rate=rate, dtype=types.INT16))
+                *fn.audio_decoder(x, sample_rate=rate, dtype=types.INT16),
+                *mod.ops.AudioDecoder(downmix=True, dtype=types.INT32)(x))
     compare(graph, files, seed=seed)
 
 
