@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import importlib
 import inspect
+import json
 import sys
 import types
 import warnings
@@ -111,8 +112,9 @@ def main(argv: list[str]) -> None:
     ]
     from nvidia.dali.ops import _names, _registry
     from fastload.compat.dali import spec
+    usage = json.loads((Path(__file__).parent / "dali_usage.json").read_text())
     lines += spec.schema_lines({name: (_names._op_name(name, "fn"), _names._op_name(name, "ops"))
-                                for name in _registry._all_registered_ops() if not name.startswith("_")})
+                                for name in _registry._all_registered_ops() if not name.startswith("_")}, usage)
     lines += section("`fn` operators", f"{len(fn)} operators (submodules included; legacy names too).", fn)
     lines += section("`ops` classes", f"{len(ops)} classes.", ops)
     lines += section("`types` names", f"{len(names)} names.", names)

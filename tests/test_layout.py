@@ -27,8 +27,17 @@ def _modules() -> dict[str, pathlib.Path]:
     return modules
 
 
+def _extensions() -> set[str]:
+    """The C extension modules (``fastload/_jpeg.c`` is ``fastload._jpeg``): modules an import may name, which
+    import no fastload module themselves."""
+    return {".".join(["fastload", *path.relative_to(ROOT / "fastload").with_suffix("").parts])
+            for path in (ROOT / "fastload").rglob("*.c")}
+
+
 def _imports(name: str, path: pathlib.Path, modules: dict) -> set[str]:
-    """The fastload modules ``name`` imports anywhere in its file (functions included)."""
+    """The fastload modules ``name`` imports anywhere in its file (functions included); a C extension is a
+    module of its own, not its package."""
+    modules = {**modules, **dict.fromkeys(_extensions())}
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):

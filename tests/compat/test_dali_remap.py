@@ -140,3 +140,19 @@ def test_warp_perspective_refusals_name_themselves():
         pipe(lambda x: ours.fn.experimental.warp_perspective(x.gpu(), matrix=np.eye(3)))
     with pytest.raises(ValueError, match=f"{name}: matrix must have 9 elements"):
         pipe(lambda x: ours.fn.experimental.warp_perspective(x, matrix=[1, 0, 0, 0, 1, 0]))
+
+
+def test_the_other_gpu_only_operators_are_dalis_and_refused_with_the_reason():
+    from nvidia.dali import backend
+    import_dali()
+    from fastload.compat.dali import gpu_only
+    cpu, gpu = set(backend.RegisteredCPUOps()), set(backend.RegisteredGPUOps())
+    for fn_name, ops_name in gpu_only.GPU_ONLY.items():
+        schema = ops_name.replace(".", "__")
+        assert schema in gpu and schema not in cpu, schema
+        for api, dotted in (("fn", fn_name), ("ops", ops_name)):
+            module = getattr(ours, api)
+            for part in dotted.split(".")[:-1]:
+                module = getattr(module, part)
+            with pytest.raises(NotImplementedError, match=f"{api}.{dotted} is not supported \\(GPU-only"):
+                getattr(module, dotted.rpartition(".")[2])

@@ -231,22 +231,44 @@ def schemas_run() -> set[str]:
     return {schema for spec in OPERATORS.values() for schema in spec.schemas}
 
 
-def schema_lines(registry: Mapping[str, tuple[str, str]]) -> list[str]:
+def schema_lines(registry: Mapping[str, tuple[str, str]], usage: Mapping | None = None) -> list[str]:
     """docs/dali-unsupported.md's section on DALI's operator schemas, those fastload runs and those it does not;
     ``registry`` maps each of DALI's (its ``ops._registry`` less the internal ones) to its ``fn`` and ``ops``
-    names, as DALI names them."""
+    names, as DALI names them. ``usage`` (scripts/dali_usage.json: its "method" and its "files", fn name ->
+    files found in public code) orders the schemas not run, most used first, each with its count and the
+    reason it is refused where it is refused on purpose."""
     run = schemas_run()
+    files = dict((usage or {}).get("files", {}))
     done = sorted(name for name in registry if name in run)
-    not_done = sorted(name for name in registry if name not in run)
+    not_done = sorted((name for name in registry if name not in run),
+                      key=lambda name: (-files.get(registry[name][0], -1), name))
 
     def row(schema: str) -> str:
         fn_name, ops_name = registry[schema]
-        return f"- `{schema}`: `fn.{fn_name}`, `ops.{ops_name}`"
+        count = files.get(fn_name)
+        found = "" if count is None or schema in run else \
+            f" ({count}{'+' if count >= 10 else ''} file{'' if count == 1 else 's'})"
+        why = REFUSED.get(f"{FN}.{fn_name}")
+        return f"- `{schema}`: `fn.{fn_name}`, `ops.{ops_name}`{found}{f': {why}' if why else ''}"
+
+    ranking = [] if usage is None else [
+        "### How much the operators are used", "", usage["method"], "",
+        "Looked up (searched " + usage["searched"] + "), most used first: " + ", ".join(
+            f"`fn.{name}` {count}" + (" (run)" if f"{FN}.{name}" in _run_names() else "")
+            for name, count in sorted(files.items(), key=lambda item: (-item[1], item[0]))) + ".", ""]
 
     return [f"## DALI's operator schemas: {len(done)} of {len(registry)} run", "",
             "Every operator schema in DALI's registry (with the PyTorch plugin's), deprecated ones included (each is "
             "its own `fn` function and `ops` class). What fastload runs is `fastload.compat.dali.spec.OPERATORS`: "
             "each operator declared once, with `@operator(...)`, beside its builder; an operator that runs has "
             "all its names in both `fn` and `ops`.", "",
+            *ranking,
             f"### Run ({len(done)})", "", *map(row, done), "",
-            f"### Not run ({len(not_done)})", "", *map(row, not_done), ""]
+            f"### Not run ({len(not_done)})", "", *(["Most used first (files found in public code, as above)."]
+                                                     if usage is not None else []), "", *map(row, not_done), ""]
+
+
+def _run_names() -> set[str]:
+    """``fn.<name>`` of every operator that runs, and ``fn.<family>.*`` of each family one of them is in."""
+    names = {f"{FN}.{name}" for spec in OPERATORS.values() for name in spec.names(FN)}
+    return names | {f"{FN}.{name.rpartition('.')[0]}.*" for name in names if "." in name[3:]}

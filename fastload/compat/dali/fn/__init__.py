@@ -9,6 +9,7 @@ DALI's deprecated names (``fn.image_decoder``, ``fn.coin_flip``, ``fn.file_reade
 from .. import affine, detection, effects, geometry, operators  # noqa: F401  (their @operator declarations)
 from .. import (arrays, audio, boxes, filters, noise, pointwise, python_function, record_readers,  # noqa: F401
                reductions, remap, resize_crop)
+from .. import gpu_only  # noqa: F401  (the GPU-only operators' refusals, with their reason)
 from .. import spec as _spec
 from ..unsupported import refuse
 
