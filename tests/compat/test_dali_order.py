@@ -89,3 +89,16 @@ def test_reader_order_shuffles_as_dali_does_in_kind():
         ReaderOrder(11, shard_id=0, num_shards=1, batch_size=4, shuffle_after_epoch=True, stick_to_shard=True)
     with pytest.raises(ValueError, match="shards"):
         ReaderOrder(2, shard_id=0, num_shards=3, batch_size=4)
+
+
+def test_reader_order_shuffle_list_false_passes_the_list_through_the_buffer_unshuffled():
+    """shuffle_list=False (DALI's indexed and LMDB loaders): the buffer gets the list in its own order, so a
+    buffer of one passes it through; the default shuffles it first (DALI's file loaders)."""
+    plain = ReaderOrder(9, shard_id=1, num_shards=2, batch_size=3, random_shuffle=True, initial_fill=1,
+                        shuffle_list=False)
+    listed = ReaderOrder(9, shard_id=1, num_shards=2, batch_size=3, random_shuffle=True, initial_fill=1)
+    assert plain.stream(0, 10) == [4, 5, 6, 7, 8, 0, 1, 2, 3, 4]
+    assert listed.stream(0, 10) == [dali_shuffle(range(9), 524287)[i] for i in [4, 5, 6, 7, 8, 0, 1, 2, 3, 4]]
+    mixed = ReaderOrder(9, shard_id=0, num_shards=1, batch_size=3, random_shuffle=True, initial_fill=4,
+                        shuffle_list=False)
+    assert all(sorted(mixed.indices(e)) == list(range(9)) for e in range(3))

@@ -121,7 +121,10 @@ class ReaderOrder(IndexOrder):
     ``pad_last_batch`` pads with the last sample returned. The draws are
     DALI's generator (``DaliLoaderRandom``, seeded with the reader's seed),
     so the order is DALI's sample for sample when the reader's seed is
-    DALI's (given explicitly).
+    DALI's (given explicitly). ``shuffle_list``: whether the list is shuffled
+    once before the buffer, as DALI's file loaders do (readers.file, numpy,
+    sequence); its indexed and LMDB loaders (tfrecord, webdataset, mxnet,
+    caffe, caffe2) pass their list through the buffer as it is (False).
     ``shuffle_after_epoch`` reads the block from a fresh permutation of the
     whole dataset (seeded ``seed + pass``) on every pass: DALI's in kind
     (DALI 2.4.0's passes are not the std::shuffle its 2023 sources describe,
@@ -130,7 +133,8 @@ class ReaderOrder(IndexOrder):
 
     def __init__(self, dataset_size: int, *, shard_id: int, num_shards: int, batch_size: int,
                  stick_to_shard: bool = False, pad_last_batch: bool = False, random_shuffle: bool = False,
-                 initial_fill: int = 1024, shuffle_after_epoch: bool = False, seed: int = 0):
+                 initial_fill: int = 1024, shuffle_after_epoch: bool = False, seed: int = 0,
+                 shuffle_list: bool = True):
         super().__init__(batch_size, drop_last=False)
         if not 0 <= shard_id < num_shards:
             raise ValueError(f"shard_id {shard_id} is not in [0, num_shards={num_shards})")
@@ -144,7 +148,10 @@ class ReaderOrder(IndexOrder):
         self.random_shuffle, self.initial_fill = random_shuffle, max(1, initial_fill)
         self.shuffle_after_epoch = shuffle_after_epoch
         self._buffer_state: tuple | None = None  # where _shuffled stopped (see there)
-        self._listed = dali_shuffle(range(dataset_size), DALI_LOADER_SEED) if random_shuffle else None
+        self.shuffle_list = shuffle_list
+        # the list the reader reads (None: the dataset's own order)
+        self._listed = dali_shuffle(range(dataset_size), DALI_LOADER_SEED) if random_shuffle and shuffle_list \
+            else None
         self._permutation: tuple[int, list[int]] = (-1, [])  # (pass, permutation) of shuffle_after_epoch
 
     def bounds(self, shard: int) -> tuple[int, int]:
@@ -200,7 +207,8 @@ class ReaderOrder(IndexOrder):
         """The dataset index of the ``k``-th sample the reader reads (no padding: the file loader's own
         order, on through the next shards and around, or around its own shard)."""
         low, high = self.bounds(self.shard_id)
-        return self._listed[low + k % (high - low) if self.stick else (low + k) % self.size]
+        index = low + k % (high - low) if self.stick else (low + k) % self.size
+        return index if self._listed is None else self._listed[index]
 
     def _epoch_size(self, epoch: int) -> int:
         """Samples the reader reads in its ``epoch``-th epoch: the size of the shard it reads then."""

@@ -3,9 +3,9 @@ spec that says how a sample's bytes are read (``RecordSpec.read``) and DALI's or
 
 The order is a sample stream as ``fn.readers.file``'s (contiguous shards, read on past the shard's end,
 ``stick_to_shard``, ``pad_last_batch``, ``ReaderOrder``); with ``random_shuffle``, DALI's shuffle buffer. DALI's
-file loaders (fn.readers.numpy's, fn.readers.sequence's) shuffle their list first, as fn.readers.file's does
-(``ReaderOrder``); its indexed and LMDB loaders (tfrecord, webdataset, mxnet, caffe, caffe2) do not
-(``RecordOrder``). Either way a shuffled stream is DALI's for an explicit ``seed`` (measured against DALI 2.4,
+file loaders (fn.readers.numpy's, fn.readers.sequence's) shuffle their list first, as fn.readers.file's does;
+its indexed and LMDB loaders (tfrecord, webdataset, mxnet, caffe, caffe2) do not (``ReaderOrder``'s
+``shuffle_list``). Either way a shuffled stream is DALI's for an explicit ``seed`` (measured against DALI 2.4,
 tests/compat/test_dali_record_readers.py). ``shuffle_after_epoch``, whose permutations fastload does not
 reproduce, is refused.
 """
@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from ..engine.graph import Op, ReaderOp
+from ..engine.graph import ReaderOp
 from .operators import ReaderSpec
 from .order import ReaderOrder
 
@@ -30,21 +30,11 @@ class RecordSpec(ReaderSpec):
     order: Callable | None = None
 
 
-class RecordOrder(ReaderOrder):
-    """``ReaderOrder`` for DALI's loaders that do not shuffle their list before the shuffle buffer."""
-
-    def __init__(self, dataset_size: int, **args):
-        super().__init__(dataset_size, **args)
-        if self.random_shuffle:
-            self._listed = list(range(dataset_size))
-
-
 class LaidOutReader(ReaderOp):
-    """A ``ReaderOp`` whose outputs have layouts (``ReaderOp`` gives none)."""
+    """A ``ReaderOp`` with one output per layout."""
 
     def __init__(self, name: str, impl: Callable, reader, layouts: tuple[str, ...]):
-        Op.__init__(self, name, impl, [], {}, num_outputs=len(layouts), layouts=layouts)
-        self.reader = reader
+        super().__init__(name, impl, reader, num_outputs=len(layouts), layouts=layouts)
 
 
 def reader_paths(value, what: str, operator: str) -> list[str]:
@@ -61,7 +51,7 @@ def record_spec(operator: str, samples: list, read: Callable | None, *, shard_id
                 initial_fill, shuffle_after_epoch, stick_to_shard, pad_last_batch, seed, name, names=None,
                 listed_shuffle: bool = False) -> RecordSpec:
     """The reader's spec; ``listed_shuffle``: DALI's file loader shuffles its list first (``ReaderOrder``'s
-    rule), the indexed loaders do not (``RecordOrder``'s); ``read`` None: a sample is its whole file."""
+    default), the indexed loaders do not (``shuffle_list=False``); ``read`` None: a sample is its whole file."""
     if shuffle_after_epoch:  # ReaderOrder's per-pass permutation is DALI's in kind only, not its samples
         raise NotImplementedError(f"fastload.compat.dali: {operator}(shuffle_after_epoch=True) is not supported "
                                   f"(DALI's per-epoch permutation is not reproduced); use random_shuffle with a seed")
@@ -72,10 +62,11 @@ def record_spec(operator: str, samples: list, read: Callable | None, *, shard_id
                       bool(pad_last_batch), int(seed), name, read=read)
     if listed_shuffle:
         return spec
-    spec.order = lambda batch_size, order_seed: RecordOrder(
+    spec.order = lambda batch_size, order_seed: ReaderOrder(
         len(spec.samples), shard_id=spec.shard_id, num_shards=spec.num_shards, batch_size=batch_size,
         stick_to_shard=spec.stick_to_shard, pad_last_batch=spec.pad_last_batch, random_shuffle=spec.random_shuffle,
-        initial_fill=spec.initial_fill, shuffle_after_epoch=spec.shuffle_after_epoch, seed=order_seed)
+        initial_fill=spec.initial_fill, shuffle_after_epoch=spec.shuffle_after_epoch, seed=order_seed,
+        shuffle_list=False)
     return spec
 
 

@@ -289,11 +289,12 @@ class ReaderOp(Op):
     """An op that reads a dataset: DALI's fn.readers.file and COCO reader, each of rocAL's readers. It has
     no inputs; its outputs are a sample's encoded bytes and label, and ``reader`` is what it reads (its
     ``samples`` [(path, label)], ``name``, and either DALI's sharding arguments or its own
-    ``order(batch_size, seed)`` and ``read(index)``). A pipeline's build finds its readers by this class
-    (``Graph.readers``), whatever each is named."""
+    ``order(batch_size, seed)`` and ``read(index)``); ``layouts``, its outputs' (none by default). A
+    pipeline's build finds its readers by this class (``Graph.readers``), whatever each is named."""
 
-    def __init__(self, name: str, impl: Callable, reader, num_outputs: int = 2):
-        super().__init__(name, impl, [], {}, num_outputs=num_outputs)
+    def __init__(self, name: str, impl: Callable, reader, num_outputs: int = 2,
+                 layouts: tuple[str, ...] | None = None):
+        super().__init__(name, impl, [], {}, num_outputs=num_outputs, layouts=layouts)
         self.reader = reader
 
 
