@@ -36,6 +36,30 @@ taken with ``run()``. The cropped images are also zoomed out with fn.paste
 (ratio 1.5, then resized to 150x150) into a second image output, their
 boxes moved with fn.bbox_paste, as SSD's "expand" step does. A quick check that it runs: ``--pipeline detection
 --coco-images 16 --batch-size 4 --epochs 1 --rounds 1``.
+
+``--pipeline gallery`` and ``--pipeline geometry`` run on real DALI's CPU
+operators and on fastload.compat.dali (``GALLERY_LOADERS``,
+``GEOMETRY_LOADERS``) over the sample folder (the built-in one of
+``--images`` JPEGs; below the default count, a folder of that many under the
+temporary folder, so a quick check reads only those), read with
+fn.readers.file (random shuffle) and fn.decoders.image to RGB; batches are
+taken with ``run()``. ``gallery`` chains the operators of DALI's augmentation
+gallery (docs/examples/image_processing/augmentation_gallery) on each
+sample: brightness_contrast and hue and saturation with per-sample random
+values, a fixed color_twist, rotate by a random angle in [-30, 30] (fill 0),
+a coin-flip horizontal flip, water, sphere, jpeg_compression_distortion
+(quality 50), gaussian_blur (window 5), erase of a centred box (40% of each
+side, fill 118), grid_mask (tile 64, ratio 0.4, random angle), resize to
+224x224 and crop_mirror_normalize to float32 CHW. ``geometry`` is a
+resize/warp chain: resize_shorter=256 (antialias), warp_affine by a
+per-sample matrix (fn.transforms.rotation of [-15, 15] degrees and
+fn.transforms.scale of [0.9, 1.1] about (128, 128), then
+fn.transforms.translation of [-16, 16] pixels, joined with
+fn.transforms.combine; inverse_map=False), rotate by [-10, 10] degrees
+(keep_size), experimental.warp_perspective by a fixed mild perspective, a
+centred 224x224 fn.crop and crop_mirror_normalize to float32 CHW. Quick
+checks that they run: ``--pipeline gallery --images 16 --batch-size 4
+--epochs 1 --rounds 1`` (and the same with ``geometry``).
 """
 
 from __future__ import annotations
@@ -54,6 +78,9 @@ LOADERS = ("dali", "fastload.compat.dali", "fastload")
 ROCAL_LOADERS = ("fastload.compat.rocal", "fastload.compat.rocal+dct", "fastload-rocal-recipe")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 DETECTION_LOADERS = ("dali-detection", "fastload.compat.dali-detection")
+GALLERY_LOADERS = ("dali-gallery", "fastload.compat.dali-gallery")
+GEOMETRY_LOADERS = ("dali-geometry", "fastload.compat.dali-geometry")
+SAMPLE_IMAGES = 2000  # the built-in sample folder's size
 
 
 def coco_sample(count: int, root: str | None = None) -> tuple[str, str]:
@@ -133,9 +160,83 @@ def _detection_pipeline(lib, root: str, batch_size: int, workers: int):
     return pipe
 
 
+def _sample_root(count: int) -> str:
+    """The built-in sample folder at its default size; a smaller or larger count gets its own folder of
+    ``count`` JPEGs under the temporary folder (the built-in one may already hold more images than asked for,
+    and a reader reads them all)."""
+    import tempfile
+
+    from fastload.sample_data import make_sample_folder, sample_folder
+    if count == SAMPLE_IMAGES:
+        return sample_folder(count)
+    return str(make_sample_folder(os.path.join(tempfile.gettempdir(), f"fastload-bench-sample-{count}"), count))
+
+
+def _gallery_pipeline(lib, root: str, batch_size: int, workers: int):
+    """DALI's augmentation gallery chained on each sample (see the module docstring), with ``lib``'s
+    operators over the image folder ``root``."""
+    fn, types = lib.fn, lib.types
+
+    @lib.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=12)
+    def gallery():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+        images = fn.brightness_contrast(images, brightness=fn.random.uniform(range=[0.7, 1.3]),
+                                        contrast=fn.random.uniform(range=[0.7, 1.3]))
+        images = fn.hue(images, hue=fn.random.uniform(range=[-30.0, 30.0]))
+        images = fn.saturation(images, saturation=fn.random.uniform(range=[0.5, 1.5]))
+        images = fn.color_twist(images, brightness=1.1, contrast=0.9, hue=10.0, saturation=1.2)
+        images = fn.rotate(images, angle=fn.random.uniform(range=[-30.0, 30.0]), fill_value=0)
+        images = fn.flip(images, horizontal=fn.random.coin_flip(probability=0.5))
+        images = fn.water(images)
+        images = fn.sphere(images)
+        images = fn.jpeg_compression_distortion(images, quality=50)
+        images = fn.gaussian_blur(images, window_size=5)
+        images = fn.erase(images, anchor=[0.3, 0.3], shape=[0.4, 0.4], normalized=True, axis_names="HW",
+                          fill_value=118)
+        images = fn.grid_mask(images, ratio=0.4, tile=64, angle=fn.random.uniform(range=[0.0, 1.0]))
+        images = fn.resize(images, resize_x=224, resize_y=224)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+        return images, labels
+
+    pipe = gallery()
+    pipe.build()
+    return pipe
+
+
+def _geometry_pipeline(lib, root: str, batch_size: int, workers: int):
+    """A resize/warp chain (see the module docstring) with ``lib``'s operators over the image folder
+    ``root``."""
+    fn, types = lib.fn, lib.types
+    # a mild perspective (output to input, DALI's default inverse mapping), row-major 3x3
+    perspective = [1.0, 0.05, 0.0, 0.02, 1.0, 0.0, 0.0001, 0.0002, 1.0]
+
+    @lib.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=12)
+    def geometry():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+        images = fn.resize(images, resize_shorter=256, antialias=True)
+        rotation = fn.transforms.rotation(angle=fn.random.uniform(range=[-15.0, 15.0]), center=[128, 128])
+        scale = fn.transforms.scale(scale=fn.random.uniform(range=[0.9, 1.1], shape=[2]), center=[128, 128])
+        translation = fn.transforms.translation(offset=fn.random.uniform(range=[-16.0, 16.0], shape=[2]))
+        matrix = fn.transforms.combine(rotation, scale, translation)
+        images = fn.warp_affine(images, matrix=matrix, fill_value=0, inverse_map=False)
+        images = fn.rotate(images, angle=fn.random.uniform(range=[-10.0, 10.0]), fill_value=0, keep_size=True)
+        images = fn.experimental.warp_perspective(images, matrix=perspective, fill_value=0)
+        images = fn.crop(images, crop=(224, 224))
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+        return images, labels
+
+    pipe = geometry()
+    pipe.build()
+    return pipe
+
+
 class _RunBatches:
-    """A pipeline read with ``run()`` as ``measure`` reads a loader: (images, encoded boxes) per batch; an
-    epoch is the reader's epoch size in whole batches."""
+    """A pipeline read with ``run()`` as ``measure`` reads a loader: its first two outputs per batch (images
+    and encoded boxes, or images and labels); an epoch is the reader's epoch size in whole batches."""
 
     def __init__(self, pipe, batch_size: int):
         import numpy as np
@@ -150,8 +251,8 @@ class _RunBatches:
 
     def __iter__(self):
         for _ in range(self.batches):
-            images, boxes, *_others = self.pipe.run()
-            yield self.np.asarray(images.as_tensor()), self.np.asarray(boxes.as_tensor())
+            images, second, *_others = self.pipe.run()
+            yield self.np.asarray(images.as_tensor()), self.np.asarray(second.as_tensor())
 
 
 def _resnet50_pipeline(lib, root: str, batch_size: int, workers: int):
@@ -230,12 +331,14 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
     import torch
 
     import fastload
-    if name in DETECTION_LOADERS:
-        if name == "dali-detection":
-            import nvidia.dali as lib
-        else:
-            import fastload.compat.dali as lib
-        return _RunBatches(_detection_pipeline(lib, root, batch_size, workers), batch_size)
+    for loaders, build in ((DETECTION_LOADERS, _detection_pipeline), (GALLERY_LOADERS, _gallery_pipeline),
+                           (GEOMETRY_LOADERS, _geometry_pipeline)):
+        if name in loaders:  # (real DALI's name, fastload.compat.dali's name)
+            if name == loaders[0]:
+                import nvidia.dali as lib
+            else:
+                import fastload.compat.dali as lib
+            return _RunBatches(build(lib, root, batch_size, workers), batch_size)
     if name.startswith("fastload.compat.rocal"):  # "+dct": with fastload's dct_scaling="auto"
         from fastload.compat.rocal.plugin.pytorch import ROCALClassificationIterator
         extra = {"dct_scaling": "auto"} if name.endswith("+dct") else {}
@@ -268,13 +371,14 @@ def _make_loader(name: str, root: str, batch_size: int, workers: int):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", nargs="?", help="ImageFolder root (default: the built-in sample)")
-    parser.add_argument("--images", type=int, default=2000, help="size of the generated sample")
+    parser.add_argument("--images", type=int, default=SAMPLE_IMAGES, help="size of the generated sample")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs after one warm-up epoch")
     parser.add_argument("--loaders", help=f"default: {','.join(LOADERS)}; with --pipeline detection, "
-                                          f"{','.join(DETECTION_LOADERS)}")
-    parser.add_argument("--pipeline", choices=("resnet50", "detection"), default="resnet50")
+                                          f"{','.join(DETECTION_LOADERS)}; gallery, {','.join(GALLERY_LOADERS)}; "
+                                          f"geometry, {','.join(GEOMETRY_LOADERS)}")
+    parser.add_argument("--pipeline", choices=("resnet50", "detection", "gallery", "geometry"), default="resnet50")
     parser.add_argument("--coco-images", type=int, default=500, help="size of the generated COCO set "
                                                                      "(--pipeline detection)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of every loader, alternating their order")
@@ -286,15 +390,18 @@ def main(argv=None) -> int:
         loader = _make_loader(args.one, args.root, args.batch_size, args.workers)
         print(json.dumps(measure(args.one, loader, args.epochs, "cpu", True)))
         return 0
-    detection = args.pipeline == "detection"
     root = args.root
-    if detection:  # a folder holding images/ and instances.json
+    if args.pipeline == "detection":  # a folder holding images/ and instances.json
         root = os.path.dirname(coco_sample(args.coco_images, root)[0])
+    elif args.pipeline in ("gallery", "geometry") and root is None:
+        root = _sample_root(args.images)
     elif root is None:
         from fastload.sample_data import sample_folder
         root = sample_folder(args.images)
-    names = (args.loaders or ",".join(DETECTION_LOADERS if detection else LOADERS)).split(",")
-    peer = "dali-detection" if detection else "dali"
+    defaults = {"resnet50": LOADERS, "detection": DETECTION_LOADERS, "gallery": GALLERY_LOADERS,
+                "geometry": GEOMETRY_LOADERS}[args.pipeline]
+    names = (args.loaders or ",".join(defaults)).split(",")
+    peer = defaults[0]  # real DALI
     rounds = []
     for round_number in range(args.rounds):
         order = names if round_number % 2 == 0 else names[::-1]
@@ -305,16 +412,23 @@ def main(argv=None) -> int:
             results[name] = run_in_child(name, command)
         rounds.append(results)
     print(f"\nmachine: {machine()}")
-    what = ("DALI's SSD training chain (coco reader, random_bbox_crop, image_slice, paste + bbox_paste, "
-            "flip + bb_flip, resize 300, crop_mirror_normalize, box_encoder)" if detection else
-            "DALI's ResNet-50 training pipeline (random-crop decode, resize 224, crop_mirror_normalize float32 "
-            "CHW, coin-flip mirror)")
+    what = {"detection": "DALI's SSD training chain (coco reader, random_bbox_crop, image_slice, paste + "
+                         "bbox_paste, flip + bb_flip, resize 300, crop_mirror_normalize, box_encoder)",
+            "resnet50": "DALI's ResNet-50 training pipeline (random-crop decode, resize 224, crop_mirror_normalize "
+                        "float32 CHW, coin-flip mirror)",
+            "gallery": "DALI's augmentation gallery chained (brightness_contrast, hue, saturation, color_twist, "
+                       "rotate, flip, water, sphere, jpeg_compression_distortion, gaussian_blur, erase, grid_mask, "
+                       "resize 224, crop_mirror_normalize)",
+            "geometry": "a resize/warp chain (resize_shorter 256 antialias, warp_affine by combined "
+                        "rotation/scale/translation transforms, rotate, experimental.warp_perspective, crop 224, "
+                        "crop_mirror_normalize)"}[args.pipeline]
     print(f"data: {root}; batch {args.batch_size}, {args.workers} threads; {what}; "
           f"{args.epochs} timed epochs, {args.rounds} rounds\n")
-    print(f"{'round':<6} " + " ".join(f"{name:>22}" for name in names) + " (images/s)")
+    width = max(22, *(len(name) for name in names))
+    print(f"{'round':<6} " + " ".join(f"{name:>{width}}" for name in names) + " (images/s)")
     for number, results in enumerate(rounds, 1):
-        print(f"{number:<6} " + " ".join(f"{results[name]['images_per_s']:>22.0f}" for name in names))
-    print(f"\n{'loader':<22} {'median img/s':>12} {'vs DALI':>8} {'vs native':>10} {'peak memory MB':>15}")
+        print(f"{number:<6} " + " ".join(f"{results[name]['images_per_s']:>{width}.0f}" for name in names))
+    print(f"\n{'loader':<{width}} {'median img/s':>12} {'vs DALI':>8} {'vs native':>10} {'peak memory MB':>15}")
     for name in names:
         def ratio(peer):
             if peer not in names:
@@ -324,7 +438,7 @@ def main(argv=None) -> int:
         median = statistics.median(r[name]["images_per_s"] for r in rounds)
         peak = max(r[name]["peak_mb"] for r in rounds)
         native = "fastload-rocal-recipe" if name in ROCAL_LOADERS else "fastload"
-        print(f"{name:<22} {median:>12.0f} {ratio(peer):>8} {ratio(native):>10} {peak:>15.0f}")
+        print(f"{name:<{width}} {median:>12.0f} {ratio(peer):>8} {ratio(native):>10} {peak:>15.0f}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"machine": machine(), "rounds": rounds}, out, indent=2)
