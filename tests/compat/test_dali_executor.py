@@ -466,3 +466,49 @@ def test_two_readers_and_a_source_side_by_side_are_dalis(dali, folder, reader):
     theirs, mine = define(dali), define(ours)
     theirs.build()
     assert runs(mine, 5, epochs=2) == runs(theirs, 5, epochs=2)
+
+
+@pytest.mark.parametrize("kind", ["dtype", "ndim"])
+@pytest.mark.parametrize("through", ["external_source", "python_function"])
+def test_a_batch_of_mixed_types_or_ranks_is_refused_as_by_dali(dali, kind, through):
+    """DALI refuses to make a batch whose samples differ in type or number of dimensions (a RuntimeError);
+    fastload too, naming the output, where its samples come from a source or an operator."""
+    def sample(info):
+        odd = info.idx_in_batch == 1
+        if kind == "dtype":
+            return np.zeros((2, 3), np.float32 if odd else np.int32)
+        return np.zeros((2, 3, 1) if odd else (2, 3), np.int32)
+
+    def define(lib):
+        @lib.pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=2, exec_dynamic=False)
+        def pipe():
+            if through == "external_source":
+                return lib.fn.external_source(lambda: [sample(types.SampleInfo(i, i, 0, 0)) for i in range(3)])
+            x = lib.fn.external_source(sample, batch=False)
+            return lib.fn.python_function(x, function=lambda v: v)
+        return pipe()
+
+    for lib in (dali, ours):
+        p = define(lib)
+        p.build()
+        with pytest.raises(RuntimeError, match="type|dimensions"):
+            p.run()
+    with pytest.raises(RuntimeError, match=r"output 0 of the pipeline \((external_source|python_function)\)"):
+        define(ours).run()
+
+
+def test_a_reader_only_graph_that_does_not_fuse_warns_of_nothing(tmp_path):
+    """Nothing but a reader: no operator runs one by one, so no warning; why it does not fuse names it."""
+    import warnings
+    (tmp_path / "a").write_bytes(b"abc")
+
+    @ours.pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        return ours.fn.readers.file(files=[str(tmp_path / "a")])[0]
+
+    p = pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p.build()
+    assert p.unfused.startswith("readers.file read in the loader's threads, not fused: ")
+    assert samples(p.run()) == [[[97, 98, 99], [97, 98, 99]]]

@@ -121,9 +121,30 @@ class GraphPath(SampleReader, LoaderPath):
 
 def batch_outputs(graph: Graph, results: list[tuple]) -> tuple:
     """Per-sample output tuples -> one TensorList per pipeline output (without the samples an output does
-    not have: those on the other side of a ``fn._conditional.split``)."""
-    return tuple(TensorList([sample[i] for sample in results if sample[i] is not SKIPPED], node.layout(),
-                            node.device) for i, node in enumerate(graph.outputs))
+    not have: those on the other side of a ``fn._conditional.split``). An output whose samples differ in
+    type or number of dimensions is refused, as DALI refuses to make such a batch (a RuntimeError)."""
+    outputs = []
+    for i, node in enumerate(graph.outputs):
+        tensors = [sample[i] for sample in results if sample[i] is not SKIPPED]
+        _check_uniform(tensors, i, node)
+        outputs.append(TensorList(tensors, node.layout(), node.device))
+    return tuple(outputs)
+
+
+def _check_uniform(tensors: list[torch.Tensor], at: int, node) -> None:
+    """DALI's rule for a batch: one type and one number of dimensions for all its samples."""
+    if not tensors:
+        return
+    first = tensors[0]
+    for k, sample in enumerate(tensors):
+        if sample.dtype != first.dtype:
+            raise RuntimeError(f"fastload.compat.dali: output {at} of the pipeline ({node.source.name}): sample {k} "
+                               f"is {sample.dtype}, sample 0 {first.dtype}; the samples of a batch must have the "
+                               f"same type (DALI refuses it too)")
+        if sample.dim() != first.dim():
+            raise RuntimeError(f"fastload.compat.dali: output {at} of the pipeline ({node.source.name}): sample {k} "
+                               f"has {sample.dim()} dimensions, sample 0 {first.dim()}; all tensors in a batch must "
+                               f"have the same number of dimensions (DALI refuses it too)")
 
 
 class _RunSample:

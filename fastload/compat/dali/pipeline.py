@@ -220,9 +220,13 @@ class Pipeline:
             lowered = self._lower(graph) if len(readers) == 1 else "it has several readers"
             if isinstance(lowered, str):
                 names = sorted({op.name for op in graph.ops if op not in readers and op.name not in ("gpu", "cpu")})
-                self.unfused = f"{', '.join(names)} run one by one in torch, not fused: {lowered}"
-                if self._says_unfused:
-                    _warn_unfused(self.unfused)
+                if names:
+                    self.unfused = f"{', '.join(names)} run one by one in torch, not fused: {lowered}"
+                    if self._says_unfused:
+                        _warn_unfused(self.unfused)
+                else:  # only readers: nothing that fusing would have run, so nothing to warn about
+                    self.unfused = f"{', '.join(sorted({op.name for op in readers}))} read in the loader's " \
+                                   f"threads, not fused: {lowered}"
             else:
                 self._lowered, self.unfused = lowered, None
             plan = self._lowered.plan if self._lowered else None
