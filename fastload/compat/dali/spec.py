@@ -3,7 +3,9 @@
 
 Why: names kept in several hand-written lists (``fn``'s modules, ``ops``' classes, the legacy names) drift
 apart -- one spelling runs while its twin is refused. So each operator is its builder function in its family's
-module (``operators``, ``detection``, ``geometry``, ``effects``, ``affine``) with ``@operator(...)`` above it
+module (``operators``, ``detection``, ``geometry``, ``affine``, ``effects``, ``pointwise``, ``arrays``,
+``reductions``, ``noise``, ``python_function``, ``filters``, ``remap``, ``resize_crop``, ``boxes``,
+``record_readers`` with ``numpy_readers`` and ``lmdb_readers``, ``audio``) with ``@operator(...)`` above it
 (or ``operator(...)(builder)`` for one a factory makes), and the
 rest is made from ``OPERATORS`` at import, by plain lookups (every name stays greppable in its declaration):
 
@@ -18,8 +20,12 @@ rest is made from ``OPERATORS`` at import, by plain lookups (every name stays gr
 * ``positional``: the ``ops`` constructor arguments DALI also takes by position (ExternalSource's source);
 * ``input_sets``: whether it takes DALI's input sets (the Python operators do not, as in DALI).
 
-Every ``fn`` function (and so every ``ops`` class, which calls it) takes DALI's input sets: a list of
-DataNodes given as a regular input runs the operator once per element (``call``).
+Every ``fn`` function (and so every ``ops`` class, which calls it) whose spec has ``input_sets`` takes DALI's
+input sets: a list of DataNodes given as a regular input runs the operator once per element (``call``).
+
+An operator refused on purpose (GPU-only in DALI 2.4, say: ``remap``'s and ``gpu_only``'s) is declared with
+``refused(name, ops, reason)`` in ``REFUSED``, which every ``fn`` and ``ops`` module's refusal reads: looking it
+up raises NotImplementedError giving the reason.
 """
 
 from __future__ import annotations
