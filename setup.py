@@ -44,8 +44,9 @@ setup(
                            libraries=["jpeg"], extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("fastload._normalize", ["fastload/_normalize.c"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
-                 Extension("fastload.compat.dali._native", ["fastload/compat/dali/_native.c"],
-                           extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)],
+                 *[Extension(f"fastload.compat.dali.{name}", [f"fastload/compat/dali/{name}.c"],
+                             extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)
+                   for name in ("_native", "_native_warp", "_native_effects")]],
     # tqdm: the progress bars of `fastload bench` and `inspect`;
     # fsspec (with aiohttp for http/https): remote shards, through the storage library the field uses;
     # google-crc32c: TFRecords' CRC32-C (zlib has only CRC-32), Google's C library behind its storage clients

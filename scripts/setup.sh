@@ -25,7 +25,7 @@ for arg in "$@"; do
 done
 
 inputs=$(cat setup.py pyproject.toml scripts/setup.sh fastload/_jpeg.c fastload/_normalize.c \
-    fastload/compat/dali/_native.c | sha1sum | cut -c1-12)
+    fastload/compat/dali/_native*.c | sha1sum | cut -c1-12)
 stamp="$VENV/.fastload-setup-$inputs-torch$TORCH${extras:+-test}-$(echo "$WITH" | sha1sum | cut -c1-6)"
 if [ -f "$stamp" ]; then
     exit 0
