@@ -978,3 +978,15 @@ def test_indexing_keeps_dalis_layout_and_scalars_cast_as_dalis(dali):
         for i in range(2):
             assert np.array_equal(np.asarray(m.at(i)), np.asarray(t.at(i))), (k, i)
             assert np.asarray(m.at(i)).dtype == np.asarray(t.at(i)).dtype
+
+
+def test_why_a_graph_is_not_fused_names_the_step_in_the_way(jpeg_folder):
+    """An operator between the decoder and the resize keeps the graph off the fused plan: the warning names it."""
+    @ours.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=str(jpeg_folder))
+        images = fn.hue(fn.decoders.image(jpegs), hue=10.0)
+        return fn.crop_mirror_normalize(fn.resize(images, resize_x=8, resize_y=8), dtype=types.FLOAT), labels
+
+    with pytest.warns(UserWarning, match="its hue runs between the image decoder and the resize"):
+        pipe().build()

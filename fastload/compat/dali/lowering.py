@@ -164,9 +164,13 @@ def lower(graph) -> Lowered | str:
             return "its random_resized_crop has per-sample arguments, another filter, or an output dtype"
         rrc = step
         step = _source(step.inputs[0]).source
-    if step is None or step.name not in ("decoders.image", "decoders.image_random_crop") or step.arg_inputs \
-            or step.args["output_type"] != "RGB":
-        return "its images do not come from an RGB image decoder"
+    if step is None:
+        return "its images do not come from an image decoder"
+    if step.name not in ("decoders.image", "decoders.image_random_crop"):
+        return (f"its {step.name} runs between the image decoder and the resize (the fused plan decodes, crops, "
+                f"resizes, flips and normalizes, nothing else)")
+    if step.arg_inputs or step.args["output_type"] != "RGB":
+        return "its image decoder has per-sample arguments or does not decode to RGB"
     reader = _source(step.inputs[0])
     if reader.source is None or reader.source.name != "readers.file" or reader.index != 0:
         return "its decoder does not read the reader's files"
