@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--images", type=int, default=2000)
     args = parser.parse_args(argv)
-    sample = make_sample_folder(default_sample_root(), num_images=args.images)
+    sample = make_sample_folder(default_sample_root(args.images), num_images=args.images)
     with tempfile.TemporaryDirectory() as scratch:
         root = os.path.join(scratch, "data")
         shutil.copytree(sample, root)

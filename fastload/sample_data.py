@@ -113,6 +113,10 @@ def make_sample_folder(root: str | os.PathLike, num_images: int = 2000, num_clas
     expected = f"{num_images} {num_classes} {seed} {quality} v1"
     if marker.exists() and marker.read_text() == expected:
         return root
+    if marker.exists():  # another size or seed was made here: its images go, or the folder would mix both
+        marker.unlink()
+        for old in root.glob("class_*/img_*.JPEG"):
+            old.unlink()
 
     for label in range(num_classes):
         (root / f"class_{label:02d}").mkdir(parents=True, exist_ok=True)
@@ -131,15 +135,16 @@ def cache_root() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fastload"))
 
 
-def default_sample_root() -> Path:
-    """Where the demo keeps its generated folder (in ``cache_root()``)."""
-    return cache_root() / "sample-imagenet"
+def default_sample_root(num_images: int = 2000) -> Path:
+    """Where the demo keeps its generated folder of ``num_images`` (in ``cache_root()``; one folder per size, so
+    a small run does not replace the demo's 2,000 images)."""
+    return cache_root() / ("sample-imagenet" if num_images == 2000 else f"sample-imagenet-{num_images}")
 
 
 def sample_folder(num_images: int = 2000) -> str:
     """The built-in sample folder of ``num_images`` JPEGs, generated the first time (the benchmarks' data
     when they are given none); says where it is."""
-    root = str(default_sample_root())
+    root = str(default_sample_root(num_images))
     print(f"sample folder: {root} ({num_images} ImageNet-like JPEGs; generated once)", flush=True)
     make_sample_folder(root, num_images=num_images)
     return root
