@@ -1,0 +1,82 @@
+"""fastload.compat.dali's native steps (``_native.c``) against the torch versions they replace, bit for bit, on
+random inputs of awkward shapes and types: fn.resize's rounding and saturation to an integer type
+(``resampling._round_output``). The torch versions stay as the fallback where the extension is not built, and
+are the reference here."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastload.compat.dali import resampling
+
+pytestmark = pytest.mark.skipif(resampling._native is None, reason="fastload.compat.dali._native not built")
+
+_INTEGER_TYPES = [torch.uint8, torch.int8, torch.uint16, torch.int16]
+
+
+@contextlib.contextmanager
+def _torch_only(*modules):
+    saved = [module._native for module in modules]
+    for module in modules:
+        module._native = None
+    try:
+        yield
+    finally:
+        for module, native in zip(modules, saved):
+            module._native = native
+
+
+def _awkward_floats(rng, shape, spread):
+    """Values around the output range, a third of them exact halves (the ties the two roundings split),
+    with the odd infinity, NaN and huge value."""
+    values = rng.uniform(-spread, spread, shape).astype(np.float32)
+    halves = (np.floor(values) + np.float32(0.5)).astype(np.float32)
+    values = np.where(rng.random(shape) < 0.35, halves, values)
+    specials = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 0.49999997, -0.49999997, -0.5, 0.5], np.float32)
+    picks = rng.random(shape) < 0.03
+    values[picks] = rng.choice(specials, int(picks.sum()))
+    return torch.from_numpy(values)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(1, 13), st.integers(1, 17), st.sampled_from([1, 3, 4]), st.sampled_from(_INTEGER_TYPES),
+       st.sampled_from(["none", "columns", "elements"]), st.integers(0, 2 ** 32 - 1))
+def test_the_native_rounding_equals_the_torch_rounding(height, width, channels, dtype, lanes, seed):
+    rng = np.random.default_rng(seed)
+    spread = {torch.uint8: 300, torch.int8: 150, torch.uint16: 70000, torch.int16: 35000}[dtype]
+    x = _awkward_floats(rng, (height, width, channels), spread)
+    even = None  # _simd_lanes' two shapes: per output column (horizontal pass), per element of a row
+    if lanes == "columns":
+        even = torch.from_numpy(rng.random(width) < 0.5).view(1, width, 1)
+    elif lanes == "elements":
+        even = torch.from_numpy(rng.random(width * channels) < 0.5).view(1, width, channels)
+    native = resampling._round_output(x, even, dtype)
+    with _torch_only(resampling), np.errstate(invalid="ignore"):
+        expected = resampling._round_output(x, even, dtype)
+    assert native.dtype == expected.dtype == dtype and torch.equal(native, expected)
+
+
+def test_a_strided_pass_output_rounds_as_a_contiguous_one():
+    x = _awkward_floats(np.random.default_rng(5), (9, 14, 3), 300).transpose(0, 1)
+    native = resampling._round_output(x, None, torch.uint8)
+    with _torch_only(resampling), np.errstate(invalid="ignore"):
+        assert torch.equal(native, resampling._round_output(x, None, torch.uint8))
+
+
+def test_bad_rounding_buffers_are_refused_not_written_past():
+    x = np.zeros(12, np.float32)
+    with pytest.raises(ValueError, match="size does not match"):
+        resampling._native.round_saturate(x, np.zeros(11, np.uint8), 12, 4, b"", "B")
+    with pytest.raises(ValueError, match="size does not match"):
+        resampling._native.round_saturate(x, np.zeros(12, np.uint8), 12, 4, b"\0\0\0", "B")
+    with pytest.raises(ValueError, match="whole rows"):
+        resampling._native.round_saturate(x, np.zeros(12, np.uint8), 12, 5, b"", "B")
+    with pytest.raises(ValueError, match="type"):
+        resampling._native.round_saturate(x, np.zeros(12, np.int32), 12, 4, b"", "i")
+
