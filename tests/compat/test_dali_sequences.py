@@ -2,11 +2,15 @@
 
 Fresh random inputs of awkward shapes (a new seed each run, named in failures; FASTLOAD_TEST_SEED replays
 one). fn.sequence_rearrange (constant and per-sample orders, repeated and dropped frames) and fn.per_frame
-(each layout rule): values, dtypes, shapes and layouts exact (tolerance 0). What DALI refuses is refused
-here too, by name.
+(each layout rule): values, dtypes, shapes and layouts exact (tolerance 0). fn.readers.nemo_asr over two
+manifests of small WAV files written here: the same entries, windows, decoded audio (float, int16, int32,
+downmixed, resampled), rates, texts and indices, in the same order (shards, padding, a seeded shuffle), over
+several batches: exact (tolerance 0). What DALI refuses is refused here too, by name.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -145,3 +149,139 @@ def test_per_frame_refusals():
     p.build()
     (out,) = p.run()
     assert out.layout() == "F**" and np.array(out.at(0)).shape == (1, 3, 2)
+
+
+# ------------------------------------------------------------------------------------------ readers.nemo_asr
+
+def run_reader(mod, reader, batch_size: int, iterations: int) -> list:
+    """``iterations`` batches of the pipeline whose outputs ``reader(mod)`` gives: per output, per sample, arrays."""
+    @mod.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=3)
+    def pipe():
+        out = reader(mod)
+        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+    pipeline = pipe()
+    pipeline.build()
+    batches = []
+    for _ in range(iterations):
+        outputs = pipeline.run()
+        batches.append([[np.array(out.at(i)) for i in range(len(out))] for out in outputs])
+    return batches
+
+
+def assert_same_stream(reader, batch_size: int = 3, iterations: int = 3) -> None:
+    """The same samples in the same order, with the same dtypes, shapes and values (exact), as DALI's."""
+    dali = import_dali()
+    expected = run_reader(dali, reader, batch_size, iterations)
+    got = run_reader(ours, reader, batch_size, iterations)
+    assert len(got) == len(expected)
+    for b, (want_batch, got_batch) in enumerate(zip(expected, got)):
+        assert len(got_batch) == len(want_batch)
+        for k, (want, have) in enumerate(zip(want_batch, got_batch)):
+            assert len(have) == len(want), (b, k)
+            for i, (x, y) in enumerate(zip(want, have)):
+                assert y.dtype == x.dtype and y.shape == x.shape, (b, k, i, x.dtype, x.shape, y.dtype, y.shape)
+                np.testing.assert_array_equal(y, x, err_msg=f"batch {b}, output {k}, sample {i}")
+
+
+def write_manifest(path, lines: list) -> str:
+    import json
+    with open(path, "w", encoding="utf-8") as file:
+        for line in lines:
+            file.write((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory):
+    """Two manifests over five WAV files (16-bit; 1, 2 and 3 channels; 8, 16 and 22.05 kHz; awkward lengths),
+    with offsets, durations (one cutting past the end, one rounding down a frame), a missing text, non-ASCII
+    text, a line that is no object and a line without a file (both skipped, as DALI skips them)."""
+    import soundfile
+    root = tmp_path_factory.mktemp("nemo")
+    rng = np.random.default_rng(11)
+    files = []
+    for k, (frames, rate, channels) in enumerate([(1001, 16000, 1), (1777, 22050, 2), (2345, 8000, 1),
+                                                  (999, 16000, 3), (1313, 11025, 2)]):
+        signal = np.clip(0.3 * rng.standard_normal((frames, channels)), -1, 1)
+        file = root / f"clip{k}.wav"
+        soundfile.write(str(file), signal, rate, subtype="PCM_16")
+        files.append((str(file), frames / rate))
+    first = write_manifest(root / "train.json", [
+        {"audio_filepath": files[0][0], "duration": files[0][1], "text": "the first clip"},
+        {"audio_filepath": files[1][0], "duration": files[1][1], "text": "zweite Aufnahme, ünï"},
+        "",
+        {"audio_filepath": files[2][0], "text": "no duration: the whole file", "extra": [1, {"a": 2}]},
+        {"audio_filepath": files[3][0], "duration": files[3][1], "offset": 0.01},
+    ])
+    second = write_manifest(root / "dev.json", [
+        "[1, 2]",
+        {"text": "no file", "duration": 1.0},
+        {"audio_filepath": files[4][0], "duration": 0.05, "offset": 0.02, "text": "window"},
+        {"audio_filepath": files[2][0], "duration": 0.2, "offset": 0.1, "text": "cut at the end"},
+        {"audio_filepath": files[1][0], "offset": -0.5, "duration": 0.03, "text": "a\nb"},
+    ])
+    return first, second
+
+
+@pytest.mark.parametrize("args", [
+    {"read_idxs": True},
+    {"downmix": False, "dtype": "INT16", "read_text": False, "read_idxs": True},
+    {"sample_rate": 12000.0, "quality": 30.0, "dtype": "INT32"},
+    {"sample_rate": 16000.0, "downmix": False, "read_sample_rate": False, "min_duration": 0.04, "max_duration": 0.1},
+    {"random_shuffle": True, "initial_fill": 3, "seed": 7, "read_idxs": True},
+    {"num_shards": 2, "shard_id": 1, "pad_last_batch": True, "stick_to_shard": True},
+])
+def test_nemo_asr_matches_dali(speech, args):
+    """Both manifests through fn.readers.nemo_asr: the same entries (skipped lines, duration filters), windows,
+    decoded values (float, int16, int32; downmixed or not; resampled), rates, texts and indices, in the same order
+    (shards, padding, a seeded shuffle), over three batches past the epoch's end: exact."""
+    def reader(mod):
+        given = dict(args)
+        if "dtype" in given:
+            given["dtype"] = getattr(mod.types, given["dtype"])
+        return mod.fn.readers.nemo_asr(manifest_filepaths=list(speech), **given)
+    with pytest.warns(UserWarning, match="skipping"):
+        assert_same_stream(reader)
+
+
+def test_nemo_asr_names_and_single_output(speech, tmp_path, monkeypatch):
+    """ops.NemoAsrReader and fn.nemo_asr_reader are DALI's deprecated names for it; with no optional output
+    it gives one node, as DALI; a relative audio path is opened from the working directory, as DALI opens it."""
+    monkeypatch.chdir(os.path.dirname(speech[0]))
+    relative = write_manifest(tmp_path / "relative.json", [{"audio_filepath": "clip1.wav", "text": "t"}])
+    assert_same_stream(lambda mod: mod.ops.NemoAsrReader(manifest_filepaths=[relative], read_text=False)(),
+                       batch_size=2, iterations=1)
+    assert_same_stream(lambda mod: mod.fn.nemo_asr_reader(manifest_filepaths=relative, read_sample_rate=False,
+                                                          read_text=False), batch_size=1, iterations=1)
+
+
+@pytest.mark.filterwarnings("ignore:fn.readers.nemo_asr. skipping")
+def test_nemo_asr_refusals(speech, tmp_path):
+    """What fastload refuses by name: shuffle_after_epoch (DALI's per-epoch permutation is not reproduced), a
+    malformed object line or a field of the wrong type (DALI 2.4 reads them as 0 or crashes), an offset past the
+    file's end (an error in DALI too), a dtype DALI does not decode to, the GPU."""
+    first, _ = speech
+
+    def build(**args):
+        @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def pipe():
+            return tuple(ours.fn.readers.nemo_asr(**args))
+        p = pipe()
+        p.build()
+        return p.run()
+    with pytest.raises(NotImplementedError, match="shuffle_after_epoch"):
+        build(manifest_filepaths=first, shuffle_after_epoch=True)
+    clip = os.path.join(os.path.dirname(first), "clip0.wav")
+    bad = write_manifest(tmp_path / "bad.json", ['{"audio_filepath": "%s", "duration": }' % clip])
+    with pytest.raises(ValueError, match="bad.json line 1 is not a valid JSON object"):
+        build(manifest_filepaths=bad)
+    typed = write_manifest(tmp_path / "typed.json", [{"audio_filepath": clip, "duration": "0.01"}])
+    with pytest.raises(ValueError, match="duration is '0.01', not a number"):
+        build(manifest_filepaths=typed)
+    past = write_manifest(tmp_path / "past.json", [{"audio_filepath": clip, "offset": 0.5}])
+    with pytest.raises(Exception, match="past the file's end"):
+        build(manifest_filepaths=past)
+    with pytest.raises(ValueError, match="dtype"):
+        build(manifest_filepaths=first, dtype=ours.types.UINT8)
+    with pytest.raises(ValueError, match="CPU"):
+        build(manifest_filepaths=first, device="gpu")

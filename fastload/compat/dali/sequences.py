@@ -1,4 +1,5 @@
-"""DALI's sequence operators: ``fn.sequence_rearrange`` and ``fn.per_frame``.
+"""DALI's sequence operators, ``fn.sequence_rearrange`` and ``fn.per_frame``, and its reader of NeMo's speech
+manifests, ``fn.readers.nemo_asr``.
 
 Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_sequences.py); the rules measured
 there:
@@ -14,15 +15,38 @@ there:
   DALI's), and an operator defined on such a node, which would need it earlier, is refused by name (give the
   input a layout, or ``fn.external_source(ndim=...)``). fastload's operators take no per-frame argument
   inputs: those that check refuse several values per sample, naming the argument.
+- ``readers.nemo_asr``: manifests read line by line (``\\n``), each line one JSON object (what follows it is
+  ignored); a line that is no object, or has no ``audio_filepath``, is skipped with a warning, as DALI does; a
+  malformed object, or a field of the wrong type (which DALI 2.4 reads as 0 or crashes on), is an error naming
+  the line. ``duration`` (default -1: the whole file) and ``offset`` (0) in seconds, doubles: the window starts
+  at ``int(offset * rate)`` frames (a negative offset: 0) and is ``int(duration * rate)`` frames long (a negative
+  duration: all), cut at the file's end (a window past it is an error, as in DALI). ``min_duration`` /
+  ``max_duration`` (float32, > 0 to apply) leave out entries whose manifest ``duration`` is shorter / longer.
+  The audio path is used as written (relative to the working directory, as DALI opens it). Outputs: the window
+  decoded as ``fn.decoders.audio`` decodes (libsndfile's samples, ``downmix`` (default True) of float32 channel
+  weights, DALI's resampler to ``sample_rate``, ``dtype`` FLOAT, INT16 or INT32), then with
+  ``read_sample_rate`` the file's own rate (float32 scalar, also when resampled), with ``read_text`` the
+  text's UTF-8 bytes (uint8 [n], no terminating 0), with ``read_idxs`` the entry's index among the entries
+  kept from its manifest (int64 [1], counting from 0 in each manifest). Order, shards and a seeded
+  ``random_shuffle`` are fn.readers.file's (the list shuffled first); ``shuffle_after_epoch`` is refused.
+  Bit-exact against DALI on WAV files.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import warnings
+
+import numpy as np
 import torch
 
-from ..engine.graph import DataNode, Op
+from ..engine.graph import DataNode, Op, ReaderOp
+from . import audio
 from .operators import _device, _one, check_args
+from .record_specs import cpu_only, order_args, reader_paths, record_spec
 from .spec import operator
+from .types import torch_dtype
 
 PREFIX = "fastload.compat.dali"
 
@@ -153,3 +177,142 @@ def per_frame(data, *, replace=False, device=None, **args):
     if not layout:
         op.outputs = [_LaidOutWhenRun(op, 0, op.outputs[0].device)]
     return _one(op)
+
+
+# ------------------------------------------------------------------------------------------ readers.nemo_asr
+
+NEMO = "fn.readers.nemo_asr"
+_BLANK = " \t\r\n"
+
+
+def _number(value, key: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{PREFIX}: {NEMO}: {where}: {key} is {value!r}, not a number (DALI 2.4 reads it as 0)")
+    return float(value)
+
+
+def manifest_entries(path: str, min_duration: float, max_duration: float, read_text: bool) -> list[dict]:
+    """The entries of one manifest that DALI keeps, in order: {file, offset, duration, text, index}."""
+    try:
+        with open(path, "rb") as file:
+            lines = file.read().split(b"\n")
+    except OSError as error:
+        raise ValueError(f"{PREFIX}: {NEMO}: could not open NEMO ASR manifest file {path!r}: {error}") from None
+    entries = []
+    for number, raw in enumerate(lines, 1):
+        where = f"{path} line {number}"
+        line = raw.decode("utf-8", errors="surrogateescape").lstrip(_BLANK)
+        if not line.startswith("{"):
+            if raw.strip(_BLANK.encode()) or number < len(lines):  # the empty piece after a last newline: no line
+                warnings.warn(f"{NEMO}: skipping invalid manifest line ({where}): {raw[:80]!r}", stacklevel=3)
+            continue
+        try:
+            found, _ = json.JSONDecoder().raw_decode(line)
+        except ValueError as error:
+            raise ValueError(f"{PREFIX}: {NEMO}: {where} is not a valid JSON object ({error}); DALI 2.4 reads such a "
+                             f"line partially") from None
+        file = found.get("audio_filepath", "")
+        if not isinstance(file, str):
+            raise ValueError(f"{PREFIX}: {NEMO}: {where}: audio_filepath is {file!r}, not a string")
+        text = found.get("text", "") if read_text else ""
+        if not isinstance(text, str):
+            raise ValueError(f"{PREFIX}: {NEMO}: {where}: text is {text!r}, not a string (DALI 2.4 crashes on it)")
+        duration = _number(found["duration"], "duration", where) if "duration" in found else -1.0
+        offset = _number(found["offset"], "offset", where) if "offset" in found else 0.0
+        if not file:
+            warnings.warn(f"{NEMO}: skipping manifest line without an audio filepath ({where})", stacklevel=3)
+            continue
+        if (max_duration > 0 and duration > max_duration) or (min_duration > 0 and duration < min_duration):
+            continue
+        entries.append({"file": file, "offset": offset, "duration": duration, "text": text, "index": len(entries),
+                        "where": where})
+    return entries
+
+
+def audio_window(frames: int, rate: int, offset: float, duration: float) -> tuple[int, int]:
+    """DALI's ProcessOffsetAndLength: (first frame, frame count) of ``offset`` and ``duration`` seconds."""
+    start = int(offset * rate) if offset >= 0 else 0
+    length = int(duration * rate) if duration >= 0 else frames
+    if start + length > frames:
+        length = frames - start
+    return start, length
+
+
+def decode_window(data: bytes, offset: float, duration: float, sample_rate: float, downmix: bool,
+                  target: torch.dtype, window) -> tuple[torch.Tensor, int]:
+    """The entry's window decoded as DALI's DecodeAudio decodes it (``fn.decoders.audio``'s rules), and the
+    file's rate."""
+    samples, rate = audio._read_audio(data, "float32")
+    start, length = audio_window(samples.shape[0], rate, offset, duration)
+    if length < 0:
+        raise ValueError(f"offset {offset} s is past the file's end ({samples.shape[0]} frames at {rate} Hz)")
+    mixed = downmix and samples.shape[1] > 1
+    resampled = sample_rate > 0 and sample_rate != rate
+    if not (mixed or resampled):
+        if target != torch.float32:
+            samples, _ = audio._read_audio(data, audio._DECODED[target])
+        cut = samples[start:start + length]
+        return torch.from_numpy(np.ascontiguousarray(cut[:, 0] if downmix else cut)), rate
+    values = samples[start:start + length]
+    values = audio.downmix_channels(values) if downmix else values
+    if resampled:
+        count = math.ceil(values.shape[0] * sample_rate / rate)
+        values = audio.resample_signal(values, float(rate), sample_rate, count, window) if count else \
+            np.zeros((0, *values.shape[1:]), dtype=np.float32)
+    return audio._from_float("readers.nemo_asr", values, target), rate
+
+
+@operator("readers.nemo_asr", "readers.NemoAsr", aliases={"nemo_asr_reader": "NemoAsrReader"})
+def readers_nemo_asr(*, manifest_filepaths=None, read_sample_rate=True, read_text=True, read_idxs=False,
+                     sample_rate=-1.0, downmix=True, dtype=None, quality=50.0, min_duration=0.0, max_duration=0.0,
+                     normalize_text=None, shard_id=0, num_shards=1, random_shuffle=False, initial_fill=1024,
+                     shuffle_after_epoch=False, shuffle_after_epoch_seed=None, stick_to_shard=False,
+                     pad_last_batch=False, seed=-1, name=None, device="cpu", **hints):
+    """``fn.readers.nemo_asr``: per manifest entry, its audio (decoded as ``fn.decoders.audio`` decodes), and as
+    asked its file's rate, its text's bytes and its index (see the module's docstring)."""
+    check_args(NEMO, hints, set())
+    cpu_only(NEMO, device)
+    target = torch_dtype(dtype) if dtype is not None else torch.float32
+    if target not in audio._DECODED:
+        raise ValueError(f"{PREFIX}: {NEMO}: dtype {dtype} (FLOAT, INT16 or INT32, as DALI)")
+    rate = float(np.float32(sample_rate))
+    window = audio._window(audio._quality("readers.nemo_asr", quality))
+    entries = []
+    for manifest in reader_paths(manifest_filepaths, "manifest_filepaths", NEMO):
+        entries += manifest_entries(manifest, float(np.float32(min_duration)), float(np.float32(max_duration)),
+                                    bool(read_text))
+    if not entries:
+        raise ValueError(f"{PREFIX}: {NEMO}: no files found (no manifest entry kept)")
+    samples = [(entry["file"], k) for k, entry in enumerate(entries)]
+
+    def read(index: int) -> bytes:
+        from ...errors import DecodeError
+        file = entries[index]["file"]
+        try:
+            with open(file, "rb") as handle:
+                return handle.read()
+        except OSError as error:
+            raise DecodeError(index, file, f"{NEMO}: cannot open the audio ({entries[index]['where']}): {error}") \
+                from error
+
+    spec = record_spec(NEMO, samples, read, listed_shuffle=True, **order_args(locals()))
+    asked = (bool(read_sample_rate), bool(read_text), bool(read_idxs))
+
+    def outputs(ctx, op):
+        from ...errors import DecodeError
+        data, index = ctx.readers[op.id]
+        entry = entries[index]
+        try:
+            values, file_rate = decode_window(bytes(data), entry["offset"], entry["duration"], rate, bool(downmix),
+                                              target, window)
+        except Exception as error:
+            raise DecodeError(index, entry["file"], f"{NEMO}: cannot decode the audio ({entry['where']}): "
+                                                    f"{error}") from error
+        text = entry["text"].encode("utf-8", errors="surrogateescape")
+        extra = (torch.tensor(float(file_rate), dtype=torch.float32),
+                 torch.frombuffer(bytearray(text), dtype=torch.uint8) if text else torch.zeros(0, dtype=torch.uint8),
+                 torch.tensor([entry["index"]], dtype=torch.int64))
+        return (values, *(value for value, wanted in zip(extra, asked) if wanted))
+
+    nodes = ReaderOp("readers.nemo_asr", outputs, spec, num_outputs=1 + sum(asked)).outputs
+    return nodes[0] if len(nodes) == 1 else nodes
