@@ -285,3 +285,65 @@ def test_nemo_asr_refusals(speech, tmp_path):
         build(manifest_filepaths=first, dtype=ours.types.UINT8)
     with pytest.raises(ValueError, match="CPU"):
         build(manifest_filepaths=first, device="gpu")
+
+
+# ----------------------------------------------------------------------------------------------- dump_image
+
+def test_dump_image_matches_dali(seed, tmp_path, monkeypatch):
+    """RGB and gray uint8 images of awkward sizes, with and without a suffix: the same pass-through values and
+    layout, and the same files with the same bytes in the working directory, as DALI writes them."""
+    dali = import_dali()
+    rng = np.random.default_rng(seed)
+    rgb = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in ((13, 17, 3), (24, 9, 3), (5, 31, 3))]
+    gray = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in ((13, 17, 1), (24, 9, 1), (5, 31, 1))]
+
+    def graph(mod, x, g):
+        return mod.fn.dump_image(x), mod.ops.DumpImage(suffix="gray")(g)
+    written = {}
+    for mod in (dali, ours):
+        folder = tmp_path / mod.__name__
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        outputs, layouts = run(mod, [rgb, gray], graph, ["HWC", "HWC"])
+        assert layouts == ["HWC", "HWC"]
+        for given, got in zip((rgb, gray), outputs):
+            for a, b in zip(given, got, strict=True):
+                np.testing.assert_array_equal(b, a)
+        written[mod] = {path.name: path.read_bytes() for path in folder.iterdir()}
+    assert sorted(written[ours]) == sorted(written[dali]) == ["0--0.ppm", "0-gray-0.ppm", "1--0.ppm", "1-gray-0.ppm",
+                                                              "2--0.ppm", "2-gray-0.ppm"]
+    for name, data in written[dali].items():
+        assert written[ours][name] == data, (seed, name)
+
+
+@pytest.mark.filterwarnings("ignore:fn.readers.nemo_asr. skipping", "ignore:fastload.compat.dali. dump_image run")
+def test_dump_image_refusals(tmp_path, monkeypatch, speech):
+    """What DALI refuses (4 channels, floats, 2-D samples, input_layout CHW) and what fastload refuses by name (the
+    files' names it cannot know: a reader feeding the graph, conditionals; preserve=True)."""
+    dali = import_dali()
+    monkeypatch.chdir(tmp_path)
+    for images, layout in (([np.zeros((3, 4, 4), np.uint8)], "HWC"), ([np.zeros((3, 4, 3), np.float32)], "HWC"),
+                           ([np.zeros((3, 4), np.uint8)], "HW")):
+        for mod in (dali, ours):
+            assert "dump_image" in fails(mod, [images], lambda mod, x: mod.fn.dump_image(x), [layout])
+    for mod in (dali, ours):
+        fails(mod, [[np.zeros((3, 4, 3), np.uint8)]], lambda mod, x: mod.fn.dump_image(x, input_layout="CHW"), ["HWC"])
+    with pytest.raises(NotImplementedError, match="preserve"):
+        run(ours, [[np.zeros((3, 4, 3), np.uint8)]], lambda mod, x: mod.fn.dump_image(x, preserve=True), ["HWC"])
+
+    @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None, enable_conditionals=True)
+    def conditional():
+        x = ours.fn.external_source(source=lambda: [np.zeros((3, 4, 3), np.uint8)], batch=True, layout="HWC")
+        return ours.fn.dump_image(x)
+    with pytest.raises(NotImplementedError, match="enable_conditionals"):
+        conditional().build()
+
+    @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def reading():
+        return ours.fn.dump_image(ours.fn.readers.nemo_asr(manifest_filepaths=speech[1], read_sample_rate=False,
+                                                           read_text=False))
+    p = reading()
+    p.build()
+    with pytest.raises(Exception, match="whose reader feeds the graph"):
+        p.run()
+    assert not list(tmp_path.iterdir())

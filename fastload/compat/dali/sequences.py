@@ -1,5 +1,5 @@
-"""DALI's sequence operators, ``fn.sequence_rearrange`` and ``fn.per_frame``, and its reader of NeMo's speech
-manifests, ``fn.readers.nemo_asr``.
+"""DALI's sequence operators, ``fn.sequence_rearrange`` and ``fn.per_frame``, its reader of NeMo's speech
+manifests, ``fn.readers.nemo_asr``, and its debugging ``fn.dump_image``.
 
 Each was matched against real DALI 2.4 on the CPU (tests/compat/test_dali_sequences.py); the rules measured
 there:
@@ -30,6 +30,14 @@ there:
   kept from its manifest (int64 [1], counting from 0 in each manifest). Order, shards and a seeded
   ``random_shuffle`` are fn.readers.file's (the list shuffled first); ``shuffle_after_epoch`` is refused.
   Bit-exact against DALI on WAV files.
+- ``dump_image``: the input passed through, and each sample written to the working directory as
+  ``<its place in the batch>-<suffix>-0.ppm``: ASCII PPM ("P3", or "P2" for one channel), a header line each for
+  the magic, "width height" and 255, then a line per image row of the values each followed by a space -- DALI's
+  bytes. HWC uint8 samples of 1 or 3 channels only, ``input_layout`` "HWC" only, as in DALI. Refused by name
+  where fastload does not know a sample's place in DALI's batch (a pipeline whose reader feeds the graph, where
+  a sample runs by its dataset index; a pipeline with conditionals, whose branches DALI numbers on their own),
+  ``preserve=True`` (DALI then writes the files of an output no one uses; fastload prunes the operator) and the
+  GPU (DALI's GPU operator was not checked).
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ import warnings
 import numpy as np
 import torch
 
-from ..engine.graph import DataNode, Op, ReaderOp
+from ..engine.graph import DataNode, Op, ReaderOp, current_pipeline
 from . import audio
 from .operators import _device, _one, check_args
 from .record_specs import cpu_only, order_args, reader_paths, record_spec
@@ -316,3 +324,54 @@ def readers_nemo_asr(*, manifest_filepaths=None, read_sample_rate=True, read_tex
 
     nodes = ReaderOp("readers.nemo_asr", outputs, spec, num_outputs=1 + sum(asked)).outputs
     return nodes[0] if len(nodes) == 1 else nodes
+
+
+# ----------------------------------------------------------------------------------------------- dump_image
+
+def ppm_bytes(image: torch.Tensor) -> bytes:
+    """DALI's PPM of an HWC uint8 image of 1 or 3 channels: ASCII ("P2" / "P3"), each value followed by a space,
+    a line per row."""
+    height, width, channels = image.shape
+    rows = image.reshape(height, width * channels).tolist()
+    head = f"{'P3' if channels == 3 else 'P2'}\n{width} {height}\n255\n"
+    return (head + "".join("".join(f"{v} " for v in row) + "\n" for row in rows)).encode("ascii")
+
+
+@operator("dump_image", "DumpImage")
+def dump_image(data, *, suffix="", input_layout="HWC", device=None, **args):
+    """``fn.dump_image``: the input unchanged; each sample written as ``<place in batch>-<suffix>-0.ppm`` in the
+    working directory."""
+    operator_name = "fn.dump_image"
+    check_args(operator_name, args, set())
+    if str(input_layout) != "HWC":
+        raise ValueError(f"{PREFIX}: {operator_name}: input_layout {input_layout!r}: only HWC is supported (CHW not "
+                         f"supported yet, as DALI says)")
+    if _device([data], device) != "cpu":
+        raise NotImplementedError(f"{PREFIX}: {operator_name} on the GPU is not supported (DALI's GPU operator, "
+                                  f"which writes its files otherwise, was not checked); dump a CPU node")
+    if args.get("preserve"):
+        raise NotImplementedError(f"{PREFIX}: {operator_name}(preserve=True) is not supported: DALI then writes the "
+                                  f"files of an output nothing uses, which fastload prunes; return its output instead")
+    if getattr(current_pipeline(), "_conditionals", False):
+        raise NotImplementedError(f"{PREFIX}: {operator_name} in a pipeline with enable_conditionals=True is not "
+                                  f"supported: DALI numbers the files by a sample's place in its branch's batch, "
+                                  f"which fastload does not know")
+    name = f"-{suffix}-0.ppm"
+
+    def run(ctx, op, image):
+        if ctx.readers:  # the loader's per-sample run: ctx.index is the sample's index in the dataset
+            raise NotImplementedError(f"{PREFIX}: {operator_name} in a pipeline whose reader feeds the graph is not "
+                                      f"supported: DALI names the files by a sample's place in its batch, which "
+                                      f"fastload's per-sample run does not know")
+        if image.dim() != 3:
+            raise ValueError(f"{PREFIX}: {operator_name}: input images must have three dimensions, got input with "
+                             f"{image.dim()} (as DALI)")
+        if image.dtype != torch.uint8:
+            raise TypeError(f"{PREFIX}: {operator_name}: input of {image.dtype}; DALI writes uint8 images only")
+        if image.shape[2] not in (1, 3):
+            raise ValueError(f"{PREFIX}: {operator_name}: only 3-channel and gray images are supported, got input "
+                             f"with {image.shape[2]} channels (as DALI)")
+        with open(f"{ctx.index}{name}", "wb") as file:
+            file.write(ppm_bytes(image.cpu()))
+        return image
+    return _one(Op("dump_image", run, [data], {}, layouts=(data.layout(),), fusable=False))
