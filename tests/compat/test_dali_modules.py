@@ -144,7 +144,7 @@ def test_experimental_modules_import_and_the_proxy_refuses():
 
 @pytest.mark.parametrize("module,name,listed", [
     ("fastload.compat.dali.fn", "optical_flow", "crop_mirror_normalize"),
-    ("fastload.compat.dali.fn.readers", "nemo_asr", "file"),
+    ("fastload.compat.dali.fn.readers", "webdatasets", "file"),
     ("fastload.compat.dali.fn.decoders", "video", "image"),
     ("fastload.compat.dali.ops", "OpticalFlow", "CropMirrorNormalize"),
     ("fastload.compat.dali.types", "PIPELINE_API_BASIC", "FLOAT"),
@@ -176,9 +176,12 @@ def test_the_unsupported_list_is_generated_from_dali(tmp_path):
     subprocess.run([sys.executable, "scripts/dali_unsupported.py", str(out)], check=True, timeout=300)
     text = out.read_text()
     missing = text.split("## `fn` operators")[1]
-    assert "`fn.python_function`" in missing and "`fn.readers.numpy`" in missing
-    assert "`fn.crop_mirror_normalize`" not in missing and "`fn.readers.file`" not in missing
+    assert "`fn.optical_flow`" in missing and "`fn.readers.video`" in missing
+    assert "`fn.crop_mirror_normalize`" not in missing and "`fn.readers.numpy`" not in missing
     run = text.split("### Run")[1].split("### Not run")[0]
-    assert "- `readers__File`: `fn.readers.file`, `ops.readers.File`" in run and "`fn.readers.numpy`" not in run
+    assert "- `readers__File`: `fn.readers.file`, `ops.readers.File`" in run and "`fn.readers.video`" not in run
+    not_run = text.split("### Not run")[1].split("## `fn` operators")[0]
+    assert "- `OpticalFlow`: `fn.optical_flow`, `ops.OpticalFlow` (20+ files): GPU-only in DALI 2.4" in not_run
+    assert "### How much the operators are used" in text  # the ranking and its method
     with open("docs/dali-unsupported.md") as committed:
         assert committed.read() == text

@@ -215,3 +215,13 @@ def test_the_python_operators_refuse_input_sets_as_dali_does():
             with pytest.raises(TypeError, match="Multiple Input Sets"):
                 python_operator([a, a], function=lambda x: x, batch_processing=False)
         assert len(fn.cast([a, a], dtype=ours.types.INT32)) == 2
+
+
+def test_a_per_frame_argument_is_refused_by_name():
+    """DALI applies a per_frame argument frame by frame; fastload's operators take one value per sample, so
+    such an argument is refused, naming the operator and the argument, not read as something else."""
+    with ours.Pipeline(batch_size=1, device_id=None):
+        video = fn.external_source(source=lambda: [np.zeros((2, 4, 4, 3), np.uint8)], batch=True, layout="FHWC")
+        angles = fn.external_source(source=lambda: [np.array([1.0, 2.0], np.float32)], batch=True)
+        with pytest.raises(NotImplementedError, match="fn.rotate: argument angle is per-frame"):
+            fn.rotate(video, angle=fn.per_frame(angles))

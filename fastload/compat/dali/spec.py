@@ -131,6 +131,10 @@ def call(spec: OpSpec) -> Callable:
                     and not (isinstance(x, list) and all(isinstance(y, DataNode) for y in x)):
                 raise TypeError(f"fastload.compat.dali: fn.{spec.name}: input {i} is a {type(x).__name__} holding "
                                 f"DataNodes; an input set is a list of DataNodes only")
+        for key, value in args.items():
+            if isinstance(value, DataNode) and value.source is not None and value.source.name == "per_frame":
+                raise NotImplementedError(f"fastload.compat.dali: fn.{spec.name}: argument {key} is per-frame "
+                                          f"(fn.per_frame): fastload's operators take one value per sample")
         if not any(_is_input_set(x) for x in inputs):
             return impl(*inputs, **args)
         if not spec.input_sets:
