@@ -19,6 +19,18 @@ from ..float32 import F32 as _F32
 from ..float32 import nearest_f32 as _f32_exact
 from ..engine.conversions import convert_sat
 
+try:  # the colour maps in native code where the extension was built (fastload.compat.dali._native_effects)
+    from . import _native_effects as _native
+except ImportError:  # pragma: no cover - the torch versions below are the fallback (and the tests' reference)
+    _native = None
+
+_NATIVE_TYPES = {torch.uint8: "B", torch.float32: "f"}
+
+
+def _native_ready(image: torch.Tensor, out_dtype: torch.dtype) -> bool:
+    return (_native is not None and image.dtype in _NATIVE_TYPES and out_dtype in _NATIVE_TYPES
+            and not image.is_cuda)
+
 
 def _weighted(rgb: torch.Tensor, weights, bias: float) -> torch.Tensor:
     """sum_c weights[c] * rgb[..., c] + bias in float32, in channel order (DALI's dot)."""
@@ -89,6 +101,14 @@ def _linear_color(image: torch.Tensor, matrix: np.ndarray, offset, dtype) -> tor
     """out[k] = sum_j M[k][j] * in[j] + offset, in float32 and in DALI's order; ConvertSat."""
     if image.dim() != 3 or image.shape[-1] != 3:
         raise ValueError(f"expected an HWC image with 3 channels, got shape {tuple(image.shape)}")
+    out_dtype = image.dtype if dtype is None else dtype
+    if _native_ready(image, out_dtype):  # the same float32 steps in one pass (_native_effects.c)
+        src = image.contiguous()
+        result = torch.empty(src.shape, dtype=out_dtype)
+        _native.linear_color(src.numpy(), result.numpy(), src.numel() // 3, _NATIVE_TYPES[src.dtype],
+                             _NATIVE_TYPES[out_dtype], np.ascontiguousarray(matrix, dtype=_F32),
+                             float(_F32(offset)))
+        return result
     v = image.float()
     out = []
     for k in range(3):
@@ -157,4 +177,10 @@ def brightness_contrast(image: torch.Tensor, brightness: float = 1.0, brightness
     b, c, center = _F32(brightness), _F32(contrast), _F32(contrast_center)
     addend = _F32(brightness_shift) * full_range + b * (center - c * center)
     multiplier = b * c
+    if _native_ready(image, out_dtype):  # the same float32 steps in one pass (_native_effects.c)
+        src = image.contiguous()
+        result = torch.empty(src.shape, dtype=out_dtype)
+        _native.scale_shift(src.numpy(), result.numpy(), src.numel(), _NATIVE_TYPES[src.dtype],
+                            _NATIVE_TYPES[out_dtype], float(multiplier), float(addend))
+        return result
     return convert_sat(image.float() * float(multiplier) + float(addend), out_dtype)

@@ -1,0 +1,89 @@
+"""fastload.compat.dali's colour maps, displacement sampler and convolution pass in native code
+(``_native_effects.c``) against their torch/numpy versions, bit for bit, on random images of awkward sizes and
+types; the DALI comparisons (tests/compat/test_dali_imageops.py, test_dali_pointwise.py, test_dali_effects.py,
+test_dali_filters.py) run through the native code where it is built."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastload.compat.dali import colour
+
+native = colour._native
+pytestmark = pytest.mark.skipif(native is None, reason="fastload.compat.dali._native_effects not built")
+
+_TYPES = {"uint8": torch.uint8, "float32": torch.float32}
+
+
+@contextlib.contextmanager
+def reference(module):
+    """``module``'s torch/numpy version (its native code switched off) inside the block."""
+    saved, module._native = module._native, None
+    try:
+        yield
+    finally:
+        module._native = saved
+
+
+def _image(rng, shape, dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.uint8:
+        return torch.from_numpy(rng.integers(0, 256, shape).astype(np.uint8))
+    values = rng.uniform(-40, 300, shape).astype(np.float32)
+    values[rng.random(shape) < 0.05] = 127.5  # ties of the rounding
+    return torch.from_numpy(values)
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> None:
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert torch.equal(a.view(torch.uint8) if a.dtype == torch.uint8 else a.view(torch.int32),
+                       b.view(torch.uint8) if b.dtype == torch.uint8 else b.view(torch.int32))
+
+
+sizes = st.tuples(st.integers(0, 31), st.integers(1, 40))
+types = st.sampled_from(sorted(_TYPES))
+seeds = st.integers(0, 2 ** 32 - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes, types, st.sampled_from([None, "uint8", "float32"]), seeds,
+       st.tuples(st.floats(0, 2), st.floats(0, 2), st.floats(-200, 200), st.floats(0, 3)))
+def test_colour_twist_and_brightness_contrast_equal_their_torch_versions(size, kind, out, seed, args):
+    rng = np.random.default_rng(seed)
+    image = _image(rng, (*size, 3), _TYPES[kind])
+    if rng.random() < 0.3:
+        image = image.flip(1)  # a strided view
+    dtype = None if out is None else _TYPES[out]
+    brightness, contrast, hue, saturation = args
+    for run in (lambda: colour.color_twist(image, brightness, contrast, hue, saturation, dtype=dtype),
+                lambda: colour.hsv(image, hue, saturation, contrast, dtype=dtype),
+                lambda: colour.brightness_contrast(image, brightness, float(rng.uniform(-1, 1)), contrast,
+                                                   dtype=dtype)):
+        state = rng.bit_generator.state
+        got = run()
+        rng.bit_generator.state = state
+        with reference(colour):
+            _same(got, run())
+
+
+def test_bad_buffers_are_refused_not_read_past():
+    src, small = np.zeros(12, np.uint8), np.zeros(11, np.uint8)
+    matrix = np.eye(3, dtype=np.float32)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.linear_color(src, small, 4, "B", "B", matrix, 0.0)
+    with pytest.raises(ValueError, match="types"):
+        native.scale_shift(src, src, 12, "h", "B", 1.0, 0.0)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.sample(src, np.zeros(6, np.uint8), 2, 2, 3, "B", np.zeros(3, np.float32), np.zeros(2, np.float32),
+                      0.0, False)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.correlate(src, np.zeros(12, np.float32), 2, 3, 3, "B", np.ones(3, np.float32), None)
+    with pytest.raises(ValueError, match="empty window"):
+        native.correlate(src, np.zeros(12, np.float32), 1, 4, 3, "B", np.ones(0, np.float32), None)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.to_uint8(np.zeros(3, np.float32), small, 3)
