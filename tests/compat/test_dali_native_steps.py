@@ -1,7 +1,7 @@
 """fastload.compat.dali's native steps (``_native.c``) against the torch versions they replace, bit for bit, on
 random inputs of awkward shapes and types: fn.resize's rounding and saturation to an integer type
-(``resampling._round_output``). The torch versions stay as the fallback where the extension is not built, and
-are the reference here."""
+(``resampling._round_output``) and fn.crop_mirror_normalize's window of a uint8 image (``crops``). The torch
+versions stay as the fallback where the extension is not built, and are the reference here."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastload.compat.dali import resampling
+from fastload.compat.dali import crops, resampling
 
 pytestmark = pytest.mark.skipif(resampling._native is None, reason="fastload.compat.dali._native not built")
 
@@ -80,3 +80,56 @@ def test_bad_rounding_buffers_are_refused_not_written_past():
     with pytest.raises(ValueError, match="type"):
         resampling._native.round_saturate(x, np.zeros(12, np.int32), 12, 4, b"", "i")
 
+
+@st.composite
+def normalizations(draw):
+    height, width, channels = draw(st.integers(1, 31)), draw(st.integers(1, 40)), draw(st.sampled_from([1, 3, 4]))
+    per_channel = draw(st.booleans())
+    count = channels if per_channel else 1
+    values = st.floats(-300, 300)
+    spreads = st.floats(0.01, 300)
+    return dict(
+        shape=(height, width, channels),
+        crop_h=draw(st.sampled_from([0, 1, height // 2, height, height + 3])),
+        crop_w=draw(st.sampled_from([0, 1, width // 3, width, width + 2])),
+        crop_pos_x=draw(st.floats(0, 1)), crop_pos_y=draw(st.floats(0, 1)), mirror=draw(st.booleans()),
+        mean=draw(st.lists(values, min_size=count, max_size=count)),
+        std=draw(st.lists(spreads, min_size=count, max_size=count)),
+        scale=draw(st.sampled_from([1.0, 1 / 255, 64.0])), shift=draw(st.sampled_from([0.0, 128.0, -0.5])),
+        output_layout=draw(st.sampled_from(["CHW", "HWC", ""])),
+        out_of_bounds_policy=draw(st.sampled_from(["error", "pad", "trim_to_shape"])),
+        rounding=draw(st.sampled_from(["round", "truncate"])), seed=draw(st.integers(0, 2 ** 32 - 1)))
+
+
+@settings(max_examples=120, deadline=None)
+@given(normalizations())
+def test_the_native_normalization_equals_the_torch_one(case):
+    seed, shape = case.pop("seed"), case.pop("shape")
+    image = torch.from_numpy(np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8))
+    try:
+        with _torch_only(crops):
+            expected = crops.crop_mirror_normalize(image, **case)
+    except ValueError:  # a window out of bounds with "error": the native path must refuse it too
+        with pytest.raises(ValueError):
+            crops.crop_mirror_normalize(image, **case)
+        return
+    native = crops.crop_mirror_normalize(image, **case)
+    assert native.dtype == expected.dtype and native.shape == expected.shape and torch.equal(native, expected)
+
+
+def test_a_strided_image_normalizes_as_a_contiguous_one():
+    image = torch.from_numpy(np.random.default_rng(3).integers(0, 256, (17, 13, 3), dtype=np.uint8)).transpose(0, 1)
+    args = dict(crop_h=9, crop_w=11, mean=[10.0, 20.0, 30.0], std=[2.0, 3.0, 5.0], mirror=True)
+    with _torch_only(crops):
+        expected = crops.crop_mirror_normalize(image, **args)
+    assert torch.equal(crops.crop_mirror_normalize(image, **args), expected)
+
+
+def test_bad_normalize_buffers_are_refused_not_read_past():
+    image, ones = np.zeros((4, 5, 3), np.uint8), np.ones(3, np.float32)
+    with pytest.raises(ValueError, match="not inside"):
+        crops._native.normalize(image, np.zeros(27, np.float32), 4, 5, 3, 2, 0, 3, 3, ones, ones, True, False)
+    with pytest.raises(ValueError, match="size does not match"):
+        crops._native.normalize(image, np.zeros(26, np.float32), 4, 5, 3, 0, 0, 3, 3, ones, ones, True, False)
+    with pytest.raises(ValueError, match="size does not match"):
+        crops._native.normalize(image, np.zeros(27, np.float32), 4, 5, 3, 0, 0, 3, 3, ones[:2], ones, True, False)
