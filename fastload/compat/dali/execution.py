@@ -1,6 +1,6 @@
 """How a built DALI pipeline runs on fastload: its reader is a fastload source with DALI's order, and its
-graph runs per sample in the loader's threads (``GraphPath``, a fastload path); a batch comes back as
-DALI's outputs, one ``TensorList`` each.
+graph runs per sample in the loader's threads (``GraphPath``, a fastload path), its batch operators (if
+any) once per batch in the job's finish; a batch comes back as DALI's outputs, one ``TensorList`` each.
 """
 
 from __future__ import annotations
@@ -119,10 +119,12 @@ class GraphPath(SampleReader, LoaderPath):
         return batch_outputs(self.graph, results)
 
 
-def batch_outputs(graph: Graph, results: list[tuple]) -> tuple:
-    """Per-sample output tuples -> one TensorList per pipeline output (without the samples an output does
-    not have: those on the other side of a ``fn._conditional.split``). An output whose samples differ in
+def batch_outputs(graph: Graph, results: list) -> tuple:
+    """The samples' ``run_sample`` results -> one TensorList per pipeline output (without the samples an
+    output does not have: those on the other side of a ``fn._conditional.split``), after the batch ops
+    that the samples' runs stopped at (``Graph.finish_batch``). An output whose samples differ in
     type or number of dimensions is refused, as DALI refuses to make such a batch (a RuntimeError)."""
+    results = graph.finish_batch(results)
     outputs = []
     for i, node in enumerate(graph.outputs):
         tensors = [sample[i] for sample in results if sample[i] is not SKIPPED]

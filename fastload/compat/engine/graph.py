@@ -7,9 +7,12 @@ as in DALI. At ``build()`` the pipeline keeps the ops its outputs depend on
 (DALI prunes the rest too) and runs them per sample in fastload's loader
 threads (``execution.GraphPath``), by demand from the outputs (so the
 branch of a conditional a sample does not take does not run for it,
-``conditionals``). Each sample is independent: DALI's
-operators here are all per-sample, and its random operators draw from the
-sample's own stream, so the order threads finish in changes nothing.
+``conditionals``). Each sample is independent: DALI's random operators draw
+from the sample's own stream, so the order threads finish in changes
+nothing. The few operators that need their whole batch (``BatchOp``: DALI's
+permute_batch, batch_permutation) stop a sample's run where it reaches them;
+once every sample of the batch has got that far, ``Graph.finish_batch`` runs
+them over the batch and then what follows them, sample by sample.
 """
 
 from __future__ import annotations
@@ -298,6 +301,42 @@ class ReaderOp(Op):
         self.reader = reader
 
 
+class BatchOp(Op):
+    """An op over its whole batch (DALI's fn.batch_permutation, fn.permute_batch): ``impl(ctxs, op, *inputs,
+    **args)`` takes each input and each argument input as the list of the batch's sample values (raw, for
+    the op to check; ``ctxs``: the samples' contexts) and returns one value (or tuple of outputs) per
+    sample. It runs once per batch, after all the samples' values it wants (``Graph.finish_batch``); such
+    an op is never fused."""
+
+    def __init__(self, name: str, impl: Callable, inputs: list["DataNode"], args: dict, **options):
+        super().__init__(name, impl, inputs, args, fusable=False, **options)
+
+    def run(self, ctx: SampleContext, values: dict) -> tuple:
+        raise RuntimeError(f"fastload.compat.dali: {self.name} runs on its whole batch, not per sample")
+
+    def run_batch(self, ctxs: list[SampleContext], samples: list[dict]) -> list[tuple]:
+        inputs = [[values[node] for values in samples] for node in self.inputs]
+        args = dict(self.args)
+        for key, node in self.arg_inputs.items():
+            args[key] = [values[node] for values in samples]
+        out = self.impl(ctxs, self, *inputs, **args)
+        out = [x if isinstance(x, tuple) else (x,) for x in out]
+        if self.device in ("gpu", "mixed"):
+            out = [tuple(x.to(ctx.gpu, non_blocking=True) if isinstance(x, torch.Tensor) else x for x in sample)
+                   for ctx, sample in zip(ctxs, out)]
+        return out
+
+
+@dataclass(eq=False)
+class PendingSample:
+    """A sample whose run stopped at batch ops (``Graph.run_sample`` of a graph that has some): its context,
+    the values computed so far and the batch ops that wait for the rest of its batch."""
+
+    ctx: SampleContext
+    values: dict
+    waiting: list
+
+
 def ops_for(outputs: list[DataNode]) -> list[Op]:
     """The ops ``outputs`` depend on, each before its consumers (the rest are pruned, as DALI does)."""
     order, seen = [], set()
@@ -330,29 +369,69 @@ class Graph:
         """The ops that read a dataset, in graph order."""
         return [op for op in self.ops if isinstance(op, ReaderOp)]
 
-    def run_sample(self, ctx: SampleContext, given: dict | None = None) -> tuple:
+    def run_sample(self, ctx: SampleContext, given: dict | None = None):
         """The outputs for one sample, evaluated by demand from them: each op runs once, after the inputs
         it wants (``Op.wanted``), so an op only a branch not taken needs (a conditional) does not run.
         ``given``: values already computed for some nodes (a reader's outputs, read in the loader's
-        threads while the rest of the graph runs beside the pipeline's external sources)."""
+        threads while the rest of the graph runs beside the pipeline's external sources). A graph with
+        batch ops gives a ``PendingSample`` instead where they stop the run (``finish_batch`` ends it)."""
         values: dict[DataNode, Any] = dict(given or {})
+        waiting = self._evaluate(ctx, values)
+        return PendingSample(ctx, values, waiting) if waiting else self._results(values)
+
+    def finish_batch(self, results: list) -> list[tuple]:
+        """A batch's ``run_sample`` results as output tuples: each batch op that samples wait for runs over
+        those samples, in batch order (all of them, or, in a conditional's branch, the samples that take
+        it, as DALI's split batch; a sample an input skips, ``SKIPPED``, is left out and skips it too), then
+        each sample's run goes on, until none waits."""
+        while any(isinstance(r, PendingSample) for r in results):
+            pending = [r for r in results if isinstance(r, PendingSample)]
+            for op in [op for op in self.ops if any(op in p.waiting for p in pending)]:
+                members = [p for p in pending if op in p.waiting]
+                skipped = [p for p in members if not op.sees_skipped
+                           and any(p.values.get(node) is SKIPPED for node in op.wanted(p.values))]
+                taking = [p for p in members if p not in skipped]
+                for p in skipped:
+                    p.values.update((out, SKIPPED) for out in op.outputs)
+                if taking:
+                    for p, outputs in zip(taking, op.run_batch([p.ctx for p in taking], [p.values for p in taking])):
+                        p.values.update(zip(op.outputs, outputs))
+            results = [self.run_sample(r.ctx, r.values) if isinstance(r, PendingSample) else r for r in results]
+        return results
+
+    def _evaluate(self, ctx: SampleContext, values: dict) -> list:
+        """Run the ops the outputs want for one sample into ``values``, as far as batch ops let it: the
+        batch ops reached (their inputs computed, their outputs not), in the order reached; none when done."""
+        stopped: set[int] = set()  # ops that wait for a batch op, and the batch ops reached
+        waiting: list[BatchOp] = []
         for node in self.outputs:
             stack = [node.source]
             while stack:
                 op = stack[-1]
-                if op.outputs[0] in values:
+                if op.outputs[0] in values or op.id in stopped:
                     stack.pop()
                     continue
                 missing = [x.source for x in op.wanted(values) if x not in values and x.source is not None]
+                if any(source.id in stopped for source in missing):
+                    stopped.add(op.id)
+                    stack.pop()
+                    continue
                 if missing:
                     stack.extend(reversed(missing))
                     continue
                 stack.pop()
+                if isinstance(op, BatchOp):
+                    stopped.add(op.id)
+                    waiting.append(op)
+                    continue
                 # an op on the side of a split the sample does not take does not run for it (DALI's
                 # split batch leaves the sample out); a merge asks only for the side it takes
                 skipped = not op.sees_skipped and any(values.get(x) is SKIPPED for x in op.wanted(values))
                 for out, value in zip(op.outputs, [SKIPPED] * len(op.outputs) if skipped else op.run(ctx, values)):
                     values[out] = value
+        return waiting
+
+    def _results(self, values: dict) -> tuple:
         return tuple(_as_tensor(values[node]) for node in self.outputs)
 
 
