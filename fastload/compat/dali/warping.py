@@ -22,6 +22,15 @@ from ..float32 import round_c as _round_c
 from ..engine.conversions import convert_sat
 from .resampling import _interp, _pair
 
+try:  # the sampler in native code where the extension was built (fastload.compat.dali._native_warp)
+    from . import _native_warp
+except ImportError:
+    _native_warp = None
+
+# the types the native sampler reads and writes (_native_warp.c's codes)
+_NATIVE_TYPES = {torch.uint8: "B", torch.int8: "b", torch.uint16: "H", torch.int16: "h", torch.int32: "i",
+                 torch.float32: "f"}
+
 
 def rotated_size(height: int, width: int, angle: float) -> Tuple[int, int]:
     """fn.rotate's canvas when neither ``size`` nor ``keep_size`` is given: the bounding box of the
@@ -88,6 +97,9 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     height, width, _ = image.shape
     m = np.asarray(matrix, dtype=_F32).reshape(2, 3)
     out_dtype = image.dtype if dtype is None else dtype
+    if (_native_warp is not None and image.dtype in _NATIVE_TYPES and out_dtype in _NATIVE_TYPES and height > 0
+            and width > 0 and image.shape[2] > 0 and not image.is_cuda):
+        return _native(image, m, out_h, out_w, fill_value, interp, out_dtype)
     ys = np.arange(out_h, dtype=_F32) + _F32(0.5)
     # the first column's source point; the x term and the offset are added before the y term (the order
     # measured with fn.rotate to reproduce DALI's float32 coordinates)
@@ -96,9 +108,7 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     src_x = torch.from_numpy(_walk_row(row_x, m[0, 0], out_w))
     src_y = torch.from_numpy(_walk_row(row_y, m[1, 0], out_w))
     pixels = image.float()
-    fill = None
-    if fill_value is not None:
-        fill = float(convert_sat(torch.tensor([float(fill_value)]), image.dtype)[0])
+    fill = None if fill_value is None else _fill_in(fill_value, image.dtype)
 
     def tap(iy: torch.Tensor, ix: torch.Tensor) -> torch.Tensor:
         values = pixels[iy.clamp(0, height - 1), ix.clamp(0, width - 1)]
@@ -117,6 +127,25 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
     top = tap(y0, x0) * px + tap(y0, x0 + 1) * qx
     bottom = tap(y0 + 1, x0) * px + tap(y0 + 1, x0 + 1) * qx
     return convert_sat(top + (bottom - top) * qy, out_dtype)
+
+
+def _fill_in(fill_value, dtype: torch.dtype) -> float:
+    """The fill value as the sampler reads it: converted to the input type (ConvertSat), as float32."""
+    return float(convert_sat(torch.tensor([float(fill_value)]), dtype)[0])
+
+
+def _native(image: torch.Tensor, m: np.ndarray, out_h: int, out_w: int, fill_value, interp: str,
+            out_dtype: torch.dtype) -> torch.Tensor:
+    """:func:`warp` in native code (``_native_warp.c`` warp_affine): the same float32 row walk, taps and
+    ConvertSat, in one pass without the GIL instead of two dozen full-image temporaries."""
+    image = image.contiguous()
+    height, width, channels = image.shape
+    out = torch.empty((out_h, out_w, channels), dtype=out_dtype)
+    fill = 0.0 if fill_value is None else _fill_in(fill_value, image.dtype)
+    _native_warp.warp_affine(image.numpy(), out.numpy(), height, width, channels, _NATIVE_TYPES[image.dtype],
+                             out_h, out_w, _NATIVE_TYPES[out_dtype], np.ascontiguousarray(m, dtype=_F32),
+                             interp != "nn", fill_value is not None, fill)
+    return out
 
 
 def _walk_row(start: np.ndarray, step, count: int) -> np.ndarray:

@@ -1,0 +1,91 @@
+"""fastload.compat.dali's warp samplers in native code (``_native_warp.c``) against their numpy/torch versions,
+bit for bit, on random images, types, matrices and fill values of awkward sizes: DALI's WarpCPU (fn.warp_affine,
+fn.rotate). The DALI comparisons (tests/compat/test_dali_geometry.py, test_dali_imageops.py) run through the
+native code where it is built."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastload.compat.dali import warping
+
+pytestmark = pytest.mark.skipif(warping._native_warp is None, reason="fastload.compat.dali._native_warp not built")
+
+_TYPES = [torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32, torch.float32]
+
+
+def _image(rng, shape, dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.float32:
+        return torch.from_numpy(rng.uniform(-300, 300, shape).astype(np.float32))
+    info = torch.iinfo(dtype)
+    low, high = max(info.min, -(2 ** 20)), min(info.max, 2 ** 20)
+    return torch.from_numpy(rng.integers(low, high, shape, endpoint=True)).to(dtype)
+
+
+def _same(a, b) -> bool:
+    a, b = torch.as_tensor(a), torch.as_tensor(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point:
+        return bool(np.array_equal(a.numpy(), b.numpy(), equal_nan=True))
+    return torch.equal(a, b)
+
+
+@st.composite
+def affine_cases(draw):
+    height, width = draw(st.integers(1, 31)), draw(st.integers(1, 40))
+    out_h, out_w = draw(st.integers(0, 29)), draw(st.sampled_from([0, 1, 7, 24, 255, 256, 257, 300]))
+    channels = draw(st.sampled_from([1, 3, 4]))
+    in_type, out_type = draw(st.sampled_from(_TYPES)), draw(st.sampled_from(_TYPES))
+    interp = draw(st.sampled_from(["nn", "linear"]))
+    fill = draw(st.one_of(st.none(), st.floats(-400, 70000, allow_nan=False), st.integers(-5, 300)))
+    scale = draw(st.sampled_from([0.01, 0.5, 1.0, 3.0]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return height, width, out_h, out_w, channels, in_type, out_type, interp, fill, scale, seed
+
+
+@settings(max_examples=150, deadline=None)
+@given(affine_cases())
+def test_the_native_affine_sampler_equals_the_torch_one(case):
+    height, width, out_h, out_w, channels, in_type, out_type, interp, fill, scale, seed = case
+    rng = np.random.default_rng(seed)
+    image = _image(rng, (height, width, channels), in_type)
+    matrix = np.concatenate([rng.normal(0, scale, (2, 2)), rng.uniform(-20, 50, (2, 1))], axis=1)
+    matrix = matrix.astype(np.float32)
+    native = warping.warp(image, matrix, out_h, out_w, fill_value=fill, interp=interp, dtype=out_type)
+    saved, warping._native_warp = warping._native_warp, None
+    try:
+        expected = warping.warp(image, matrix, out_h, out_w, fill_value=fill, interp=interp, dtype=out_type)
+    finally:
+        warping._native_warp = saved
+    assert _same(native, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 33), st.integers(1, 29), st.floats(-360, 360), st.booleans(), st.sampled_from(["nn", "linear"]),
+       st.integers(0, 2**32 - 1))
+def test_rotate_runs_the_native_sampler_unchanged(height, width, angle, keep_size, interp, seed):
+    image = _image(np.random.default_rng(seed), (height, width, 3), torch.uint8)
+    native = warping.rotate(image, angle, fill_value=None if seed % 2 else 7, keep_size=keep_size, interp_type=interp)
+    saved, warping._native_warp = warping._native_warp, None
+    try:
+        expected = warping.rotate(image, angle, fill_value=None if seed % 2 else 7, keep_size=keep_size,
+                                  interp_type=interp)
+    finally:
+        warping._native_warp = saved
+    assert _same(native, expected)
+
+
+def test_bad_buffers_are_refused_not_read_past():
+    native = warping._native_warp
+    image, m = np.zeros((4, 5, 3), np.uint8), np.eye(2, 3, dtype=np.float32)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.warp_affine(image, np.empty((4, 5, 3), np.uint8), 4, 6, 3, "B", 4, 5, "B", m, True, False, 0.0)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.warp_affine(image, np.empty((4, 5, 2), np.uint8), 4, 5, 3, "B", 4, 5, "B", m, True, False, 0.0)
+    with pytest.raises(ValueError, match="types"):
+        native.warp_affine(image, np.empty((4, 5, 3), np.uint8), 4, 5, 3, "q", 4, 5, "B", m, True, False, 0.0)
