@@ -1,7 +1,8 @@
 """fastload.compat.dali's warp samplers in native code (``_native_warp.c``) against their numpy/torch versions,
 bit for bit, on random images, types, matrices and fill values of awkward sizes: DALI's WarpCPU (fn.warp_affine,
-fn.rotate). The DALI comparisons (tests/compat/test_dali_geometry.py, test_dali_imageops.py) run through the
-native code where it is built."""
+fn.rotate) and OpenCV's float32 warpPerspective (fn.experimental.warp_perspective). The DALI comparisons
+(tests/compat/test_dali_geometry.py, test_dali_imageops.py, test_dali_remap.py) run through the native code
+where it is built."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastload.compat.dali import warping
+from fastload.compat.dali import remap, warping
 
 pytestmark = pytest.mark.skipif(warping._native_warp is None, reason="fastload.compat.dali._native_warp not built")
 
@@ -80,6 +81,50 @@ def test_rotate_runs_the_native_sampler_unchanged(height, width, angle, keep_siz
     assert _same(native, expected)
 
 
+@st.composite
+def perspective_cases(draw):
+    height, width = draw(st.integers(1, 31)), draw(st.integers(1, 40))
+    out_h, out_w = draw(st.integers(0, 29)), draw(st.sampled_from([0, 1, 9, 15, 16, 17, 31, 33, 48]))
+    channels = draw(st.sampled_from([1, 2, 3, 4]))
+    kind = draw(st.sampled_from([np.uint8, np.uint16, np.float32]))
+    interp = draw(st.sampled_from(["nn", "linear"]))
+    border = draw(st.sampled_from(sorted(remap._NATIVE_BORDERS)))
+    perspective = draw(st.sampled_from([0.0, 1e-3, 2e-2]))
+    return height, width, out_h, out_w, channels, kind, interp, border, perspective, draw(st.integers(0, 2**32 - 1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(perspective_cases())
+def test_the_native_perspective_warp_equals_the_numpy_one(case):
+    height, width, out_h, out_w, channels, kind, interp, border, perspective, seed = case
+    rng = np.random.default_rng(seed)
+    if kind == np.float32:
+        data = rng.uniform(-300, 300, (height, width, channels)).astype(np.float32)
+    else:
+        data = rng.integers(0, np.iinfo(kind).max, (height, width, channels), endpoint=True).astype(kind)
+    m = np.eye(3) + rng.normal(0, 0.3, (3, 3)) * [[1, 1, 0], [1, 1, 0], [0, 0, 0]]
+    m[:2, 2] = rng.uniform(-10, 30, 2)
+    m[2, :2] = rng.normal(0, perspective, 2)
+    fill = remap._fill_values(list(rng.uniform(-10, 300, 1 if seed % 2 else channels)), channels, kind)
+    native = remap._warp_native(data, m, out_h, out_w, interp, border, fill)
+    expected = remap._warp_float(data, m, out_h, out_w, interp, border, fill)
+    assert _same(torch.from_numpy(np.ascontiguousarray(native)), torch.from_numpy(np.ascontiguousarray(expected)))
+
+
+def test_warp_perspective_takes_the_native_kernel_for_its_types():
+    image = torch.arange(13 * 17 * 3, dtype=torch.int32).reshape(13, 17, 3).to(torch.uint8)
+    m = [1.0, 0.05, 0.0, 0.02, 1.0, 0.0, 0.0001, 0.0002, 1.0]
+    args = dict(matrix=m, out_h=11, out_w=19, inverse_map=True, corner=True, interp="linear", border="constant",
+                fill_value=(0.0,))
+    native = remap.warp_perspective_image(image, **args)
+    saved, remap._native_warp = remap._native_warp, None
+    try:
+        expected = remap.warp_perspective_image(image, **args)
+    finally:
+        remap._native_warp = saved
+    assert _same(native, expected)
+
+
 def test_bad_buffers_are_refused_not_read_past():
     native = warping._native_warp
     image, m = np.zeros((4, 5, 3), np.uint8), np.eye(2, 3, dtype=np.float32)
@@ -89,3 +134,9 @@ def test_bad_buffers_are_refused_not_read_past():
         native.warp_affine(image, np.empty((4, 5, 2), np.uint8), 4, 5, 3, "B", 4, 5, "B", m, True, False, 0.0)
     with pytest.raises(ValueError, match="types"):
         native.warp_affine(image, np.empty((4, 5, 3), np.uint8), 4, 5, 3, "q", 4, 5, "B", m, True, False, 0.0)
+    fill = np.zeros(3, np.uint8)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.warp_perspective(image, np.empty((4, 5, 3), np.uint8), 4, 5, 3, "B", 4, 5, m, True, 0, fill)
+    with pytest.raises(ValueError, match="border"):
+        native.warp_perspective(image, np.empty((4, 5, 3), np.uint8), 4, 5, 3, "B", 4, 5, np.eye(3, dtype=np.float32),
+                                True, 5, fill)

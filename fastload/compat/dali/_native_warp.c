@@ -18,6 +18,16 @@
  *   adding m00 in float32, restarting every 256 columns from a checkpoint reached by adding 256 * m00. The
  *   float32 result is converted as DALI's ConvertSat: round (halves away from zero) and saturate; NaN gives 0
  *   (INT32_MIN for int32: what numpy's cast gives on x86).
+ *
+ * warp_perspective: OpenCV 5's float32 warpPerspective kernels as DALI's CPU fn.experimental.warp_perspective
+ * calls them for uint8, uint16 and float32 images (remap.py `_warp_float`). Why: in numpy the source map alone
+ * is a dozen full-image float64 temporaries (its fmaf emulation), then four gathers with border folding.
+ *
+ *   warp_perspective(src, dst, height, width, channels, type, out_h, out_w, matrix, linear, border, fill)
+ *     src: height * width * channels of type ('B', 'H' or 'f'); dst: writable, out_h * out_w * channels
+ *     matrix: 9 float32, destination to source
+ *     border: 0 constant, 1 replicate, 2 reflect, 3 reflect_101, 4 wrap
+ *     fill: channels values of type
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -191,8 +201,146 @@ static PyObject *warp_affine(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------- perspective */
+
+static inline int64_t floor_mod(int64_t a, int64_t n) {
+    int64_t r = a % n;
+    return r < 0 ? r + n : r;
+}
+
+/* OpenCV's borderInterpolate as remap.py's `_border` computes it; -1 (the fill value) for constant outside. */
+static inline int64_t border_index(int64_t i, int64_t extent, int mode) {
+    switch (mode) {
+    case 0: return i >= 0 && i < extent ? i : -1;
+    case 1: return clamp64(i, 0, extent - 1);
+    case 4: return floor_mod(i, extent);
+    default: break;
+    }
+    if (extent == 1)
+        return 0;
+    if (mode == 2) {
+        int64_t folded = floor_mod(i, 2 * extent);
+        return folded < extent ? folded : 2 * extent - 1 - folded;
+    }
+    int64_t period = 2 * extent - 2;
+    int64_t magnitude = i == INT64_MIN ? INT64_MIN : (i < 0 ? -i : i);  /* numpy's abs wraps at INT64_MIN */
+    int64_t folded = floor_mod(magnitude, period);
+    return folded < extent ? folded : period - folded;
+}
+
+typedef struct {
+    const void *src;
+    Py_ssize_t height, width, channels;
+    int type, border;
+    const void *fill;
+} Image;
+
+/* remap.py's `_taps` at one point: the pixel (border folded), or the fill value where the border says so. */
+static inline Py_ssize_t tap_index(const Image *s, int64_t iy, int64_t ix) {
+    int64_t by = border_index(iy, s->height, s->border), bx = border_index(ix, s->width, s->border);
+    if (by < 0 || bx < 0)
+        return -1;
+    return (by * s->width + bx) * s->channels;
+}
+
+static inline float tap_value(const Image *s, Py_ssize_t index, Py_ssize_t c) {
+    return index < 0 ? load(s->fill, c, s->type) : load(s->src, index + c, s->type);
+}
+
+static inline void store(void *dst, Py_ssize_t i, float v, int type) {
+    if (type == 'f') {
+        ((float *)dst)[i] = v;
+        return;
+    }
+    float hi = type == 'B' ? 255.0f : 65535.0f;
+    float r = rintf(v);
+    r = r < 0.0f ? 0.0f : (r > hi ? hi : r);
+    int32_t n = r == r ? (int32_t)r : 0;
+    if (type == 'B')
+        ((uint8_t *)dst)[i] = (uint8_t)n;
+    else
+        ((uint16_t *)dst)[i] = (uint16_t)n;
+}
+
+static void perspective(const Image *s, void *dst, Py_ssize_t out_h, Py_ssize_t out_w, const float *m, int linear) {
+    Py_ssize_t channels = s->channels, size = type_size(s->type);
+    Py_ssize_t vector = out_w - out_w % 16;  /* OpenCV's AVX2 loop: 16 columns a step; the rest scalar */
+    for (Py_ssize_t y = 0; y < out_h; y++) {
+        float yf = (float)y;
+        float rx = yf * m[1], ry = yf * m[4], rw = yf * m[7];
+        float cx = rx + m[2], cy = ry + m[5], cw = rw + m[8];
+        for (Py_ssize_t x = 0; x < out_w; x++) {
+            float xf = (float)x, X, Y, W;
+            if (x < vector) {
+                W = fmaf(m[6], xf, cw);
+                X = fmaf(m[0], xf, cx);
+                Y = fmaf(m[3], xf, cy);
+            } else {
+                W = fmaf(xf, m[6], rw) + m[8];
+                X = fmaf(xf, m[0], rx) + m[2];
+                Y = fmaf(xf, m[3], ry) + m[5];
+            }
+            float sx = X / W, sy = Y / W;
+            Py_ssize_t o = (y * out_w + x) * channels;
+            if (!linear) {
+                Py_ssize_t index = tap_index(s, to_i64(rintf(sy)), to_i64(rintf(sx)));
+                const char *from = index < 0 ? (const char *)s->fill : (const char *)s->src + index * size;
+                memcpy((char *)dst + o * size, from, channels * size);
+                continue;
+            }
+            int64_t ix = to_i64(floorf(sx)), iy = to_i64(floorf(sy));
+            if (s->border == 0 && (ix < -1 || ix >= s->width || iy < -1 || iy >= s->height)) {
+                memcpy((char *)dst + o * size, s->fill, channels * size);
+                continue;
+            }
+            float ax = sx - (float)ix, ay = sy - (float)iy;
+            Py_ssize_t i00 = tap_index(s, iy, ix), i01 = tap_index(s, iy, ix + 1);
+            Py_ssize_t i10 = tap_index(s, iy + 1, ix), i11 = tap_index(s, iy + 1, ix + 1);
+            for (Py_ssize_t c = 0; c < channels; c++) {
+                float p00 = tap_value(s, i00, c), p01 = tap_value(s, i01, c);
+                float p10 = tap_value(s, i10, c), p11 = tap_value(s, i11, c);
+                float top = fmaf(ax, p01 - p00, p00), bottom = fmaf(ax, p11 - p10, p10);
+                store(dst, o + c, fmaf(ay, bottom - top, top), s->type);
+            }
+        }
+    }
+}
+
+static PyObject *warp_perspective(PyObject *self, PyObject *args) {
+    Py_buffer src, dst, matrix, fill;
+    Py_ssize_t height, width, channels, out_h, out_w;
+    int type, linear, border;
+    if (!PyArg_ParseTuple(args, "y*w*nnnCnny*piy*", &src, &dst, &height, &width, &channels, &type, &out_h,
+                          &out_w, &matrix, &linear, &border, &fill))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t size = type == 'B' || type == 'H' || type == 'f' ? type_size(type) : 0;
+    if (size == 0) {
+        PyErr_SetString(PyExc_ValueError, "warp_perspective: the type is one of 'B', 'H', 'f'");
+    } else if (height < 1 || width < 1 || channels < 1 || out_h < 0 || out_w < 0 || border < 0 || border > 4) {
+        PyErr_SetString(PyExc_ValueError, "warp_perspective: bad shape or border");
+    } else if (src.len != size * height * width * channels || dst.len != size * out_h * out_w * channels
+               || matrix.len != 9 * (Py_ssize_t)sizeof(float) || fill.len != size * channels) {
+        PyErr_SetString(PyExc_ValueError, "warp_perspective: a buffer's size does not match the shapes");
+    } else {
+        Image s = {src.buf, height, width, channels, type, border, fill.buf};
+        const float *m = matrix.buf;
+        Py_BEGIN_ALLOW_THREADS
+        perspective(&s, dst.buf, out_h, out_w, m, linear);
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&matrix);
+    PyBuffer_Release(&fill);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"warp_affine", warp_affine, METH_VARARGS, "DALI's WarpCPU sampler on one HWC image (see the file)."},
+    {"warp_perspective", warp_perspective, METH_VARARGS,
+     "OpenCV's float32 warpPerspective as DALI's CPU operator calls it, on one HWC image (see the file)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -42,6 +42,11 @@ from .operators import _one, check_args
 from .spec import operator, refused
 from .types import interp_name
 
+try:  # warp_perspective's float32 kernels in native code where the extension was built
+    from . import _native_warp
+except ImportError:
+    _native_warp = None
+
 _F32 = np.float32
 
 # DALI 2.4 operators registered for the GPU only (checked against its registry by the tests): fn name -> ops name
@@ -270,6 +275,24 @@ def _warp_float(data: np.ndarray, m: np.ndarray, out_h: int, out_w: int, interp:
     return out
 
 
+_NATIVE_TYPES = {np.uint8: "B", np.uint16: "H", np.float32: "f"}
+_NATIVE_BORDERS = {"constant": 0, "replicate": 1, "reflect": 2, "reflect_101": 3, "wrap": 4}
+
+
+def _warp_native(data: np.ndarray, m: np.ndarray, out_h: int, out_w: int, interp: str, border: str,
+                 fill: np.ndarray) -> np.ndarray:
+    """:func:`_warp_float` in native code (``_native_warp.c`` warp_perspective): the same float32 points,
+    taps and fused multiply-adds, in one pass without the GIL instead of numpy's full-image temporaries."""
+    kind = data.dtype.type
+    data = np.ascontiguousarray(data)
+    height, width, channels = data.shape
+    out = np.empty((out_h, out_w, channels), dtype=kind)
+    _native_warp.warp_perspective(data, out, height, width, channels, _NATIVE_TYPES[kind], out_h, out_w,
+                                  np.ascontiguousarray(m, dtype=_F32).reshape(-1), interp != "nn",
+                                  _NATIVE_BORDERS[border], np.ascontiguousarray(fill, dtype=kind))
+    return out
+
+
 def _warp_fixed(data: np.ndarray, m: np.ndarray, out_h: int, out_w: int, interp: str, border: str,
                 fill: np.ndarray) -> np.ndarray:
     """OpenCV's older warpPerspective, which int16 images still take: double source points quantised to
@@ -318,6 +341,9 @@ def warp_perspective_image(image: torch.Tensor, matrix, out_h: int, out_w: int, 
         m = invert_3x3(m)
     fill = _fill_values(fill_value, channels, data.dtype.type)
     warp = _warp_fixed if image.dtype == torch.int16 else _warp_float
+    if (warp is _warp_float and _native_warp is not None and data.dtype.type in _NATIVE_TYPES
+            and min(data.shape) > 0):
+        warp = _warp_native
     out = np.ascontiguousarray(warp(data, m, out_h, out_w, interp, border, fill))
     return torch.from_numpy(out[..., 0].copy() if plain else out)
 
