@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastload.compat.dali import colour
+from fastload.compat.dali import colour, effects
 
 native = colour._native
 pytestmark = pytest.mark.skipif(native is None, reason="fastload.compat.dali._native_effects not built")
@@ -69,6 +69,34 @@ def test_colour_twist_and_brightness_contrast_equal_their_torch_versions(size, k
         rng.bit_generator.state = state
         with reference(colour):
             _same(got, run())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.tuples(st.integers(1, 31), st.integers(1, 40)), st.sampled_from([1, 3, 4]), types,
+       st.sampled_from(["nn", "linear"]), seeds, st.tuples(st.integers(0, 23), st.integers(1, 29)))
+def test_the_sampler_equals_its_torch_version(size, channels, kind, interp, seed, out_size):
+    rng = np.random.default_rng(seed)
+    image = _image(rng, (*size, channels), _TYPES[kind])
+    span = max(size) + 4
+    xs = rng.uniform(-4, span, out_size).astype(np.float32)
+    ys = rng.uniform(-4, span, out_size).astype(np.float32)
+    xs[rng.random(out_size) < 0.1] = np.float32(2.5)  # points on pixel centres and edges
+    ys[rng.random(out_size) < 0.1] = np.float32(-0.5)
+    fill = float(rng.choice([0.0, 118.0, 255.0])) if kind == "uint8" else float(rng.uniform(-5, 300))
+    got = effects.sample_at(image, xs, ys, fill, interp)
+    with reference(effects):
+        _same(got, effects.sample_at(image, xs, ys, fill, interp))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 31), st.integers(1, 40), types, st.sampled_from(["nn", "linear"]))
+def test_water_and_sphere_equal_their_torch_versions(height, width, kind, interp):
+    image = _image(np.random.default_rng(height * 41 + width), (height, width, 3), _TYPES[kind])
+    for xs, ys in (effects.sphere_points(height, width),
+                   effects.water_points(height, width, 6.0, 3.5, 0.3, 0.2, 0.1, 1.0)):
+        got = effects.sample_at(image, xs, ys, 7.0, interp)
+        with reference(effects):
+            _same(got, effects.sample_at(image, xs, ys, 7.0, interp))
 
 
 def test_bad_buffers_are_refused_not_read_past():

@@ -188,16 +188,36 @@ static inline Py_ssize_t cell(float v, Py_ssize_t extent) {
     return (Py_ssize_t)f;
 }
 
+/* Nearest: each output pixel a copy of the pixel its point falls in, or the fill (already of the type). */
+#define NEAREST(T)                                                                                              \
+    static void nearest_##T(const T *src, T *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,    \
+                            const float *xs, const float *ys, Py_ssize_t count, T fill) {                      \
+        for (Py_ssize_t i = 0; i < count; i++) {                                                                \
+            Py_ssize_t y = cell(ys[i], height), x = cell(xs[i], width);                                         \
+            T *out = dst + i * channels;                                                                        \
+            if (y >= 0 && y < height && x >= 0 && x < width) {                                                  \
+                const T *in = src + (y * width + x) * channels;                                                 \
+                for (Py_ssize_t c = 0; c < channels; c++)                                                       \
+                    out[c] = in[c];                                                                             \
+            } else {                                                                                            \
+                for (Py_ssize_t c = 0; c < channels; c++)                                                       \
+                    out[c] = fill;                                                                              \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+NEAREST(uint8_t)
+NEAREST(float)
+
 static void sample_run(const void *src, void *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,
                        int type, const float *xs, const float *ys, Py_ssize_t count, float fill, int linear) {
+    if (!linear) {
+        if (type == 'B')
+            nearest_uint8_t(src, dst, height, width, channels, xs, ys, count, sat_u8(fill));
+        else
+            nearest_float(src, dst, height, width, channels, xs, ys, count, fill);
+        return;
+    }
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (!linear) {
-            Py_ssize_t y = cell(ys[i], height), x = cell(xs[i], width);
-            int inside = y >= 0 && y < height && x >= 0 && x < width;
-            for (Py_ssize_t c = 0; c < channels; c++)
-                store(dst, type, i * channels + c, inside ? load(src, type, (y * width + x) * channels + c) : fill);
-            continue;
-        }
         float fx = xs[i] - 0.5f, fy = ys[i] - 0.5f;
         float qx = fx - floorf(fx), qy = fy - floorf(fy);
         float px = 1.0f - qx;

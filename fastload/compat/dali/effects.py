@@ -34,7 +34,13 @@ from .operators import _device, _layout, _one, check_args
 from .spec import operator
 from .types import interp_name
 
+try:  # the samplers in native code where the extension was built (fastload.compat.dali._native_effects)
+    from . import _native_effects as _native
+except ImportError:  # pragma: no cover - the torch versions below are the fallback (and the tests' reference)
+    _native = None
+
 _F32 = np.float32
+_NATIVE_TYPES = {torch.uint8: "B", torch.float32: "f"}
 
 
 def _static_cast(value: float, dtype: torch.dtype):
@@ -163,6 +169,8 @@ def sample_at(image: torch.Tensor, src_x: np.ndarray, src_y: np.ndarray, fill: f
     the point is in, "linear" interpolates between pixel centres; taps outside the image read ``fill``.
     The result is converted to the image's type as DALI does (rounded, saturated)."""
     height, width = image.shape[:2]
+    if _native is not None and image.dtype in _NATIVE_TYPES and image.dim() == 3 and not image.is_cuda:
+        return _native_sample(image, src_x, src_y, fill, interp)
     pixels = image.float()
     sx, sy = torch.from_numpy(np.asarray(src_x, dtype=_F32)), torch.from_numpy(np.asarray(src_y, dtype=_F32))
     outside = torch.tensor(fill, dtype=torch.float32)
@@ -181,6 +189,18 @@ def sample_at(image: torch.Tensor, src_x: np.ndarray, src_y: np.ndarray, fill: f
     top = tap(y0, x0) * (1 - qx) + tap(y0, x0 + 1) * qx
     bottom = tap(y0 + 1, x0) * (1 - qx) + tap(y0 + 1, x0 + 1) * qx
     return convert_sat(top + (bottom - top) * qy, image.dtype)
+
+
+def _native_sample(image: torch.Tensor, src_x: np.ndarray, src_y: np.ndarray, fill: float, interp: str):
+    """``sample_at`` in native code (``_native_effects.c`` sample): the same taps and float32 blend per
+    output pixel in one pass, the GIL released, instead of four gathers and a dozen full-image temporaries."""
+    xs = np.ascontiguousarray(src_x, dtype=_F32)
+    ys = np.ascontiguousarray(np.broadcast_to(np.asarray(src_y, dtype=_F32), xs.shape))
+    src = image.contiguous()
+    out = torch.empty((*xs.shape, src.shape[2]), dtype=src.dtype)
+    _native.sample(src.numpy(), out.numpy(), src.shape[0], src.shape[1], src.shape[2], _NATIVE_TYPES[src.dtype],
+                   xs, ys, float(_F32(fill)), interp != "nn")
+    return out
 
 
 def water_points(height: int, width: int, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y):
