@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastload.compat.dali import colour, effects
+from fastload.compat.dali import colour, effects, filters
 
 native = colour._native
 pytestmark = pytest.mark.skipif(native is None, reason="fastload.compat.dali._native_effects not built")
@@ -97,6 +97,38 @@ def test_water_and_sphere_equal_their_torch_versions(height, width, kind, interp
         got = effects.sample_at(image, xs, ys, 7.0, interp)
         with reference(effects):
             _same(got, effects.sample_at(image, xs, ys, 7.0, interp))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 13), min_size=1, max_size=3), st.sampled_from(["uint8", "float32"]), seeds,
+       st.integers(1, 9), st.booleans())
+def test_the_convolution_pass_equals_its_numpy_version(shape, kind, seed, size, scaled):
+    rng = np.random.default_rng(seed)
+    data = _image(rng, tuple(shape), _TYPES[kind]).numpy()
+    window = rng.normal(0, 1, size).astype(np.float32)
+    axis = int(rng.integers(0, len(shape)))
+    scale = float(rng.uniform(-2, 2)) if scaled else None
+    got = filters.correlate_axis(data, window, axis, scale)
+    with reference(filters):
+        expected = filters.correlate_axis(data, window, axis, scale)
+    _same(torch.from_numpy(got), torch.from_numpy(expected))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 31), st.integers(1, 40), types, st.sampled_from([3, 5, 7]), seeds)
+def test_gaussian_blur_equals_its_numpy_version(height, width, kind, window_size, seed):
+    image = _image(np.random.default_rng(seed), (height, width, 3), _TYPES[kind])
+    for dtype in (None, torch.float32):
+        got = filters.gaussian_blur_image(image, "HWC", 0.0, window_size, dtype)
+        with reference(filters):
+            _same(got, filters.gaussian_blur_image(image, "HWC", 0.0, window_size, dtype))
+
+
+def test_nan_and_infinities_convert_as_convert_sat_does():
+    values = torch.tensor([[[float("nan"), float("inf"), -float("inf")], [0.5, -0.5, 254.5]]])
+    got = filters._finish(values.numpy(), values, torch.uint8)
+    with reference(filters):
+        _same(got, filters._finish(values.numpy(), values, torch.uint8))
 
 
 def test_bad_buffers_are_refused_not_read_past():

@@ -274,25 +274,49 @@ static inline Py_ssize_t reflect_101(Py_ssize_t i, Py_ssize_t extent) {
     return folded < extent ? folded : period - folded;
 }
 
+/* Positions whose window lies inside the axis read shifted runs of the (extent * inner) slab, so a whole run of
+ * them is one vectorisable loop per tap; the border positions read through reflect-101 indices. Each value is
+ * still 0.0f + tap products added first tap to last. */
 #define CORRELATE(TI)                                                                                           \
     static void correlate_##TI(const TI *in, float *out, Py_ssize_t outer, Py_ssize_t extent, Py_ssize_t inner, \
                                const float *w, Py_ssize_t size, const Py_ssize_t *index, int scaled,           \
                                float scale) {                                                                  \
-        for (Py_ssize_t o = 0; o < outer; o++)                                                                  \
+        Py_ssize_t radius = (size - 1) / 2;                                                                     \
+        Py_ssize_t lo = radius < extent ? radius : extent, hi = extent - (size - 1 - radius);                   \
+        if (hi < lo)                                                                                            \
+            hi = lo;                                                                                            \
+        for (Py_ssize_t o = 0; o < outer; o++) {                                                                \
+            const TI *slab = in + o * extent * inner;                                                           \
+            float *dst = out + o * extent * inner;                                                              \
             for (Py_ssize_t p = 0; p < extent; p++) {                                                           \
-                float *dst = out + (o * extent + p) * inner;                                                    \
-                for (Py_ssize_t v = 0; v < inner; v++)                                                          \
-                    dst[v] = 0.0f;                                                                              \
-                for (Py_ssize_t k = 0; k < size; k++) {                                                         \
-                    const TI *row = in + (o * extent + index[p * size + k]) * inner;                            \
-                    const float wk = w[k];                                                                      \
-                    for (Py_ssize_t v = 0; v < inner; v++)                                                      \
-                        dst[v] = dst[v] + wk * (float)row[v];                                                   \
+                if (p == lo && hi > lo)                                                                         \
+                    p = hi; /* the inside positions: below */                                                   \
+                if (p >= extent)                                                                                \
+                    break;                                                                                      \
+                float *row_out = dst + p * inner;                                                               \
+                for (Py_ssize_t v = 0; v < inner; v++) {                                                        \
+                    float acc = 0.0f;                                                                           \
+                    for (Py_ssize_t k = 0; k < size; k++)                                                       \
+                        acc = acc + w[k] * (float)slab[index[p * size + k] * inner + v];                        \
+                    row_out[v] = acc;                                                                           \
                 }                                                                                               \
-                if (scaled)                                                                                     \
-                    for (Py_ssize_t v = 0; v < inner; v++)                                                      \
-                        dst[v] = dst[v] * scale;                                                                \
             }                                                                                                   \
+            if (hi > lo) {                                                                                      \
+                float *run = dst + lo * inner;                                                                  \
+                Py_ssize_t n = (hi - lo) * inner;                                                               \
+                for (Py_ssize_t j = 0; j < n; j++)                                                              \
+                    run[j] = 0.0f;                                                                              \
+                for (Py_ssize_t k = 0; k < size; k++) {                                                         \
+                    const TI *src = slab + (lo - radius + k) * inner;                                           \
+                    const float wk = w[k];                                                                      \
+                    for (Py_ssize_t j = 0; j < n; j++)                                                          \
+                        run[j] = run[j] + wk * (float)src[j];                                                   \
+                }                                                                                               \
+            }                                                                                                   \
+            if (scaled)                                                                                         \
+                for (Py_ssize_t j = 0; j < extent * inner; j++)                                                 \
+                    dst[j] = dst[j] * scale;                                                                    \
+        }                                                                                                       \
     }
 CORRELATE(uint8_t)
 CORRELATE(float)
