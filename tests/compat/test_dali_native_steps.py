@@ -1,7 +1,8 @@
 """fastload.compat.dali's native steps (``_native.c``) against the torch versions they replace, bit for bit, on
 random inputs of awkward shapes and types: fn.resize's rounding and saturation to an integer type
-(``resampling._round_output``) and fn.crop_mirror_normalize's window of a uint8 image (``crops``). The torch
-versions stay as the fallback where the extension is not built, and are the reference here."""
+(``resampling._round_output``), the first pass of a uint8 image read as it is (``resample_uint8``), whole
+resizes, and fn.crop_mirror_normalize's window of a uint8 image (``crops``). The torch versions stay as the
+fallback where the extension is not built, and are the reference here."""
 
 from __future__ import annotations
 
@@ -79,6 +80,47 @@ def test_bad_rounding_buffers_are_refused_not_written_past():
         resampling._native.round_saturate(x, np.zeros(12, np.uint8), 12, 5, b"", "B")
     with pytest.raises(ValueError, match="type"):
         resampling._native.round_saturate(x, np.zeros(12, np.int32), 12, 4, b"", "i")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 23), st.integers(1, 23), st.sampled_from([1, 3, 4]), st.sampled_from([0, 1]),
+       st.integers(0, 19), st.integers(1, 7), st.integers(0, 2 ** 32 - 1))
+def test_the_uint8_pass_equals_the_torch_pass_of_the_float_image(height, width, channels, axis, out_size, support,
+                                                                  seed):
+    rng = np.random.default_rng(seed)
+    image = torch.from_numpy(rng.integers(0, 256, (height, width, channels), dtype=np.uint8))
+    extent = height if axis == 0 else width
+    lo = int(rng.integers(0, extent))
+    hi = int(rng.integers(lo, extent))
+    first = rng.integers(-5, max(height, width) + 5, out_size).astype(np.int64)
+    weights = rng.normal(0, 1, (out_size, support)).astype(np.float32)
+    native = resampling._native_pass(image, axis, first, weights, lo, hi)
+    with _torch_only(resampling):
+        expected = resampling._resample_axis(image.float(), axis, first, weights, lo, hi)
+    assert torch.equal(native, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 31), st.integers(1, 40), st.sampled_from([1, 3]), st.integers(1, 45), st.integers(1, 45),
+       st.sampled_from(["linear", "nn", "cubic", "lanczos3", "triangular", "gaussian"]), st.booleans(),
+       st.sampled_from([torch.uint8, torch.int16]), st.integers(0, 2 ** 32 - 1))
+def test_a_whole_resize_equals_the_torch_resize(height, width, channels, out_h, out_w, interp, antialias, dtype,
+                                                seed):
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 256, (height, width, channels)) * (1 if dtype == torch.uint8 else 97) - 3
+    image = torch.from_numpy(values.astype(np.uint8 if dtype == torch.uint8 else np.int16))
+    args = dict(resize_x=out_w, resize_y=out_h, interp_type=interp, antialias=antialias)
+    native = resampling.resize(image, **args)
+    with _torch_only(resampling):
+        expected = resampling.resize(image, **args)
+    assert native.dtype == expected.dtype == dtype and torch.equal(native, expected)
+
+
+def test_bad_uint8_buffers_are_refused_not_read_past():
+    out = np.empty((2, 5, 3), np.float32)
+    with pytest.raises(ValueError, match="resample_uint8: a buffer's size"):
+        resampling._native.resample_uint8(np.zeros((4, 5, 3), np.float32), out, 4, 5, 3, 0, np.zeros(2, np.int64),
+                                          np.ones((2, 1), np.float32), 2, 1, 0, 3)
 
 
 @st.composite

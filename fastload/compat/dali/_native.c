@@ -17,6 +17,10 @@
  *     weights: out_size * support float32, each position's tap weights in tap order
  *     lo, hi: input indices are clamped to [lo, hi]
  *
+ * resample_uint8: the same pass with src uint8 (each value read as float32, exactly): a uint8 image's first
+ * pass reads it directly instead of after a float32 copy of the whole image (torch's uint8 -> float32
+ * conversion cost as much as a pass).
+ *
  * round_saturate: the end of fn.resize for an integer image (resampling.py): the last pass's float32 values
  * rounded (halves to even where DALI's SSE stores wrote them, else away from zero as C's round) and saturated
  * to the output type (ConvertSat). Why: in torch that is a dozen full-image temporaries (two roundings, a
@@ -46,44 +50,53 @@ static inline Py_ssize_t clamp(Py_ssize_t i, Py_ssize_t lo, Py_ssize_t hi) {
     return i < lo ? lo : (i > hi ? hi : i);
 }
 
-/* Rows: each output row is a weighted sum of whole input rows (width * channels values each). */
-static void rows(const float *src, float *dst, Py_ssize_t row_len, const int64_t *first, const float *weights,
-                 Py_ssize_t out_size, Py_ssize_t support, Py_ssize_t lo, Py_ssize_t hi) {
-    for (Py_ssize_t i = 0; i < out_size; i++) {
-        const float *w = weights + i * support;
-        float *out = dst + i * row_len;
-        const float *in = src + clamp((Py_ssize_t)first[i], lo, hi) * row_len;
-        for (Py_ssize_t v = 0; v < row_len; v++)
-            out[v] = in[v] * w[0];
-        for (Py_ssize_t k = 1; k < support; k++) {
-            in = src + clamp((Py_ssize_t)first[i] + k, lo, hi) * row_len;
-            const float wk = w[k];
-            for (Py_ssize_t v = 0; v < row_len; v++)
-                out[v] = out[v] + in[v] * wk;
-        }
+/* Rows: each output row is a weighted sum of whole input rows (width * channels values each). An input of
+ * type T is read as float (uint8 exactly), as the torch version converts the image before its first pass. */
+#define ROWS(T)                                                                                              \
+    static void rows_##T(const T *src, float *dst, Py_ssize_t row_len, const int64_t *first, const float *weights, \
+                         Py_ssize_t out_size, Py_ssize_t support, Py_ssize_t lo, Py_ssize_t hi) {           \
+        for (Py_ssize_t i = 0; i < out_size; i++) {                                                          \
+            const float *w = weights + i * support;                                                          \
+            float *out = dst + i * row_len;                                                                  \
+            const T *in = src + clamp((Py_ssize_t)first[i], lo, hi) * row_len;                               \
+            for (Py_ssize_t v = 0; v < row_len; v++)                                                         \
+                out[v] = (float)in[v] * w[0];                                                                \
+            for (Py_ssize_t k = 1; k < support; k++) {                                                       \
+                in = src + clamp((Py_ssize_t)first[i] + k, lo, hi) * row_len;                                \
+                const float wk = w[k];                                                                       \
+                for (Py_ssize_t v = 0; v < row_len; v++)                                                     \
+                    out[v] = out[v] + (float)in[v] * wk;                                                     \
+            }                                                                                                \
+        }                                                                                                    \
     }
-}
 
 /* Columns: each output pixel of a row is a weighted sum of that row's input pixels. */
-static void columns(const float *src, float *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,
-                    const int64_t *first, const float *weights, Py_ssize_t out_size, Py_ssize_t support,
-                    Py_ssize_t lo, Py_ssize_t hi) {
-    for (Py_ssize_t y = 0; y < height; y++) {
-        const float *row = src + y * width * channels;
-        float *out = dst + y * out_size * channels;
-        for (Py_ssize_t j = 0; j < out_size; j++) {
-            const float *w = weights + j * support;
-            for (Py_ssize_t c = 0; c < channels; c++) {
-                float acc = row[clamp((Py_ssize_t)first[j], lo, hi) * channels + c] * w[0];
-                for (Py_ssize_t k = 1; k < support; k++)
-                    acc = acc + row[clamp((Py_ssize_t)first[j] + k, lo, hi) * channels + c] * w[k];
-                out[j * channels + c] = acc;
-            }
-        }
+#define COLUMNS(T)                                                                                           \
+    static void columns_##T(const T *src, float *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels, \
+                            const int64_t *first, const float *weights, Py_ssize_t out_size, Py_ssize_t support, \
+                            Py_ssize_t lo, Py_ssize_t hi) {                                                  \
+        for (Py_ssize_t y = 0; y < height; y++) {                                                            \
+            const T *row = src + y * width * channels;                                                       \
+            float *out = dst + y * out_size * channels;                                                      \
+            for (Py_ssize_t j = 0; j < out_size; j++) {                                                      \
+                const float *w = weights + j * support;                                                      \
+                for (Py_ssize_t c = 0; c < channels; c++) {                                                  \
+                    float acc = (float)row[clamp((Py_ssize_t)first[j], lo, hi) * channels + c] * w[0];       \
+                    for (Py_ssize_t k = 1; k < support; k++)                                                 \
+                        acc = acc + (float)row[clamp((Py_ssize_t)first[j] + k, lo, hi) * channels + c] * w[k]; \
+                    out[j * channels + c] = acc;                                                             \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
     }
-}
 
-static PyObject *resample(PyObject *self, PyObject *args) {
+ROWS(float)
+ROWS(uint8_t)
+COLUMNS(float)
+COLUMNS(uint8_t)
+
+/* resample and resample_uint8: the same pass over a float32 or a uint8 image (`name` in the errors). */
+static PyObject *resample_pass(PyObject *args, int bytes, const char *name) {
     Py_buffer src, dst, first, weights;
     Py_ssize_t height, width, channels, out_size, support, lo, hi;
     int axis;
@@ -93,23 +106,29 @@ static PyObject *resample(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t extent = axis == 0 ? height : width;
     Py_ssize_t out_len = (axis == 0 ? out_size * width : height * out_size) * channels;
+    Py_ssize_t item = bytes ? 1 : (Py_ssize_t)sizeof(float);
     if (height < 0 || width < 0 || channels < 1 || out_size < 0 || support < 1 || (axis != 0 && axis != 1)) {
-        PyErr_SetString(PyExc_ValueError, "resample: bad shape, axis or support");
-    } else if (src.len != (Py_ssize_t)sizeof(float) * height * width * channels
+        PyErr_Format(PyExc_ValueError, "%s: bad shape, axis or support", name);
+    } else if (src.len != item * height * width * channels
                || dst.len != (Py_ssize_t)sizeof(float) * out_len
                || first.len != (Py_ssize_t)sizeof(int64_t) * out_size
                || weights.len != (Py_ssize_t)sizeof(float) * out_size * support) {
-        PyErr_SetString(PyExc_ValueError, "resample: a buffer's size does not match the shapes");
+        PyErr_Format(PyExc_ValueError, "%s: a buffer's size does not match the shapes", name);
     } else if (out_len > 0 && (lo < 0 || hi < lo || hi >= extent)) {
-        PyErr_SetString(PyExc_ValueError, "resample: the clamp range is outside the input");
+        PyErr_Format(PyExc_ValueError, "%s: the clamp range is outside the input", name);
     } else {
         Py_BEGIN_ALLOW_THREADS
         if (out_len > 0) {
-            if (axis == 0)
-                rows(src.buf, dst.buf, width * channels, first.buf, weights.buf, out_size, support, lo, hi);
+            if (axis == 0 && bytes)
+                rows_uint8_t(src.buf, dst.buf, width * channels, first.buf, weights.buf, out_size, support, lo, hi);
+            else if (axis == 0)
+                rows_float(src.buf, dst.buf, width * channels, first.buf, weights.buf, out_size, support, lo, hi);
+            else if (bytes)
+                columns_uint8_t(src.buf, dst.buf, height, width, channels, first.buf, weights.buf, out_size,
+                                support, lo, hi);
             else
-                columns(src.buf, dst.buf, height, width, channels, first.buf, weights.buf, out_size, support,
-                        lo, hi);
+                columns_float(src.buf, dst.buf, height, width, channels, first.buf, weights.buf, out_size,
+                              support, lo, hi);
         }
         Py_END_ALLOW_THREADS
         result = Py_NewRef(Py_None);
@@ -120,6 +139,10 @@ static PyObject *resample(PyObject *self, PyObject *args) {
     PyBuffer_Release(&weights);
     return result;
 }
+
+static PyObject *resample(PyObject *self, PyObject *args) { return resample_pass(args, 0, "resample"); }
+
+static PyObject *resample_uint8(PyObject *self, PyObject *args) { return resample_pass(args, 1, "resample_uint8"); }
 
 /* C's round (halves away from zero), or halves to even, of a float, then clamped to [lo, hi]; NaN gives 0.
  * Clamped first to [lo - 1, hi + 1] (which keeps the result: rounding is monotonic), so the truncation fits
@@ -254,6 +277,7 @@ static PyObject *normalize(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"resample", resample, METH_VARARGS, "One separable float32 pass of DALI's CPU resampler (see the file)."},
+    {"resample_uint8", resample_uint8, METH_VARARGS, "resample's pass over a uint8 image (the first pass)."},
     {"round_saturate", round_saturate, METH_VARARGS, "fn.resize's rounding and ConvertSat to an integer type."},
     {"normalize", normalize, METH_VARARGS, "fn.crop_mirror_normalize of a uint8 HWC window to float32."},
     {NULL, NULL, 0, NULL},

@@ -300,8 +300,10 @@ def _resample_axis(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.nd
     """One separable pass over `axis` of a float32 HWC tensor; input indices clamped to
     [clamp_lo, clamp_hi]. Products are added in tap order in float32, as DALI's CPU kernel does."""
     support = weights.shape[1]
-    if _native is not None and x.dtype == torch.float32 and x.dim() == 3 and axis in (0, 1) and not x.is_cuda:
+    if (_native is not None and x.dtype in (torch.float32, torch.uint8) and x.dim() == 3 and axis in (0, 1)
+            and not x.is_cuda):
         return _native_pass(x, axis, first, weights, clamp_lo, clamp_hi)
+    x = x.float()  # a uint8 image's first pass (read as float32, exactly)
     idx = torch.from_numpy(np.clip(first[:, None] + np.arange(support)[None, :], clamp_lo, clamp_hi))
     w = torch.from_numpy(weights)
     shape = [1, 1, 1]
@@ -316,13 +318,15 @@ def _resample_axis(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.nd
 def _native_pass(x: torch.Tensor, axis: int, first: np.ndarray, weights: np.ndarray, clamp_lo: int,
                  clamp_hi: int) -> torch.Tensor:
     """``_resample_axis`` in native code (``_native.c``): the same products and tap-order float32 sums, in
-    one pass without the GIL instead of a full-image gather, product and sum per tap."""
+    one pass without the GIL instead of a full-image gather, product and sum per tap. A uint8 image is read
+    as it is (``resample_uint8``), its values converted to float32 as they are read."""
     x = x.contiguous()
     height, width, channels = x.shape
     out_size, support = weights.shape
     shape = (out_size, width, channels) if axis == 0 else (height, out_size, channels)
     out = torch.empty(shape, dtype=torch.float32)
-    _native.resample(x.numpy(), out.numpy(), height, width, channels, axis,
+    run = _native.resample_uint8 if x.dtype == torch.uint8 else _native.resample
+    run(x.numpy(), out.numpy(), height, width, channels, axis,
                      np.ascontiguousarray(first, dtype=np.int64), np.ascontiguousarray(weights, dtype=_F32),
                      out_size, support, clamp_lo, clamp_hi)
     return out
@@ -396,7 +400,9 @@ def resize(image: torch.Tensor, *, resize_x: Optional[float] = None, resize_y: O
         axes.append(dict(flt=flt, origin=start, scale=scale, lo=lo, hi=hi, support=max(1, support)))
     if out_h == 0 or out_w == 0:
         return torch.zeros((out_h, out_w, image.shape[2]), dtype=out_dtype)
-    x = image.float()
+    # a uint8 image stays uint8 until its first filtered pass, which reads it as float32 (its nearest
+    # neighbour pass, only a selection, converts it)
+    x = image if image.dtype == torch.uint8 and _native is not None and not image.is_cuda else image.float()
     even = None  # which output elements DALI rounds half-to-even (its SSE stores) rather than away
     for step, d in enumerate(_processing_order(axes, sizes)):
         ax = axes[d]
@@ -406,7 +412,7 @@ def resize(image: torch.Tensor, *, resize_x: Optional[float] = None, resize_y: O
         origin = ax["origin"] - _F32(shift)
         clamp_lo, clamp_hi = (ax["lo"], max(ax["lo"], ax["hi"] - 1)) if step > 0 else (0, extents[d] - 1)
         if ax["flt"] is None:
-            x = _nearest_axis(x, d, sizes[d], origin, ax["scale"], shift, clamp_lo, clamp_hi)
+            x = _nearest_axis(x.float(), d, sizes[d], origin, ax["scale"], shift, clamp_lo, clamp_hi)
             even = None
         else:
             first, weights = _axis_weights(ax["flt"], sizes[d], origin, ax["scale"])
