@@ -124,11 +124,19 @@ def test_gaussian_blur_equals_its_numpy_version(height, width, kind, window_size
             _same(got, filters.gaussian_blur_image(image, "HWC", 0.0, window_size, dtype))
 
 
-def test_nan_and_infinities_convert_as_convert_sat_does():
-    values = torch.tensor([[[float("nan"), float("inf"), -float("inf")], [0.5, -0.5, 254.5]]])
-    got = filters._finish(values.numpy(), values, torch.uint8)
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 77), seeds)
+def test_nan_infinities_and_ties_convert_as_convert_sat_does(count, seed):
+    rng = np.random.default_rng(seed)
+    special = np.array([np.nan, np.inf, -np.inf, 0.5, -0.5, 254.5, 255.5, 1.5, -0.0, 1e10, -1e10, 0.49999997],
+                       np.float32)
+    values = rng.uniform(-300, 600, count).astype(np.float32)
+    chosen = rng.random(count) < 0.5
+    values[chosen] = rng.choice(special, int(chosen.sum()))
+    like = torch.zeros(1, dtype=torch.uint8)
+    got = filters._finish(values, like, None)
     with reference(filters):
-        _same(got, filters._finish(values.numpy(), values, torch.uint8))
+        _same(got, filters._finish(values, like, None))
 
 
 def test_bad_buffers_are_refused_not_read_past():
