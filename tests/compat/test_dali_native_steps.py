@@ -1,8 +1,9 @@
-"""fastload.compat.dali's native steps (``_native.c``) against the torch versions they replace, bit for bit, on
-random inputs of awkward shapes and types: fn.resize's rounding and saturation to an integer type
-(``resampling._round_output``), the first pass of a uint8 image read as it is (``resample_uint8``), whole
-resizes, and fn.crop_mirror_normalize's window of a uint8 image (``crops``). The torch versions stay as the
-fallback where the extension is not built, and are the reference here."""
+"""fastload.compat.dali's native steps (``_native.c``) against the torch and numpy versions they replace, bit for
+bit, on random inputs of awkward shapes and types: fn.resize's rounding and saturation to an integer type
+(``resampling._round_output``), the first pass of a uint8 image read as it is (``resample_uint8``), the
+filters' tap weights (``_axis_weights``), whole resizes, and fn.crop_mirror_normalize's window of a uint8
+image (``crops``). The old versions stay as the fallback where the extension is not built, and are the
+reference here."""
 
 from __future__ import annotations
 
@@ -121,6 +122,21 @@ def test_bad_uint8_buffers_are_refused_not_read_past():
     with pytest.raises(ValueError, match="resample_uint8: a buffer's size"):
         resampling._native.resample_uint8(np.zeros((4, 5, 3), np.float32), out, 4, 5, 3, 0, np.zeros(2, np.int64),
                                           np.ones((2, 1), np.float32), 2, 1, 0, 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["linear", "triangular", "cubic", "lanczos3", "gaussian"]), st.booleans(),
+       st.floats(0.001, 600), st.integers(1, 60), st.floats(-40, 600), st.booleans())
+def test_the_native_axis_weights_equal_the_numpy_ones(kind, antialias, in_extent, out_size, origin, flipped):
+    in_extent, origin = np.float32(in_extent), np.float32(origin)
+    flt = resampling._axis_filter(kind, antialias, in_extent, out_size)
+    scale = (-in_extent if flipped else in_extent) / np.float32(out_size)
+    first, weights = resampling._axis_weights(flt, out_size, origin, scale)
+    with _torch_only(resampling):
+        expected_first, expected_weights = resampling._axis_weights(flt, out_size, origin, scale)
+    assert first.dtype == expected_first.dtype and np.array_equal(first, expected_first)
+    assert weights.dtype == expected_weights.dtype == np.float32
+    assert np.array_equal(weights.view(np.int32), expected_weights.view(np.int32))
 
 
 @st.composite

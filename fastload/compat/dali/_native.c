@@ -21,6 +21,16 @@
  * pass reads it directly instead of after a float32 copy of the whole image (torch's uint8 -> float32
  * conversion cost as much as a pass).
  *
+ * axis_weights: each output position's first input index and normalised tap weights (DALI's
+ * InitializeResamplingFilter, resampling.py's _axis_weights): positions i * scale + start, the filter table
+ * linearly interpolated at each tap, the taps summed in order and divided by the sum, all in float32. Why: in
+ * numpy it is two dozen small array operations per axis, as long as a whole pass for a small image.
+ *
+ *   axis_weights(coeffs, anchor, fscale, support, out_size, origin, scale, first, weights)
+ *     coeffs: the float32 table; anchor, fscale, origin, scale: float32 values (given as floats)
+ *     first: writable out_size int64; weights: writable out_size * support float32
+ *     the caller keeps the positions within int64 (|start| + out_size * |scale| small)
+ *
  * round_saturate: the end of fn.resize for an integer image (resampling.py): the last pass's float32 values
  * rounded (halves to even where DALI's SSE stores wrote them, else away from zero as C's round) and saturated
  * to the output type (ConvertSat). Why: in torch that is a dozen full-image temporaries (two roundings, a
@@ -44,6 +54,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 
 static inline Py_ssize_t clamp(Py_ssize_t i, Py_ssize_t lo, Py_ssize_t hi) {
@@ -275,9 +286,66 @@ static PyObject *normalize(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ResamplingFilter::operator(): the table linearly interpolated at x, 0 outside (-1, n). */
+static inline float filter_at(const float *coeffs, Py_ssize_t n, float x) {
+    if (!(x > -1.0f && x < (float)n))
+        return 0.0f;
+    float x0 = floorf(x);
+    Py_ssize_t i = (Py_ssize_t)x0;
+    float d = x - x0;
+    float f0 = i >= 0 ? coeffs[i] : 0.0f;
+    float f1 = i + 1 < n ? coeffs[i + 1] : 0.0f;
+    return f0 + d * (f1 - f0);
+}
+
+static PyObject *axis_weights(PyObject *self, PyObject *args) {
+    Py_buffer coeffs, first_buf, weights_buf;
+    float anchor, fscale, origin, scale;
+    Py_ssize_t support, out_size;
+    if (!PyArg_ParseTuple(args, "y*ffnnffw*w*", &coeffs, &anchor, &fscale, &support, &out_size, &origin, &scale,
+                          &first_buf, &weights_buf))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = coeffs.len / (Py_ssize_t)sizeof(float);
+    if (support < 1 || out_size < 0 || n < 1 || coeffs.len % (Py_ssize_t)sizeof(float) != 0) {
+        PyErr_SetString(PyExc_ValueError, "axis_weights: bad table, support or size");
+    } else if (first_buf.len != (Py_ssize_t)sizeof(int64_t) * out_size
+               || weights_buf.len != (Py_ssize_t)sizeof(float) * out_size * support) {
+        PyErr_SetString(PyExc_ValueError, "axis_weights: a buffer's size does not match the shapes");
+    } else {
+        const float *table = coeffs.buf;
+        int64_t *first = first_buf.buf;
+        float *weights = weights_buf.buf;
+        Py_BEGIN_ALLOW_THREADS
+        const float start = origin + ((0.5f * scale - 0.5f) - anchor);
+        for (Py_ssize_t i = 0; i < out_size; i++) {
+            const float sx0f = (float)i * scale + start;
+            const float ceiled = ceilf(sx0f);
+            const float frac = ceiled - sx0f;
+            float *w = weights + i * support;
+            float total = 0.0f;
+            for (Py_ssize_t k = 0; k < support; k++) {
+                w[k] = filter_at(table, n, (frac + (float)k) * fscale);
+                total = total + w[k];
+            }
+            if (total != 0.0f)
+                for (Py_ssize_t k = 0; k < support; k++)
+                    w[k] = w[k] / total;
+            first[i] = (int64_t)ceiled;
+        }
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&coeffs);
+    PyBuffer_Release(&first_buf);
+    PyBuffer_Release(&weights_buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"resample", resample, METH_VARARGS, "One separable float32 pass of DALI's CPU resampler (see the file)."},
     {"resample_uint8", resample_uint8, METH_VARARGS, "resample's pass over a uint8 image (the first pass)."},
+    {"axis_weights", axis_weights, METH_VARARGS, "fn.resize's first tap and tap weights per output position."},
     {"round_saturate", round_saturate, METH_VARARGS, "fn.resize's rounding and ConvertSat to an integer type."},
     {"normalize", normalize, METH_VARARGS, "fn.crop_mirror_normalize of a uint8 HWC window to float32."},
     {NULL, NULL, 0, NULL},

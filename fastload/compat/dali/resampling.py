@@ -282,6 +282,22 @@ def _filter_at(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:
 def _axis_weights(flt, out_size: int, origin, scale):
     """InitializeResamplingFilter: first input index and normalised weights per output pixel."""
     coeffs, anchor, fscale, support = flt
+    values = (anchor, fscale, origin, scale)
+    if (_native is not None and all(isinstance(v, _F32) for v in values) and coeffs.dtype == _F32
+            and all(math.isfinite(v) for v in values)
+            and abs(origin) + abs(anchor) + (out_size + 1) * abs(scale) < 2.0 ** 30):
+        first = np.empty(out_size, np.int64)
+        weights = np.empty((out_size, support), _F32)
+        _native.axis_weights(np.ascontiguousarray(coeffs), float(anchor), float(fscale), support, out_size,
+                             float(origin), float(scale), first, weights)
+        return first, weights
+    return _numpy_axis_weights(flt, out_size, origin, scale)
+
+
+def _numpy_axis_weights(flt, out_size: int, origin, scale):
+    """``_axis_weights`` in numpy: the fallback without the extension (and its tests' reference). The native
+    version (``_native.c`` axis_weights) makes the same float32 operations in order, in one call."""
+    coeffs, anchor, fscale, support = flt
     start = origin + ((_F32(0.5) * scale - _F32(0.5)) - anchor)
     sx0f = np.arange(out_size, dtype=_F32) * scale + start
     first = np.ceil(sx0f)
