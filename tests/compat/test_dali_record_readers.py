@@ -26,7 +26,8 @@ from conftest import import_dali
 
 
 def run_reader(mod, reader, batch_size: int, iterations: int) -> list:
-    """``iterations`` batches of the pipeline whose outputs ``reader(mod)`` gives: per output, per sample, arrays."""
+    """``iterations`` batches of the pipeline whose outputs ``reader(mod)`` gives: per output, its layout and per
+    sample arrays."""
     @mod.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=3)
     def pipe():
         return tuple(reader(mod))
@@ -35,7 +36,7 @@ def run_reader(mod, reader, batch_size: int, iterations: int) -> list:
     batches = []
     for _ in range(iterations):
         outputs = pipeline.run()
-        batches.append([[np.array(out.at(i)) for i in range(len(out))] for out in outputs])
+        batches.append([(out.layout(), [np.array(out.at(i)) for i in range(len(out))]) for out in outputs])
     return batches
 
 
@@ -45,7 +46,9 @@ def assert_same_stream(reader, batch_size: int = 4, iterations: int = 4) -> None
     got = run_reader(ours, lambda mod: reader(mod, dali), batch_size, iterations)
     assert len(got) == len(expected)
     for b, (want_batch, got_batch) in enumerate(zip(expected, got)):
-        for k, (want, have) in enumerate(zip(want_batch, got_batch)):
+        assert len(got_batch) == len(want_batch), b
+        for k, ((want_layout, want), (got_layout, have)) in enumerate(zip(want_batch, got_batch)):
+            assert got_layout == want_layout, (b, k, want_layout, got_layout)
             assert len(have) == len(want), (b, k)
             for i, (x, y) in enumerate(zip(want, have)):
                 assert y.dtype == x.dtype and y.shape == x.shape, (b, k, i, x.dtype, x.shape, y.dtype, y.shape)
@@ -288,6 +291,19 @@ def test_numpy_roi_matches_dali(arrays, roi):
     def reader(mod, dali):
         return [mod.fn.readers.numpy(file_root=arrays, files=["z.npy", "a.npy", "sub/c.npy", "+a/k.npy"], **roi)]
     assert_same_stream(reader, batch_size=4, iterations=1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16, np.int32])
+def test_numpy_pad_fills_integers_as_dali_converts(tmp_path, dtype):
+    """An integer array's fill_value is rounded (halves away from zero) and saturated to its type."""
+    rng = np.random.default_rng(17)
+    for k, shape in enumerate([(13, 17), (24, 9)]):
+        np.save(tmp_path / f"{k}.npy", rng.integers(0, 100, size=shape).astype(dtype))
+    for fill in (2.7, -3.0, 2.5, -2.5, 300.0, 70000.5, -1e10):
+        def reader(mod, dali, fill=fill):
+            return [mod.fn.readers.numpy(file_root=str(tmp_path), roi_start=[-2, 3], roi_end=[5, 20],
+                                         out_of_bounds_policy="pad", fill_value=fill)]
+        assert_same_stream(reader, batch_size=2, iterations=1)
 
 
 def test_numpy_refusals(arrays):

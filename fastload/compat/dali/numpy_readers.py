@@ -94,8 +94,11 @@ def _roi(shape: tuple, roi: dict, policy: str, name: str) -> tuple[list[int], li
 
 
 def _cut(array: np.ndarray, start: list[int], end: list[int], fill_value) -> np.ndarray:
-    """``array[start:end]``, the part outside the array ``fill_value``."""
-    out = np.full([e - s for s, e in zip(start, end)], fill_value, dtype=array.dtype)
+    """``array[start:end]``, the part outside the array ``fill_value`` (in the array's type as DALI converts it:
+    ConvertSat, so rounded halves away from zero and saturated for an integer array)."""
+    from ..engine.conversions import convert_sat
+    fill = convert_sat(torch.tensor(float(fill_value), dtype=torch.float32), torch.from_numpy(array[:0]).dtype)
+    out = np.full([e - s for s, e in zip(start, end)], fill.numpy(), dtype=array.dtype)
     source = tuple(slice(max(s, 0), min(e, n)) for s, e, n in zip(start, end, array.shape))
     target = tuple(slice(max(s, 0) - s, max(s, 0) - s + max(0, min(e, n) - max(s, 0)))
                    for s, e, n in zip(start, end, array.shape))
