@@ -81,20 +81,37 @@ static inline Py_ssize_t clamp(Py_ssize_t i, Py_ssize_t lo, Py_ssize_t hi) {
         }                                                                                                    \
     }
 
-/* Columns: each output pixel of a row is a weighted sum of that row's input pixels. */
+/* Columns: each output pixel of a row is a weighted sum of that row's input pixels. `offsets` holds each
+ * tap's clamped input offset (clamp(first[j] + k) * channels), computed once for all rows; three channels
+ * (RGB) keep their three sums in registers. Each sum is still its products added in tap order. */
 #define COLUMNS(T)                                                                                           \
     static void columns_##T(const T *src, float *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels, \
-                            const int64_t *first, const float *weights, Py_ssize_t out_size, Py_ssize_t support, \
-                            Py_ssize_t lo, Py_ssize_t hi) {                                                  \
+                            const Py_ssize_t *offsets, const float *weights, Py_ssize_t out_size,             \
+                            Py_ssize_t support) {                                                            \
         for (Py_ssize_t y = 0; y < height; y++) {                                                            \
             const T *row = src + y * width * channels;                                                       \
             float *out = dst + y * out_size * channels;                                                      \
             for (Py_ssize_t j = 0; j < out_size; j++) {                                                      \
                 const float *w = weights + j * support;                                                      \
+                const Py_ssize_t *o = offsets + j * support;                                                 \
+                if (channels == 3) {                                                                         \
+                    const T *in = row + o[0];                                                                \
+                    float a0 = (float)in[0] * w[0], a1 = (float)in[1] * w[0], a2 = (float)in[2] * w[0];      \
+                    for (Py_ssize_t k = 1; k < support; k++) {                                               \
+                        in = row + o[k];                                                                     \
+                        a0 = a0 + (float)in[0] * w[k];                                                       \
+                        a1 = a1 + (float)in[1] * w[k];                                                       \
+                        a2 = a2 + (float)in[2] * w[k];                                                       \
+                    }                                                                                        \
+                    out[j * 3] = a0;                                                                         \
+                    out[j * 3 + 1] = a1;                                                                     \
+                    out[j * 3 + 2] = a2;                                                                     \
+                    continue;                                                                                \
+                }                                                                                            \
                 for (Py_ssize_t c = 0; c < channels; c++) {                                                  \
-                    float acc = (float)row[clamp((Py_ssize_t)first[j], lo, hi) * channels + c] * w[0];       \
+                    float acc = (float)row[o[0] + c] * w[0];                                                 \
                     for (Py_ssize_t k = 1; k < support; k++)                                                 \
-                        acc = acc + (float)row[clamp((Py_ssize_t)first[j] + k, lo, hi) * channels + c] * w[k]; \
+                        acc = acc + (float)row[o[k] + c] * w[k];                                             \
                     out[j * channels + c] = acc;                                                             \
                 }                                                                                            \
             }                                                                                                \
@@ -128,22 +145,35 @@ static PyObject *resample_pass(PyObject *args, int bytes, const char *name) {
     } else if (out_len > 0 && (lo < 0 || hi < lo || hi >= extent)) {
         PyErr_Format(PyExc_ValueError, "%s: the clamp range is outside the input", name);
     } else {
+        Py_ssize_t *offsets = NULL;
+        if (axis == 1 && out_len > 0 && (offsets = PyMem_RawMalloc(sizeof(Py_ssize_t) * out_size * support)) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
         Py_BEGIN_ALLOW_THREADS
         if (out_len > 0) {
             if (axis == 0 && bytes)
                 rows_uint8_t(src.buf, dst.buf, width * channels, first.buf, weights.buf, out_size, support, lo, hi);
             else if (axis == 0)
                 rows_float(src.buf, dst.buf, width * channels, first.buf, weights.buf, out_size, support, lo, hi);
-            else if (bytes)
-                columns_uint8_t(src.buf, dst.buf, height, width, channels, first.buf, weights.buf, out_size,
-                                support, lo, hi);
-            else
-                columns_float(src.buf, dst.buf, height, width, channels, first.buf, weights.buf, out_size,
-                              support, lo, hi);
+            else {
+                const int64_t *f = first.buf;
+                for (Py_ssize_t j = 0; j < out_size; j++)
+                    for (Py_ssize_t k = 0; k < support; k++)
+                        offsets[j * support + k] = clamp((Py_ssize_t)f[j] + k, lo, hi) * channels;
+                if (bytes)
+                    columns_uint8_t(src.buf, dst.buf, height, width, channels, offsets, weights.buf, out_size,
+                                    support);
+                else
+                    columns_float(src.buf, dst.buf, height, width, channels, offsets, weights.buf, out_size,
+                                  support);
+            }
         }
         Py_END_ALLOW_THREADS
+        PyMem_RawFree(offsets);
         result = Py_NewRef(Py_None);
     }
+done:
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
     PyBuffer_Release(&first);
