@@ -140,3 +140,19 @@ def test_bad_buffers_are_refused_not_read_past():
     with pytest.raises(ValueError, match="border"):
         native.warp_perspective(image, np.empty((4, 5, 3), np.uint8), 4, 5, 3, "B", 4, 5, np.eye(3, dtype=np.float32),
                                 True, 5, fill)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")  # the reference's NaN
+@pytest.mark.parametrize("out_type", _TYPES)
+def test_conversion_of_ties_and_special_values(out_type):
+    values = [2.5, -2.5, 0.5, -0.5, 0.49999997, 1.5, 254.5, 255.5, -128.5, 127.5, 65535.5, 32767.5, 1e10, -1e10,
+              float("inf"), -float("inf"), float("nan"), 2.0 ** 23 + 1, -(2.0 ** 31) - 1000, 7.0]
+    image = torch.tensor(values, dtype=torch.float32).reshape(4, 5, 1)
+    identity = np.array([[1, 0, 0], [0, 1, 0]], np.float32)
+    native = warping.warp(image, identity, 4, 5, interp="nn", dtype=out_type)
+    saved, warping._native_warp = warping._native_warp, None
+    try:
+        expected = warping.warp(image, identity, 4, 5, interp="nn", dtype=out_type)
+    finally:
+        warping._native_warp = saved
+    assert _same(native, expected)

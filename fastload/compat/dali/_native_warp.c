@@ -64,34 +64,66 @@ static inline float load(const void *buf, Py_ssize_t i, int type) {
     }
 }
 
-/* ConvertSat of a row of float32 values: roundf (halves away from zero), then clamped in double. */
-static void store_row(const float *in, void *dst, Py_ssize_t count, int type) {
-    if (type == 'f') {
-        memcpy(dst, in, count * sizeof(float));
-        return;
+/* C's roundf (halves away from zero) without the library call: v - truncf(v) is exact, so the tie test is;
+ * infinities and NaN come back as they are. */
+static inline float round_away(float v) {
+    float t = truncf(v);
+    float d = v - t;
+    return fabsf(d) >= 0.5f ? t + copysignf(1.0f, v) : t;
+}
+
+/* ConvertSat of a float32 to an 8- or 16-bit type: round (halves away from zero), then clamp to [lo, hi]; NaN
+ * gives 0. Clamped first to [lo - 1, hi + 1] (which keeps the result: rounding is monotonic) so that the
+ * truncation fits an int32; v - trunc(v) is exact, so the tie test is. Written without branches and compiled
+ * without trapping math (which changes no value, only whether a comparison with NaN may raise the invalid
+ * flag), as _native.c's round_clamp, so that the compiler can turn the selects into vector blends. */
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+static inline int32_t round_clamp(float v, int32_t lo, int32_t hi) {
+    float below = (float)(lo - 1), above = (float)(hi + 1);
+    float c = v < below ? below : v;
+    c = c > above ? above : c;
+    c = v == v ? c : 0.0f;
+    int32_t t = (int32_t)c;
+    float frac = c - (float)t;
+    float size = frac < 0.0f ? -frac : frac;
+    int32_t up = size >= 0.5f;
+    t += (c > 0.0f ? 1 : -1) & -up;
+    t = t < lo ? lo : t;
+    return t > hi ? hi : t;
+}
+
+#define STORE_ROW(T, LO, HI)                                                                                 \
+    static inline __attribute__((always_inline)) void store_row_##T(const float *in, T *out,                \
+                                                                    Py_ssize_t count) {                     \
+        for (Py_ssize_t i = 0; i < count; i++)                                                               \
+            out[i] = (T)round_clamp(in[i], LO, HI);                                                          \
     }
-    double lo, hi;
-    switch (type) {
-    case 'B': lo = 0; hi = 255; break;
-    case 'b': lo = -128; hi = 127; break;
-    case 'H': lo = 0; hi = 65535; break;
-    case 'h': lo = -32768; hi = 32767; break;
-    default: lo = -2147483648.0; hi = 2147483647.0; break;
-    }
+STORE_ROW(uint8_t, 0, 255)
+STORE_ROW(int8_t, -128, 127)
+STORE_ROW(uint16_t, 0, 65535)
+STORE_ROW(int16_t, -32768, 32767)
+#pragma GCC pop_options
+
+/* ConvertSat to int32: roundf, then clamped in double (the clamp to hi + 1 above does not fit an int32); NaN
+ * gives INT32_MIN, what numpy's cast gives on x86. */
+static inline __attribute__((always_inline)) void store_row_int32_t(const float *in, int32_t *out,
+                                                                     Py_ssize_t count) {
     for (Py_ssize_t i = 0; i < count; i++) {
-        double v = (double)roundf(in[i]);
-        int32_t r;
-        if (v != v)
-            r = type == 'i' ? INT32_MIN : 0;
-        else
-            r = (int32_t)(v < lo ? lo : (v > hi ? hi : v));
-        switch (type) {
-        case 'B': ((uint8_t *)dst)[i] = (uint8_t)r; break;
-        case 'b': ((int8_t *)dst)[i] = (int8_t)r; break;
-        case 'H': ((uint16_t *)dst)[i] = (uint16_t)r; break;
-        case 'h': ((int16_t *)dst)[i] = (int16_t)r; break;
-        default: ((int32_t *)dst)[i] = r; break;
-        }
+        double v = (double)round_away(in[i]);
+        v = v < -2147483648.0 ? -2147483648.0 : (v > 2147483647.0 ? 2147483647.0 : v);
+        out[i] = v != v ? INT32_MIN : (int32_t)v;
+    }
+}
+
+static inline __attribute__((always_inline)) void store_row(const float *in, void *dst, Py_ssize_t count, int type) {
+    switch (type) {
+    case 'B': store_row_uint8_t(in, dst, count); break;
+    case 'b': store_row_int8_t(in, dst, count); break;
+    case 'H': store_row_uint16_t(in, dst, count); break;
+    case 'h': store_row_int16_t(in, dst, count); break;
+    case 'i': store_row_int32_t(in, dst, count); break;
+    default: memcpy(dst, in, count * sizeof(float)); break;
     }
 }
 
@@ -117,17 +149,64 @@ typedef struct {
     float fill;
 } Source;
 
-/* The value warping.py's `tap` reads: the pixel at the clamped indices, or the fill value outside. */
-static inline float tap(const Source *s, int64_t iy, int64_t ix, Py_ssize_t c) {
+/* Where warping.py's `tap` reads: the offset of the pixel at the clamped indices, or -1 for the fill value
+ * (outside the image, when there is one). */
+static inline Py_ssize_t tap_offset(const Source *s, int64_t iy, int64_t ix) {
     if (s->has_fill && !(iy >= 0 && iy < s->height && ix >= 0 && ix < s->width))
-        return s->fill;
+        return -1;
     int64_t y = clamp64(iy, 0, s->height - 1), x = clamp64(ix, 0, s->width - 1);
-    return load(s->src, (y * s->width + x) * s->channels + c, s->type);
+    return (y * s->width + x) * s->channels;
 }
 
+/* One output row's float32 values for an input of type T: nearest, or the two products and sums per row of
+ * the 2x2 block, then the blend of the rows, each rounded on its own. */
+#define AFFINE_ROW(T)                                                                                        \
+    static inline __attribute__((always_inline)) void affine_row_##T(const Source *s, const float *sx,       \
+                                                                     const float *sy, Py_ssize_t out_w,   \
+                                                                     int linear, float *row) {            \
+        const T *src = s->src;                                                                               \
+        const Py_ssize_t channels = s->channels;                                                             \
+        const float fill = s->fill;                                                                          \
+        for (Py_ssize_t x = 0; x < out_w; x++) {                                                             \
+            float *out = row + x * channels;                                                                 \
+            if (!linear) {                                                                                   \
+                Py_ssize_t o = tap_offset(s, to_i64(floorf(sy[x])), to_i64(floorf(sx[x])));                 \
+                for (Py_ssize_t c = 0; c < channels; c++)                                                    \
+                    out[c] = o < 0 ? fill : (float)src[o + c];                                               \
+                continue;                                                                                    \
+            }                                                                                                \
+            float fx = sx[x] - 0.5f, fy = sy[x] - 0.5f;                                                      \
+            float x0f = floorf(fx), y0f = floorf(fy);                                                        \
+            float qx = fx - x0f, qy = fy - y0f;                                                              \
+            float px = 1.0f - qx;                                                                            \
+            int64_t x0 = to_i64(x0f), y0 = to_i64(y0f);                                                      \
+            Py_ssize_t o00 = tap_offset(s, y0, x0), o01 = tap_offset(s, y0, x0 + 1);                         \
+            Py_ssize_t o10 = tap_offset(s, y0 + 1, x0), o11 = tap_offset(s, y0 + 1, x0 + 1);                 \
+            for (Py_ssize_t c = 0; c < channels; c++) {                                                      \
+                float t00 = o00 < 0 ? fill : (float)src[o00 + c], t01 = o01 < 0 ? fill : (float)src[o01 + c]; \
+                float t10 = o10 < 0 ? fill : (float)src[o10 + c], t11 = o11 < 0 ? fill : (float)src[o11 + c]; \
+                float a = t00 * px, b = t01 * qx;                                                            \
+                float top = a + b;                                                                           \
+                a = t10 * px;                                                                                \
+                b = t11 * qx;                                                                                \
+                float bottom = a + b;                                                                        \
+                float d = (bottom - top) * qy;                                                               \
+                out[c] = top + d;                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+    }
+AFFINE_ROW(uint8_t)
+AFFINE_ROW(int8_t)
+AFFINE_ROW(uint16_t)
+AFFINE_ROW(int16_t)
+AFFINE_ROW(int32_t)
+AFFINE_ROW(float)
+
+/* The AVX2 clone rounds (floorf, roundf) in one instruction each; every result is the same. */
+__attribute__((target_clones("avx2", "default")))
 static void affine(const Source *s, void *dst, int out_type, Py_ssize_t out_h, Py_ssize_t out_w, const float *m,
                    int linear, float *sx, float *sy, float *row) {
-    Py_ssize_t channels = s->channels, row_len = out_w * channels;
+    Py_ssize_t row_len = out_w * s->channels;
     for (Py_ssize_t y = 0; y < out_h; y++) {
         float ys = (float)y + 0.5f;
         float ax = m[0] * 0.5f, ay = m[3] * 0.5f;
@@ -136,28 +215,13 @@ static void affine(const Source *s, void *dst, int out_type, Py_ssize_t out_h, P
         float bx = m[1] * ys, by = m[4] * ys;
         walk_row(sx, ax + bx, m[0], out_w);
         walk_row(sy, ay + by, m[3], out_w);
-        for (Py_ssize_t x = 0; x < out_w; x++) {
-            float *out = row + x * channels;
-            if (!linear) {
-                int64_t iy = to_i64(floorf(sy[x])), ix = to_i64(floorf(sx[x]));
-                for (Py_ssize_t c = 0; c < channels; c++)
-                    out[c] = tap(s, iy, ix, c);
-                continue;
-            }
-            float fx = sx[x] - 0.5f, fy = sy[x] - 0.5f;
-            float x0f = floorf(fx), y0f = floorf(fy);
-            float qx = fx - x0f, qy = fy - y0f;
-            float px = 1.0f - qx;
-            int64_t x0 = to_i64(x0f), y0 = to_i64(y0f);
-            for (Py_ssize_t c = 0; c < channels; c++) {
-                float a = tap(s, y0, x0, c) * px, b = tap(s, y0, x0 + 1, c) * qx;
-                float top = a + b;
-                a = tap(s, y0 + 1, x0, c) * px;
-                b = tap(s, y0 + 1, x0 + 1, c) * qx;
-                float bottom = a + b;
-                float d = (bottom - top) * qy;
-                out[c] = top + d;
-            }
+        switch (s->type) {
+        case 'B': affine_row_uint8_t(s, sx, sy, out_w, linear, row); break;
+        case 'b': affine_row_int8_t(s, sx, sy, out_w, linear, row); break;
+        case 'H': affine_row_uint16_t(s, sx, sy, out_w, linear, row); break;
+        case 'h': affine_row_int16_t(s, sx, sy, out_w, linear, row); break;
+        case 'i': affine_row_int32_t(s, sx, sy, out_w, linear, row); break;
+        default: affine_row_float(s, sx, sy, out_w, linear, row); break;
         }
         store_row(row, (char *)dst + y * row_len * type_size(out_type), row_len, out_type);
     }
@@ -262,6 +326,8 @@ static inline void store(void *dst, Py_ssize_t i, float v, int type) {
         ((uint16_t *)dst)[i] = (uint16_t)n;
 }
 
+/* fmaf is correctly rounded with or without the FMA instruction: the clone only makes it one instruction. */
+__attribute__((target_clones("fma", "default")))
 static void perspective(const Image *s, void *dst, Py_ssize_t out_h, Py_ssize_t out_w, const float *m, int linear) {
     Py_ssize_t channels = s->channels, size = type_size(s->type);
     Py_ssize_t vector = out_w - out_w % 16;  /* OpenCV's AVX2 loop: 16 columns a step; the rest scalar */
