@@ -311,6 +311,10 @@ def test_numpy_refusals(arrays):
         ours.fn.readers.numpy(file_root=arrays, device="gpu")
     with pytest.raises(ValueError, match="cannot be mixed"):
         ours.fn.readers.numpy(file_root=arrays, roi_start=[1, 1], rel_roi_end=[0.5, 0.5])
+    with pytest.raises(TypeError, match="fn.readers.numpy: file_list must be a path"):
+        ours.fn.readers.numpy(file_list=3)  # not a file descriptor to read (and close)
+    with pytest.raises(RuntimeError, match="fn.readers.numpy: cannot open file_list '/nonexistent/list.txt'"):
+        ours.fn.readers.numpy(file_list="/nonexistent/list.txt")
 
     @ours.pipeline_def(batch_size=1, num_threads=1, device_id=None)
     def pipe():

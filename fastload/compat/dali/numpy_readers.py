@@ -153,8 +153,15 @@ def readers_numpy(*, file_root=None, files=None, file_list=None, file_filter="*.
         listed = [files] if isinstance(files, str) else [str(f) for f in files]
         base = file_root or ""
     elif file_list is not None:
-        with open(file_list) as handle:
-            listed = [line.rstrip("\r\n") for line in handle if line.strip()]
+        if not isinstance(file_list, (str, os.PathLike)):
+            raise TypeError(f"{operator}: file_list must be a path (str or os.PathLike), not "
+                            f"{type(file_list).__name__}")
+        try:
+            with open(file_list) as handle:
+                listed = [line.rstrip("\r\n") for line in handle if line.strip()]
+        except OSError as error:  # DALI: a RuntimeError, "Cannot open: <path>"
+            raise RuntimeError(f"{operator}: cannot open file_list {os.fspath(file_list)!r}: "
+                               f"{error.strerror}") from error
         base = file_root if file_root else os.path.dirname(str(file_list))
     elif file_root is not None:
         listed, base = _list_npy(str(file_root), str(file_filter)), str(file_root)
