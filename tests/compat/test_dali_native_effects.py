@@ -99,6 +99,25 @@ def test_water_and_sphere_equal_their_torch_versions(height, width, kind, interp
             _same(got, effects.sample_at(image, xs, ys, 7.0, interp))
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 31), st.integers(1, 40), st.sampled_from([1, 3, 4]), types, st.sampled_from(["nn", "linear"]),
+       seeds)
+def test_fn_water_and_fn_sphere_equal_their_torch_versions(height, width, channels, kind, interp, seed):
+    rng = np.random.default_rng(seed)
+    image = _image(rng, (height, width, channels), _TYPES[kind])
+    if rng.random() < 0.3:
+        image = image.flip(0)  # a strided view
+    fill = float(rng.choice([0.0, 118.0])) if kind == "uint8" else float(rng.uniform(-5, 300))
+    waves = {"ampl_x": float(rng.uniform(-12, 12)), "ampl_y": float(rng.uniform(-12, 12)),
+             "freq_x": float(rng.uniform(0, 1)), "phase_y": float(rng.uniform(-3, 3))}
+    for run in (lambda: effects.water_image(image, fill, interp, **waves),
+                lambda: effects.water_image(image, fill, interp),
+                lambda: effects.sphere_image(image, fill, interp)):
+        got = run()
+        with reference(effects):
+            _same(got, run())
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 13), min_size=1, max_size=3), st.sampled_from(["uint8", "float32"]), seeds,
        st.integers(1, 9), st.booleans())
@@ -149,6 +168,10 @@ def test_bad_buffers_are_refused_not_read_past():
     with pytest.raises(ValueError, match="size does not match"):
         native.sample(src, np.zeros(6, np.uint8), 2, 2, 3, "B", np.zeros(3, np.float32), np.zeros(2, np.float32),
                       0.0, False)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.water(src, src, 2, 2, 3, "B", np.zeros(2, np.float32), np.zeros(3, np.float32), 0.0, False)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.sphere(src, small, 2, 2, 3, "B", 0.0, False)
     with pytest.raises(ValueError, match="size does not match"):
         native.correlate(src, np.zeros(12, np.float32), 2, 3, 3, "B", np.ones(3, np.float32), None)
     with pytest.raises(ValueError, match="empty window"):

@@ -16,6 +16,10 @@
  *     src_x, src_y: out_h * out_w float32 source points; dst: out_h * out_w * channels of `type`
  *     nearest: the pixel the point falls in; linear: between pixel centres; taps outside read `fill`
  *     (effects.py's sample_at)
+ *   water(src, dst, height, width, channels, type, wave_x, wave_y, fill, linear)
+ *     sample at (x + wave_x[y], y + wave_y[x]) (wave_x: height float32, wave_y: width float32), same size
+ *   sphere(src, dst, height, width, channels, type, fill, linear)
+ *     sample at the pixel centres pushed out radially (effects.py's sphere_points), same size
  *   correlate(src, dst, outer, extent, inner, in_type, window, scale)
  *     one 1-D pass along the middle axis of an (outer, extent, inner) array to float32: the window's taps
  *     summed first to last from 0.0f, reflect-101 borders, times `scale` unless it is None (filters.py's
@@ -31,8 +35,8 @@
 #include <emmintrin.h>
 #endif
 
-/* The whole module is compiled without trapping math: that changes no value, only whether a comparison with NaN
- * may raise the invalid flag, and lets the compiler turn the float selects of sat_u8 into vector blends. */
+/* The whole module is compiled without trapping math (no value changes: only whether a comparison with NaN may
+ * raise the invalid flag), so that the compiler may turn float selects into vector blends. */
 #pragma GCC optimize("no-trapping-math")
 
 /* The loops are also built for AVX2, chosen at load time where the processor has it: wider vectors, the same
@@ -107,39 +111,40 @@ static int check_sizes(const char *name, int ok) {
 /* ------------------------------------------------------------------------------------------- linear_color */
 
 /* The matrix is read into locals (a uint8 store could alias it otherwise) so that the loop vectorises. */
-#define LINEAR(TI, TO, STORE)                                                                                   \
-    VECTOR_LOOP static void linear_##TI##_##TO(const TI *restrict in, TO *restrict out, Py_ssize_t count,                  \
-                                   const float *m, float offset) {                                             \
-        const float m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], m4 = m[4], m5 = m[5], m6 = m[6], m7 = m[7],     \
-                    m8 = m[8];                                                                                  \
-        for (Py_ssize_t i = 0; i < count; i++) {                                                                \
-            float r = (float)in[3 * i], g = (float)in[3 * i + 1], b = (float)in[3 * i + 2];                     \
-            float a0 = r * m0, a1 = r * m3, a2 = r * m6;                                                        \
-            a0 = a0 + g * m1;                                                                                   \
-            a1 = a1 + g * m4;                                                                                   \
-            a2 = a2 + g * m7;                                                                                   \
-            a0 = a0 + b * m2;                                                                                   \
-            a1 = a1 + b * m5;                                                                                   \
-            a2 = a2 + b * m8;                                                                                   \
-            out[3 * i] = STORE(a0 + offset);                                                                    \
-            out[3 * i + 1] = STORE(a1 + offset);                                                                \
-            out[3 * i + 2] = STORE(a2 + offset);                                                                \
-        }                                                                                                       \
+#define LINEAR(TI, TO, STORE)                                                                                       \
+    VECTOR_LOOP                                                                                                     \
+    static void linear_##TI##_##TO(const TI *restrict in, TO *restrict out, Py_ssize_t count,                       \
+                                   const float *m, float offset) {                                                  \
+        const float m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], m4 = m[4], m5 = m[5], m6 = m[6], m7 = m[7],         \
+                    m8 = m[8];                                                                                      \
+        for (Py_ssize_t i = 0; i < count; i++) {                                                                    \
+            float r = (float)in[3 * i], g = (float)in[3 * i + 1], b = (float)in[3 * i + 2];                         \
+            float a0 = r * m0, a1 = r * m3, a2 = r * m6;                                                            \
+            a0 = a0 + g * m1;                                                                                       \
+            a1 = a1 + g * m4;                                                                                       \
+            a2 = a2 + g * m7;                                                                                       \
+            a0 = a0 + b * m2;                                                                                       \
+            a1 = a1 + b * m5;                                                                                       \
+            a2 = a2 + b * m8;                                                                                       \
+            out[3 * i] = STORE(a0 + offset);                                                                        \
+            out[3 * i + 1] = STORE(a1 + offset);                                                                    \
+            out[3 * i + 2] = STORE(a2 + offset);                                                                    \
+        }                                                                                                           \
     }
 #define AS_IS(v) (v)
 LINEAR(uint8_t, float, AS_IS)
 LINEAR(float, float, AS_IS)
 
 /* To uint8 through a float32 block: both halves vectorise (one loop converting as it goes does not). */
-#define LINEAR_U8(TI)                                                                                           \
-    static void linear_##TI##_uint8_t(const TI *in, uint8_t *out, Py_ssize_t count, const float *m,             \
-                                      float offset) {                                                          \
-        float block[3 * 512];                                                                                   \
-        for (Py_ssize_t i = 0; i < count; i += 512) {                                                           \
-            Py_ssize_t n = count - i < 512 ? count - i : 512;                                                   \
-            linear_##TI##_float(in + 3 * i, block, n, m, offset);                                               \
-            floats_to_u8(block, out + 3 * i, 3 * n);                                                            \
-        }                                                                                                       \
+#define LINEAR_U8(TI)                                                                                               \
+    static void linear_##TI##_uint8_t(const TI *in, uint8_t *out, Py_ssize_t count, const float *m,                 \
+                                      float offset) {                                                               \
+        float block[3 * 512];                                                                                       \
+        for (Py_ssize_t i = 0; i < count; i += 512) {                                                               \
+            Py_ssize_t n = count - i < 512 ? count - i : 512;                                                       \
+            linear_##TI##_float(in + 3 * i, block, n, m, offset);                                                   \
+            floats_to_u8(block, out + 3 * i, 3 * n);                                                                \
+        }                                                                                                           \
     }
 LINEAR_U8(uint8_t)
 LINEAR_U8(float)
@@ -179,22 +184,23 @@ static PyObject *linear_color(PyObject *self, PyObject *args) {
 
 /* -------------------------------------------------------------------------------------------- scale_shift */
 
-#define AFFINE(TI, TO, STORE)                                                                                   \
-    VECTOR_LOOP static void affine_##TI##_##TO(const TI *in, TO *out, Py_ssize_t count, float mul, float add) {             \
-        for (Py_ssize_t i = 0; i < count; i++)                                                                  \
-            out[i] = STORE((float)in[i] * mul + add);                                                           \
+#define AFFINE(TI, TO, STORE)                                                                                       \
+    VECTOR_LOOP                                                                                                     \
+    static void affine_##TI##_##TO(const TI *in, TO *out, Py_ssize_t count, float mul, float add) {                 \
+        for (Py_ssize_t i = 0; i < count; i++)                                                                      \
+            out[i] = STORE((float)in[i] * mul + add);                                                               \
     }
 AFFINE(uint8_t, float, AS_IS)
 AFFINE(float, float, AS_IS)
 
-#define AFFINE_U8(TI)                                                                                           \
-    static void affine_##TI##_uint8_t(const TI *in, uint8_t *out, Py_ssize_t count, float mul, float add) {     \
-        float block[2048];                                                                                      \
-        for (Py_ssize_t i = 0; i < count; i += 2048) {                                                          \
-            Py_ssize_t n = count - i < 2048 ? count - i : 2048;                                                 \
-            affine_##TI##_float(in + i, block, n, mul, add);                                                    \
-            floats_to_u8(block, out + i, n);                                                                    \
-        }                                                                                                       \
+#define AFFINE_U8(TI)                                                                                               \
+    static void affine_##TI##_uint8_t(const TI *in, uint8_t *out, Py_ssize_t count, float mul, float add) {         \
+        float block[2048];                                                                                          \
+        for (Py_ssize_t i = 0; i < count; i += 2048) {                                                              \
+            Py_ssize_t n = count - i < 2048 ? count - i : 2048;                                                     \
+            affine_##TI##_float(in + i, block, n, mul, add);                                                        \
+            floats_to_u8(block, out + i, n);                                                                        \
+        }                                                                                                           \
     }
 AFFINE_U8(uint8_t)
 AFFINE_U8(float)
@@ -243,25 +249,27 @@ static inline Py_ssize_t cell(float v, Py_ssize_t extent) {
 }
 
 /* Nearest: each output pixel a copy of the pixel its point falls in, or the fill (already of the type). */
-#define NEAREST(T)                                                                                              \
-    static void nearest_##T(const T *src, T *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,    \
-                            const float *xs, const float *ys, Py_ssize_t count, T fill) {                      \
-        for (Py_ssize_t i = 0; i < count; i++) {                                                                \
-            Py_ssize_t y = cell(ys[i], height), x = cell(xs[i], width);                                         \
-            T *out = dst + i * channels;                                                                        \
-            if (y >= 0 && y < height && x >= 0 && x < width) {                                                  \
-                const T *in = src + (y * width + x) * channels;                                                 \
-                for (Py_ssize_t c = 0; c < channels; c++)                                                       \
-                    out[c] = in[c];                                                                             \
-            } else {                                                                                            \
-                for (Py_ssize_t c = 0; c < channels; c++)                                                       \
-                    out[c] = fill;                                                                              \
-            }                                                                                                   \
-        }                                                                                                       \
+#define NEAREST(T)                                                                                                  \
+    VECTOR_LOOP                                                                                                     \
+    static void nearest_##T(const T *src, T *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,         \
+                            const float *xs, const float *ys, Py_ssize_t count, T fill) {                           \
+        for (Py_ssize_t i = 0; i < count; i++) {                                                                    \
+            Py_ssize_t y = cell(ys[i], height), x = cell(xs[i], width);                                             \
+            T *out = dst + i * channels;                                                                            \
+            if (y >= 0 && y < height && x >= 0 && x < width) {                                                      \
+                const T *in = src + (y * width + x) * channels;                                                     \
+                for (Py_ssize_t c = 0; c < channels; c++)                                                           \
+                    out[c] = in[c];                                                                                 \
+            } else {                                                                                                \
+                for (Py_ssize_t c = 0; c < channels; c++)                                                           \
+                    out[c] = fill;                                                                                  \
+            }                                                                                                       \
+        }                                                                                                           \
     }
 NEAREST(uint8_t)
 NEAREST(float)
 
+VECTOR_LOOP
 static void sample_run(const void *src, void *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,
                        int type, const float *xs, const float *ys, Py_ssize_t count, float fill, int linear) {
     if (!linear) {
@@ -318,6 +326,80 @@ static PyObject *sample(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* fn.water and fn.sphere: each output row's source points made here (as effects.py's water_points and
+ * sphere_points make them, in float32 op by op), then sampled as above. */
+VECTOR_LOOP
+static int displace(const void *src, void *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels, int type,
+                    const float *wave_x, const float *wave_y, float fill, int linear) {
+    float *xs = PyMem_RawMalloc(sizeof(float) * (2 * width + 1));
+    if (xs == NULL)
+        return -1;
+    float *ys = xs + width;
+    const float mid_x = (float)(width * 0.5), mid_y = (float)(height * 0.5);
+    const float d = (float)(int64_t)(mid_x > mid_y ? mid_x : mid_y);
+    char *out = dst;
+    for (Py_ssize_t y = 0; y < height; y++) {
+        if (wave_x != NULL) { /* water: x + ampl_x sin(...) of the row, y + ampl_y cos(...) of the column */
+            for (Py_ssize_t x = 0; x < width; x++) {
+                xs[x] = (float)x + wave_x[y];
+                ys[x] = (float)y + wave_y[x];
+            }
+        } else { /* sphere: the pixel centre pushed out radially */
+            const float ty = ((float)y + 0.5f) - mid_y;
+            for (Py_ssize_t x = 0; x < width; x++) {
+                const float tx = ((float)x + 0.5f) - mid_x;
+                const float rad = sqrtf(tx * tx + ty * ty) / d;
+                xs[x] = mid_x + rad * tx;
+                ys[x] = mid_y + rad * ty;
+            }
+        }
+        sample_run(src, out + y * width * channels * type_size(type), height, width, channels, type, xs, ys, width,
+                   fill, linear);
+    }
+    PyMem_RawFree(xs);
+    return 0;
+}
+
+static PyObject *displacement(PyObject *args, int water) {
+    Py_buffer src, dst, wave_x = {0}, wave_y = {0};
+    Py_ssize_t height, width, channels;
+    int type, linear, ok;
+    float fill;
+    if (water)
+        ok = PyArg_ParseTuple(args, "y*w*nnnCy*y*fp", &src, &dst, &height, &width, &channels, &type, &wave_x,
+                              &wave_y, &fill, &linear);
+    else
+        ok = PyArg_ParseTuple(args, "y*w*nnnCfp", &src, &dst, &height, &width, &channels, &type, &fill, &linear);
+    if (!ok)
+        return NULL;
+    PyObject *result = NULL;
+    const char *name = water ? "water" : "sphere";
+    if (!check_types(name, type, type)) {
+    } else if (height < 0 || width < 0 || channels < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: bad shape", name);
+    } else if (check_sizes(name, src.len == type_size(type) * height * width * channels && dst.len == src.len
+                           && (!water || (wave_x.len == (Py_ssize_t)sizeof(float) * height
+                                          && wave_y.len == (Py_ssize_t)sizeof(float) * width)))) {
+        int failed;
+        Py_BEGIN_ALLOW_THREADS
+        failed = displace(src.buf, dst.buf, height, width, channels, type, water ? wave_x.buf : NULL,
+                          water ? wave_y.buf : NULL, fill, linear);
+        Py_END_ALLOW_THREADS
+        result = failed ? PyErr_NoMemory() : Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    if (water) {
+        PyBuffer_Release(&wave_x);
+        PyBuffer_Release(&wave_y);
+    }
+    return result;
+}
+
+static PyObject *water(PyObject *self, PyObject *args) { return displacement(args, 1); }
+
+static PyObject *sphere(PyObject *self, PyObject *args) { return displacement(args, 0); }
+
 /* ---------------------------------------------------------------------------------------------- correlate */
 
 static inline Py_ssize_t reflect_101(Py_ssize_t i, Py_ssize_t extent) {
@@ -331,49 +413,50 @@ static inline Py_ssize_t reflect_101(Py_ssize_t i, Py_ssize_t extent) {
 /* Positions whose window lies inside the axis read shifted runs of the (extent * inner) slab, so a whole run of
  * them is one vectorisable loop per tap; the border positions read through reflect-101 indices. Each value is
  * still 0.0f + tap products added first tap to last. */
-#define CORRELATE(TI)                                                                                           \
-    VECTOR_LOOP static void correlate_##TI(const TI *in, float *out, Py_ssize_t outer, Py_ssize_t extent, Py_ssize_t inner, \
-                               const float *w, Py_ssize_t size, const Py_ssize_t *index, int scaled,           \
-                               float scale) {                                                                  \
-        Py_ssize_t radius = (size - 1) / 2;                                                                     \
-        Py_ssize_t lo = radius < extent ? radius : extent, hi = extent - (size - 1 - radius);                   \
-        if (hi < lo)                                                                                            \
-            hi = lo;                                                                                            \
-        for (Py_ssize_t o = 0; o < outer; o++) {                                                                \
-            const TI *slab = in + o * extent * inner;                                                           \
-            float *dst = out + o * extent * inner;                                                              \
-            for (Py_ssize_t p = 0; p < extent; p++) {                                                           \
-                if (p == lo && hi > lo)                                                                         \
-                    p = hi; /* the inside positions: below */                                                   \
-                if (p >= extent)                                                                                \
-                    break;                                                                                      \
-                float *row_out = dst + p * inner;                                                               \
-                for (Py_ssize_t v = 0; v < inner; v++) {                                                        \
-                    float acc = 0.0f;                                                                           \
-                    for (Py_ssize_t k = 0; k < size; k++)                                                       \
-                        acc = acc + w[k] * (float)slab[index[p * size + k] * inner + v];                        \
-                    row_out[v] = acc;                                                                           \
-                }                                                                                               \
-            }                                                                                                   \
-            if (hi > lo) {                                                                                      \
-                float *run = dst + lo * inner;                                                                  \
-                Py_ssize_t n = (hi - lo) * inner;                                                               \
-                for (Py_ssize_t j0 = 0; j0 < n; j0 += 1024) { /* a chunk stays in the L1 cache over the taps */ \
-                    Py_ssize_t j1 = n - j0 < 1024 ? n : j0 + 1024;                                              \
-                    for (Py_ssize_t j = j0; j < j1; j++)                                                        \
-                        run[j] = 0.0f;                                                                          \
-                    for (Py_ssize_t k = 0; k < size; k++) {                                                     \
-                        const TI *src = slab + (lo - radius + k) * inner;                                       \
-                        const float wk = w[k];                                                                  \
-                        for (Py_ssize_t j = j0; j < j1; j++)                                                    \
-                            run[j] = run[j] + wk * (float)src[j];                                               \
-                    }                                                                                           \
-                }                                                                                               \
-            }                                                                                                   \
-            if (scaled)                                                                                         \
-                for (Py_ssize_t j = 0; j < extent * inner; j++)                                                 \
-                    dst[j] = dst[j] * scale;                                                                    \
-        }                                                                                                       \
+#define CORRELATE(TI)                                                                                               \
+    VECTOR_LOOP                                                                                                     \
+    static void correlate_##TI(const TI *in, float *out, Py_ssize_t outer, Py_ssize_t extent, Py_ssize_t inner,     \
+                               const float *w, Py_ssize_t size, const Py_ssize_t *index, int scaled,                \
+                               float scale) {                                                                       \
+        Py_ssize_t radius = (size - 1) / 2;                                                                         \
+        Py_ssize_t lo = radius < extent ? radius : extent, hi = extent - (size - 1 - radius);                       \
+        if (hi < lo)                                                                                                \
+            hi = lo;                                                                                                \
+        for (Py_ssize_t o = 0; o < outer; o++) {                                                                    \
+            const TI *slab = in + o * extent * inner;                                                               \
+            float *dst = out + o * extent * inner;                                                                  \
+            for (Py_ssize_t p = 0; p < extent; p++) {                                                               \
+                if (p == lo && hi > lo)                                                                             \
+                    p = hi; /* the inside positions: below */                                                       \
+                if (p >= extent)                                                                                    \
+                    break;                                                                                          \
+                float *row_out = dst + p * inner;                                                                   \
+                for (Py_ssize_t v = 0; v < inner; v++) {                                                            \
+                    float acc = 0.0f;                                                                               \
+                    for (Py_ssize_t k = 0; k < size; k++)                                                           \
+                        acc = acc + w[k] * (float)slab[index[p * size + k] * inner + v];                            \
+                    row_out[v] = acc;                                                                               \
+                }                                                                                                   \
+            }                                                                                                       \
+            if (hi > lo) {                                                                                          \
+                float *run = dst + lo * inner;                                                                      \
+                Py_ssize_t n = (hi - lo) * inner;                                                                   \
+                for (Py_ssize_t j0 = 0; j0 < n; j0 += 1024) { /* a chunk stays in the L1 cache over the taps */     \
+                    Py_ssize_t j1 = n - j0 < 1024 ? n : j0 + 1024;                                                  \
+                    for (Py_ssize_t j = j0; j < j1; j++)                                                            \
+                        run[j] = 0.0f;                                                                              \
+                    for (Py_ssize_t k = 0; k < size; k++) {                                                         \
+                        const TI *src = slab + (lo - radius + k) * inner;                                           \
+                        const float wk = w[k];                                                                      \
+                        for (Py_ssize_t j = j0; j < j1; j++)                                                        \
+                            run[j] = run[j] + wk * (float)src[j];                                                   \
+                    }                                                                                               \
+                }                                                                                                   \
+            }                                                                                                       \
+            if (scaled)                                                                                             \
+                for (Py_ssize_t j = 0; j < extent * inner; j++)                                                     \
+                    dst[j] = dst[j] * scale;                                                                        \
+        }                                                                                                           \
     }
 CORRELATE(uint8_t)
 CORRELATE(float)
@@ -446,6 +529,8 @@ static PyMethodDef methods[] = {
     {"linear_color", linear_color, METH_VARARGS, "A 3x3 colour matrix and an offset on RGB pixels."},
     {"scale_shift", scale_shift, METH_VARARGS, "in * multiplier + addend on every value."},
     {"sample", sample, METH_VARARGS, "An image read at float32 source points (nearest or linear)."},
+    {"water", water, METH_VARARGS, "fn.water: an image displaced by two waves (nearest or linear)."},
+    {"sphere", sphere, METH_VARARGS, "fn.sphere: an image seen through a sphere (nearest or linear)."},
     {"correlate", correlate, METH_VARARGS, "One 1-D reflect-101 correlation pass to float32."},
     {"to_uint8", to_uint8, METH_VARARGS, "float32 to uint8 by ConvertSat."},
     {NULL, NULL, 0, NULL},

@@ -203,12 +203,23 @@ def _native_sample(image: torch.Tensor, src_x: np.ndarray, src_y: np.ndarray, fi
     return out
 
 
+_WATER_DEFAULTS = {"ampl_x": 10.0, "ampl_y": 10.0, "freq_x": 2 * math.pi / 128, "freq_y": 2 * math.pi / 128,
+                   "phase_x": 0.0, "phase_y": 0.0}  # DALI's schema defaults (it prints the frequency as 0.049087)
+
+
+def water_waves(height: int, width: int, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y):
+    """fn.water's two waves (float32): the x shift of each row and the y shift of each column."""
+    rows, cols = np.arange(height, dtype=_F32), np.arange(width, dtype=_F32)
+    wave_x = _F32(ampl_x) * libm_float("sin", _F32(freq_x) * rows + _F32(phase_x))
+    wave_y = _F32(ampl_y) * libm_float("cos", _F32(freq_y) * cols + _F32(phase_y))
+    return wave_x.astype(_F32), wave_y.astype(_F32)
+
+
 def water_points(height: int, width: int, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y):
     """The source point of each output pixel in fn.water (float32, integer pixel coordinates); the x wave
     depends on the row only and the y wave on the column only, so libm is called once per row and column."""
     rows, cols = np.arange(height, dtype=_F32), np.arange(width, dtype=_F32)
-    wave_x = _F32(ampl_x) * libm_float("sin", _F32(freq_x) * rows + _F32(phase_x))
-    wave_y = _F32(ampl_y) * libm_float("cos", _F32(freq_y) * cols + _F32(phase_y))
+    wave_x, wave_y = water_waves(height, width, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y)
     src_x = cols[None, :] + wave_x[:, None]
     src_y = rows[:, None] + wave_y[None, :]
     return src_x.astype(_F32), src_y.astype(_F32)
@@ -225,7 +236,40 @@ def sphere_points(height: int, width: int):
     return (mid_x + rad * tx).astype(_F32), (mid_y + rad * ty).astype(_F32)
 
 
-def _displacement(operator: str, points, names: set):
+def _native_ready(image: torch.Tensor) -> bool:
+    return _native is not None and image.dtype in _NATIVE_TYPES and image.dim() == 3 and not image.is_cuda
+
+
+def water_image(image: torch.Tensor, fill: float, interp: str, **params) -> torch.Tensor:
+    """One HWC sample through fn.water (``params``: its ampl/freq/phase arguments, DALI's defaults for the
+    others). In native code where built (``_native_effects.c`` water: the points made row by row, not as two
+    full-image arrays); else ``water_points`` and ``sample_at``."""
+    params = {**_WATER_DEFAULTS, **params}
+    height, width = image.shape[:2]
+    if not _native_ready(image):
+        return sample_at(image, *water_points(height, width, **params), fill, interp)
+    wave_x, wave_y = water_waves(height, width, **params)
+    src = image.contiguous()
+    out = torch.empty(src.shape, dtype=src.dtype)
+    _native.water(src.numpy(), out.numpy(), height, width, src.shape[2], _NATIVE_TYPES[src.dtype], wave_x, wave_y,
+                  float(_F32(fill)), interp != "nn")
+    return out
+
+
+def sphere_image(image: torch.Tensor, fill: float, interp: str) -> torch.Tensor:
+    """One HWC sample through fn.sphere; in native code where built (``_native_effects.c`` sphere), else
+    ``sphere_points`` and ``sample_at``."""
+    height, width = image.shape[:2]
+    if not _native_ready(image):
+        return sample_at(image, *sphere_points(height, width), fill, interp)
+    src = image.contiguous()
+    out = torch.empty(src.shape, dtype=src.dtype)
+    _native.sphere(src.numpy(), out.numpy(), height, width, src.shape[2], _NATIVE_TYPES[src.dtype],
+                   float(_F32(fill)), interp != "nn")
+    return out
+
+
+def _displacement(operator: str, displace, names: set):
     def build(images, *, device=None, interp_type=None, fill_value=0.0, mask=1, **args):
         check_args(f"fn.{operator}", args, names)
         _layout(f"fn.{operator}", images)
@@ -242,27 +286,19 @@ def _displacement(operator: str, points, names: set):
             if not int(mask):
                 return image.clone()
             image = image.cpu()  # computed on the CPU (a "gpu" operator's output goes back to the GPU)
-            src_x, src_y = points(image.shape[0], image.shape[1], **a)
-            return sample_at(image, src_x, src_y, _fill_of(fill_value, image.dtype), interp)
+            return displace(image, _fill_of(fill_value, image.dtype), interp, **a)
         return _one(Op(operator, run, [images], settings, device=_device([images], device),
                        layouts=(images.layout(),), fusable=False))
     build.__name__ = operator
     return build
 
 
-_WATER_DEFAULTS = {"ampl_x": 10.0, "ampl_y": 10.0, "freq_x": 2 * math.pi / 128, "freq_y": 2 * math.pi / 128,
-                   "phase_x": 0.0, "phase_y": 0.0}  # DALI's schema defaults (it prints the frequency as 0.049087)
 
-
-def _water_points(height, width, **a):
-    return water_points(height, width, **{**_WATER_DEFAULTS, **a})
-
-
-water = operator("water", "Water")(_displacement("water", _water_points, set(_WATER_DEFAULTS)))
+water = operator("water", "Water")(_displacement("water", water_image, set(_WATER_DEFAULTS)))
 water.__doc__ = ("``fn.water``: the image displaced by two sine waves (ampl_x/y, freq_x/y, phase_x/y), "
                  "nearest (DALI's default) or linear, ``fill_value`` outside; ``mask`` 0 leaves a sample as is.")
 sphere = operator("sphere", "Sphere")(
-    _displacement("sphere", lambda height, width: sphere_points(height, width), set()))
+    _displacement("sphere", sphere_image, set()))
 sphere.__doc__ = ("``fn.sphere``: the image seen through a sphere (pixels pushed out radially), nearest "
                   "(DALI's default) or linear, ``fill_value`` outside; ``mask`` 0 leaves a sample as is.")
 
