@@ -1,11 +1,13 @@
 """fastload.compat.dali.python_function against real DALI 2.4's CPU operators.
 
-fn.python_function and fn.dl_tensor_python_function (batch_processing=False) give DALI's outputs exactly
-(values, types, shapes, layouts; tolerance 0): in-place and wrapping arithmetic, transposed and strided
-results, 0-d results, several inputs and outputs, output_layouts, no inputs, under both executor settings.
+fn.python_function and fn.dl_tensor_python_function give DALI's outputs exactly (values, types, shapes,
+layouts; tolerance 0), per sample and with batch_processing=True: in-place and wrapping arithmetic, transposed
+and strided results, 0-d results, several inputs and outputs, output_layouts, no inputs, under both executor
+settings; the functions are called in DALI's order (one operator over the batch, sample by sample) whatever
+the loader threads.
 fn.torch_python_function (the PyTorch plugin's) cannot run in DALI without CUDA (it makes a CUDA stream when
 called), so it is checked against DALI's python_function doing the same arithmetic in numpy. The refusals
-(batch_processing=True, num_outputs=0, the GPU, wrong results) name the operator and the argument.
+(num_outputs=0, the GPU, wrong results) name the operator and the argument.
 """
 
 from __future__ import annotations
@@ -106,19 +108,61 @@ def test_a_function_changing_its_input_in_place_changes_only_its_copy():
         assert np.array_equal(b, im + np.uint8(200)) and np.array_equal(a, im)
 
 
+def test_calls_run_one_at_a_time_in_dali_order():
+    """DALI calls a Python operator over the whole batch, sample by sample in order, before the next operator;
+    fastload does too, whatever its loader threads."""
+    images = [np.full((3 + i, 5, 3), i, np.uint8) for i in range(8)]
+
+    def order(mod):
+        calls = []
+
+        def first(x):
+            calls.append(("first", int(x[0, 0, 0])))
+            return x + np.uint8(1)
+
+        def second(x, y):
+            calls.append(("second", int(x[0, 0, 0])))
+            return y
+
+        @mod.pipeline_def(batch_size=8, num_threads=4, device_id=None, seed=1)
+        def pipe():
+            x = mod.fn.external_source(source=lambda: images, batch=True, layout="HWC")
+            return mod.fn.python_function(mod.fn.python_function(x, function=first), x, function=second)
+        p = pipe()
+        p.build()
+        p.run()
+        return calls[:16]  # DALI may have begun the next batch
+    assert order(ours) == order(import_dali())
+
+
+def _batch_graph(mod, x):
+    fn = mod.fn
+
+    def stats(batch, other):
+        return ([a.astype(np.float32) * (k + 1) for k, a in enumerate(batch)],
+                [np.array([len(batch), b.shape[0]], np.int64) for b in other])
+
+    def capsules(batch):
+        return [torch.utils.dlpack.to_dlpack(torch.utils.dlpack.from_dlpack(c).flip(0)) for c in batch]
+    return (*fn.python_function(x, x, function=stats, num_outputs=2, batch_processing=True,
+                                output_layouts=["HWC", ""]),
+            fn.dl_tensor_python_function(x, function=capsules))  # batch_processing=True: its default
+
+
+def test_batch_processing_matches_dali():
+    assert_same(run(import_dali(), _batch_graph), run(ours, _batch_graph))
+
+
 def _refused(error, match, g):
     with pytest.raises(error, match=match):
         run(ours, g, IMAGES[:1])
 
 
 def test_refusals_name_the_operator_and_argument():
-    _refused(NotImplementedError, r"fn.python_function\(batch_processing=True\) is not supported: fastload runs "
-             r"a pipeline's graph per sample",
-             lambda mod, x: mod.fn.python_function(x, function=lambda batch: batch, batch_processing=True))
-    _refused(NotImplementedError, r"fn.dl_tensor_python_function\(batch_processing=True\)",  # DALI's default
-             lambda mod, x: mod.fn.dl_tensor_python_function(x, function=lambda batch: batch))
-    _refused(NotImplementedError, r"fn.torch_python_function\(batch_processing=True\)",
-             lambda mod, x: mod.fn.torch_python_function(x, function=lambda batch: batch, batch_processing=True))
+    _refused(ValueError, r"fn.python_function: output 0 has 2 sample\(s\) for a batch of 1",
+             lambda mod, x: mod.fn.python_function(x, function=lambda batch: batch * 2, batch_processing=True))
+    _refused(TypeError, r"fn.python_function: with batch_processing=True, each output must be a list",
+             lambda mod, x: mod.fn.python_function(x, function=np.stack, batch_processing=True))  # DALI: TypeError
     _refused(NotImplementedError, r"fn.python_function\(num_outputs=0\) is not supported",
              lambda mod, x: mod.fn.python_function(x, function=print, num_outputs=0))
     _refused(NotImplementedError, r"fn.python_function\(device='gpu'\) is not supported",
