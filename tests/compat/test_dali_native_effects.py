@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastload.compat.dali import colour, effects, filters
+from fastload.compat.dali import colour, effects, filters, remap
 
 native = colour._native
 pytestmark = pytest.mark.skipif(native is None, reason="fastload.compat.dali._native_effects not built")
@@ -143,6 +143,20 @@ def test_gaussian_blur_equals_its_numpy_version(height, width, kind, window_size
             _same(got, filters.gaussian_blur_image(image, "HWC", 0.0, window_size, dtype))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 31), st.integers(1, 40), st.sampled_from([1, 3, 4]), types, seeds)
+def test_grid_mask_equals_its_torch_version(height, width, channels, kind, seed):
+    rng = np.random.default_rng(seed)
+    image = _image(rng, (height, width, channels), _TYPES[kind])
+    if kind == "float32":
+        image[0, 0, 0] = -3.0  # a negative value masked gives -0.0, as the torch version's product
+    args = (int(rng.integers(1, 12)), float(rng.uniform(0, 1)), float(rng.uniform(-7, 7)), float(rng.uniform(-20, 20)),
+            float(rng.uniform(-20, 20)))
+    got = remap.grid_mask_image(image, *args)
+    with reference(remap):
+        _same(got, remap.grid_mask_image(image, *args))
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 77), seeds)
 def test_nan_infinities_and_ties_convert_as_convert_sat_does(count, seed):
@@ -176,5 +190,7 @@ def test_bad_buffers_are_refused_not_read_past():
         native.correlate(src, np.zeros(12, np.float32), 2, 3, 3, "B", np.ones(3, np.float32), None)
     with pytest.raises(ValueError, match="empty window"):
         native.correlate(src, np.zeros(12, np.float32), 1, 4, 3, "B", np.ones(0, np.float32), None)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.grid_mask(src, small, 2, 2, 3, "B", 1.0, 0.0, 0.0, 0.0, 0.5)
     with pytest.raises(ValueError, match="size does not match"):
         native.to_uint8(np.zeros(3, np.float32), small, 3)

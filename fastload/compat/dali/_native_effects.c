@@ -24,6 +24,8 @@
  *     one 1-D pass along the middle axis of an (outer, extent, inner) array to float32: the window's taps
  *     summed first to last from 0.0f, reflect-101 borders, times `scale` unless it is None (filters.py's
  *     correlate_axis)
+ *   grid_mask(src, dst, height, width, channels, type, ca, sa, sx, sy, ratio)
+ *     HWC; the pixels remap.py's grid_keep drops multiplied by zero (ca, sa, sx, sy: its float32 constants)
  *   to_uint8(src, dst, count)
  *     float32 to uint8 by ConvertSat (engine's convert_sat)
  */
@@ -504,6 +506,73 @@ static PyObject *correlate(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* -------------------------------------------------------------------------------------------- grid_mask */
+
+/* Each pixel kept where either rotated grid coordinate's fraction reaches the ratio (remap.py's grid_keep, op by
+ * op: fx = (-sx + y * -sa) + x * ca, fy = (-sy + y * ca) + x * sa), else multiplied by zero (as the torch
+ * version multiplies by its mask: a float keeps a zero's sign, a NaN or an infinity gives NaN). */
+/* An integer times 0 or 1 is a bit mask; a float is multiplied by zero (its sign kept, NaN from a NaN). */
+#define MASKED_uint8_t(v, keep) ((uint8_t)((v) & (uint8_t)-(keep)))
+#define MASKED_float(v, keep) ((keep) ? (v) : (v) * 0.0f)
+#define GRID(T)                                                                                                 \
+    VECTOR_LOOP                                                                                                 \
+    static void grid_##T(const T *restrict src, T *restrict dst, Py_ssize_t height, Py_ssize_t width,           \
+                         Py_ssize_t channels, float ca, float sa, float sx, float sy, float ratio,              \
+                         uint8_t *restrict keep) {                                                              \
+        for (Py_ssize_t y = 0; y < height; y++) {                                                               \
+            const float row_x = -sx + (float)y * -sa, row_y = -sy + (float)y * ca;                              \
+            for (int32_t x = 0; x < (int32_t)width; x++) { /* the row's mask first: one vector loop */          \
+                const float fx = row_x + (float)x * ca, fy = row_y + (float)x * sa;                             \
+                keep[x] = ((fx - floorf(fx)) >= ratio) | ((fy - floorf(fy)) >= ratio);                          \
+            }                                                                                                   \
+            const T *in = src + y * width * channels;                                                           \
+            T *out = dst + y * width * channels;                                                                \
+            if (channels == 3) /* RGB: a known channel count, unrolled */                                      \
+                for (Py_ssize_t x = 0; x < width; x++)                                                          \
+                    for (int c = 0; c < 3; c++)                                                                 \
+                        out[x * 3 + c] = MASKED_##T(in[x * 3 + c], keep[x]);                                    \
+            else                                                                                                \
+                for (Py_ssize_t x = 0; x < width; x++)                                                          \
+                    for (Py_ssize_t c = 0; c < channels; c++)                                                   \
+                        out[x * channels + c] = MASKED_##T(in[x * channels + c], keep[x]);                      \
+        }                                                                                                       \
+    }
+GRID(uint8_t)
+GRID(float)
+
+static PyObject *grid_mask(PyObject *self, PyObject *args) {
+    Py_buffer src, dst;
+    Py_ssize_t height, width, channels;
+    int type;
+    float ca, sa, sx, sy, ratio;
+    if (!PyArg_ParseTuple(args, "y*w*nnnCfffff", &src, &dst, &height, &width, &channels, &type, &ca, &sa, &sx, &sy,
+                          &ratio))
+        return NULL;
+    PyObject *result = NULL;
+    if (!check_types("grid_mask", type, type)) {
+    } else if (height < 0 || width < 0 || channels < 0 || width > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "grid_mask: bad shape");
+    } else if (check_sizes("grid_mask", src.len == type_size(type) * height * width * channels
+                           && dst.len == src.len)) {
+        uint8_t *keep = PyMem_RawMalloc(width + 1);
+        if (keep == NULL) {
+            PyErr_NoMemory();
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            if (type == 'B')
+                grid_uint8_t(src.buf, dst.buf, height, width, channels, ca, sa, sx, sy, ratio, keep);
+            else
+                grid_float(src.buf, dst.buf, height, width, channels, ca, sa, sx, sy, ratio, keep);
+            Py_END_ALLOW_THREADS
+            PyMem_RawFree(keep);
+            result = Py_NewRef(Py_None);
+        }
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    return result;
+}
+
 /* ----------------------------------------------------------------------------------------------- to_uint8 */
 
 static PyObject *to_uint8(PyObject *self, PyObject *args) {
@@ -532,6 +601,7 @@ static PyMethodDef methods[] = {
     {"water", water, METH_VARARGS, "fn.water: an image displaced by two waves (nearest or linear)."},
     {"sphere", sphere, METH_VARARGS, "fn.sphere: an image seen through a sphere (nearest or linear)."},
     {"correlate", correlate, METH_VARARGS, "One 1-D reflect-101 correlation pass to float32."},
+    {"grid_mask", grid_mask, METH_VARARGS, "fn.grid_mask: the pixels of a rotated grid's squares zeroed."},
     {"to_uint8", to_uint8, METH_VARARGS, "float32 to uint8 by ConvertSat."},
     {NULL, NULL, 0, NULL},
 };

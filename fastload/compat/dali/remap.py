@@ -42,6 +42,11 @@ from .operators import _one, check_args
 from .spec import operator, refused
 from .types import interp_name
 
+try:  # grid_mask in native code where the extension was built
+    from . import _native_effects as _native
+except ImportError:  # pragma: no cover - the numpy version below is the fallback (and the tests' reference)
+    _native = None
+
 try:  # warp_perspective's float32 kernels in native code where the extension was built
     from . import _native_warp
 except ImportError:
@@ -61,15 +66,21 @@ for _name, _ops in GPU_ONLY.items():
 # ------------------------------------------------------------------------------------------ grid mask
 
 _GRID_TYPES = (torch.uint8, torch.int16, torch.int32, torch.float32)
+_GRID_NATIVE = {torch.uint8: "B", torch.float32: "f"}  # the types _native_effects.grid_mask takes
+
+
+def _grid_constants(tile: int, angle: float, shift_x: float, shift_y: float):
+    """fn.grid_mask's float32 constants: the rotation's cosine and sine and the shifts, over the tile."""
+    tile_f = _F32(tile)
+    ca = _F32(libm_float("cos", _F32(angle)) / tile_f)
+    sa = _F32(libm_float("sin", _F32(angle)) / tile_f)
+    return ca, sa, _F32(_F32(shift_x) / tile_f), _F32(_F32(shift_y) / tile_f)
 
 
 def grid_keep(height: int, width: int, tile: int, ratio: float, angle: float, shift_x: float,
               shift_y: float) -> np.ndarray:
     """(height, width) booleans: True where fn.grid_mask keeps the pixel (the module docstring's rule)."""
-    tile_f = _F32(tile)
-    ca = _F32(libm_float("cos", _F32(angle)) / tile_f)
-    sa = _F32(libm_float("sin", _F32(angle)) / tile_f)
-    sx, sy = _F32(_F32(shift_x) / tile_f), _F32(_F32(shift_y) / tile_f)
+    ca, sa, sx, sy = _grid_constants(tile, angle, shift_x, shift_y)
     ys = np.arange(height, dtype=_F32)[:, None]
     xs = np.arange(width, dtype=_F32)[None, :]
     fx = (-sx + ys * -sa) + xs * ca
@@ -87,6 +98,13 @@ def grid_mask_image(image: torch.Tensor, tile, ratio, angle, shift_x, shift_y) -
                                   f"(uint8, int16, int32, float32, as DALI)")
     if int(tile) <= 0:
         raise ValueError(f"fastload.compat.dali: fn.grid_mask: tile must be positive, got {tile}")
+    if _native is not None and image.dtype in _GRID_NATIVE and not image.is_cuda:
+        src = image.contiguous()
+        out = torch.empty(src.shape, dtype=src.dtype)
+        ca, sa, sx, sy = _grid_constants(int(tile), float(angle), float(shift_x), float(shift_y))
+        _native.grid_mask(src.numpy(), out.numpy(), *src.shape, _GRID_NATIVE[src.dtype], float(ca), float(sa),
+                          float(sx), float(sy), float(_F32(float(ratio))))  # one pass (_native_effects.c)
+        return out
     keep = grid_keep(image.shape[0], image.shape[1], int(tile), float(ratio), float(angle), float(shift_x),
                      float(shift_y))
     return image * torch.from_numpy(keep).to(image.device, image.dtype).unsqueeze(-1)
