@@ -1,10 +1,11 @@
 """fastload.compat.dali.reductions against real DALI 2.4's CPU operators.
 
 fn.reductions.{min, max, sum, mean, mean_square, rms, std_dev, variance} over every integer input type and
-float32: full, axes, negative axes, axis_names, keep_dims and axes=[]; sum's and mean's dtype (wrapping in a
-narrow type); std_dev/variance with a mean of either shape and ddof. Output types, shapes and layouts are
-DALI's exactly; integer values are exact (tolerance 0), float32 values within rtol 1e-5 (DALI sums pairwise
-in float32, fastload in float64); a uint16 square wraps in int as DALI's. Inputs are random, of awkward sizes.
+float32: full, axes, negative axes, axis_names, keep_dims and axes=[]; sum's, mean's, mean_square's and rms's
+dtype (wrapping in a narrow type); std_dev/variance with a mean of either shape and ddof. Output types, shapes
+and layouts are DALI's exactly; integer values are exact (tolerance 0), float32 values within rtol 1e-5 (DALI
+sums pairwise in float32, fastload in float64); a uint16 square wraps in int as DALI's. Inputs are random, of
+awkward sizes.
 """
 
 from __future__ import annotations
@@ -97,6 +98,21 @@ def test_sum_and_mean_types_match_dali():
                                 mod.fn.reductions.mean(x, axes=1, dtype=mod.types.INT8)), small, layout="HW")
 
 
+@pytest.mark.parametrize("dtype,wide,low,high", [(np.uint8, "UINT64", 0, 256), (np.int8, "INT64", -128, 128),
+                                                 (np.uint16, "UINT64", 0, 65536), (np.int32, "INT64", -9999, 9999)])
+def test_mean_square_and_rms_types_match_dali(dtype, wide, low, high):
+    """mean_square's dtype: its kind's widest type or float32; rms's: the input's type (the squares wrap in
+    it, the root truncated) or float32."""
+    own = {np.uint8: "UINT8", np.int8: "INT8", np.uint16: "UINT16", np.int32: "INT32"}[dtype]
+
+    def graph(mod, x):
+        r, types = mod.fn.reductions, mod.types
+        return (r.mean_square(x, dtype=getattr(types, wide)), r.mean_square(x, axes=1, dtype=types.FLOAT),
+                r.mean_square(x, axes=[], dtype=getattr(types, wide)), r.rms(x, dtype=getattr(types, own)),
+                r.rms(x, axes=[0, 2], keep_dims=True, dtype=getattr(types, own)), r.rms(x, axes=1, dtype=types.FLOAT))
+    assert_same(graph, _images(dtype, low, high), rtol=1e-5)
+
+
 def test_std_dev_and_variance_with_kept_mean_and_ddof_match_dali():
     def graph(mod, x):
         r = mod.fn.reductions
@@ -127,6 +143,8 @@ def test_refusals_name_the_operator_and_argument():
         _pipe(lambda x: r.min(x, axis_names="Q"), _images(np.uint8))
     with pytest.raises(TypeError, match="fn.reductions.mean of torch.uint8 input: dtype torch.int32"):
         _pipe(lambda x: r.mean(x, dtype=ours.types.INT32), _images(np.uint8))
+    with pytest.raises(TypeError, match=r"fn.reductions.mean_square of torch.uint8 input: dtype torch.uint8 is not"):
+        _pipe(lambda x: r.mean_square(x, dtype=ours.types.UINT8), _images(np.uint8))  # DALI: unsupported types
     with pytest.raises(TypeError, match="fn.reductions.min has no argument dtype"):
         _pipe(lambda x: r.min(x, dtype=ours.types.FLOAT), _images(np.uint8))
     with pytest.raises(TypeError, match="fn.reductions.rms: unsupported input type torch.float64"):

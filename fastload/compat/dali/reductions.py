@@ -10,13 +10,16 @@ there (and read in DALI's CPU reduce kernel):
 - Types: the inputs are the integer types and float32 (float16, float64 and bool are refused, as DALI
   refuses them). ``min``/``max`` keep the input's type. ``sum`` gives the widest type of the input's kind
   (uint64 for unsigned, int64 for signed, float32 for float32) unless ``dtype`` is the input's type, that
-  type or float32. ``mean`` gives float32 unless ``dtype`` is the input's type. ``mean_square``, ``rms``,
-  ``std_dev`` and ``variance`` give float32.
+  type or float32. ``mean`` and ``rms`` give float32 unless ``dtype`` is the input's type; ``mean_square``
+  float32 unless ``dtype`` is its kind's widest type (uint64, int64). ``std_dev`` and ``variance`` give float32
+  (they have no ``dtype``).
 - Squares (mean_square, rms) are C++'s: a uint16 square above 2**31 wraps negative in int, as DALI's.
 - Integers accumulate in the output type, wrapping (a uint8 sum with ``dtype=UINT8`` is the sum modulo
   256), exactly. A mean in an integer type is that wrapped sum times the float32 ``1 / n``, truncated toward
-  zero (C++'s conversion), not rounded. Float results are float32 sums times float32 ``1 / n`` (DALI sums
-  pairwise in float32; fastload in float64, so results agree to float32 rounding, not bit for bit).
+  zero (C++'s conversion), not rounded; an integer mean_square or rms likewise sums the squares in the output
+  type (wrapping), and rms takes the square root before truncating (a negative wrapped sum's NaN converts as
+  C++'s cast does). Float results are float32 sums times float32 ``1 / n`` (DALI sums pairwise in float32;
+  fastload in float64, so results agree to float32 rounding, not bit for bit).
 - ``std_dev``/``variance`` take the mean as a second input, float32, with the output's shape (the reduced
   axes dropped or kept); ``ddof`` subtracts from ``n``: ``n - ddof == 0`` gives inf, as DALI's ``1 / 0``.
   DALI reads a mean of another shape past its end (values vary from run to run); fastload refuses it.
@@ -112,6 +115,13 @@ def reduce_sample(kind: str, x: torch.Tensor, axes: tuple[int, ...], keep_dims: 
         if kind == "mean":  # an integer mean: the wrapped sum times float32 1/n, truncated toward zero
             scaled = np.asarray(out).astype(np.float32) * _norm(count)
             out = np.trunc(scaled).astype(target)
+    elif kind in ("mean_square", "rms") and dtype is not None and dtype != torch.float32:
+        target = _numpy_type(dtype)  # the squares summed in the output type (wrapping), times float32 1/n,
+        with np.errstate(over="ignore", invalid="ignore"):  # (rms: its square root), truncated toward zero
+            squares = _square(a).astype(target)
+            total = np.sum(squares, axis=axes, keepdims=keep_dims, dtype=target) if axes else squares
+            scaled = np.asarray(total).astype(np.float32) * _norm(count)
+            out = np.trunc(np.sqrt(scaled) if kind == "rms" else scaled).astype(target)
     else:
         if kind == "mean":
             values = a.astype(np.float64)
@@ -165,7 +175,8 @@ def _mean_for(operator: str, mean: torch.Tensor, x: torch.Tensor, axes: tuple[in
 
 def _reduction(kind: str, typed: str | None):
     """The builder of ``fn.reductions.<kind>``. ``typed``: which output types ``dtype`` may name ("sum":
-    the input's, its kind's widest, float32; "mean": the input's or float32); None: no ``dtype``."""
+    the input's, its kind's widest, float32; "mean" and "rms": the input's or float32; "mean_square": its kind's
+    widest or float32); None: no ``dtype``."""
     operator_name = f"fn.reductions.{kind}"
     with_mean = kind in ("std_dev", "variance")
 
@@ -192,7 +203,8 @@ def _reduction(kind: str, typed: str | None):
             chosen = reduced_axes(operator_name, x.dim(), layout, axes, axis_names)
             out_type = target
             if typed is not None:
-                allowed = {x.dtype, torch.float32} | ({_accumulator(x.dtype)} if typed == "sum" else set())
+                allowed = {torch.float32, *{"sum": (x.dtype, _accumulator(x.dtype)), "mean": (x.dtype,),
+                                            "mean_square": (_accumulator(x.dtype),), "rms": (x.dtype,)}[typed]}
                 if out_type is not None and out_type not in allowed:
                     raise TypeError(f"fastload.compat.dali: {operator_name} of {x.dtype} input: dtype {out_type} "
                                     f"is not supported (DALI's: {', '.join(sorted(map(str, allowed)))})")
@@ -205,6 +217,8 @@ def _reduction(kind: str, typed: str | None):
     build.__name__ = kind
     extra = {"sum": "; ``dtype``: the input's type, its kind's widest or float32",
              "mean": "; ``dtype``: the input's type or float32",
+             "mean_square": "; ``dtype``: its kind's widest or float32",
+             "rms": "; ``dtype``: the input's type or float32",
              "std_dev": "; the mean as second input, ``ddof``", "variance": "; the mean as second input, ``ddof``"}
     build.__doc__ = (f"``fn.reductions.{kind}`` of each sample along ``axes``/``axis_names`` (all by default), "
                      f"``keep_dims``{extra.get(kind, '')}.")
@@ -215,7 +229,7 @@ reduce_min = operator("reductions.min", "reductions.Min")(_reduction("min", None
 reduce_max = operator("reductions.max", "reductions.Max")(_reduction("max", None))
 reduce_sum = operator("reductions.sum", "reductions.Sum")(_reduction("sum", "sum"))
 mean = operator("reductions.mean", "reductions.Mean")(_reduction("mean", "mean"))
-mean_square = operator("reductions.mean_square", "reductions.MeanSquare")(_reduction("mean_square", None))
-rms = operator("reductions.rms", "reductions.RMS")(_reduction("rms", None))
+mean_square = operator("reductions.mean_square", "reductions.MeanSquare")(_reduction("mean_square", "mean_square"))
+rms = operator("reductions.rms", "reductions.RMS")(_reduction("rms", "rms"))
 std_dev = operator("reductions.std_dev", "reductions.StdDev")(_reduction("std_dev", None))
 variance = operator("reductions.variance", "reductions.Variance")(_reduction("variance", None))
