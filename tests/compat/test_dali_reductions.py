@@ -2,7 +2,8 @@
 
 fn.reductions.{min, max, sum, mean, mean_square, rms, std_dev, variance} over every integer input type and
 float32: full, axes, negative axes, axis_names, keep_dims and axes=[]; sum's, mean's, mean_square's and rms's
-dtype (wrapping in a narrow type); std_dev/variance with a mean of either shape and ddof. Output types, shapes
+dtype (wrapping in a narrow type); std_dev/variance with a mean of either shape and ddof. Hints that DALI's
+schema for the operator lacks are refused as DALI refuses them (KeyError). Output types, shapes
 and layouts are DALI's exactly; integer values are exact (tolerance 0), float32 values within rtol 1e-5 (DALI
 sums pairwise in float32, fastload in float64); a uint16 square wraps in int as DALI's. Inputs are random, of
 awkward sizes.
@@ -111,6 +112,20 @@ def test_mean_square_and_rms_types_match_dali(dtype, wide, low, high):
                 r.mean_square(x, axes=[], dtype=getattr(types, wide)), r.rms(x, dtype=getattr(types, own)),
                 r.rms(x, axes=[0, 2], keep_dims=True, dtype=getattr(types, own)), r.rms(x, axes=1, dtype=types.FLOAT))
     assert_same(graph, _images(dtype, low, high), rtol=1e-5)
+
+
+def test_hints_of_other_schemas_are_refused_as_dali_refuses_them():
+    """DALI accepts a decoder's or reader's hint only on operators whose schema has it (KeyError elsewhere)."""
+    dali = import_dali()
+    for mod in (dali, ours):
+        for graph in (lambda fn, x: fn.reductions.sum(x, hw_decoder_load=.5),
+                      lambda fn, x: fn.reductions.rms(x, jpeg_fancy_upsampling=True),
+                      lambda fn, x: fn.random.normal(x, lazy_init=True), lambda fn, x: fn.one_hot(x, affine=False)):
+            with pytest.raises(KeyError, match="is not defined for operator"):
+                run_dali_graph(mod, _images(np.uint8), lambda m, x: graph(m.fn, x), "HWC")
+        out = run_dali_graph(mod, _images(np.uint8), lambda m, x: m.fn.reductions.sum(x, bytes_per_sample_hint=64,
+                                                                                        preserve=True), "HWC")
+        assert out[0][0].dtype == np.uint64
 
 
 def test_std_dev_and_variance_with_kept_mean_and_ddof_match_dali():

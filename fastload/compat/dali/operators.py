@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 from dataclasses import dataclass
 
 import torch
@@ -23,20 +24,49 @@ from ..engine.readers import read_sample
 from .spec import operator
 from .types import image_type_name, interp_name, torch_dtype
 
-# Arguments every operator accepts and that change no result here (memory and scheduling hints; ``seed``
-# changes nothing but for the random operators, which read it: ``_seeded``).
-HINTS = frozenset({"bytes_per_sample_hint", "preserve", "seed", "name", "preallocate_width_hint",
-                   "preallocate_height_hint", "hw_decoder_load", "device_memory_padding",
-                   "host_memory_padding", "device_memory_padding_jpeg2k", "host_memory_padding_jpeg2k",
-                   "hybrid_huffman_threshold", "affine", "memory_stats", "minibatch_size",
-                   "temp_buffer_hint", "split_stages", "use_chunk_allocator", "jpeg_fancy_upsampling",
-                   "dont_use_mmap", "read_ahead", "lazy_init", "prefetch_queue_depth", "tensor_init_bytes",
-                   "skip_cached_images", "enable_conditionals"})
+# Arguments that change no result here (memory and scheduling hints; ``seed`` changes nothing but for the random
+# operators, which read it: ``_seeded``). Every DALI 2.4 schema has bytes_per_sample_hint and preserve (``name``
+# and ``seed`` its Python wrapper takes for any operator); the rest only some schemas have, and DALI refuses them
+# elsewhere (a KeyError naming the argument and operator), so they are accepted only where DALI's schema has them.
+HINTS = frozenset({"bytes_per_sample_hint", "preserve", "seed", "name"})
+_READER_HINTS = frozenset({"dont_use_mmap", "lazy_init", "prefetch_queue_depth", "read_ahead", "skip_cached_images",
+                           "tensor_init_bytes"})
+_DECODER_HINTS = frozenset({"affine", "device_memory_padding", "device_memory_padding_jpeg2k", "host_memory_padding",
+                            "host_memory_padding_jpeg2k", "hw_decoder_load", "hybrid_huffman_threshold",
+                            "jpeg_fancy_upsampling", "memory_stats", "preallocate_height_hint",
+                            "preallocate_width_hint", "split_stages", "use_chunk_allocator"})
+_RESIZE_HINTS = frozenset({"minibatch_size", "temp_buffer_hint"})
+_RESIZERS = frozenset({"fn.resize", "fn.experimental.resize", "fn.random_resized_crop", "fn.tensor_resize",
+                       "fn.resize_crop_mirror", "fn.fast_resize_crop_mirror", "fn.readers.video_resize"})
+_SCHEMA_HINTS = _READER_HINTS | _DECODER_HINTS | _RESIZE_HINTS
+
+
+def _schema_hints(operator: str) -> frozenset:
+    """The hints beyond ``HINTS`` that DALI 2.4's schema for ``operator`` ("fn.decoders.image", ...) has."""
+    found = re.findall(r"fn\.[\w.]+", operator)
+    name = found[-1] if found else operator
+    hints = frozenset()
+    if name.startswith(("fn.readers.", "fn.experimental.readers.")):
+        hints |= _READER_HINTS
+    if name == "fn.io.file.read":
+        hints |= {"dont_use_mmap"}
+    if name.startswith(("fn.decoders.image", "fn.experimental.decoders.image")):
+        hints |= _DECODER_HINTS
+    if name in ("fn.decoders.video", "fn.experimental.decoders.video", "fn.experimental.inputs.video"):
+        hints |= {"affine"}
+    if name in _RESIZERS:
+        hints |= _RESIZE_HINTS
+    return hints
 
 
 def check_args(operator: str, args: dict, supported: set) -> None:
-    """Refuse arguments fastload does not run as DALI does, naming them and what is supported."""
-    unknown = sorted(set(args) - set(supported) - HINTS)
+    """Refuse arguments fastload does not run as DALI does, naming them and what is supported; a hint that
+    DALI's schema for the operator lacks is refused as DALI refuses it (KeyError)."""
+    foreign = sorted((set(args) & _SCHEMA_HINTS) - set(supported) - _schema_hints(operator))
+    if foreign:
+        raise KeyError(f"fastload.compat.dali: argument {foreign[0]!r} is not defined for operator {operator} "
+                       f"(DALI's schema for it has no such argument)")
+    unknown = sorted(set(args) - set(supported) - HINTS - _schema_hints(operator))
     if unknown:
         raise NotImplementedError(f"fastload.compat.dali: {operator} does not support argument(s) "
                                   f"{', '.join(unknown)}; supported: {', '.join(sorted(supported))}")
