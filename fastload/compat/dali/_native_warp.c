@@ -180,8 +180,27 @@ static inline Py_ssize_t tap_offset(const Source *s, int64_t iy, int64_t ix) {
             float qx = fx - x0f, qy = fy - y0f;                                                              \
             float px = 1.0f - qx;                                                                            \
             int64_t x0 = to_i64(x0f), y0 = to_i64(y0f);                                                      \
-            Py_ssize_t o00 = tap_offset(s, y0, x0), o01 = tap_offset(s, y0, x0 + 1);                         \
-            Py_ssize_t o10 = tap_offset(s, y0 + 1, x0), o11 = tap_offset(s, y0 + 1, x0 + 1);                 \
+            Py_ssize_t o00, o01, o10, o11;                                                                   \
+            if (x0 >= 0 && x0 < s->width - 1 && y0 >= 0 && y0 < s->height - 1) { /* the block inside */    \
+                o00 = (y0 * s->width + x0) * channels;                                                       \
+                o01 = o00 + channels;                                                                        \
+                o10 = o00 + s->width * channels;                                                             \
+                o11 = o10 + channels;                                                                        \
+                for (Py_ssize_t c = 0; c < channels; c++) {                                                  \
+                    float a = (float)src[o00 + c] * px, b = (float)src[o01 + c] * qx;                        \
+                    float top = a + b;                                                                       \
+                    a = (float)src[o10 + c] * px;                                                            \
+                    b = (float)src[o11 + c] * qx;                                                            \
+                    float bottom = a + b;                                                                    \
+                    float d = (bottom - top) * qy;                                                           \
+                    out[c] = top + d;                                                                        \
+                }                                                                                            \
+                continue;                                                                                    \
+            }                                                                                                \
+            o00 = tap_offset(s, y0, x0);                                                                     \
+            o01 = tap_offset(s, y0, x0 + 1);                                                                 \
+            o10 = tap_offset(s, y0 + 1, x0);                                                                 \
+            o11 = tap_offset(s, y0 + 1, x0 + 1);                                                             \
             for (Py_ssize_t c = 0; c < channels; c++) {                                                      \
                 float t00 = o00 < 0 ? fill : (float)src[o00 + c], t01 = o01 < 0 ? fill : (float)src[o01 + c]; \
                 float t10 = o10 < 0 ? fill : (float)src[o10 + c], t11 = o11 < 0 ? fill : (float)src[o11 + c]; \
@@ -311,6 +330,8 @@ static inline float tap_value(const Image *s, Py_ssize_t index, Py_ssize_t c) {
     return index < 0 ? load(s->fill, c, s->type) : load(s->src, index + c, s->type);
 }
 
+/* remap.py's `_to_type` of one value: float32 as it is, else rint (halves to even), clamped to the type's range;
+ * NaN gives 0 (numpy's cast on x86). */
 static inline void store(void *dst, Py_ssize_t i, float v, int type) {
     if (type == 'f') {
         ((float *)dst)[i] = v;
@@ -360,8 +381,18 @@ static void perspective(const Image *s, void *dst, Py_ssize_t out_h, Py_ssize_t 
                 continue;
             }
             float ax = sx - (float)ix, ay = sy - (float)iy;
-            Py_ssize_t i00 = tap_index(s, iy, ix), i01 = tap_index(s, iy, ix + 1);
-            Py_ssize_t i10 = tap_index(s, iy + 1, ix), i11 = tap_index(s, iy + 1, ix + 1);
+            Py_ssize_t i00, i01, i10, i11;
+            if (ix >= 0 && ix < s->width - 1 && iy >= 0 && iy < s->height - 1) {  /* inside: every border agrees */
+                i00 = (iy * s->width + ix) * channels;
+                i01 = i00 + channels;
+                i10 = i00 + s->width * channels;
+                i11 = i10 + channels;
+            } else {
+                i00 = tap_index(s, iy, ix);
+                i01 = tap_index(s, iy, ix + 1);
+                i10 = tap_index(s, iy + 1, ix);
+                i11 = tap_index(s, iy + 1, ix + 1);
+            }
             for (Py_ssize_t c = 0; c < channels; c++) {
                 float p00 = tap_value(s, i00, c), p01 = tap_value(s, i01, c);
                 float p10 = tap_value(s, i10, c), p11 = tap_value(s, i11, c);

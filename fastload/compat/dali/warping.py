@@ -10,6 +10,7 @@ which imports this module).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional, Tuple
 
@@ -131,7 +132,15 @@ def warp(image: torch.Tensor, matrix, out_h: int, out_w: int, *, fill_value=None
 
 def _fill_in(fill_value, dtype: torch.dtype) -> float:
     """The fill value as the sampler reads it: converted to the input type (ConvertSat), as float32."""
-    return float(convert_sat(torch.tensor([float(fill_value)]), dtype)[0])
+    value = float(fill_value)
+    return _converted_fill(value, math.copysign(1.0, value), dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _converted_fill(fill_value: float, sign: float, dtype: torch.dtype) -> float:
+    # once per value and type (the sign in the key: -0.0 == 0.0, but a float32 image keeps the sign): a
+    # pipeline's fill value is usually one constant, and the conversion holds the GIL
+    return float(convert_sat(torch.tensor([fill_value]), dtype)[0])
 
 
 def _native(image: torch.Tensor, m: np.ndarray, out_h: int, out_w: int, fill_value, interp: str,
