@@ -48,7 +48,7 @@ def _awkward_floats(rng, shape, spread):
 
 @settings(max_examples=120, deadline=None)
 @given(st.integers(1, 13), st.integers(1, 17), st.sampled_from([1, 3, 4]), st.sampled_from(_INTEGER_TYPES),
-       st.sampled_from(["none", "columns", "elements"]), st.integers(0, 2 ** 32 - 1))
+       st.sampled_from(["none", "columns", "elements", "prefix"]), st.integers(0, 2 ** 32 - 1))
 def test_the_native_rounding_equals_the_torch_rounding(height, width, channels, dtype, lanes, seed):
     rng = np.random.default_rng(seed)
     spread = {torch.uint8: 300, torch.int8: 150, torch.uint16: 70000, torch.int16: 35000}[dtype]
@@ -58,6 +58,8 @@ def test_the_native_rounding_equals_the_torch_rounding(height, width, channels, 
         even = torch.from_numpy(rng.random(width) < 0.5).view(1, width, 1)
     elif lanes == "elements":
         even = torch.from_numpy(rng.random(width * channels) < 0.5).view(1, width, channels)
+    elif lanes == "prefix":  # the vertical pass's lanes: whole blocks of each row, then a scalar tail
+        even = (torch.arange(width * channels) < int(rng.integers(0, width * channels + 1))).view(1, width, channels)
     native = resampling._round_output(x, even, dtype)
     with _torch_only(resampling), np.errstate(invalid="ignore"):
         expected = resampling._round_output(x, even, dtype)

@@ -185,43 +185,58 @@ static PyObject *resample(PyObject *self, PyObject *args) { return resample_pass
 
 static PyObject *resample_uint8(PyObject *self, PyObject *args) { return resample_pass(args, 1, "resample_uint8"); }
 
-/* C's round (halves away from zero), or halves to even, of a float, then clamped to [lo, hi]; NaN gives 0.
- * Clamped first to [lo - 1, hi + 1] (which keeps the result: rounding is monotonic), so the truncation fits
- * an int32; v - trunc(v) is exact in float32, so the tie test is exact. Written without branches (the
- * fractions of resampled pixels are random: branches mispredict), and compiled without trapping math (which
- * changes no value, only whether a comparison with NaN may raise the invalid flag) so that the compiler can
- * turn the float selects into vector blends: 16 pixels per step. */
+/* C's round (halves away from zero) or rounding halves to even, of floats clamped to [lo, hi] (NaN to 0),
+ * as T. Clamping first keeps the result (rounding is monotonic and lo, hi are whole) and |c| < 2^22, so
+ * (c + 1.5 * 2^23) - 1.5 * 2^23 is c rounded to the nearest integer, halves to even (the sum's ulp is 1 and
+ * the offset is even; each operation is rounded as IEEE says: no fast-math here). The difference c - r is
+ * exact, so the tie test is exact; a tie rounded away from zero is c + 0.5 or c - 0.5, exact too. No
+ * branches (the fractions of resampled pixels are random: branches mispredict), and compiled without
+ * trapping math (which changes no value, only whether a comparison with NaN may raise the invalid flag) so
+ * that the compiler turns the selects into vector min, max and blends. */
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
-static inline int32_t round_clamp(float v, int32_t even, int32_t lo, int32_t hi) {
-    float below = (float)(lo - 1), above = (float)(hi + 1);
-    float c = v < below ? below : v;
-    c = c > above ? above : c;
-    c = v == v ? c : 0.0f;
-    int32_t t = (int32_t)c;
-    float frac = c - (float)t;
-    float size = frac < 0.0f ? -frac : frac;
-    int32_t up = size >= 0.5f;
-    int32_t tie = size == 0.5f;
-    up &= ~(even & tie & ~t) & 1;  /* a tie rounded to even stays on an even truncation */
-    t += (c > 0.0f ? 1 : -1) & -up;
-    t = t < lo ? lo : t;
-    return t > hi ? hi : t;
+static inline float clamp_float(float v, float lo, float hi) {
+    float c = v < lo ? lo : v;
+    c = c > hi ? hi : c;
+    return v == v ? c : 0.0f;
 }
 
-/* Each row's elements rounded (halves to even where even[v]) and clamped to [lo, hi] as T. */
-#define ROUND_ROWS(T, LO, HI)                                                                                \
+#define ROUNDING(T, LO, HI)                                                                                  \
+    static void round_even_##T(const float *in, T *out, Py_ssize_t n) {                                      \
+        const float shift = 12582912.0f; /* 1.5 * 2^23 */                                                    \
+        for (Py_ssize_t i = 0; i < n; i++)                                                                   \
+            out[i] = (T)(int32_t)((clamp_float(in[i], LO, HI) + shift) - shift);                             \
+    }                                                                                                        \
+    static void round_away_##T(const float *in, T *out, Py_ssize_t n) {                                      \
+        const float shift = 12582912.0f;                                                                     \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                                 \
+            float c = clamp_float(in[i], LO, HI);                                                            \
+            float r = (c + shift) - shift;                                                                   \
+            float d = c - r; /* a tie rounded to even toward zero (d = +-0.5, the sign of c) moves away */   \
+            if (LO >= 0.0f)  /* unsigned: c >= 0 */                                                         \
+                r = r + (d == 0.5f ? 1.0f : 0.0f);                                                           \
+            else                                                                                             \
+                r = ((d == 0.5f) & (c > 0.0f)) | ((d == -0.5f) & (c < 0.0f)) ? c + d : r;                     \
+            out[i] = (T)(int32_t)r;                                                                          \
+        }                                                                                                    \
+    }                                                                                                        \
+    /* Each row's runs of equal even[v] rounded by the one rule. */                                          \
     static void round_rows_##T(const float *in, void *dst, Py_ssize_t count, Py_ssize_t row_len,             \
-                               const unsigned char *even) {                                                 \
+                               const unsigned char *even, const Py_ssize_t *runs, Py_ssize_t n_runs) {       \
         T *out = dst;                                                                                        \
         for (Py_ssize_t i = 0; i < count; i += row_len)                                                      \
-            for (Py_ssize_t v = 0; v < row_len; v++)                                                         \
-                out[i + v] = (T)round_clamp(in[i + v], even[v], LO, HI);                                     \
+            for (Py_ssize_t r = 0; r < n_runs; r++) {                                                        \
+                Py_ssize_t start = runs[r], end = runs[r + 1];                                               \
+                if (even[start])                                                                             \
+                    round_even_##T(in + i + start, out + i + start, end - start);                            \
+                else                                                                                         \
+                    round_away_##T(in + i + start, out + i + start, end - start);                            \
+            }                                                                                                \
     }
-ROUND_ROWS(uint8_t, 0, 255)
-ROUND_ROWS(int8_t, -128, 127)
-ROUND_ROWS(uint16_t, 0, 65535)
-ROUND_ROWS(int16_t, -32768, 32767)
+ROUNDING(uint8_t, 0.0f, 255.0f)
+ROUNDING(int8_t, -128.0f, 127.0f)
+ROUNDING(uint16_t, 0.0f, 65535.0f)
+ROUNDING(int16_t, -32768.0f, 32767.0f)
 #pragma GCC pop_options
 
 static PyObject *round_saturate(PyObject *self, PyObject *args) {
@@ -240,26 +255,29 @@ static PyObject *round_saturate(PyObject *self, PyObject *args) {
                || (even_buf.len != 0 && even_buf.len != row_len)) {
         PyErr_SetString(PyExc_ValueError, "round_saturate: a buffer's size does not match the shapes");
     } else {
-        unsigned char *none = NULL;
-        const unsigned char *even = even_buf.buf;
-        if (even_buf.len == 0) {  /* no lane rounds to even: a row of zeros */
-            even = none = PyMem_RawCalloc(row_len, 1);
-            if (none == NULL) {
-                PyErr_NoMemory();
-                goto done;
-            }
+        /* the row's runs of equal even[v]: runs[r] .. runs[r + 1]; no lanes: one run rounded away */
+        static const unsigned char away_only[1] = {0};
+        const unsigned char *even = even_buf.len ? even_buf.buf : away_only;
+        Py_ssize_t *runs = PyMem_RawMalloc(sizeof(Py_ssize_t) * (row_len + 1)), n_runs = 0;
+        if (runs == NULL) {
+            PyErr_NoMemory();
+            goto done;
         }
+        for (Py_ssize_t v = 0; v < (even_buf.len ? row_len : 1); v++)
+            if (v == 0 || (even[v] != 0) != (even[v - 1] != 0))
+                runs[n_runs++] = v;
+        runs[n_runs] = row_len;
         Py_BEGIN_ALLOW_THREADS
         if (type == 'B')
-            round_rows_uint8_t(src.buf, dst.buf, count, row_len, even);
+            round_rows_uint8_t(src.buf, dst.buf, count, row_len, even, runs, n_runs);
         else if (type == 'b')
-            round_rows_int8_t(src.buf, dst.buf, count, row_len, even);
+            round_rows_int8_t(src.buf, dst.buf, count, row_len, even, runs, n_runs);
         else if (type == 'H')
-            round_rows_uint16_t(src.buf, dst.buf, count, row_len, even);
+            round_rows_uint16_t(src.buf, dst.buf, count, row_len, even, runs, n_runs);
         else
-            round_rows_int16_t(src.buf, dst.buf, count, row_len, even);
+            round_rows_int16_t(src.buf, dst.buf, count, row_len, even, runs, n_runs);
         Py_END_ALLOW_THREADS
-        PyMem_RawFree(none);
+        PyMem_RawFree(runs);
         result = Py_NewRef(Py_None);
     }
 done:
