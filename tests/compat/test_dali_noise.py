@@ -213,3 +213,35 @@ def test_refusals_name_the_operator_and_argument():
         _pipe(lambda x: fn.random.normal(x, shape=[3]))
     with pytest.raises(NotImplementedError, match="fn.noise.shot does not support argument.*gain"):
         _pipe(lambda x: fn.noise.shot(x, gain=2))
+
+
+def _dali_pipe(graph):
+    dali = import_dali()
+
+    @dali.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        return graph(dali.fn, dali.fn.external_source(source=lambda: U8[:1], batch=True, layout="HWC"))
+    p = pipe()
+    p.build()
+    return p.run()
+
+
+def test_arguments_dali_refuses_are_refused_by_name():
+    """A float scalar ``a`` (both a RuntimeError), a probability outside [0, 1], a negative shape: DALI refuses
+    them all; fastload names the operator and argument."""
+    def float_a(fn, x):
+        return fn.random.choice(2.5)
+    with pytest.raises(RuntimeError, match="not supported for 0D inputs"):
+        _dali_pipe(float_a)
+    with pytest.raises(RuntimeError, match="fn.random.choice: data type torch.float32 is not supported for a 0-d"):
+        _pipe(lambda x: float_a(ours.fn, x))
+    for graph, match in ((lambda fn, x: fn.random.choice(3, p=[-.5, .5, 1]),
+                          r"fn.random.choice: argument p: probabilities must be in range \[0, 1\], got -0.5 at "
+                          r"index 0"),
+                         (lambda fn, x: fn.random.normal(shape=[-1]),
+                          r"fn.random.normal: argument shape must not have negative extents, got \[-1\]"),
+                         (lambda fn, x: fn.random.choice(4, shape=[2, -3]), "fn.random.choice: argument shape")):
+        with pytest.raises(RuntimeError):
+            _dali_pipe(graph)
+        with pytest.raises(ValueError, match=match):
+            _pipe(lambda x, graph=graph: graph(ours.fn, x))

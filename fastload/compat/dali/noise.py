@@ -10,9 +10,11 @@ own stream for the operator (``SampleContext.rng``): the same seed gives the sam
   (float16 and bool refused, as DALI), an integer type rounding halves away from zero and saturating
   (ConvertSat). Shape: ``shape``, or the shape of an input given (not both); a scalar otherwise.
 - ``random.beta``: Beta(``alpha``, ``beta``), both positive and finite; float32 or float64 only.
-- ``random.choice``: ``a`` an int (values ``0 .. a-1``, in its type: a Python int is int32) or an array whose
-  first axis is drawn from (output ``shape + a.shape[1:]``, ``a``'s type); ``p`` sums to 1 within 1e-4 and has
-  one value per element; ``a`` may be a per-sample input.
+- ``random.choice``: ``a`` an int (values ``0 .. a-1``, in its type: a Python int is int32; a float or bool
+  scalar is refused, as DALI's) or an array whose first axis is drawn from (output ``shape + a.shape[1:]``,
+  ``a``'s type); ``p`` has one value in [0, 1] per element and sums to 1 within 1e-4; ``a`` may be a per-sample
+  input.
+- ``shape`` with a negative extent is an error naming the operator (DALI's too).
 - ``noise.gaussian``: ``x + n`` with n ~ N(``mean``, ``stddev``) in float32 (float64 for 32- and 64-bit
   integers), rounded halves away from zero and saturated into the input's type: ``stddev=0`` and ``mean=0``
   leave the sample as it is, ``mean=0.5`` adds 1 to every integer value.
@@ -62,9 +64,16 @@ def _like(operator_name: str, shape, like: list) -> None:
         raise TypeError(f"fastload.compat.dali: {operator_name} takes at most one input (its shape is the output's)")
 
 
-def _dims(shape, like) -> tuple:
-    """One sample's output shape: the shape-like input's, or ``shape`` (resolved for the sample)."""
-    return tuple(like[0].shape) if like else tuple(int(d) for d in _shape(shape))
+def _dims(operator_name: str, shape, like) -> tuple:
+    """One sample's output shape: the shape-like input's, or ``shape`` (resolved for the sample; a negative
+    extent is an error, as DALI's)."""
+    if like:
+        return tuple(like[0].shape)
+    dims = tuple(int(d) for d in _shape(shape))
+    if any(d < 0 for d in dims):
+        raise ValueError(f"fastload.compat.dali: {operator_name}: argument shape must not have negative extents, "
+                         f"got {list(dims)}")
+    return dims
 
 
 # ---------------------------------------------------------------------------------------- random.normal
@@ -85,7 +94,7 @@ def random_normal(*like, mean=0.0, stddev=1.0, shape=None, dtype=None, device=No
                         f"types, float32, float64)")
 
     def run(ctx, op, *shape_like, mean, stddev, shape):
-        out = _dims(shape, shape_like)
+        out = _dims(name, shape, shape_like)
         z = generator(ctx, op).standard_normal(out)
         values = torch.from_numpy(np.asarray(float(mean) + float(stddev) * z, dtype=np.float64))
         return convert_sat(values, target) if not target.is_floating_point else values.to(target)
@@ -115,7 +124,7 @@ def random_beta(*like, alpha=1.0, beta=1.0, shape=None, dtype=None, device=None,
 
     def run(ctx, op, *shape_like, alpha, beta, shape):
         a, b = _positive(name, "alpha", alpha), _positive(name, "beta", beta)
-        values = generator(ctx, op).beta(a, b, _dims(shape, shape_like))
+        values = generator(ctx, op).beta(a, b, _dims(name, shape, shape_like))
         return torch.from_numpy(np.asarray(values, dtype=np.float64)).to(target)
     return _one(_seeded(Op("random.beta", run, list(like), {"alpha": alpha, "beta": beta, "shape": shape},
                            device=_device(like, device or "cpu"), fusable=False), args))
@@ -126,6 +135,9 @@ def random_beta(*like, alpha=1.0, beta=1.0, shape=None, dtype=None, device=None,
 def choose(a: torch.Tensor, p, dims: tuple, rng: np.random.Generator) -> torch.Tensor:
     """``dims`` draws from ``a`` (a scalar n: 0..n-1; else ``a``'s first axis) with probabilities ``p``."""
     name = "fn.random.choice"
+    if a.dim() == 0 and (a.dtype.is_floating_point or a.dtype == torch.bool):  # DALI: a RuntimeError
+        raise RuntimeError(f"fastload.compat.dali: {name}: data type {a.dtype} is not supported for a 0-d input a "
+                           f"(the number of values to choose from); supported: the integer types")
     count = int(a.item()) if a.dim() == 0 else a.shape[0]
     if count <= 0:
         raise ValueError(f"fastload.compat.dali: {name}: expected a positive number of elements to sample, "
@@ -136,6 +148,10 @@ def choose(a: torch.Tensor, p, dims: tuple, rng: np.random.Generator) -> torch.T
         if probs.size != count:
             raise ValueError(f"fastload.compat.dali: {name}: argument p has {probs.size} values for {count} "
                              f"elements")
+        outside = np.flatnonzero(~((probs >= 0) & (probs <= 1)))
+        if outside.size:
+            raise ValueError(f"fastload.compat.dali: {name}: argument p: probabilities must be in range [0, 1], got "
+                             f"{probs[outside[0]]} at index {outside[0]}")
         if abs(probs.sum() - 1.0) >= 1e-4:
             raise ValueError(f"fastload.compat.dali: {name}: the probabilities p must sum to 1, got {probs.sum()}")
         probs = probs / probs.sum()
@@ -159,7 +175,7 @@ def random_choice(a, *like, p=None, shape=None, device=None, **args):
 
     def run(ctx, op, values, *shape_like, p, shape):
         values = torch.as_tensor(values).cpu()
-        return choose(values, p, _dims(shape, shape_like), generator(ctx, op))
+        return choose(values, p, _dims(name, shape, shape_like), generator(ctx, op))
     inputs = [a, *like]
     return _one(_seeded(Op("random.choice", run, inputs, {"p": p, "shape": shape},
                            device=_device(inputs, device or "cpu"), fusable=False), args))
