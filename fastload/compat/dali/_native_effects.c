@@ -342,13 +342,28 @@ static int displace(const void *src, void *dst, Py_ssize_t height, Py_ssize_t wi
     char *out = dst;
     for (Py_ssize_t y = 0; y < height; y++) {
         if (wave_x != NULL) { /* water: x + ampl_x sin(...) of the row, y + ampl_y cos(...) of the column */
-            for (Py_ssize_t x = 0; x < width; x++) {
-                xs[x] = (float)x + wave_x[y];
-                ys[x] = (float)y + wave_y[x];
+            const float wave = wave_x[y], row = (float)y;
+            for (int32_t x = 0; x < (int32_t)width; x++) { /* an int32 index: the conversion vectorises */
+                xs[x] = (float)x + wave;
+                ys[x] = row + wave_y[x];
             }
         } else { /* sphere: the pixel centre pushed out radially */
             const float ty = ((float)y + 0.5f) - mid_y;
-            for (Py_ssize_t x = 0; x < width; x++) {
+            Py_ssize_t x = 0;
+#ifdef __SSE2__
+            /* four at a time: sqrtps is correctly rounded, as sqrtf (which the compiler keeps scalar for errno) */
+            const __m128 half = _mm_set1_ps(0.5f), mx = _mm_set1_ps(mid_x), my = _mm_set1_ps(mid_y);
+            const __m128 vty = _mm_set1_ps(ty), tyty = _mm_set1_ps(ty * ty), dv = _mm_set1_ps(d);
+            for (; x + 4 <= width; x += 4) {
+                const int32_t i = (int32_t)x;
+                const __m128 tx = _mm_sub_ps(_mm_add_ps(_mm_cvtepi32_ps(_mm_setr_epi32(i, i + 1, i + 2, i + 3)),
+                                                        half), mx);
+                const __m128 rad = _mm_div_ps(_mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(tx, tx), tyty)), dv);
+                _mm_storeu_ps(xs + x, _mm_add_ps(mx, _mm_mul_ps(rad, tx)));
+                _mm_storeu_ps(ys + x, _mm_add_ps(my, _mm_mul_ps(rad, vty)));
+            }
+#endif
+            for (; x < width; x++) {
                 const float tx = ((float)x + 0.5f) - mid_x;
                 const float rad = sqrtf(tx * tx + ty * ty) / d;
                 xs[x] = mid_x + rad * tx;
@@ -377,7 +392,7 @@ static PyObject *displacement(PyObject *args, int water) {
     PyObject *result = NULL;
     const char *name = water ? "water" : "sphere";
     if (!check_types(name, type, type)) {
-    } else if (height < 0 || width < 0 || channels < 1) {
+    } else if (height < 0 || width < 0 || channels < 1 || width > INT32_MAX - 4) {
         PyErr_Format(PyExc_ValueError, "%s: bad shape", name);
     } else if (check_sizes(name, src.len == type_size(type) * height * width * channels && dst.len == src.len
                            && (!water || (wave_x.len == (Py_ssize_t)sizeof(float) * height
