@@ -53,17 +53,6 @@ static Py_ssize_t type_size(int type) {
     }
 }
 
-static inline float load(const void *buf, Py_ssize_t i, int type) {
-    switch (type) {
-    case 'B': return ((const uint8_t *)buf)[i];
-    case 'b': return ((const int8_t *)buf)[i];
-    case 'H': return ((const uint16_t *)buf)[i];
-    case 'h': return ((const int16_t *)buf)[i];
-    case 'i': return (float)((const int32_t *)buf)[i];
-    default: return ((const float *)buf)[i];
-    }
-}
-
 /* C's roundf (halves away from zero) without the library call: v - truncf(v) is exact, so the tie test is;
  * infinities and NaN come back as they are. */
 static inline float round_away(float v) {
@@ -326,26 +315,43 @@ static inline Py_ssize_t tap_index(const Image *s, int64_t iy, int64_t ix) {
     return (by * s->width + bx) * s->channels;
 }
 
-static inline float tap_value(const Image *s, Py_ssize_t index, Py_ssize_t c) {
-    return index < 0 ? load(s->fill, c, s->type) : load(s->src, index + c, s->type);
+/* remap.py's `_to_type` of one value: rint (halves to even), clamped to the type's range; NaN gives 0 (numpy's
+ * cast on x86). float32 values are kept as they are. */
+static inline float keep(float v) {
+    return v;
 }
 
-/* remap.py's `_to_type` of one value: float32 as it is, else rint (halves to even), clamped to the type's range;
- * NaN gives 0 (numpy's cast on x86). */
-static inline void store(void *dst, Py_ssize_t i, float v, int type) {
-    if (type == 'f') {
-        ((float *)dst)[i] = v;
-        return;
-    }
-    float hi = type == 'B' ? 255.0f : 65535.0f;
+static inline uint8_t to_uint8(float v) {
     float r = rintf(v);
-    r = r < 0.0f ? 0.0f : (r > hi ? hi : r);
-    int32_t n = r == r ? (int32_t)r : 0;
-    if (type == 'B')
-        ((uint8_t *)dst)[i] = (uint8_t)n;
-    else
-        ((uint16_t *)dst)[i] = (uint16_t)n;
+    r = r < 0.0f ? 0.0f : (r > 255.0f ? 255.0f : r);
+    return r == r ? (uint8_t)(int32_t)r : 0;
 }
+
+static inline uint16_t to_uint16(float v) {
+    float r = rintf(v);
+    r = r < 0.0f ? 0.0f : (r > 65535.0f ? 65535.0f : r);
+    return r == r ? (uint16_t)(int32_t)r : 0;
+}
+
+/* One output pixel of the linear kernel for an image of type T: each tap the pixel at its offset or the fill
+ * value (offset -1), interpolated p0 + a (p1 - p0) in one rounding along x, then y. */
+#define BLEND(T, STORE)                                                                                      \
+    static inline __attribute__((always_inline)) void blend_##T(                                             \
+        const Image *s, Py_ssize_t i00, Py_ssize_t i01, Py_ssize_t i10, Py_ssize_t i11, float ax, float ay,  \
+        T *out) {                                                                                            \
+        const T *src = s->src, *fill = s->fill;                                                              \
+        for (Py_ssize_t c = 0; c < s->channels; c++) {                                                       \
+            float p00 = i00 < 0 ? (float)fill[c] : (float)src[i00 + c];                                      \
+            float p01 = i01 < 0 ? (float)fill[c] : (float)src[i01 + c];                                      \
+            float p10 = i10 < 0 ? (float)fill[c] : (float)src[i10 + c];                                      \
+            float p11 = i11 < 0 ? (float)fill[c] : (float)src[i11 + c];                                      \
+            float top = fmaf(ax, p01 - p00, p00), bottom = fmaf(ax, p11 - p10, p10);                         \
+            out[c] = STORE(fmaf(ay, bottom - top, top));                                                     \
+        }                                                                                                    \
+    }
+BLEND(uint8_t, to_uint8)
+BLEND(uint16_t, to_uint16)
+BLEND(float, keep)
 
 /* fmaf is correctly rounded with or without the FMA instruction: the clone only makes it one instruction. */
 __attribute__((target_clones("fma", "default")))
@@ -393,12 +399,12 @@ static void perspective(const Image *s, void *dst, Py_ssize_t out_h, Py_ssize_t 
                 i10 = tap_index(s, iy + 1, ix);
                 i11 = tap_index(s, iy + 1, ix + 1);
             }
-            for (Py_ssize_t c = 0; c < channels; c++) {
-                float p00 = tap_value(s, i00, c), p01 = tap_value(s, i01, c);
-                float p10 = tap_value(s, i10, c), p11 = tap_value(s, i11, c);
-                float top = fmaf(ax, p01 - p00, p00), bottom = fmaf(ax, p11 - p10, p10);
-                store(dst, o + c, fmaf(ay, bottom - top, top), s->type);
-            }
+            if (s->type == 'B')
+                blend_uint8_t(s, i00, i01, i10, i11, ax, ay, (uint8_t *)dst + o);
+            else if (s->type == 'H')
+                blend_uint16_t(s, i00, i01, i10, i11, ax, ay, (uint16_t *)dst + o);
+            else
+                blend_float(s, i00, i01, i10, i11, ax, ay, (float *)dst + o);
         }
     }
 }
