@@ -87,12 +87,6 @@ def _round_half_away(value: float) -> int:
     return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
 
 
-def _convert(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """DALI's ConvertSat of ``x`` to ``dtype`` (``conversions.convert_sat``, given a 1D view: it fails on 0D
-    integer tensors)."""
-    return convert_sat(x.reshape(-1), dtype).reshape(x.shape)
-
-
 def _tensor(value) -> torch.Tensor:
     """An input's value as a tensor: a Python constant given as an input is typed as DALI types it (int -> int32,
     float -> float32, bool -> bool)."""
@@ -442,7 +436,7 @@ def constant(*, fdata=None, idata=None, shape=None, layout=None, dtype=None, dev
     layout = str(layout) if layout is not None else ""
     if layout and len(layout) != len(dims):
         raise ValueError(f"{PREFIX}: fn.constant: layout {layout!r} does not fit the shape {dims}")
-    tensor = _convert(values, target)
+    tensor = convert_sat(values, target)
     tensor = (tensor.expand(_volume(dims)) if tensor.numel() == 1 else tensor).reshape(dims).contiguous()
     return _one(Op("constant", lambda ctx, op: tensor, [], {}, device=device or "cpu", layouts=(layout,),
                    fusable=False))
@@ -460,7 +454,7 @@ def copy(data, *, device=None, **args):
 def cast_like(data, like, *, device=None, **args):
     """``fn.cast_like``: ``data`` converted to the type of ``like`` as ``fn.cast`` converts (DALI's ConvertSat)."""
     check_args("fn.cast_like", args, set())
-    return _one(Op("cast_like", lambda ctx, op, x, y: _convert(_tensor(x), _tensor(y).dtype), [data, like], {},
+    return _one(Op("cast_like", lambda ctx, op, x, y: convert_sat(_tensor(x), _tensor(y).dtype), [data, like], {},
                    device=_device([data, like], device), layouts=(data.layout(),), fusable=False))
 
 
@@ -616,11 +610,11 @@ def _filled(operator: str, *, shape, layout, dtype, value=None, fill=None, devic
                 raise ValueError(f"{PREFIX}: {operator}: layout {layout!r} has {len(layout)} dimensions but the "
                                  f"output shape {out_shape} has {len(out_shape)}")
         if filler is None:
-            return _convert(torch.full(out_shape, value, dtype=torch.int64), target or torch.int32)
+            return convert_sat(torch.full(out_shape, value, dtype=torch.int64), target or torch.int32)
         if filler.dtype not in _VALUE_TYPES:
             raise TypeError(f"{PREFIX}: {operator}: unsupported fill type {filler.dtype}")
         out = _broadcast_fill(operator, filler, out_shape)
-        return _convert(out.contiguous(), target) if target is not None else out.contiguous()
+        return convert_sat(out.contiguous(), target) if target is not None else out.contiguous()
 
     inputs = ([fill] if fill is not None else []) + ([shape] if per_sample else [])
     return _one(Op(operator[3:], run, inputs, {}, device=_cpu_only(operator, inputs, device), layouts=(layout,),
@@ -670,8 +664,8 @@ def _like(operator: str, data, fill=None, value=None, dtype=None, device=None):
     def run(ctx, op, x, *filler):
         out_type = target or x.dtype
         if filler:
-            return _convert(_broadcast_fill(operator, _tensor(filler[0]), x.shape).contiguous(), out_type)
-        return _convert(torch.full(tuple(x.shape), value, dtype=torch.int64), out_type)
+            return convert_sat(_broadcast_fill(operator, _tensor(filler[0]), x.shape).contiguous(), out_type)
+        return convert_sat(torch.full(tuple(x.shape), value, dtype=torch.int64), out_type)
     inputs = [data] + ([fill] if fill is not None else [])
     return _one(Op(operator[3:], run, inputs, {}, device=_cpu_only(operator, inputs, device),
                    layouts=(data.layout(),), fusable=False))
