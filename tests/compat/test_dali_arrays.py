@@ -150,6 +150,8 @@ def test_one_hot_refuses_what_dali_refuses():
     assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis=3), labels, "AB", "axis")
     assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, axis_name="K"), labels, "", "layout")
     assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, dtype=types.BOOL), labels, "AB", "type")
+    assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=-2), labels, "AB",
+                       "fn.one_hot: argument num_classes must not be negative, got -2")
 
 
 # -------------------------------------------------------------------------------------------------- shapes
@@ -176,6 +178,8 @@ def test_constant_matches_dali():
     assert_both_refuse(lambda fn, types, x: fn.constant(idata=[1, 2], layout="AB"), match="layout")
     assert_both_refuse(lambda fn, types, x: fn.constant(fdata=[0.5], dtype=types.FLOAT64), match="type")
     assert_both_refuse(lambda fn, types, x: fn.constant(idata=[1], fdata=[1.0]), match="exclusive")
+    assert_both_refuse(lambda fn, types, x: fn.constant(fdata=[1.0], shape=[-1]),
+                       match=r"fn.constant: argument shape has a negative extent: \[-1\]")
 
 
 def test_copy_and_cast_like_match_dali():
@@ -236,6 +240,11 @@ def test_zeros_ones_and_full_match_dali():
     assert_both_refuse(lambda fn, types, x: fn.full(x, shape=fn.shapes(x, dtype=types.INT32)), columns, "AB",
                        "layout")
     assert_both_refuse(lambda fn, types, x: fn.zeros(shape=fn.shapes(x)), columns, "AB", "int32")
+    negative = [np.array(s, dtype=np.int32) for s in ([2, 3], [1, -4], [2, 7])]
+    with pytest.raises(ValueError, match=r"fn.zeros: argument shape has a negative extent in a sample: \[1, -4\]"):
+        # (DALI 2.4 crashes, a segmentation fault, on it)
+        run(ours, columns, lambda fn, types, x: fn.zeros(shape=fn.external_source(source=lambda: negative,
+                                                                                  batch=True)), "AB")
 
 
 # ------------------------------------------------------------------------------- element_extract / get_property

@@ -338,6 +338,8 @@ def one_hot(data, *, num_classes=0, axis=None, on_value=1.0, off_value=0.0, dtyp
     if axis_name is not None and len(str(axis_name)) != 1:
         raise ValueError(f"{PREFIX}: fn.one_hot: axis_name must be one character; got {axis_name!r}")
     classes = int(num_classes)
+    if classes < 0:  # DALI: a RuntimeError from its buffer's size
+        raise ValueError(f"{PREFIX}: fn.one_hot: argument num_classes must not be negative, got {classes}")
     on = _static_cast(float(np.float32(on_value)), target)
     off = _static_cast(float(np.float32(off_value)), target)
     in_layout = data.layout()
@@ -431,6 +433,8 @@ def constant(*, fdata=None, idata=None, shape=None, layout=None, dtype=None, dev
     if target not in _CONSTANT_TYPES:
         raise TypeError(f"{PREFIX}: fn.constant: unsupported type {target}")
     dims = _ints(shape) if shape is not None else [values.numel()]
+    if any(e < 0 for e in dims):  # DALI: a RuntimeError from its buffer's size
+        raise ValueError(f"{PREFIX}: fn.constant: argument shape has a negative extent: {dims}")
     if values.numel() not in (1, _volume(dims)):
         raise ValueError(f"{PREFIX}: fn.constant: {values.numel()} values do not fill the shape {dims}")
     layout = str(layout) if layout is not None else ""
@@ -606,6 +610,9 @@ def _filled(operator: str, *, shape, layout, dtype, value=None, fill=None, devic
             if v.dtype != torch.int32:
                 raise TypeError(f"{PREFIX}: {operator}: a shape given per sample must be int32; got {v.dtype}")
             out_shape = [int(e) for e in v.reshape(-1).tolist()]
+            if any(e < 0 for e in out_shape):
+                raise ValueError(f"{PREFIX}: {operator}: argument shape has a negative extent in a sample: "
+                                 f"{out_shape}")
             if layout and len(layout) != len(out_shape):
                 raise ValueError(f"{PREFIX}: {operator}: layout {layout!r} has {len(layout)} dimensions but the "
                                  f"output shape {out_shape} has {len(out_shape)}")
