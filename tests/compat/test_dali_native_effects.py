@@ -109,7 +109,8 @@ def test_fn_water_and_fn_sphere_equal_their_torch_versions(height, width, channe
         image = image.flip(0)  # a strided view
     fill = float(rng.choice([0.0, 118.0])) if kind == "uint8" else float(rng.uniform(-5, 300))
     waves = {"ampl_x": float(rng.uniform(-12, 12)), "ampl_y": float(rng.uniform(-12, 12)),
-             "freq_x": float(rng.uniform(0, 1)), "phase_y": float(rng.uniform(-3, 3))}
+             "freq_x": float(rng.uniform(-9, 9)), "freq_y": float(rng.uniform(0, 1)),
+             "phase_x": float(rng.uniform(-300, 300)), "phase_y": float(rng.uniform(-3, 3))}  # sinf/cosf's range
     for run in (lambda: effects.water_image(image, fill, interp, **waves),
                 lambda: effects.water_image(image, fill, interp),
                 lambda: effects.sphere_image(image, fill, interp)):
@@ -183,7 +184,7 @@ def test_bad_buffers_are_refused_not_read_past():
         native.sample(src, np.zeros(6, np.uint8), 2, 2, 3, "B", np.zeros(3, np.float32), np.zeros(2, np.float32),
                       0.0, False)
     with pytest.raises(ValueError, match="size does not match"):
-        native.water(src, src, 2, 2, 3, "B", np.zeros(2, np.float32), np.zeros(3, np.float32), 0.0, False)
+        native.water(src, small, 2, 2, 3, "B", (1.0, 1.0, 0.1, 0.1, 0.0, 0.0), 0.0, False)
     with pytest.raises(ValueError, match="size does not match"):
         native.sphere(src, small, 2, 2, 3, "B", 0.0, False)
     with pytest.raises(ValueError, match="size does not match"):

@@ -16,8 +16,8 @@
  *     src_x, src_y: out_h * out_w float32 source points; dst: out_h * out_w * channels of `type`
  *     nearest: the pixel the point falls in; linear: between pixel centres; taps outside read `fill`
  *     (effects.py's sample_at)
- *   water(src, dst, height, width, channels, type, wave_x, wave_y, fill, linear)
- *     sample at (x + wave_x[y], y + wave_y[x]) (wave_x: height float32, wave_y: width float32), same size
+ *   water(src, dst, height, width, channels, type, (ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y), fill, linear)
+ *     sample at (x + ampl_x sinf(freq_x y + phase_x), y + ampl_y cosf(freq_y x + phase_y)), float32, same size
  *   sphere(src, dst, height, width, channels, type, fill, linear)
  *     sample at the pixel centres pushed out radially (effects.py's sphere_points), same size
  *   correlate(src, dst, outer, extent, inner, in_type, window, scale)
@@ -332,16 +332,29 @@ static PyObject *sample(PyObject *self, PyObject *args) {
  * sphere_points make them, in float32 op by op), then sampled as above. */
 VECTOR_LOOP
 static int displace(const void *src, void *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels, int type,
-                    const float *wave_x, const float *wave_y, float fill, int linear) {
+                    const float *waves, float fill, int linear) {
     float *xs = PyMem_RawMalloc(sizeof(float) * (2 * width + 1));
     if (xs == NULL)
         return -1;
     float *ys = xs + width;
+    float *wave_x = NULL, *wave_y = NULL;
+    if (waves != NULL) { /* water: ampl * sinf(freq * i + phase), the C library's sinf/cosf as DALI calls them */
+        wave_x = PyMem_RawMalloc(sizeof(float) * (height + width + 1));
+        if (wave_x == NULL) {
+            PyMem_RawFree(xs);
+            return -1;
+        }
+        wave_y = wave_x + height;
+        for (Py_ssize_t y = 0; y < height; y++)
+            wave_x[y] = waves[0] * sinf(waves[2] * (float)y + waves[4]);
+        for (Py_ssize_t x = 0; x < width; x++)
+            wave_y[x] = waves[1] * cosf(waves[3] * (float)x + waves[5]);
+    }
     const float mid_x = (float)(width * 0.5), mid_y = (float)(height * 0.5);
     const float d = (float)(int64_t)(mid_x > mid_y ? mid_x : mid_y);
     char *out = dst;
     for (Py_ssize_t y = 0; y < height; y++) {
-        if (wave_x != NULL) { /* water: x + ampl_x sin(...) of the row, y + ampl_y cos(...) of the column */
+        if (waves != NULL) { /* water: x + ampl_x sin(...) of the row, y + ampl_y cos(...) of the column */
             const float wave = wave_x[y], row = (float)y;
             for (int32_t x = 0; x < (int32_t)width; x++) { /* an int32 index: the conversion vectorises */
                 xs[x] = (float)x + wave;
@@ -373,18 +386,19 @@ static int displace(const void *src, void *dst, Py_ssize_t height, Py_ssize_t wi
         sample_run(src, out + y * width * channels * type_size(type), height, width, channels, type, xs, ys, width,
                    fill, linear);
     }
+    PyMem_RawFree(wave_x);
     PyMem_RawFree(xs);
     return 0;
 }
 
 static PyObject *displacement(PyObject *args, int water) {
-    Py_buffer src, dst, wave_x = {0}, wave_y = {0};
+    Py_buffer src, dst;
     Py_ssize_t height, width, channels;
     int type, linear, ok;
-    float fill;
+    float fill, waves[6]; /* ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y */
     if (water)
-        ok = PyArg_ParseTuple(args, "y*w*nnnCy*y*fp", &src, &dst, &height, &width, &channels, &type, &wave_x,
-                              &wave_y, &fill, &linear);
+        ok = PyArg_ParseTuple(args, "y*w*nnnC(ffffff)fp", &src, &dst, &height, &width, &channels, &type, &waves[0],
+                              &waves[1], &waves[2], &waves[3], &waves[4], &waves[5], &fill, &linear);
     else
         ok = PyArg_ParseTuple(args, "y*w*nnnCfp", &src, &dst, &height, &width, &channels, &type, &fill, &linear);
     if (!ok)
@@ -394,22 +408,15 @@ static PyObject *displacement(PyObject *args, int water) {
     if (!check_types(name, type, type)) {
     } else if (height < 0 || width < 0 || channels < 1 || width > INT32_MAX - 4) {
         PyErr_Format(PyExc_ValueError, "%s: bad shape", name);
-    } else if (check_sizes(name, src.len == type_size(type) * height * width * channels && dst.len == src.len
-                           && (!water || (wave_x.len == (Py_ssize_t)sizeof(float) * height
-                                          && wave_y.len == (Py_ssize_t)sizeof(float) * width)))) {
+    } else if (check_sizes(name, src.len == type_size(type) * height * width * channels && dst.len == src.len)) {
         int failed;
         Py_BEGIN_ALLOW_THREADS
-        failed = displace(src.buf, dst.buf, height, width, channels, type, water ? wave_x.buf : NULL,
-                          water ? wave_y.buf : NULL, fill, linear);
+        failed = displace(src.buf, dst.buf, height, width, channels, type, water ? waves : NULL, fill, linear);
         Py_END_ALLOW_THREADS
         result = failed ? PyErr_NoMemory() : Py_NewRef(Py_None);
     }
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
-    if (water) {
-        PyBuffer_Release(&wave_x);
-        PyBuffer_Release(&wave_y);
-    }
     return result;
 }
 

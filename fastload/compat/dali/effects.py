@@ -242,16 +242,16 @@ def _native_ready(image: torch.Tensor) -> bool:
 
 def water_image(image: torch.Tensor, fill: float, interp: str, **params) -> torch.Tensor:
     """One HWC sample through fn.water (``params``: its ampl/freq/phase arguments, DALI's defaults for the
-    others). In native code where built (``_native_effects.c`` water: the points made row by row, not as two
-    full-image arrays); else ``water_points`` and ``sample_at``."""
+    others). In native code where built (``_native_effects.c`` water: the waves from the C library's sinf/cosf,
+    which ``libm_float`` calls, the points made row by row); else ``water_points`` and ``sample_at``."""
     params = {**_WATER_DEFAULTS, **params}
     height, width = image.shape[:2]
     if not _native_ready(image):
         return sample_at(image, *water_points(height, width, **params), fill, interp)
-    wave_x, wave_y = water_waves(height, width, **params)
+    waves = tuple(float(_F32(params[k])) for k in ("ampl_x", "ampl_y", "freq_x", "freq_y", "phase_x", "phase_y"))
     src = image.contiguous()
     out = torch.empty(src.shape, dtype=src.dtype)
-    _native.water(src.numpy(), out.numpy(), height, width, src.shape[2], _NATIVE_TYPES[src.dtype], wave_x, wave_y,
+    _native.water(src.numpy(), out.numpy(), height, width, src.shape[2], _NATIVE_TYPES[src.dtype], waves,
                   float(_F32(fill)), interp != "nn")
     return out
 
