@@ -459,7 +459,7 @@ def _native_round(x: torch.Tensor, even: Optional[torch.Tensor], dtype: torch.dt
     row_len = x.shape[1] * x.shape[2]
     lanes = b""
     if even is not None:
-        lanes = even.expand(1, x.shape[1], x.shape[2]).reshape(-1).numpy().astype(np.uint8).tobytes()
+        lanes = np.broadcast_to(even.numpy(), (1, x.shape[1], x.shape[2])).astype(np.uint8)
     out = torch.empty(x.shape, dtype=dtype)
     _native.round_saturate(x.numpy(), out.numpy(), x.numel(), row_len, lanes, _NATIVE_TYPES[dtype])
     return out
