@@ -250,21 +250,40 @@ static inline Py_ssize_t cell(float v, Py_ssize_t extent) {
     return (Py_ssize_t)f;
 }
 
-/* Nearest: each output pixel a copy of the pixel its point falls in, or the fill (already of the type). */
+/* The samplers index pixels with int32 and compare coordinates in float32: sides up to 2**24 (exact in float32),
+ * fewer than 2**31 pixels. */
+static int small_image(Py_ssize_t height, Py_ssize_t width) {
+    return height <= (1 << 24) && width <= (1 << 24) && height * width <= INT32_MAX;
+}
+
+/* Nearest: each output pixel a copy of the pixel its point falls in, or the fill (already of the type). The
+ * pixel indices of a run of points first, in a vector loop (floors, bounds, int32 index; -1 outside: the
+ * image has fewer than 2**31 pixels), then the copies. */
 #define NEAREST(T)                                                                                                  \
     VECTOR_LOOP                                                                                                     \
     static void nearest_##T(const T *src, T *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,         \
                             const float *xs, const float *ys, Py_ssize_t count, T fill) {                           \
-        for (Py_ssize_t i = 0; i < count; i++) {                                                                    \
-            Py_ssize_t y = cell(ys[i], height), x = cell(xs[i], width);                                             \
-            T *out = dst + i * channels;                                                                            \
-            if (y >= 0 && y < height && x >= 0 && x < width) {                                                      \
-                const T *in = src + (y * width + x) * channels;                                                     \
-                for (Py_ssize_t c = 0; c < channels; c++)                                                           \
-                    out[c] = in[c];                                                                                 \
-            } else {                                                                                                \
-                for (Py_ssize_t c = 0; c < channels; c++)                                                           \
-                    out[c] = fill;                                                                                  \
+        int32_t index[256];                                                                                         \
+        const float h = (float)height, w = (float)width;                                                            \
+        const int32_t w32 = (int32_t)width;                                                                         \
+        for (Py_ssize_t i0 = 0; i0 < count; i0 += 256) {                                                            \
+            const int32_t n = (int32_t)(count - i0 < 256 ? count - i0 : 256);                                       \
+            for (int32_t j = 0; j < n; j++) {                                                                       \
+                const float fy = floorf(ys[i0 + j]), fx = floorf(xs[i0 + j]);                                       \
+                const int inside = (fy >= 0.0f) & (fy < h) & (fx >= 0.0f) & (fx < w);                               \
+                const int32_t y = (int32_t)(inside ? fy : 0.0f), x = (int32_t)(inside ? fx : 0.0f);                 \
+                index[j] = inside ? y * w32 + x : -1;                                                               \
+            }                                                                                                       \
+            T *out = dst + i0 * channels;                                                                           \
+            for (int32_t j = 0; j < n; j++, out += channels) {                                                      \
+                if (index[j] >= 0) {                                                                                \
+                    const T *in = src + (Py_ssize_t)index[j] * channels;                                            \
+                    for (Py_ssize_t c = 0; c < channels; c++)                                                       \
+                        out[c] = in[c];                                                                             \
+                } else {                                                                                            \
+                    for (Py_ssize_t c = 0; c < channels; c++)                                                       \
+                        out[c] = fill;                                                                              \
+                }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
     }
@@ -311,7 +330,7 @@ static PyObject *sample(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t count = xs.len / (Py_ssize_t)sizeof(float);
     if (!check_types("sample", type, type)) {
-    } else if (height < 0 || width < 0 || channels < 1) {
+    } else if (height < 0 || width < 0 || channels < 1 || !small_image(height, width)) {
         PyErr_SetString(PyExc_ValueError, "sample: bad shape");
     } else if (check_sizes("sample", src.len == type_size(type) * height * width * channels
                            && xs.len % (Py_ssize_t)sizeof(float) == 0 && ys.len == xs.len
@@ -406,7 +425,7 @@ static PyObject *displacement(PyObject *args, int water) {
     PyObject *result = NULL;
     const char *name = water ? "water" : "sphere";
     if (!check_types(name, type, type)) {
-    } else if (height < 0 || width < 0 || channels < 1 || width > INT32_MAX - 4) {
+    } else if (height < 0 || width < 0 || channels < 1 || !small_image(height, width)) {
         PyErr_Format(PyExc_ValueError, "%s: bad shape", name);
     } else if (check_sizes(name, src.len == type_size(type) * height * width * channels && dst.len == src.len)) {
         int failed;
