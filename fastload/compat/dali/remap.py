@@ -20,7 +20,8 @@ the ones measured there:
   whose 2x2 block is wholly outside is the fill value), replicate, reflect, reflect_101, wrap. Exact
   (tolerance 0) for all four types, both interpolations, every border, measured on an AVX2 machine (the
   16-column split is the vector width). DALI reads a batch's channel count from its first sample: keep
-  one channel count per batch.
+  one channel count per batch. Where the extension is built, the float32 kernels run in native code
+  (``_native_warp.c``), the numpy version their fallback and their tests' reference.
 
 Both are refused on the GPU (DALI's GPU operators are its own CUDA kernel and CV-CUDA's, not matched).
 DALI 2.4 has no CPU operator for ``fn.experimental.remap``, ``fn.experimental.median_blur``,

@@ -3,9 +3,10 @@
 ``fn.warp_affine`` (``geometry.py``) and ``fn.rotate`` are one sampler in DALI: a 2x3 destination-to-source
 matrix, each row's source points reached by adding the matrix's first column in float32 (from checkpoints
 every 256 columns), not computed directly. :func:`warp` takes the same steps, so coordinates, and
-outputs, match DALI's bit for bit; :func:`rotate` only builds its matrix and canvas. The sampler lives
-here, not in ``geometry.py``, because ``geometry`` builds graph operators (it imports ``operators``,
-which imports this module).
+outputs, match DALI's bit for bit; :func:`rotate` only builds its matrix and canvas. Where the extension is
+built the sampler runs in native code (``_native_warp.c``), the same steps in one pass without the GIL; the
+torch version is its fallback and its tests' reference. The sampler lives here, not in ``geometry.py``,
+because ``geometry`` builds graph operators (it imports ``operators``, which imports this module).
 """
 
 from __future__ import annotations
