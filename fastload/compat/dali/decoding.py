@@ -22,6 +22,9 @@ from .colour import _rgb_to_gray, _rgb_to_ycbcr
 _DALI_FORMATS = {"JPEG", "MPO", "JPEG2000", "TIFF", "PNG", "BMP", "PPM", "WEBP"}
 
 
+_ORIENTATION = 0x0112  # the EXIF Orientation tag
+
+
 def decode(data: bytes, output_type: str = "RGB") -> torch.Tensor:
     """fn.decoders.image(device="cpu"): the image as HWC uint8.
 
@@ -47,7 +50,8 @@ def decode(data: bytes, output_type: str = "RGB") -> torch.Tensor:
                              f"(each costs a pass over the whole image): refused")
         if kind == "GRAY" and image.format in ("JPEG", "MPO"):
             image.draft("L", image.size)
-        image = ImageOps.exif_transpose(image)
+        if image.getexif().get(_ORIENTATION, 1) != 1:  # (exif_transpose copies the decoded image even when not)
+            image = ImageOps.exif_transpose(image)
         if image.mode not in ("L", "RGB") or (image.mode == "L" and kind != "GRAY"):
             image = image.convert("RGB")
         array = torch.from_numpy(np.array(image))
