@@ -81,6 +81,43 @@ static inline Py_ssize_t clamp(Py_ssize_t i, Py_ssize_t lo, Py_ssize_t hi) {
         }                                                                                                    \
     }
 
+/* Three-channel rows in SSE2: a pixel's three values (and the next value, ignored) in one register, the tap's
+ * weight broadcast: each lane is the same float products and in-order sums as the scalar code. Reading four
+ * values at a pixel reads one past it, and writing four writes the next pixel's first value (written again
+ * after): both stay inside the image except in its last row, which the scalar code does. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#include <string.h>
+#define HAVE_SSE2 1
+static inline __m128 load4_float(const float *p) { return _mm_loadu_ps(p); }
+static inline __m128 load4_uint8_t(const uint8_t *p) {
+    int32_t bytes;
+    memcpy(&bytes, p, 4);
+    __m128i zero = _mm_setzero_si128();
+    __m128i wide = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(bytes), zero), zero);
+    return _mm_cvtepi32_ps(wide);
+}
+#define COLUMNS3(T)                                                                                          \
+    static void columns3_##T(const T *row, float *out, const Py_ssize_t *offsets, const float *weights,     \
+                             Py_ssize_t out_size, Py_ssize_t support) {                                     \
+        for (Py_ssize_t j = 0; j < out_size; j++) {                                                          \
+            const float *w = weights + j * support;                                                          \
+            const Py_ssize_t *o = offsets + j * support;                                                     \
+            __m128 acc = _mm_mul_ps(load4_##T(row + o[0]), _mm_set1_ps(w[0]));                               \
+            for (Py_ssize_t k = 1; k < support; k++)                                                         \
+                acc = _mm_add_ps(acc, _mm_mul_ps(load4_##T(row + o[k]), _mm_set1_ps(w[k])));                 \
+            _mm_storeu_ps(out + j * 3, acc);                                                                 \
+        }                                                                                                    \
+    }
+#else
+#define HAVE_SSE2 0
+#define COLUMNS3(T)                                                                                          \
+    static void columns3_##T(const T *row, float *out, const Py_ssize_t *offsets, const float *weights,     \
+                             Py_ssize_t out_size, Py_ssize_t support) {}
+#endif
+COLUMNS3(float)
+COLUMNS3(uint8_t)
+
 /* Columns: each output pixel of a row is a weighted sum of that row's input pixels. `offsets` holds each
  * tap's clamped input offset (clamp(first[j] + k) * channels), computed once for all rows; three channels
  * (RGB) keep their three sums in registers. Each sum is still its products added in tap order. */
@@ -91,6 +128,10 @@ static inline Py_ssize_t clamp(Py_ssize_t i, Py_ssize_t lo, Py_ssize_t hi) {
         for (Py_ssize_t y = 0; y < height; y++) {                                                            \
             const T *row = src + y * width * channels;                                                       \
             float *out = dst + y * out_size * channels;                                                      \
+            if (HAVE_SSE2 && channels == 3 && y + 1 < height) {                                              \
+                columns3_##T(row, out, offsets, weights, out_size, support);                                 \
+                continue;                                                                                    \
+            }                                                                                                \
             for (Py_ssize_t j = 0; j < out_size; j++) {                                                      \
                 const float *w = weights + j * support;                                                      \
                 const Py_ssize_t *o = offsets + j * support;                                                 \
