@@ -143,14 +143,17 @@ def test_the_convolution_pass_equals_its_numpy_version(shape, kind, seed, size, 
     _same(torch.from_numpy(got), torch.from_numpy(expected))
 
 
-@settings(max_examples=20, deadline=None)
-@given(st.integers(1, 31), st.integers(1, 40), types, st.sampled_from([3, 5, 7]), seeds)
-def test_gaussian_blur_equals_its_numpy_version(height, width, kind, window_size, seed):
-    image = _image(np.random.default_rng(seed), (height, width, 3), _TYPES[kind])
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 31), st.integers(1, 40), st.sampled_from([1, 3, 4]), types,
+       st.tuples(st.sampled_from([1, 3, 5, 7, 9, 21]), st.sampled_from([1, 3, 5, 7, 9, 21])), seeds)
+def test_gaussian_blur_equals_its_numpy_version(height, width, channels, kind, window_sizes, seed):
+    # windows longer than the image too (several reflections); HWC in one native pass, CHW pass by pass
+    image = _image(np.random.default_rng(seed), (height, width, channels), _TYPES[kind])
     for dtype in (None, torch.float32):
-        got = filters.gaussian_blur_image(image, "HWC", 0.0, window_size, dtype)
-        with reference(filters):
-            _same(got, filters.gaussian_blur_image(image, "HWC", 0.0, window_size, dtype))
+        for layout, data in (("HWC", image), ("CHW", image.permute(2, 0, 1))):
+            got = filters.gaussian_blur_image(data, layout, 0.0, list(window_sizes), dtype)
+            with reference(filters):
+                _same(got, filters.gaussian_blur_image(data, layout, 0.0, list(window_sizes), dtype))
 
 
 @settings(max_examples=40, deadline=None)
@@ -202,5 +205,9 @@ def test_bad_buffers_are_refused_not_read_past():
         native.correlate(src, np.zeros(12, np.float32), 1, 4, 3, "B", np.ones(0, np.float32), None)
     with pytest.raises(ValueError, match="size does not match"):
         native.grid_mask(src, small, 2, 2, 3, "B", 1.0, 0.0, 0.0, 0.0, 0.5)
+    with pytest.raises(ValueError, match="size does not match"):
+        native.blur_hwc(src, small, 2, 2, 3, "B", "B", np.ones(3, np.float32), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="empty window"):
+        native.blur_hwc(src, src, 2, 2, 3, "B", "B", np.ones(0, np.float32), np.ones(3, np.float32))
     with pytest.raises(ValueError, match="size does not match"):
         native.to_uint8(np.zeros(3, np.float32), small, 3)

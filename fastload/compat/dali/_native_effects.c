@@ -26,6 +26,9 @@
  *     correlate_axis)
  *   grid_mask(src, dst, height, width, channels, type, ca, sa, sx, sy, ratio)
  *     HWC; the pixels remap.py's grid_keep drops multiplied by zero (ca, sa, sx, sy: its float32 constants)
+ *   blur_hwc(src, dst, height, width, channels, in_type, out_type, window_h, window_w)
+ *     correlate along W with window_w, then along H with window_h (unscaled), to out_type: filters.py's separable
+ *     and _finish on an HWC image, in one pass over its rows
  *   to_uint8(src, dst, count)
  *     float32 to uint8 by ConvertSat (engine's convert_sat)
  */
@@ -614,6 +617,115 @@ static PyObject *grid_mask(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------- blur_hwc */
+
+static Py_ssize_t *reflect_table(Py_ssize_t extent, Py_ssize_t size) {
+    Py_ssize_t *index = PyMem_RawMalloc(sizeof(Py_ssize_t) * (extent * size + 1));
+    if (index != NULL)
+        for (Py_ssize_t p = 0; p < extent; p++)
+            for (Py_ssize_t k = 0; k < size; k++)
+                index[p * size + k] = reflect_101(p - (size - 1) / 2 + k, extent);
+    return index;
+}
+
+/* Both passes of a 2-D HWC convolution (filters.py's separable: the row pass, then the column pass, unscaled)
+ * row by row: the row passes of the input rows an output row reads are kept in size_h slots (a slot still
+ * holding one of them is kept, the others are reused), and each output row sums its rows in tap order and is
+ * stored at once. The same values as the two whole-image passes, with the image read once. */
+VECTOR_LOOP
+static void blur_rows(const void *src, void *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t channels,
+                      int in_type, int out_type, const float *wh, Py_ssize_t size_h, const float *ww,
+                      Py_ssize_t size_w, const Py_ssize_t *index_h, const Py_ssize_t *index_w, float *slots,
+                      Py_ssize_t *tags, Py_ssize_t *slot_of, char *kept, float *acc) {
+    const Py_ssize_t row_len = width * channels;
+    for (Py_ssize_t k = 0; k < size_h; k++)
+        tags[k] = -1;
+    for (Py_ssize_t y = 0; y < height; y++) {
+        const Py_ssize_t *rows = index_h + y * size_h;
+        for (Py_ssize_t s = 0; s < size_h; s++) { /* the slots that already hold a row this output row reads */
+            kept[s] = 0;
+            for (Py_ssize_t k = 0; k < size_h; k++)
+                kept[s] |= tags[s] == rows[k];
+        }
+        for (Py_ssize_t k = 0; k < size_h; k++) {
+            Py_ssize_t slot = -1;
+            for (Py_ssize_t s = 0; s < size_h && slot < 0; s++)
+                if (tags[s] == rows[k])
+                    slot = s;
+            if (slot < 0) { /* a slot no row of this output row is in (there are as many slots as taps) */
+                for (Py_ssize_t s = 0; s < size_h && slot < 0; s++)
+                    if (!kept[s])
+                        slot = s;
+                const float *row = (const float *)src + rows[k] * row_len;
+                if (in_type == 'B') { /* the row to float32 once (exact), not once per tap */
+                    const uint8_t *bytes = (const uint8_t *)src + rows[k] * row_len;
+                    for (Py_ssize_t j = 0; j < row_len; j++)
+                        acc[j] = (float)bytes[j];
+                    row = acc;
+                }
+                correlate_float(row, slots + slot * row_len, 1, width, channels, ww, size_w, index_w, 0, 1.0f);
+                tags[slot] = rows[k];
+                kept[slot] = 1;
+            }
+            slot_of[k] = slot;
+        }
+        float *out = out_type == 'B' ? acc : (float *)dst + y * row_len;
+        for (Py_ssize_t j = 0; j < row_len; j++)
+            out[j] = 0.0f;
+        for (Py_ssize_t k = 0; k < size_h; k++) {
+            const float *in = slots + slot_of[k] * row_len;
+            const float wk = wh[k];
+            for (Py_ssize_t j = 0; j < row_len; j++)
+                out[j] = out[j] + wk * in[j];
+        }
+        if (out_type == 'B')
+            floats_to_u8(acc, (uint8_t *)dst + y * row_len, row_len);
+    }
+}
+
+static PyObject *blur_hwc(PyObject *self, PyObject *args) {
+    Py_buffer src, dst, window_h, window_w;
+    Py_ssize_t height, width, channels;
+    int in_type, out_type;
+    if (!PyArg_ParseTuple(args, "y*w*nnnCCy*y*", &src, &dst, &height, &width, &channels, &in_type, &out_type,
+                          &window_h, &window_w))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t size_h = window_h.len / (Py_ssize_t)sizeof(float), size_w = window_w.len / (Py_ssize_t)sizeof(float);
+    Py_ssize_t count = height * width * channels;
+    if (!check_types("blur_hwc", in_type, out_type)) {
+    } else if (height < 0 || width < 0 || channels < 1 || size_h < 1 || size_w < 1) {
+        PyErr_SetString(PyExc_ValueError, "blur_hwc: bad shape or an empty window");
+    } else if (check_sizes("blur_hwc", window_h.len % (Py_ssize_t)sizeof(float) == 0
+                           && window_w.len % (Py_ssize_t)sizeof(float) == 0
+                           && src.len == type_size(in_type) * count && dst.len == type_size(out_type) * count)) {
+        Py_ssize_t *index_h = reflect_table(height, size_h), *index_w = reflect_table(width, size_w);
+        Py_ssize_t *tags = PyMem_RawMalloc(sizeof(Py_ssize_t) * 2 * size_h);
+        char *kept = PyMem_RawMalloc(size_h);
+        float *slots = PyMem_RawMalloc(sizeof(float) * (size_h + 1) * (width * channels + 1));
+        if (index_h == NULL || index_w == NULL || tags == NULL || kept == NULL || slots == NULL) {
+            PyErr_NoMemory();
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            blur_rows(src.buf, dst.buf, height, width, channels, in_type, out_type, window_h.buf, size_h,
+                      window_w.buf, size_w, index_h, index_w, slots, tags, tags + size_h, kept,
+                      slots + size_h * width * channels);
+            Py_END_ALLOW_THREADS
+            result = Py_NewRef(Py_None);
+        }
+        PyMem_RawFree(kept);
+        PyMem_RawFree(index_h);
+        PyMem_RawFree(index_w);
+        PyMem_RawFree(tags);
+        PyMem_RawFree(slots);
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&window_h);
+    PyBuffer_Release(&window_w);
+    return result;
+}
+
 /* ----------------------------------------------------------------------------------------------- to_uint8 */
 
 static PyObject *to_uint8(PyObject *self, PyObject *args) {
@@ -643,6 +755,7 @@ static PyMethodDef methods[] = {
     {"sphere", sphere, METH_VARARGS, "fn.sphere: an image seen through a sphere (nearest or linear)."},
     {"correlate", correlate, METH_VARARGS, "One 1-D reflect-101 correlation pass to float32."},
     {"grid_mask", grid_mask, METH_VARARGS, "fn.grid_mask: the pixels of a rotated grid's squares zeroed."},
+    {"blur_hwc", blur_hwc, METH_VARARGS, "A separable 2-D convolution of an HWC image, row pass then column pass."},
     {"to_uint8", to_uint8, METH_VARARGS, "float32 to uint8 by ConvertSat."},
     {NULL, NULL, 0, NULL},
 };

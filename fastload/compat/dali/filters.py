@@ -65,6 +65,7 @@ except ImportError:  # pragma: no cover - the numpy versions below are the fallb
 
 _F32 = np.float32
 _NATIVE_TYPES = {np.dtype(np.uint8): "B", np.dtype(np.float32): "f"}
+_NATIVE_OUT = {torch.uint8: "B", torch.float32: "f"}
 # input types whose products with a float32 window are float32 in DALI's kernels (float64 would be double)
 _FLOAT32_MATH = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32, torch.float16, torch.float32)
 
@@ -235,7 +236,21 @@ def gaussian_blur_image(data: torch.Tensor, layout: str, sigma, window_size, dty
     sigmas = _per_axis("fn.gaussian_blur", "sigma", sigma, len(axes))
     sizes = _per_axis("fn.gaussian_blur", "window_size", window_size, len(axes), int)
     windows = [gaussian_window(s, n) for s, n in gaussian_params(sigmas, sizes)]
+    out_dtype = dtype or data.dtype
+    if (_native is not None and axes == [0, 1] and data.dim() == 3 and not data.is_cuda
+            and data.dtype in _NATIVE_OUT and out_dtype in _NATIVE_OUT):
+        return _native_blur_hwc(data, windows, out_dtype)
     return _finish(separable(_working_array("fn.gaussian_blur", data), windows, axes), data, dtype)
+
+
+def _native_blur_hwc(data: torch.Tensor, windows: list[np.ndarray], out_dtype: torch.dtype) -> torch.Tensor:
+    """``separable`` and ``_finish`` of an HWC image in native code (``_native_effects.c`` blur_hwc): the row
+    pass, the column pass and the conversion row by row, the image read once, with the GIL released."""
+    src = data.contiguous()
+    out = torch.empty(src.shape, dtype=out_dtype)
+    _native.blur_hwc(src.numpy(), out.numpy(), *src.shape, _NATIVE_OUT[src.dtype], _NATIVE_OUT[out_dtype],
+                     np.ascontiguousarray(windows[0], dtype=_F32), np.ascontiguousarray(windows[1], dtype=_F32))
+    return out
 
 
 @operator("gaussian_blur", "GaussianBlur")
