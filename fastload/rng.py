@@ -21,6 +21,8 @@ draws in Python, without holding the GIL for ~10 us.
 
 from __future__ import annotations
 
+import numpy as np
+
 try:  # the same streams in C, for the draws a loader thread makes per sample (Plan.draw)
     from ._jpeg import draw_resized_crop
 except ImportError:  # built without libjpeg headers: every draw is made here
@@ -58,6 +60,18 @@ class SampleRandom:
         """A float uniform in [0, 1)."""
         self._state = (self._state + _GOLDEN) & _MASK
         return (_mix(self._state) >> 11) * (1.0 / (1 << 53))
+
+    def randoms(self, count: int) -> np.ndarray:
+        """``count`` floats uniform in [0, 1), float64: the next ``count`` values ``random()`` would give, in
+        one vectorised pass (SplitMix64's steps wrap mod 2**64 as numpy's uint64 does), not ``count`` calls."""
+        if count <= 0:
+            return np.zeros(0)
+        states = np.uint64(self._state) + np.arange(1, count + 1, dtype=np.uint64) * np.uint64(_GOLDEN)
+        self._state = int(states[-1])
+        z = (states ^ (states >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+        return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
 
     def uniform(self, low: float, high: float) -> float:
         return low + (high - low) * self.random()

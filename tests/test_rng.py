@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fastload.rng import SampleRandom
 
@@ -88,3 +90,14 @@ def test_a_front_ends_crop_geometry_keeps_its_own_draw():
     assert not plan.native_draw
     for index in range(50):
         assert plan.draw(500, 375, 1, 0, index, 0) == plan.sample(500, 375, SampleRandom(1, 0, index, 0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2 ** 64 - 1), st.integers(0, 2 ** 20), st.integers(0, 2 ** 40), st.integers(0, 300))
+def test_randoms_are_the_next_values_of_random(seed, epoch, index, count):
+    """``randoms(n)`` is n calls of ``random()`` in one pass, bit for bit, and leaves the stream where they
+    would (the draws after it are the same)."""
+    one, many = SampleRandom(seed, epoch, index), SampleRandom(seed, epoch, index)
+    expected = [one.random() for _ in range(count)]
+    assert many.randoms(count).tolist() == expected
+    assert many.random() == one.random()

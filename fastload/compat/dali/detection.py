@@ -281,7 +281,7 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
         if no_crop:
             return np.array([0, 0, 1, 1], F32), boxes, np.arange(len(boxes))
         count += n
-        draws = np.array([rng.random() for _ in range(5 * n)]).reshape(n, 5)
+        draws = rng.randoms(5 * n).reshape(n, 5)
         shape = (sc_lo + (sc_hi - sc_lo) * draws[:, :2]).astype(F32)  # uniform_real_distribution<float>
         if ar_lo == ar_hi:
             largest = shape.max(1)
