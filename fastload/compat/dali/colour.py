@@ -4,6 +4,8 @@ and the RGB -> GRAY / YCbCr conversions its decoder and ``fn.color_space_convers
 DALI applies these as 3x3 float32 matrices (YIQ for hue and saturation) built by its own float32
 matrix product and Gauss-Jordan inverse; the same matrices are built here, element by element in
 DALI's order, so outputs match its CPU operators bit for bit (tests/compat/test_dali_imageops.py).
+Where the extension is built, the maps of uint8 and float32 images run in native code (``_native_effects.c``),
+the torch version their fallback and their tests' reference (tests/compat/test_dali_native_effects.py).
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ below are the ones measured there, not guessed:
   baseline quantisation tables scaled by ``quality`` clamped to 1..100) and decodes; Pillow's
   libjpeg-turbo does the same encode and decode, which gave identical pixels for every quality tried.
   On the GPU it is refused: DALI's GPU operator is its own CUDA codec, whose pixels are not these.
+
+Where the extension is built, water and sphere (and the sampler under them) run in native code on uint8 and
+float32 images (``_native_effects.c``), the torch version their fallback and their tests' reference
+(tests/compat/test_dali_native_effects.py).
 """
 
 from __future__ import annotations

@@ -42,6 +42,10 @@ are the ones measured there:
 
 DALI's GPU variants of these operators are other kernels (CUDA convolutions, NPP), not matched here: each
 is refused on the GPU by name (``cpu_only``); run it before ``.gpu()``.
+
+Where the extension is built, the convolution passes of uint8 and float32 data (and gaussian_blur of an HWC
+image, both passes at once) run in native code (``_native_effects.c``), the numpy version their fallback and
+their tests' reference (tests/compat/test_dali_native_effects.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ the ones measured there:
 - ``grid_mask``: pixel (y, x) is kept where ``frac(fx) >= ratio`` or ``frac(fy) >= ratio``, with, in
   float32, ``ca = cosf(angle) / tile``, ``sa = sinf(angle) / tile``, ``fx = (-shift_x / tile - y sa) + x ca``
   and ``fy = (-shift_y / tile + y ca) + x sa``; the others are zeroed, every channel. Exact (tolerance 0).
-  DALI reads any 3-D sample as (H, W, C); uint8, int16, int32 and float32, as DALI.
+  DALI reads any 3-D sample as (H, W, C); uint8, int16, int32 and float32, as DALI. uint8 and float32 run
+  in native code where the extension is built (``_native_effects.c``), the numpy mask their fallback and
+  their tests' reference.
 - ``experimental.warp_perspective``: DALI's CPU operator is OpenCV 5's ``warpPerspective``. The 3x3 matrix
   (float32) is first, for ``pixel_origin="corner"`` (the default), conjugated by half-pixel shifts in float32
   (``shift_back @ (M @ shift)``), then, for ``inverse_map=False``, inverted in double (OpenCV's adjugate over
