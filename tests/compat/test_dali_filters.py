@@ -72,6 +72,22 @@ def test_laplacian_matches_dali():
     assert_same(lambda mod, x: mod.fn.laplacian(x, window_size=7, smoothing_size=[5, 3]), as_float)
 
 
+def test_laplacian_per_axis_window_without_smoothing_size_matches_dali():
+    # without smoothing_size, derivative i is smoothed with window_size[i] along every other axis
+    def graph(mod, x):
+        fn, f = mod.fn, mod.types.FLOAT
+        return (fn.laplacian(x, window_size=[3, 5]), fn.laplacian(x, window_size=[7, 3], dtype=f),
+                fn.laplacian(x, window_size=[5, 9], normalized_kernel=True, dtype=f),
+                fn.laplacian(x, window_size=[3, 5], normalized_kernel=True))
+    assert_same(graph)
+    as_float = [im.astype(np.float32) / 3 for im in IMAGES]
+    assert_same(lambda mod, x: (mod.fn.laplacian(x, window_size=[3, 5]),
+                                mod.fn.laplacian(x, window_size=[9, 3], normalized_kernel=True)), as_float)
+    frames = [np.stack([IMAGES[0], IMAGES[0][::-1]]), IMAGES[1][None]]
+    assert_same(lambda mod, x: mod.fn.laplacian(x, window_size=[5, 3], dtype=mod.types.FLOAT), frames,
+                layout="FHWC")
+
+
 def _pipe(graph, images=IMAGES, layout="HWC"):
     @ours.pipeline_def(batch_size=len(images), num_threads=1, device_id=None)
     def pipe():

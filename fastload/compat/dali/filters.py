@@ -15,9 +15,10 @@ are the ones measured there:
   means OpenCV's ``0.3 (r - 1) + 0.8``.
 - ``laplacian``: OpenCV's windows: smoothing ones are binomial coefficients, derivative ones those
   convolved with ``[1, -2, 1]``. Each axis's partial derivative is its own separable convolution (one 1-D
-  pass when every smoothing window is 1) scaled by ``scale`` (or ``2^-(s - n - 2)`` with
-  ``normalized_kernel``, ``s`` the sum of that derivative's window sizes), summed in float32 from the
-  outermost axis, converted once.
+  pass when every smoothing window is 1); without ``smoothing_size``, derivative ``i`` is smoothed with
+  ``window_size[i]`` along every other axis (not each axis's own ``window_size``). Each is scaled by
+  ``scale`` (or ``2^-(s - n - 2)`` with ``normalized_kernel``, ``s`` the sum of that derivative's window
+  sizes), summed in float32 from the outermost axis, converted once.
 - Exact (tolerance 0) for uint8, int16 and float32 inputs; float64 inputs are refused (DALI computes them
   in double).
 - ``filter``: DALI's CPU operator is OpenCV's ``filter2D``: a correlation (the filter not flipped), its
@@ -308,7 +309,10 @@ def laplacian_image(data: torch.Tensor, layout: str, window_size, smoothing_size
         if not (1 <= size <= _LAPLACIAN_MAX_WINDOW and size % 2):
             raise ValueError(f"fastload.compat.dali: {name}: smoothing_size must be an odd integer between 1 and "
                              f"{_LAPLACIAN_MAX_WINDOW}, got {size}")
-    sizes = [[derivs[i] if i == j else smooths[j] for j in range(n)] for i in range(n)]
+    if smoothing_size is None:  # DALI smooths derivative i with its own window_size[i] along every axis
+        sizes = [[derivs[i]] * n for i in range(n)]
+    else:
+        sizes = [[derivs[i] if i == j else smooths[j] for j in range(n)] for i in range(n)]
     if normalized:
         scales = [float(_F32(2.0 ** -(sum(row) - n - 2))) for row in sizes]
     else:
