@@ -106,6 +106,26 @@ def test_colour_refusals_name_themselves():
         unknown()
 
 
+def test_image_type_is_refused_by_brightness_and_contrast_as_dali():
+    # DALI's Brightness and Contrast schemas have no image_type (Hue and Saturation do)
+    def build(mod, op):
+        @mod.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def pipe():
+            x = mod.fn.external_source(source=lambda: IMAGES[:1], batch=True, layout="HWC")
+            return op(mod)(x, image_type=mod.types.BGR)
+        pipe().build()
+
+    dali = import_dali()
+    for name in ("brightness", "contrast"):
+        with pytest.raises(KeyError, match=f'"image_type" is not defined for operator "{name.capitalize()}"'):
+            build(dali, lambda mod: getattr(mod.fn, name))
+        with pytest.raises(KeyError, match=f"'image_type' is not defined for operator fn.{name}"):
+            build(ours, lambda mod: getattr(mod.fn, name))
+    for name in ("hue", "saturation"):
+        build(dali, lambda mod: getattr(mod.fn, name))
+        build(ours, lambda mod: getattr(mod.fn, name))
+
+
 # -------------------------------------------------------------------------------------------- lookup_table
 
 KEYS, VALUES = [0, 2, 3, 4, 5, 3, 200, 1000], [0.2, 300.7, -2.5, 0.5, 1.5, 2.5, 255.49, 7.0]

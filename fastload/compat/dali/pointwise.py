@@ -8,7 +8,8 @@ the ones measured there:
   (``colour.brightness_contrast``): ``out = brightness_shift * range + brightness * in`` (``range`` the output
   type's maximum, 1 for floats; no rescaling between input and output types: uint8 200 to float is 200.0) and
   ``out = center + contrast * (in - center)`` (``contrast_center`` unset: half the input type's positive range,
-  0.5 for floats). float32; integer outputs round half away from zero and saturate. Exact.
+  0.5 for floats). float32; integer outputs round half away from zero and saturate. Exact. ``image_type``
+  is refused (KeyError), as DALI, whose schemas for these two have no such argument.
 - ``hue`` / ``saturation``: DALI's ColorTwist matrices (``colour.color_twist``: YIQ rotation / chroma scale,
   DALI's own float32 products), the output in the input's type unless ``dtype``; ``image_type`` changes nothing
   (measured: BGR, GRAY and YCbCr give RGB's pixels). Three channels only. Exact.
@@ -72,12 +73,18 @@ def _type_names(types) -> str:
     return ", ".join(str(t).replace("torch.", "") for t in types)
 
 
-def _point(name: str, ops: str, defaults: dict, impl, types: tuple, doc: str):
+def _point(name: str, ops: str, defaults: dict, impl, types: tuple, doc: str, image_type: bool = False):
     """A colour operator of per-sample float arguments ``defaults`` (DataNodes allowed; None: unset),
-    ``impl(image, dtype=..., **arguments)`` on one sample, of HWC, FHWC or DHWC images (DALI's layouts)."""
+    ``impl(image, dtype=..., **arguments)`` on one sample, of HWC, FHWC or DHWC images (DALI's layouts);
+    ``image_type``: whether DALI's schema has that argument (accepted, changing nothing) or not (refused)."""
     operator_name = f"fn.{name}"
 
-    def build(images, *, device=None, dtype=None, image_type=None, **args):
+    def build(images, *, device=None, dtype=None, **args):
+        if "image_type" in args:
+            if not image_type:  # as DALI, whose schema for the operator has no image_type
+                raise KeyError(f"fastload.compat.dali: argument 'image_type' is not defined for operator "
+                               f"{operator_name} (DALI's schema for it has no such argument)")
+            del args["image_type"]
         check_args(operator_name, args, set(defaults))
         layout = _layout(operator_name, images, ("HWC", "FHWC", "DHWC"))
         settings = {**defaults, **args}
@@ -124,10 +131,11 @@ contrast = _point("contrast", "Contrast", {"contrast": 1.0, "contrast_center": N
                   "``fn.contrast``: ``center + contrast * (in - center)``, ``contrast_center`` half the input "
                   "type's range unless given (per-sample arguments allowed).")
 hue = _point("hue", "Hue", {"hue": 0.0}, _twist("fn.hue"), _TWIST_TYPES,
-             "``fn.hue``: the hue turned by ``hue`` degrees, as DALI's ColorTwist (per-sample allowed).")
+             "``fn.hue``: the hue turned by ``hue`` degrees, as DALI's ColorTwist (per-sample allowed).",
+             image_type=True)
 saturation = _point("saturation", "Saturation", {"saturation": 1.0}, _twist("fn.saturation"), _TWIST_TYPES,
                     "``fn.saturation``: the chroma scaled by ``saturation``, as DALI's ColorTwist (per-sample "
-                    "allowed).")
+                    "allowed).", image_type=True)
 
 
 # -------------------------------------------------------------------------------------------- lookup_table
