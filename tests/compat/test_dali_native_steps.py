@@ -193,3 +193,47 @@ def test_bad_normalize_buffers_are_refused_not_read_past():
         crops._native.normalize(image, np.zeros(26, np.float32), 4, 5, 3, 0, 0, 3, 3, ones, ones, True, False)
     with pytest.raises(ValueError, match="size does not match"):
         crops._native.normalize(image, np.zeros(27, np.float32), 4, 5, 3, 0, 0, 3, 3, ones[:2], ones, True, False)
+
+
+_CROP_TYPES = [torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32, torch.float16, torch.float32,
+               torch.bool]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 13), st.integers(1, 17), st.sampled_from([1, 3]), st.sampled_from(_CROP_TYPES),
+       st.integers(0, 20), st.integers(0, 20), st.floats(0, 1), st.floats(0, 1),
+       st.sampled_from(["pad", "trim_to_shape", "error"]), st.sampled_from(["HWC", "CHW"]),
+       st.integers(0, 2 ** 32 - 1))
+def test_a_same_type_crop_equals_the_float64_crop(height, width, channels, dtype, crop_h, crop_w, pos_x, pos_y,
+                                                   policy, layout, seed):
+    rng = np.random.default_rng(seed)
+    if dtype.is_floating_point:
+        values = rng.uniform(-1e4, 1e4, (height, width, channels)).astype(np.float32)
+        values[rng.random(values.shape) < 0.05] = np.nan
+        image = torch.from_numpy(values).to(dtype)
+    elif dtype == torch.bool:
+        image = torch.from_numpy(rng.random((height, width, channels)) < 0.5)
+    else:
+        info = torch.iinfo(dtype)
+        image = torch.from_numpy(rng.integers(info.min, info.max, (height, width, channels), endpoint=True)).to(dtype)
+    if layout == "CHW":
+        image = image.permute(2, 0, 1)  # strided: the copy must come out contiguous all the same
+    arguments = dict(crop_h=crop_h, crop_w=crop_w, crop_pos_x=pos_x, crop_pos_y=pos_y, fill_values=[7, 300, -2.5][
+        :channels] if channels == 3 else 300, out_of_bounds_policy=policy, layout=layout)
+    try:
+        expected = _crop_float64(image, **arguments)
+    except ValueError:
+        with pytest.raises(ValueError):
+            crops.crop(image, **arguments)
+        return
+    got = crops.crop(image, **arguments)
+    assert got.dtype == expected.dtype and got.shape == expected.shape and got.is_contiguous()
+    assert got.view(torch.uint8).equal(expected.view(torch.uint8)) if dtype != torch.bool else got.equal(expected)
+
+
+def _crop_float64(image, **arguments):
+    saved, crops._EXACT_IN_DOUBLE = crops._EXACT_IN_DOUBLE, frozenset()
+    try:
+        return crops.crop(image, **arguments)
+    finally:
+        crops._EXACT_IN_DOUBLE = saved

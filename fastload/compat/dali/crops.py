@@ -119,11 +119,18 @@ def _fill_vector(fill_values, channels: int, dtype: torch.dtype) -> torch.Tensor
     return torch.tensor([math.trunc(v) for v in values], dtype=torch.int64).to(dtype).double()
 
 
+# The types whose every value float64 holds exactly: a crop to the same type skips the float64 copy and the
+# conversion back (a saturating round of every pixel) without changing a bit; 64-bit integers keep the old path.
+_EXACT_IN_DOUBLE = frozenset({torch.bool, torch.uint8, torch.int8, torch.uint16, torch.int16, torch.uint32,
+                              torch.int32, torch.float16, torch.bfloat16, torch.float32, torch.float64})
+
+
 def _slice_window(image: torch.Tensor, window, axes, fill: torch.Tensor, out_of_bounds_policy: str,
-                  op: str) -> torch.Tensor:
+                  op: str, keep_dtype: bool = False) -> torch.Tensor:
     """Cut ``window`` ((anchor, size) for H and W) out of ``image``, applying DALI's out-of-bounds
     policy: "error" refuses, "pad"/"constant" fills outside the image, "trim_to_shape" shrinks the
-    window to the image. Returns float64 values (exact for every integer input type)."""
+    window to the image. Returns float64 values (exact for every integer input type), or with
+    ``keep_dtype`` a contiguous copy in the image's own type (``fill`` already holds values of that type)."""
     h_axis, w_axis, c_axis = axes
     extents = (image.shape[h_axis], image.shape[w_axis])
     out_of_bounds = any(a < 0 or a + s > e for (a, s), e in zip(window, extents))
@@ -138,12 +145,16 @@ def _slice_window(image: torch.Tensor, window, axes, fill: torch.Tensor, out_of_
     if policy == "trim_to_shape":
         window = [(max(0, a), min(e, a + s) - max(0, a)) for (a, s), e in zip(window, extents)]
         window = [(a, max(0, s)) for a, s in window]
-    values = image.double()
+    if keep_dtype and not out_of_bounds:  # the window lies inside the image: a copy of it, nothing to fill
+        cut = [slice(None)] * 3
+        cut[h_axis], cut[w_axis] = (slice(a, a + s) for a, s in window)
+        return image[tuple(cut)].clone(memory_format=torch.contiguous_format)
+    values = image if keep_dtype else image.double()
     sizes = [0, 0, 0]
     sizes[h_axis], sizes[w_axis], sizes[c_axis] = window[0][1], window[1][1], image.shape[c_axis]
     shape = [1, 1, 1]
     shape[c_axis] = -1
-    out = fill.view(shape).expand(sizes).clone()
+    out = (fill.to(image.dtype) if keep_dtype else fill).view(shape).expand(sizes).clone()
     src, dst = [slice(None)] * 3, [slice(None)] * 3
     for axis, (anchor, size), extent in ((h_axis, window[0], extents[0]), (w_axis, window[1], extents[1])):
         lo, hi = max(0, anchor), min(extent, anchor + size)
@@ -170,6 +181,8 @@ def crop(image: torch.Tensor, *, crop_h: float = 0, crop_w: float = 0, crop_pos_
                           rounding)
     out_dtype = image.dtype if dtype is None else dtype
     fill = _fill_vector(fill_values, image.shape[axes[2]], out_dtype)
+    if out_dtype == image.dtype and out_dtype in _EXACT_IN_DOUBLE:
+        return _slice_window(image, window, axes, fill, out_of_bounds_policy, "crop", keep_dtype=True)
     out = _slice_window(image, window, axes, fill, out_of_bounds_policy, "crop")
     return convert_sat(out, out_dtype)
 
