@@ -101,6 +101,8 @@ def libm_float(name: str, x) -> np.ndarray:
     if libm is None:
         return getattr(np, name)(x.astype(np.float64)).astype(F32)
     function = getattr(libm, name + "f")
+    if x.size == 1:  # one value (an angle): the call itself, without np.unique's sort
+        return np.array([function(float(x.reshape(-1)[0]))], dtype=F32).reshape(x.shape)
     values, where = np.unique(x.ravel(), return_inverse=True)
     results = np.array([function(float(v)) for v in values.tolist()], dtype=F32)
     return results[where].reshape(x.shape)

@@ -12,6 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fastload.compat import float32
 from fastload.compat.dali import remap, warping
 
 pytestmark = pytest.mark.skipif(warping._native_warp is None, reason="fastload.compat.dali._native_warp not built")
@@ -156,3 +157,18 @@ def test_conversion_of_ties_and_special_values(out_type):
     finally:
         warping._native_warp = saved
     assert _same(native, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["sin", "cos", "tan", "log2"]),
+       st.one_of(st.floats(width=32), st.sampled_from([0.0, -0.0, 1e30, -1e30, 7.5, float("nan")])),
+       st.sampled_from(["python", "numpy", "0-d", "(1,)", "(1, 1)"]))
+def test_libm_float_of_one_value_equals_its_array_version(name, value, form):
+    # rotate's and fn.transforms.rotation's angle: one value, which skips np.unique; two copies take the array path
+    x = {"python": value, "numpy": np.float32(value), "0-d": np.array(value, np.float32),
+         "(1,)": np.array([value], np.float32), "(1, 1)": np.array([[value]], np.float32)}[form]
+    got = float32.libm_float(name, x)
+    pair = np.stack([np.asarray(x, np.float32)] * 2)
+    expected = float32.libm_float(name, pair)[0]
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape == expected.shape
+    assert got.tobytes() == expected.tobytes()
