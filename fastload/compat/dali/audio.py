@@ -29,7 +29,8 @@ are the ones measured there. The numerics rocAL's layer computes too (RPP ports 
 - ``mfcc``: DCT types 1-4 (DALI's cosine tables, double rounded to float, ``normalize`` ortho), summed in
   order along ``axis`` in float32; ``lifter`` scales coefficient i by 1 + (L / 2) sinf(pi (i + 1) / L).
 - ``to_decibels``: (multiplier * 0.30103f) * log2f(max(10^(cutoff / multiplier), x / reference)),
-  reference 0 being the sample's largest value. Bit-exact.
+  reference 0 being the sample's largest value; ``multiplier=0`` gives zeros (NaN where cutoff / 0 is NaN or
+  +inf), as DALI's. Bit-exact.
 - ``nonsilent_region``: DALI's moving mean square (float32, recomputed every ``reset_interval``) and the
   first and last positions >= reference * 10^(cutoff / 10), the begin moved back by window - 1: two int32
   scalars (begin, length), (0, 0) when silent. Bit-exact.
@@ -351,9 +352,8 @@ def to_decibels(data, *, multiplier=10.0, reference=0.0, cutoff_db=-200.0, devic
     """``fn.to_decibels``: multiplier * log10(max(10^(cutoff_db / multiplier), x / reference)); reference 0
     is the sample's largest value."""
     check_args("fn.to_decibels", args, set())
-    if _F(multiplier) == 0:
-        raise ValueError(f"{PREFIX}: fn.to_decibels: multiplier must not be 0")
-    scale, min_ratio = numerics.decibel_scale(multiplier, cutoff_db)
+    with np.errstate(divide="ignore", invalid="ignore"):  # multiplier 0: DALI's cutoff / 0, and so zeros
+        scale, min_ratio = numerics.decibel_scale(multiplier, cutoff_db)
 
     def run(ctx, op, x, scale, min_ratio, reference):
         return numerics.to_decibels(_float_input("to_decibels", x), scale, min_ratio, reference)
