@@ -278,3 +278,19 @@ def test_audio_arguments_refused_by_name():
     for graph, error, match in cases:
         with pytest.raises(error, match=match):
             run(ours, x, graph)
+
+
+def test_audio_arguments_dali_refuses_are_refused_by_name():
+    """nfft 0 or negative (less than window_length), a reset_interval that is not a multiple of window_length:
+    DALI fails on them (a RuntimeError); fastload names the operator and argument."""
+    x = signals(1)[:1]
+    cases = [(lambda mod, x: mod.fn.spectrogram(x, nfft=0, window_length=64, window_step=32),
+              "fn.spectrogram: window_length 64 is more than nfft 0"),
+             (lambda mod, x: mod.fn.spectrogram(x, nfft=-1, window_length=64, window_step=32), "nfft -1"),
+             (lambda mod, x: tuple(mod.fn.nonsilent_region(x, window_length=64, reset_interval=100)),
+              "fn.nonsilent_region: reset_interval shall be a multiple of window_length; got reset_interval 100")]
+    for graph, match in cases:
+        with pytest.raises(RuntimeError):
+            run(import_dali(), x, graph)
+        with pytest.raises(ValueError, match=match):
+            run(ours, x, graph)

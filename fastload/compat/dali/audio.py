@@ -33,7 +33,8 @@ are the ones measured there. The numerics rocAL's layer computes too (RPP ports 
   +inf), as DALI's. Bit-exact.
 - ``nonsilent_region``: DALI's moving mean square (float32, recomputed every ``reset_interval``) and the
   first and last positions >= reference * 10^(cutoff / 10), the begin moved back by window - 1: two int32
-  scalars (begin, length), (0, 0) when silent. Bit-exact.
+  scalars (begin, length), (0, 0) when silent; ``reset_interval`` a multiple of ``window_length`` (or -1), and
+  ``nfft`` of the spectrogram at least ``window_length``, as DALI requires. Bit-exact.
 - ``audio_resample``: DALI's windowed-sinc resampler (``engine.audio.resample``; several channels summed
   tap by tap), out length ceil(n * out_rate / in_rate) (``scale``: out_rate = scale, in_rate = 1;
   ``out_length``: the lengths as the rates); signed integer inputs enter as x * float32(1 / max) and leave
@@ -116,7 +117,7 @@ def spectrogram(data, *, nfft=None, window_length=512, window_step=256, window_f
     """``fn.spectrogram`` of 1-D float signals: [nfft // 2 + 1, windows] ("ft") or its transpose ("tf")."""
     check_args("fn.spectrogram", args, set())
     length, step = int(window_length), int(window_step)
-    nfft = length if nfft is None or int(nfft) <= 0 else int(nfft)
+    nfft = length if nfft is None else int(nfft)  # an nfft given, 0 or negative too, is checked as DALI does
     if length < 1 or step < 1:
         raise ValueError(f"{PREFIX}: fn.spectrogram: window_length {length} and window_step {step} must be > 0")
     if nfft < length:
@@ -373,6 +374,9 @@ def nonsilent_region(data, *, cutoff_db=-60.0, reference_power=0.0, window_lengt
         raise ValueError(f"{PREFIX}: fn.nonsilent_region: window_length {window} must be > 0")
     if reset == 0 or reset < -1:
         raise ValueError(f"{PREFIX}: fn.nonsilent_region: reset_interval {reset} (a positive count, or -1: never)")
+    if reset != -1 and reset % window:  # DALI: a RuntimeError, "shall be a multiple"
+        raise ValueError(f"{PREFIX}: fn.nonsilent_region: reset_interval shall be a multiple of window_length; got "
+                         f"reset_interval {reset}, window_length {window}")
     settings = {"window": window, "cutoff": numerics.nonsilent_threshold(cutoff_db),
                 "reference": float(_F(reference_power)), "reset": reset}
 
