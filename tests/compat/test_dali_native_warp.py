@@ -172,3 +172,24 @@ def test_libm_float_of_one_value_equals_its_array_version(name, value, form):
     expected = float32.libm_float(name, pair)[0]
     assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape == expected.shape
     assert got.tobytes() == expected.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-3, 3, width=32), min_size=9, max_size=9), st.booleans(), st.booleans(),
+       st.integers(1, 13), st.integers(1, 17), st.integers(0, 2**32 - 1))
+def test_a_constant_perspective_matrix_is_prepared_once_and_the_same(values, corner, inverse_map, height, width,
+                                                                     seed):
+    matrix = tuple(values)
+    image = _image(np.random.default_rng(seed), (height, width, 3), torch.uint8)
+    kwargs = dict(matrix=matrix, out_h=height + 2, out_w=width, inverse_map=inverse_map, corner=corner,
+                  interp="linear", border="constant", fill_value=(5.0,))
+    cached = remap.warp_perspective_image(image, **kwargs)
+    prepared = remap._constant_source_matrix(matrix, corner, inverse_map)
+    assert prepared.tobytes() == remap.source_matrix(matrix, corner, inverse_map).tobytes()
+    remap.warp_perspective_image(image, **kwargs)  # a second sample must not alter the stored matrix
+    assert remap._constant_source_matrix(matrix, corner, inverse_map).tobytes() == prepared.tobytes()
+    remap._cache_matrices = False
+    try:
+        assert _same(cached, remap.warp_perspective_image(image, **kwargs))
+    finally:
+        remap._cache_matrices = True

@@ -340,6 +340,29 @@ def _warp_fixed(data: np.ndarray, m: np.ndarray, out_h: int, out_w: int, interp:
     return out
 
 
+def source_matrix(matrix, corner: bool, inverse_map: bool) -> np.ndarray:
+    """The float64 3x3 matrix OpenCV's warpPerspective maps output points to input points with: ``matrix`` in
+    float32, moved to pixel centres (:func:`corner_to_center`) where ``corner``, inverted where not
+    ``inverse_map``."""
+    m = np.asarray(torch.as_tensor(matrix, dtype=torch.float32).reshape(3, 3).numpy(), dtype=_F32)
+    if corner:
+        m = corner_to_center(m)
+    m = m.astype(np.float64)
+    if not inverse_map:
+        m = invert_3x3(m)
+    return m
+
+
+# A constant matrix argument is prepared once per (matrix, corner, inverse_map): corner_to_center's float32
+# products and the inversion are Python arithmetic, which cost more per sample than a small image's warp.
+_cache_matrices = True
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_source_matrix(matrix: tuple, corner: bool, inverse_map: bool) -> np.ndarray:
+    return source_matrix(matrix, corner, inverse_map)
+
+
 def warp_perspective_image(image: torch.Tensor, matrix, out_h: int, out_w: int, *, inverse_map: bool,
                            corner: bool, interp: str, border: str, fill_value) -> torch.Tensor:
     """One HWC (or HW) image through OpenCV's warpPerspective as DALI's CPU operator calls it (the module's
@@ -354,12 +377,10 @@ def warp_perspective_image(image: torch.Tensor, matrix, out_h: int, out_w: int, 
     channels = data.shape[-1]
     if channels > 4:
         raise ValueError(f"fastload.compat.dali: {name}: images with more than 4 channels are not supported")
-    m = np.asarray(torch.as_tensor(matrix, dtype=torch.float32).reshape(3, 3).numpy(), dtype=_F32)
-    if corner:
-        m = corner_to_center(m)
-    m = m.astype(np.float64)
-    if not inverse_map:
-        m = invert_3x3(m)
+    if isinstance(matrix, tuple) and _cache_matrices:  # a constant argument: the same matrix every sample
+        m = _constant_source_matrix(matrix, corner, inverse_map).copy()
+    else:
+        m = source_matrix(matrix, corner, inverse_map)
     fill = _fill_values(fill_value, channels, data.dtype.type)
     warp = _warp_fixed if image.dtype == torch.int16 else _warp_float
     if (warp is _warp_float and _native_warp is not None and data.dtype.type in _NATIVE_TYPES
