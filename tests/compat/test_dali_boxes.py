@@ -23,6 +23,11 @@ rng = np.random.default_rng(47)
 
 def run(mod, inputs, graph, seed=1, layouts=None):
     """Every output of ``graph(mod, *nodes)`` with one external source per batch in ``inputs``, per sample."""
+    return [arrays for _, arrays in run_with_layouts(mod, inputs, graph, seed, layouts)]
+
+
+def run_with_layouts(mod, inputs, graph, seed=1, layouts=None):
+    """Every output of ``graph(mod, *nodes)`` as its layout and per-sample arrays."""
     batch = len(inputs[0])
 
     @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=seed)
@@ -36,15 +41,18 @@ def run(mod, inputs, graph, seed=1, layouts=None):
     p.build()
     outs = p.run()
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
+    return [(out.layout(), [np.array(out.at(i)) for i in range(batch)]) for out in outs]
 
 
 def assert_same(inputs, graph, layouts=None, exact=True, shapes=True):
-    """DALI's outputs and fastload's for one graph: the same dtypes and shapes (only the same ndim where
+    """DALI's outputs and fastload's for one graph: the same layouts, dtypes and shapes (only the same ndim where
     ``shapes`` is False: random windows), and the same values where ``exact``."""
     dali = import_dali()
-    theirs, mine = run(dali, inputs, graph, layouts=layouts), run(ours, inputs, graph, layouts=layouts)
+    theirs = run_with_layouts(dali, inputs, graph, layouts=layouts)
+    mine = run_with_layouts(ours, inputs, graph, layouts=layouts)
     assert len(theirs) == len(mine)
+    assert [layout for layout, _ in theirs] == [layout for layout, _ in mine]
+    theirs, mine = [arrays for _, arrays in theirs], [arrays for _, arrays in mine]
     for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
         for i, (a, b) in enumerate(zip(a_out, b_out)):
             same_shape = a.shape == b.shape if shapes else a.ndim == b.ndim
@@ -293,6 +301,13 @@ def test_multi_paste_matches_dali():
     assert_same([floats], lambda mod, f: (mod.fn.multi_paste(f, dtype=mod.types.UINT8),
                                           mod.fn.multi_paste(f, f, dtype=mod.types.INT16, output_size=[10, 12],
                                                              out_anchors=np.array([[0, 0], [1, 1]], np.int32))))
+
+
+def test_multi_paste_refuses_the_layouts_dali_refuses():
+    dali = import_dali()
+    for mod in (dali, ours):
+        with pytest.raises(ValueError, match="does not match any of the allowed layouts"):
+            run(mod, [[np.zeros((4, 4, 3), np.uint8)]], lambda mod, x: mod.fn.multi_paste(x), layouts=["CHW"])
 
 
 def test_multi_paste_refuses_in_ids():

@@ -697,7 +697,11 @@ def multi_paste(*images, in_ids=None, in_anchors=None, in_anchors_rel=None, shap
     settings = {"in_anchors": in_anchors, "in_anchors_rel": in_anchors_rel, "shapes": shapes,
                 "shapes_rel": shapes_rel, "out_anchors": out_anchors, "out_anchors_rel": out_anchors_rel,
                 "output_size": output_size}
-    return _one(Op("multi_paste", run, list(images), settings, layouts=(images[0].layout(),), fusable=False))
+    for image in images:  # DALI's layouts for it: HWC (or none, read as HWC; FHWC sequences are not run here)
+        if image.layout() not in ("", "HWC"):
+            raise ValueError(f"{PREFIX}: {name}: the layout {image.layout()!r} does not match any of the allowed "
+                             f"layouts for its inputs: HWC")
+    return _one(Op("multi_paste", run, list(images), settings, layouts=("HWC",), fusable=False))
 
 
 # ----------------------------------------------------------------------------------------- ssd_random_crop
