@@ -187,6 +187,42 @@ def test_random_crop_generator_as_dali():
     _same_seed_same_values([shapes], graph)
 
 
+def test_roi_random_crop_negative_crop_shape_as_dali():
+    """Without an input shape DALI runs its rule on a negative crop extent (starts in [roi_start, roi_end - crop]);
+    with one it refuses it."""
+    def graph(mod, x):
+        return mod.fn.roi_random_crop(crop_shape=[-2, 3], roi_start=[1, 1], roi_end=[5, 5])
+    shapes = [np.zeros(1, np.uint8)] * 64
+    theirs, mine = assert_same([shapes], graph, exact=False)
+    for outputs in (theirs, mine):
+        starts = np.stack(outputs[0])
+        assert starts.min(0).tolist() == [1, 1] and starts.max(0).tolist() == [7, 2], starts
+    dali = import_dali()
+    with pytest.raises(RuntimeError, match="Crop shape can't be negative"):
+        run(dali, [shapes[:1]], lambda mod, x: mod.fn.roi_random_crop(crop_shape=[-2, 3], roi_start=[1, 1],
+                                                                       roi_end=[5, 5], in_shape=[6, 6]))
+    with pytest.raises(ValueError, match="fn.roi_random_crop: crop_shape can't be negative with an input shape; got "
+                                         "-2 for d=0"):
+        run(ours, [shapes[:1]], lambda mod, x: mod.fn.roi_random_crop(crop_shape=[-2, 3], roi_start=[1, 1],
+                                                                       roi_end=[5, 5], in_shape=[6, 6]))
+
+
+@pytest.mark.parametrize("aspect,area", [([0, 1], None), ([0, 1], [0.01, 1.0]), ([0, 0.5], [0.3, 0.6]),
+                                         ([0.0, 2.0], [0.5, 1.0])])
+def test_random_crop_generator_with_a_zero_min_aspect_ratio_as_dali(aspect, area):
+    """DALI's windows for random_aspect_ratio [0, max]: the same shapes (1 x W, 1 x 1, its fallback), anchors
+    in range."""
+    shapes = [np.array(s, np.int64) for s in [(13, 17, 3), (100, 120, 3), (24, 9, 1), (31, 40, 3)] * 4]
+    extra = {"random_area": area} if area else {}
+    graph = lambda mod, s: tuple(mod.fn.random_crop_generator(s, random_aspect_ratio=aspect, **extra))  # noqa: E731
+    theirs, mine = assert_same([shapes], graph, exact=False)
+    assert [s.tolist() for s in mine[1]] == [s.tolist() for s in theirs[1]]
+    for outputs in (theirs, mine):
+        for (height, width, _), anchor, size in zip(shapes, outputs[0], outputs[1]):
+            y, x, h, w = (*anchor.tolist(), *size.tolist())
+            assert 0 <= y and y + h <= height and 0 <= x and x + w <= width and h > 0 and w > 0
+
+
 # ----------------------------------------------------------------------------------------- segmentation
 
 def test_random_mask_pixel_as_dali():

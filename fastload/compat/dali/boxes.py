@@ -16,9 +16,11 @@ DALI's sources, confirmed there:
   All float32, step for step: exact.
 - ``roi_random_crop``: per axis, a ROI as large as the window places it at the ROI; a larger ROI draws the
   start uniformly in [roi_start, roi_end - crop], a smaller one in [roi_end - crop, roi_start], both kept
-  in [0, in_shape - crop] when an input shape (or input) is given; int64.
+  in [0, in_shape - crop] when an input shape (or input) is given; int64. A negative ``crop_shape`` extent
+  follows the same rule without an input shape, and is an error with one, as in DALI.
 - ``random_crop_generator``: fn.random_resized_crop's window (``crops.random_crop_window``) for a shape
-  input (HW or HWC): int32 anchor (y, x) and shape (h, w).
+  input (HW or HWC): int32 anchor (y, x) and shape (h, w). A ``random_aspect_ratio`` whose minimum is 0 gives
+  DALI's windows for it: 1 x 1 (or 1 x W, H x int(H * max), and the fallback where 1 is out of range).
 - ``segmentation.random_mask_pixel``: with ``foreground``, a pixel uniformly among those equal to ``value``
   (or above ``threshold``); otherwise, or without any, a uniform pixel. int64 coordinates.
 - ``segmentation.random_object_bbox``: blobs are face-connected pixels of one label (4-connectivity in 2-D),
@@ -275,6 +277,10 @@ def roi_random_crop(data=None, *, crop_shape, roi_start, roi_end=None, roi_shape
         if bounds is not None:
             if len(bounds) < len(crop):
                 raise ValueError(f"{PREFIX}: {name}: the input shape {bounds} has fewer than {len(crop)} dimensions")
+            negative = [d for d, c in enumerate(crop) if c < 0]  # (without a shape DALI takes them: the rule runs)
+            if negative:
+                raise ValueError(f"{PREFIX}: {name}: crop_shape can't be negative with an input shape; got "
+                                 f"{crop[negative[0]]} for d={negative[0]}")
             if any(b < c for b, c in zip(bounds, crop)):
                 raise ValueError(f"{PREFIX}: {name}: cropping shape {crop} can't be bigger than the input shape "
                                  f"{bounds}")
@@ -302,9 +308,9 @@ def random_crop_generator(shapes, *, random_area=(0.08, 1.0), random_aspect_rati
     aspect = aspect * 2 if len(aspect) == 1 else aspect
     if len(area) != 2 or not 0 <= area[0] <= area[1]:
         raise ValueError(f"{PREFIX}: fn.random_crop_generator: random_area must be [min, max], got {random_area}")
-    if len(aspect) != 2 or not 0 < aspect[0] <= aspect[1]:
-        raise ValueError(f"{PREFIX}: fn.random_crop_generator: random_aspect_ratio must be [min, max] above 0, "
-                         f"got {random_aspect_ratio}")
+    if len(aspect) != 2 or not 0 <= aspect[0] <= aspect[1]:
+        raise ValueError(f"{PREFIX}: fn.random_crop_generator: random_aspect_ratio must be [min, max], not "
+                         f"negative, got {random_aspect_ratio}")
     if int(num_attempts) < 1:
         raise ValueError(f"{PREFIX}: fn.random_crop_generator: num_attempts must be at least 1")
 
@@ -313,11 +319,34 @@ def random_crop_generator(shapes, *, random_area=(0.08, 1.0), random_aspect_rati
         if len(dims) not in (2, 3):
             raise ValueError(f"{PREFIX}: fn.random_crop_generator takes a shape of 2 (HW) or 3 (HWC) values, "
                              f"got {dims}")
-        y, x, h, w = crops.random_crop_window(int(dims[0]), int(dims[1]), ctx.rng(op), area, aspect,
-                                              int(num_attempts))
+        window = crops.random_crop_window if aspect[0] > 0 else _window_of_zero_min_ratio
+        y, x, h, w = window(int(dims[0]), int(dims[1]), ctx.rng(op), area, aspect, int(num_attempts))
         return torch.tensor([y, x], dtype=torch.int32), torch.tensor([h, w], dtype=torch.int32)
 
     return _one(_seeded(Op("random_crop_generator", run, [shapes], {}, num_outputs=2, fusable=False), args))
+
+
+def _window_of_zero_min_ratio(H: int, W: int, rng, area, aspect, num_attempts: int) -> tuple[int, int, int, int]:
+    """DALI's RandomCropGenerator window (``crops.random_crop_window``'s rule) where the aspect ratio's minimum
+    is 0, as DALI's x86 build computes it: the largest height 1 / 0 converts to INT_MIN, so is 1; log(0) is
+    -inf, so every attempt's ratio is NaN and its window 1 x 1 (kept where a ratio of 1 is in range)."""
+    if H <= 0 or W <= 0:
+        return 0, 0, 0, 0
+    f32 = np.float32
+    max_ratio = f32(aspect[1])
+    min_area = f32(W * H) * f32(area[0])
+    max_w = max(1, int(f32(H) * max_ratio))
+    if f32(H * max_w) < min_area:  # too wide for any window in range
+        h, w = H, max_w
+    elif f32(W) < min_area:  # too tall: the largest height is 1
+        h, w = 1, W
+    elif max_ratio >= 1 and num_attempts > 0:  # the first attempt, 1 x 1, is in range
+        h, w = 1, 1
+    else:  # DALI's fallback: the whole image, its ratio clamped into range, at most the max area
+        h, w = (H, max_w) if f32(W) / f32(H) > max_ratio else (H, W)
+        root = np.sqrt(min(f32(1), f32(area[1]) * f32(W) * f32(H) / f32(h * w)))
+        h, w = max(1, int(f32(h) * root)), max(1, int(f32(w) * root))
+    return min(int(rng.random() * (H - h + 1)), H - h), min(int(rng.random() * (W - w + 1)), W - w), h, w
 
 
 # ----------------------------------------------------------------------------------------- segmentation
