@@ -354,13 +354,14 @@ def source_matrix(matrix, corner: bool, inverse_map: bool) -> np.ndarray:
 
 
 # A constant matrix argument is prepared once per (matrix, corner, inverse_map): corner_to_center's float32
-# products and the inversion are Python arithmetic, which cost more per sample than a small image's warp.
+# products and the inversion are Python arithmetic, which cost more per sample than a small image's warp. Keyed by
+# the values' bytes: a tuple would take -0.0 for 0.0 (equal, with one hash) and give the other's matrix.
 _cache_matrices = True
 
 
 @functools.lru_cache(maxsize=64)
-def _constant_source_matrix(matrix: tuple, corner: bool, inverse_map: bool) -> np.ndarray:
-    return source_matrix(matrix, corner, inverse_map)
+def _constant_source_matrix(matrix: bytes, corner: bool, inverse_map: bool) -> np.ndarray:
+    return source_matrix(tuple(np.frombuffer(matrix, dtype=np.float64).tolist()), corner, inverse_map)
 
 
 def warp_perspective_image(image: torch.Tensor, matrix, out_h: int, out_w: int, *, inverse_map: bool,
@@ -378,7 +379,7 @@ def warp_perspective_image(image: torch.Tensor, matrix, out_h: int, out_w: int, 
     if channels > 4:
         raise ValueError(f"fastload.compat.dali: {name}: images with more than 4 channels are not supported")
     if isinstance(matrix, tuple) and _cache_matrices:  # a constant argument: the same matrix every sample
-        m = _constant_source_matrix(matrix, corner, inverse_map).copy()
+        m = _constant_source_matrix(np.array(matrix, dtype=np.float64).tobytes(), corner, inverse_map).copy()
     else:
         m = source_matrix(matrix, corner, inverse_map)
     fill = _fill_values(fill_value, channels, data.dtype.type)
