@@ -175,7 +175,8 @@ def test_libm_float_of_one_value_equals_its_array_version(name, value, form):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-3, 3, width=32), min_size=9, max_size=9), st.booleans(), st.booleans(),
+@given(st.lists(st.one_of(st.floats(-3, 3, width=32), st.sampled_from([0.0, -0.0])), min_size=9, max_size=9),
+       st.booleans(), st.booleans(),
        st.integers(1, 13), st.integers(1, 17), st.integers(0, 2**32 - 1))
 def test_a_constant_perspective_matrix_is_prepared_once_and_the_same(values, corner, inverse_map, height, width,
                                                                      seed):
@@ -184,12 +185,45 @@ def test_a_constant_perspective_matrix_is_prepared_once_and_the_same(values, cor
     kwargs = dict(matrix=matrix, out_h=height + 2, out_w=width, inverse_map=inverse_map, corner=corner,
                   interp="linear", border="constant", fill_value=(5.0,))
     cached = remap.warp_perspective_image(image, **kwargs)
-    prepared = remap._constant_source_matrix(matrix, corner, inverse_map)
+    key = np.array(matrix, dtype=np.float64).tobytes()  # -0.0 and 0.0 apart: they may give different matrices
+    prepared = remap._constant_source_matrix(key, corner, inverse_map)
     assert prepared.tobytes() == remap.source_matrix(matrix, corner, inverse_map).tobytes()
     remap.warp_perspective_image(image, **kwargs)  # a second sample must not alter the stored matrix
-    assert remap._constant_source_matrix(matrix, corner, inverse_map).tobytes() == prepared.tobytes()
+    assert remap._constant_source_matrix(key, corner, inverse_map).tobytes() == prepared.tobytes()
     remap._cache_matrices = False
     try:
         assert _same(cached, remap.warp_perspective_image(image, **kwargs))
     finally:
         remap._cache_matrices = True
+
+
+def _scalar(function, *args, **kwargs):
+    """``function`` with the native code's AVX2 + FMA versions off: its scalar loops, their reference."""
+    was = warping._native_warp.set_vector(False)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        warping._native_warp.set_vector(was)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 31), st.integers(2, 40), st.integers(1, 29), st.integers(1, 45), st.floats(-0.6, 0.6),
+       st.sampled_from([0.5, 0.9, 1.0, 1.7]), st.sampled_from(_TYPES), st.sampled_from([None, 7.0]),
+       st.integers(0, 2**32 - 1))
+def test_the_vector_affine_rows_equal_the_scalar_ones(height, width, out_h, out_w, angle, scale, out_type, fill,
+                                                       seed):
+    # three-channel uint8, linear: mostly whole blocks inside the image, some crossing its edges
+    rng = np.random.default_rng(seed)
+    image = _image(rng, (height, width, 3), torch.uint8)
+    c, s = np.cos(angle) * scale, np.sin(angle) * scale
+    matrix = np.array([[c, -s, rng.uniform(-3, 6)], [s, c, rng.uniform(-3, 6)]], np.float32)
+    got = warping.warp(image, matrix, out_h, out_w, fill_value=fill, interp="linear", dtype=out_type)
+    assert _same(got, _scalar(warping.warp, image, matrix, out_h, out_w, fill_value=fill, interp="linear",
+                              dtype=out_type))
+
+
+def test_set_vector_answers_the_previous_setting():
+    native = warping._native_warp
+    first = native.set_vector(False)
+    assert native.set_vector(first) is False
+    assert native.set_vector(first) is first

@@ -34,6 +34,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <immintrin.h>
+
+/* Whether the AVX2 + FMA versions below run (set at load time where the CPU has both; set_vector switches them,
+ * for the tests, which compare them with the scalar loops bit for bit). */
+static int use_vector;
 
 /* float -> int64 as x86's cvttss2si, which torch's and numpy's casts use: out of range and NaN give INT64_MIN. */
 static inline int64_t to_i64(float f) {
@@ -210,11 +215,73 @@ AFFINE_ROW(int16_t)
 AFFINE_ROW(int32_t)
 AFFINE_ROW(float)
 
+/* affine_row_uint8_t of a three-channel image, linear, eight output pixels a step where their 2x2 blocks all lie
+ * inside the image: the same float32 products and sums in the same order, one pixel per lane, the taps read by
+ * 32-bit gathers (the top row's at the pixel, its channels the low three bytes; the bottom row's a byte before,
+ * its channels the high three, so that no read passes the image's last byte). Other steps and the last columns
+ * run the scalar loop. Needs the image under 2**31 bytes and its sides under 2**24 (exact in float32). */
+__attribute__((target("avx2,fma")))
+static void affine_row_u8c3_avx2(const Source *s, const float *sx, const float *sy, Py_ssize_t out_w, float *row) {
+    const uint8_t *src = s->src;
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const __m256 x_end = _mm256_set1_ps((float)(s->width - 1)), y_end = _mm256_set1_ps((float)(s->height - 1));
+    const __m256i stride = _mm256_set1_epi32((int)(s->width * 3)), three = _mm256_set1_epi32(3);
+    const __m256i low = _mm256_set1_epi32(0xff);
+    float lanes[3][8] __attribute__((aligned(32)));
+    Py_ssize_t x = 0;
+    for (; x + 8 <= out_w; x += 8) {
+        __m256 fx = _mm256_sub_ps(_mm256_loadu_ps(sx + x), half), fy = _mm256_sub_ps(_mm256_loadu_ps(sy + x), half);
+        __m256 x0f = _mm256_floor_ps(fx), y0f = _mm256_floor_ps(fy);
+        __m256 inside = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x0f, zero, _CMP_GE_OQ),
+                                                    _mm256_cmp_ps(x0f, x_end, _CMP_LT_OQ)),
+                                      _mm256_and_ps(_mm256_cmp_ps(y0f, zero, _CMP_GE_OQ),
+                                                    _mm256_cmp_ps(y0f, y_end, _CMP_LT_OQ)));
+        if (_mm256_movemask_ps(inside) != 0xff) {
+            affine_row_uint8_t(s, sx + x, sy + x, 8, 1, row + x * 3);
+            continue;
+        }
+        __m256 qx = _mm256_sub_ps(fx, x0f), qy = _mm256_sub_ps(fy, y0f);
+        __m256 px = _mm256_sub_ps(one, qx);
+        __m256i o00 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtps_epi32(y0f), stride),
+                                       _mm256_mullo_epi32(_mm256_cvtps_epi32(x0f), three));
+        __m256i o10 = _mm256_sub_epi32(_mm256_add_epi32(o00, stride), _mm256_set1_epi32(1));
+        __m256i g00 = _mm256_i32gather_epi32((const int *)src, o00, 1);
+        __m256i g01 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o00, three), 1);
+        __m256i g10 = _mm256_i32gather_epi32((const int *)src, o10, 1);
+        __m256i g11 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o10, three), 1);
+        for (int c = 0; c < 3; c++) {
+            __m128i top_shift = _mm_cvtsi32_si128(8 * c), bottom_shift = _mm_cvtsi32_si128(8 * c + 8);
+            __m256 t00 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g00, top_shift), low));
+            __m256 t01 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g01, top_shift), low));
+            __m256 t10 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g10, bottom_shift), low));
+            __m256 t11 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g11, bottom_shift), low));
+            __m256 top = _mm256_add_ps(_mm256_mul_ps(t00, px), _mm256_mul_ps(t01, qx));
+            __m256 bottom = _mm256_add_ps(_mm256_mul_ps(t10, px), _mm256_mul_ps(t11, qx));
+            _mm256_store_ps(lanes[c], _mm256_add_ps(top, _mm256_mul_ps(_mm256_sub_ps(bottom, top), qy)));
+        }
+        float *out = row + x * 3;
+        for (int i = 0; i < 8; i++) {
+            out[3 * i] = lanes[0][i];
+            out[3 * i + 1] = lanes[1][i];
+            out[3 * i + 2] = lanes[2][i];
+        }
+    }
+    if (x < out_w)
+        affine_row_uint8_t(s, sx + x, sy + x, out_w - x, 1, row + x * 3);
+}
+
+/* Whether affine_row_u8c3_avx2 computes a row of this image. */
+static int affine_vector(const Source *s, int linear) {
+    return use_vector && linear && s->type == 'B' && s->channels == 3 && s->height < (1 << 24)
+           && s->width < (1 << 24) && s->height * s->width * 3 < ((Py_ssize_t)1 << 31);
+}
+
 /* The AVX2 clone rounds (floorf, roundf) in one instruction each; every result is the same. */
 __attribute__((target_clones("avx2", "default")))
 static void affine(const Source *s, void *dst, int out_type, Py_ssize_t out_h, Py_ssize_t out_w, const float *m,
                    int linear, float *sx, float *sy, float *row) {
     Py_ssize_t row_len = out_w * s->channels;
+    int vector = affine_vector(s, linear);
     for (Py_ssize_t y = 0; y < out_h; y++) {
         float ys = (float)y + 0.5f;
         float ax = m[0] * 0.5f, ay = m[3] * 0.5f;
@@ -224,7 +291,12 @@ static void affine(const Source *s, void *dst, int out_type, Py_ssize_t out_h, P
         walk_row(sx, ax + bx, m[0], out_w);
         walk_row(sy, ay + by, m[3], out_w);
         switch (s->type) {
-        case 'B': affine_row_uint8_t(s, sx, sy, out_w, linear, row); break;
+        case 'B':
+            if (vector)
+                affine_row_u8c3_avx2(s, sx, sy, out_w, row);
+            else
+                affine_row_uint8_t(s, sx, sy, out_w, linear, row);
+            break;
         case 'b': affine_row_int8_t(s, sx, sy, out_w, linear, row); break;
         case 'H': affine_row_uint16_t(s, sx, sy, out_w, linear, row); break;
         case 'h': affine_row_int16_t(s, sx, sy, out_w, linear, row); break;
@@ -440,7 +512,19 @@ static PyObject *warp_perspective(PyObject *self, PyObject *args) {
     return result;
 }
 
+static PyObject *set_vector(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    int was = use_vector;
+    __builtin_cpu_init();
+    use_vector = on && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return PyBool_FromLong(was);
+}
+
 static PyMethodDef methods[] = {
+    {"set_vector", set_vector, METH_O,
+     "Whether the AVX2 + FMA versions run (where the CPU has them); returns the previous setting."},
     {"warp_affine", warp_affine, METH_VARARGS, "DALI's WarpCPU sampler on one HWC image (see the file)."},
     {"warp_perspective", warp_perspective, METH_VARARGS,
      "OpenCV's float32 warpPerspective as DALI's CPU operator calls it, on one HWC image (see the file)."},
@@ -449,4 +533,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native_warp", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__native_warp(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native_warp(void) {
+    __builtin_cpu_init();
+    use_vector = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return PyModule_Create(&module);
+}
