@@ -152,6 +152,8 @@ def test_one_hot_refuses_what_dali_refuses():
     assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=5, dtype=types.BOOL), labels, "AB", "type")
     assert_both_refuse(lambda fn, types, x: fn.one_hot(x, num_classes=-2), labels, "AB",
                        "fn.one_hot: argument num_classes must not be negative, got -2")
+    with pytest.raises(ValueError, match="fn.one_hot: argument num_classes 1099511627776 does not fit DALI's int32"):
+        run(ours, labels, lambda fn, types, x: fn.one_hot(x, num_classes=2 ** 40), "AB")  # DALI: 0 classes
 
 
 # -------------------------------------------------------------------------------------------------- shapes

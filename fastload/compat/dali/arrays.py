@@ -340,6 +340,8 @@ def one_hot(data, *, num_classes=0, axis=None, on_value=1.0, off_value=0.0, dtyp
     classes = int(num_classes)
     if classes < 0:  # DALI: a RuntimeError from its buffer's size
         raise ValueError(f"{PREFIX}: fn.one_hot: argument num_classes must not be negative, got {classes}")
+    if classes >= 1 << 31:  # DALI keeps the low 32 bits (2**40 classes give none)
+        raise ValueError(f"{PREFIX}: fn.one_hot: argument num_classes {classes} does not fit DALI's int32")
     on = _static_cast(float(np.float32(on_value)), target)
     off = _static_cast(float(np.float32(off_value)), target)
     in_layout = data.layout()
