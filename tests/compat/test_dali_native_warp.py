@@ -227,3 +227,19 @@ def test_set_vector_answers_the_previous_setting():
     first = native.set_vector(False)
     assert native.set_vector(first) is False
     assert native.set_vector(first) is first
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 31), st.integers(2, 40), st.integers(1, 21), st.sampled_from([7, 16, 17, 33, 48, 50]),
+       st.sampled_from(sorted(remap._NATIVE_BORDERS)), st.sampled_from([0.0, 1e-3, 2e-2]), st.integers(0, 2**32 - 1))
+def test_the_vector_perspective_rows_equal_the_scalar_ones(height, width, out_h, out_w, border, perspective, seed):
+    # three-channel uint8, linear: the vector rows' blocks inside the image, the others and the last columns scalar
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 255, (height, width, 3), endpoint=True).astype(np.uint8)
+    m = np.eye(3) + rng.normal(0, 0.1, (3, 3)) * [[1, 1, 0], [1, 1, 0], [0, 0, 0]]
+    m[:2, 2] = rng.uniform(-3, 6, 2)
+    m[2, :2] = rng.normal(0, perspective, 2)
+    fill = remap._fill_values([rng.uniform(0, 255)], 3, np.uint8)
+    got = remap._warp_native(data, m, out_h, out_w, "linear", border, fill)
+    expected = _scalar(remap._warp_native, data, m, out_h, out_w, "linear", border, fill)
+    assert np.array_equal(got, expected)

@@ -425,59 +425,134 @@ BLEND(uint8_t, to_uint8)
 BLEND(uint16_t, to_uint16)
 BLEND(float, keep)
 
+/* One output pixel of perspective: its source point (OpenCV's vector loop's products below column `vector`, its
+ * scalar loop's after), then the nearest pixel or the linear blend, or the fill value. */
+static inline __attribute__((always_inline)) void perspective_pixel(const Image *s, void *dst, Py_ssize_t out_w,
+                                                                    const float *m, int linear, Py_ssize_t y,
+                                                                    Py_ssize_t x, Py_ssize_t vector,
+                                                                    const float *r, const float *c) {
+    Py_ssize_t channels = s->channels, size = type_size(s->type);
+    float xf = (float)x, X, Y, W;
+    if (x < vector) {
+        W = fmaf(m[6], xf, c[2]);
+        X = fmaf(m[0], xf, c[0]);
+        Y = fmaf(m[3], xf, c[1]);
+    } else {
+        W = fmaf(xf, m[6], r[2]) + m[8];
+        X = fmaf(xf, m[0], r[0]) + m[2];
+        Y = fmaf(xf, m[3], r[1]) + m[5];
+    }
+    float sx = X / W, sy = Y / W;
+    Py_ssize_t o = (y * out_w + x) * channels;
+    if (!linear) {
+        Py_ssize_t index = tap_index(s, to_i64(rintf(sy)), to_i64(rintf(sx)));
+        const char *from = index < 0 ? (const char *)s->fill : (const char *)s->src + index * size;
+        memcpy((char *)dst + o * size, from, channels * size);
+        return;
+    }
+    int64_t ix = to_i64(floorf(sx)), iy = to_i64(floorf(sy));
+    if (s->border == 0 && (ix < -1 || ix >= s->width || iy < -1 || iy >= s->height)) {
+        memcpy((char *)dst + o * size, s->fill, channels * size);
+        return;
+    }
+    float ax = sx - (float)ix, ay = sy - (float)iy;
+    Py_ssize_t i00, i01, i10, i11;
+    if (ix >= 0 && ix < s->width - 1 && iy >= 0 && iy < s->height - 1) {  /* inside: every border agrees */
+        i00 = (iy * s->width + ix) * channels;
+        i01 = i00 + channels;
+        i10 = i00 + s->width * channels;
+        i11 = i10 + channels;
+    } else {
+        i00 = tap_index(s, iy, ix);
+        i01 = tap_index(s, iy, ix + 1);
+        i10 = tap_index(s, iy + 1, ix);
+        i11 = tap_index(s, iy + 1, ix + 1);
+    }
+    if (s->type == 'B')
+        blend_uint8_t(s, i00, i01, i10, i11, ax, ay, (uint8_t *)dst + o);
+    else if (s->type == 'H')
+        blend_uint16_t(s, i00, i01, i10, i11, ax, ay, (uint16_t *)dst + o);
+    else
+        blend_float(s, i00, i01, i10, i11, ax, ay, (float *)dst + o);
+}
+
+/* perspective's row of a three-channel uint8 image, linear, eight pixels a step below column `vector` where their
+ * 2x2 blocks all lie inside the image: the same fmaf, division, floor and blend per lane, the taps gathered as
+ * affine_row_u8c3_avx2 does, the result rounded (rint) and clamped as to_uint8. The other pixels as before. */
+__attribute__((target("avx2,fma")))
+static void perspective_row_u8c3_avx2(const Image *s, uint8_t *dst, Py_ssize_t out_w, const float *m, Py_ssize_t y,
+                                      Py_ssize_t vector, const float *r, const float *c) {
+    const uint8_t *src = s->src;
+    const __m256 zero = _mm256_setzero_ps(), top_value = _mm256_set1_ps(255.0f);
+    const __m256 x_end = _mm256_set1_ps((float)(s->width - 1)), y_end = _mm256_set1_ps((float)(s->height - 1));
+    const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]), m6 = _mm256_set1_ps(m[6]);
+    const __m256 cx = _mm256_set1_ps(c[0]), cy = _mm256_set1_ps(c[1]), cw = _mm256_set1_ps(c[2]);
+    const __m256i stride = _mm256_set1_epi32((int)(s->width * 3)), three = _mm256_set1_epi32(3);
+    const __m256i low = _mm256_set1_epi32(0xff), iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int32_t lanes[3][8] __attribute__((aligned(32)));
+    Py_ssize_t x = 0;
+    for (; x + 8 <= vector; x += 8) {
+        __m256 xf = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32((int)x), iota));
+        __m256 W = _mm256_fmadd_ps(m6, xf, cw), X = _mm256_fmadd_ps(m0, xf, cx), Y = _mm256_fmadd_ps(m3, xf, cy);
+        __m256 sx = _mm256_div_ps(X, W), sy = _mm256_div_ps(Y, W);
+        __m256 fx = _mm256_floor_ps(sx), fy = _mm256_floor_ps(sy);
+        __m256 inside = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(fx, zero, _CMP_GE_OQ),
+                                                    _mm256_cmp_ps(fx, x_end, _CMP_LT_OQ)),
+                                      _mm256_and_ps(_mm256_cmp_ps(fy, zero, _CMP_GE_OQ),
+                                                    _mm256_cmp_ps(fy, y_end, _CMP_LT_OQ)));
+        if (_mm256_movemask_ps(inside) != 0xff) {
+            for (Py_ssize_t i = x; i < x + 8; i++)
+                perspective_pixel(s, dst, out_w, m, 1, y, i, vector, r, c);
+            continue;
+        }
+        __m256 ax = _mm256_sub_ps(sx, fx), ay = _mm256_sub_ps(sy, fy);
+        __m256i o00 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtps_epi32(fy), stride),
+                                       _mm256_mullo_epi32(_mm256_cvtps_epi32(fx), three));
+        __m256i o10 = _mm256_sub_epi32(_mm256_add_epi32(o00, stride), _mm256_set1_epi32(1));
+        __m256i g00 = _mm256_i32gather_epi32((const int *)src, o00, 1);
+        __m256i g01 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o00, three), 1);
+        __m256i g10 = _mm256_i32gather_epi32((const int *)src, o10, 1);
+        __m256i g11 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o10, three), 1);
+        for (int k = 0; k < 3; k++) {
+            __m128i top_shift = _mm_cvtsi32_si128(8 * k), bottom_shift = _mm_cvtsi32_si128(8 * k + 8);
+            __m256 p00 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g00, top_shift), low));
+            __m256 p01 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g01, top_shift), low));
+            __m256 p10 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g10, bottom_shift), low));
+            __m256 p11 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g11, bottom_shift), low));
+            __m256 top = _mm256_fmadd_ps(ax, _mm256_sub_ps(p01, p00), p00);
+            __m256 bottom = _mm256_fmadd_ps(ax, _mm256_sub_ps(p11, p10), p10);
+            __m256 v = _mm256_fmadd_ps(ay, _mm256_sub_ps(bottom, top), top);
+            v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            v = _mm256_min_ps(_mm256_max_ps(v, zero), top_value);
+            _mm256_store_si256((__m256i *)lanes[k], _mm256_cvtps_epi32(v));
+        }
+        uint8_t *out = dst + (y * out_w + x) * 3;
+        for (int i = 0; i < 8; i++) {
+            out[3 * i] = (uint8_t)lanes[0][i];
+            out[3 * i + 1] = (uint8_t)lanes[1][i];
+            out[3 * i + 2] = (uint8_t)lanes[2][i];
+        }
+    }
+    for (; x < out_w; x++)
+        perspective_pixel(s, dst, out_w, m, 1, y, x, vector, r, c);
+}
+
 /* fmaf is correctly rounded with or without the FMA instruction: the clone only makes it one instruction. */
 __attribute__((target_clones("fma", "default")))
 static void perspective(const Image *s, void *dst, Py_ssize_t out_h, Py_ssize_t out_w, const float *m, int linear) {
-    Py_ssize_t channels = s->channels, size = type_size(s->type);
     Py_ssize_t vector = out_w - out_w % 16;  /* OpenCV's AVX2 loop: 16 columns a step; the rest scalar */
+    int rows_in_vector = use_vector && linear && s->type == 'B' && s->channels == 3 && s->height < (1 << 24)
+                         && s->width < (1 << 24) && s->height * s->width * 3 < ((Py_ssize_t)1 << 31);
     for (Py_ssize_t y = 0; y < out_h; y++) {
         float yf = (float)y;
-        float rx = yf * m[1], ry = yf * m[4], rw = yf * m[7];
-        float cx = rx + m[2], cy = ry + m[5], cw = rw + m[8];
-        for (Py_ssize_t x = 0; x < out_w; x++) {
-            float xf = (float)x, X, Y, W;
-            if (x < vector) {
-                W = fmaf(m[6], xf, cw);
-                X = fmaf(m[0], xf, cx);
-                Y = fmaf(m[3], xf, cy);
-            } else {
-                W = fmaf(xf, m[6], rw) + m[8];
-                X = fmaf(xf, m[0], rx) + m[2];
-                Y = fmaf(xf, m[3], ry) + m[5];
-            }
-            float sx = X / W, sy = Y / W;
-            Py_ssize_t o = (y * out_w + x) * channels;
-            if (!linear) {
-                Py_ssize_t index = tap_index(s, to_i64(rintf(sy)), to_i64(rintf(sx)));
-                const char *from = index < 0 ? (const char *)s->fill : (const char *)s->src + index * size;
-                memcpy((char *)dst + o * size, from, channels * size);
-                continue;
-            }
-            int64_t ix = to_i64(floorf(sx)), iy = to_i64(floorf(sy));
-            if (s->border == 0 && (ix < -1 || ix >= s->width || iy < -1 || iy >= s->height)) {
-                memcpy((char *)dst + o * size, s->fill, channels * size);
-                continue;
-            }
-            float ax = sx - (float)ix, ay = sy - (float)iy;
-            Py_ssize_t i00, i01, i10, i11;
-            if (ix >= 0 && ix < s->width - 1 && iy >= 0 && iy < s->height - 1) {  /* inside: every border agrees */
-                i00 = (iy * s->width + ix) * channels;
-                i01 = i00 + channels;
-                i10 = i00 + s->width * channels;
-                i11 = i10 + channels;
-            } else {
-                i00 = tap_index(s, iy, ix);
-                i01 = tap_index(s, iy, ix + 1);
-                i10 = tap_index(s, iy + 1, ix);
-                i11 = tap_index(s, iy + 1, ix + 1);
-            }
-            if (s->type == 'B')
-                blend_uint8_t(s, i00, i01, i10, i11, ax, ay, (uint8_t *)dst + o);
-            else if (s->type == 'H')
-                blend_uint16_t(s, i00, i01, i10, i11, ax, ay, (uint16_t *)dst + o);
-            else
-                blend_float(s, i00, i01, i10, i11, ax, ay, (float *)dst + o);
+        float r[3] = {yf * m[1], yf * m[4], yf * m[7]};
+        float c[3] = {r[0] + m[2], r[1] + m[5], r[2] + m[8]};
+        if (rows_in_vector) {
+            perspective_row_u8c3_avx2(s, dst, out_w, m, y, vector, r, c);
+            continue;
         }
+        for (Py_ssize_t x = 0; x < out_w; x++)
+            perspective_pixel(s, dst, out_w, m, linear, y, x, vector, r, c);
     }
 }
 
