@@ -168,9 +168,38 @@ def test_filter_of_other_layouts_and_large_filters_matches_dali():
     frames = [np.stack([IMAGES[0], IMAGES[0][::-1]]), np.stack([IMAGES[1]] * 3), IMAGES[2][None]]
     assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod), border="reflect_1001"), frames, layout="FHWC")
     large = [rng.normal(0, 0.05, size=s).astype(np.float32) for s in [(11, 12), (13, 11), (8, 7)]]
-    # uint8 outputs exact; float outputs of filters OpenCV applies through a DFT within float rounding
+    # uint8 outputs exact; float outputs of uint8 inputs through OpenCV's DFT within a few float32 ulps
     assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large)))
-    assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large), dtype=mod.types.FLOAT), atol=2e-3)
+    assert_same(lambda mod, x: mod.fn.filter(x, _kernels(mod, large), dtype=mod.types.FLOAT), atol=6e-5)
+
+
+def test_filter_through_opencvs_dft_matches_dali_exactly():
+    # from 130 taps (float32 to float32) or 50 (16-bit data, float outputs of integer inputs) OpenCV correlates
+    # through a DFT in float64, except with border "wrap", a non-zero fill_value and in "valid" mode: computed
+    # so, the values are DALI's
+    floats = [rng.uniform(0, 90, size=s).astype(np.float32) for s in [(24, 20, 3), (13, 17, 1)]]
+    kernels = [rng.normal(0, 0.01, size=s).astype(np.float32) for s in [(12, 12), (11, 13)]]
+    fills = [np.array(v, dtype=np.float32) for v in (7.5, 0.0)]
+
+    def graph(mod, x):
+        fn = mod.fn
+        fill = fn.external_source(source=lambda: fills, batch=True)
+        return (fn.filter(x, _kernels(mod, kernels)), fn.filter(x, _kernels(mod, kernels), border="clamp"),
+                fn.filter(x, _kernels(mod, kernels), fill, border="constant", anchor=[2, 9]),
+                fn.filter(x, _kernels(mod, kernels), border="wrap"), fn.filter(x, _kernels(mod, kernels), mode="valid"))
+    assert_same(graph, floats)
+    int16 = [rng.integers(-5000, 5000, size=s).astype(np.int16) for s in [(24, 20, 3), (9, 14, 1)]]
+    small = [rng.normal(0, 0.03, size=s).astype(np.float32) for s in [(8, 7), (7, 9)]]
+    assert_same(lambda mod, x: (mod.fn.filter(x, _kernels(mod, small), dtype=mod.types.FLOAT),
+                                mod.fn.filter(x, _kernels(mod, small), border="reflect_1001")), int16)
+
+
+def test_filter_larger_than_the_image_is_fast_and_matches_dali():
+    # a 201 x 201 filter on a 64 x 64 image: through the DFT, not 40401 passes over the image
+    image = [rng.uniform(0, 90, size=(64, 64, 3)).astype(np.float32)]
+    huge = [rng.normal(0, 0.01, size=(201, 201)).astype(np.float32)]
+    assert_same(lambda mod, x: (mod.fn.filter(x, _kernels(mod, huge)),
+                                mod.fn.filter(x, _kernels(mod, huge), border="constant")), image)
 
 
 MOSAICS = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(14, 18), (24, 10), (2, 4)]]
