@@ -143,10 +143,10 @@ def test_experimental_modules_import_and_the_proxy_refuses():
 
 
 @pytest.mark.parametrize("module,name,listed", [
-    ("fastload.compat.dali.fn", "optical_flow", "crop_mirror_normalize"),
+    ("fastload.compat.dali.fn", "fits_reader", "crop_mirror_normalize"),
     ("fastload.compat.dali.fn.readers", "webdatasets", "file"),
     ("fastload.compat.dali.fn.decoders", "video", "image"),
-    ("fastload.compat.dali.ops", "OpticalFlow", "CropMirrorNormalize"),
+    ("fastload.compat.dali.ops", "FitsReader", "CropMirrorNormalize"),
     ("fastload.compat.dali.types", "PIPELINE_API_BASIC", "FLOAT"),
     ("fastload.compat.dali", "math", "pipeline_def"),
     ("fastload.compat.dali.tensors", "format_batch", "TensorListCPU"),

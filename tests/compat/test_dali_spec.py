@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("quiet_iterators")
 
 # DALI schemas deprecated in favour of one fastload runs that are not the same operator under another name
 NOT_ALIASES = {"SSDRandomCrop": "takes (images, boxes, labels) and other arguments than RandomBBoxCrop"}
-SCHEMAS_RUN = 54  # of DALI 2.4's 173 (172 and the PyTorch plugin's TorchPythonFunction)
+SCHEMAS_RUN = 155  # of DALI 2.4's 173 (172 and the PyTorch plugin's TorchPythonFunction)
 
 
 def _lookup(module, dotted: str):
