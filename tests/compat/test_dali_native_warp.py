@@ -243,3 +243,21 @@ def test_the_vector_perspective_rows_equal_the_scalar_ones(height, width, out_h,
     got = remap._warp_native(data, m, out_h, out_w, "linear", border, fill)
     expected = _scalar(remap._warp_native, data, m, out_h, out_w, "linear", border, fill)
     assert np.array_equal(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 13), st.integers(1, 40), st.sampled_from([1, 3, 4]), st.sampled_from(["nn", "linear"]),
+       st.integers(0, 2**32 - 1))
+def test_the_vector_uint8_store_equals_the_scalar_one(height, width, channels, interp, seed):
+    # float32 values through an identity warp into uint8: ties, values past the range, infinities and NaN
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(-3, 258, (height, width, channels)).astype(np.float32)
+    values = np.where(rng.random(values.shape) < 0.3, np.round(values) + np.float32(0.5), values).astype(np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 0.49999997, -0.5, 254.5, 255.49998, -1.5], np.float32)
+    picks = rng.random(values.shape) < 0.1
+    values[picks] = rng.choice(specials, int(picks.sum()))
+    image, matrix = torch.from_numpy(values), np.eye(2, 3, dtype=np.float32)
+    with np.errstate(invalid="ignore"):
+        got = warping.warp(image, matrix, height, width, fill_value=None, interp=interp, dtype=torch.uint8)
+        assert _same(got, _scalar(warping.warp, image, matrix, height, width, fill_value=None, interp=interp,
+                                  dtype=torch.uint8))
