@@ -12,7 +12,7 @@ own ``fn`` is ``plugin.pytorch.fn``.
 
 from .. import affine, detection, effects, geometry, operators  # noqa: F401  (their @operator declarations)
 from .. import (arrays, audio, batch_ops, boxes, filters, noise, pointwise, python_function,  # noqa: F401
-               record_readers, reductions, remap, resize_crop, sequences)
+               record_readers, reductions, remap, resize_crop, segmentation, sequences)
 from .. import gpu_only  # noqa: F401  (the GPU-only operators' refusals, with their reason)
 from .. import spec as _spec
 from ..unsupported import refuse
