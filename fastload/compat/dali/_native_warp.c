@@ -73,7 +73,7 @@ static inline float round_away(float v) {
  * flag), as _native.c's round_clamp, so that the compiler can turn the selects into vector blends. */
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
-static inline int32_t round_clamp(float v, int32_t lo, int32_t hi) {
+static inline __attribute__((always_inline)) int32_t round_clamp(float v, int32_t lo, int32_t hi) {
     float below = (float)(lo - 1), above = (float)(hi + 1);
     float c = v < below ? below : v;
     c = c > above ? above : c;
@@ -100,14 +100,19 @@ STORE_ROW(int16_t, -32768, 32767)
 #pragma GCC pop_options
 
 /* store_row_uint8_t eight values a step: round_clamp's steps per lane (clamp to [-1, 256], NaN to 0, truncate,
- * one away from zero where the dropped fraction is at least a half, clamp to [0, 255]); the rest scalar. */
+ * one away from zero where the dropped fraction is at least a half, clamp to [0, 255]); a row under eight values
+ * scalar. */
 __attribute__((target("avx2,fma")))
 static void store_row_uint8_avx2(const float *in, uint8_t *out, Py_ssize_t count) {
     const __m256 below = _mm256_set1_ps(-1.0f), above = _mm256_set1_ps(256.0f), zero = _mm256_setzero_ps();
     const __m256 half = _mm256_set1_ps(0.5f), magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i one = _mm256_set1_epi32(1), top = _mm256_set1_epi32(255);
-    Py_ssize_t i = 0;
-    for (; i + 8 <= count; i += 8) {
+    if (count < 8) {
+        store_row_uint8_t(in, out, count);
+        return;
+    }
+    for (Py_ssize_t step = 0; step < count; step += 8) {
+        Py_ssize_t i = step + 8 <= count ? step : count - 8;  /* the last step overlaps: the same values again */
         __m256 v = _mm256_loadu_ps(in + i);
         __m256 c = _mm256_min_ps(_mm256_max_ps(v, below), above);
         c = _mm256_and_ps(c, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
@@ -121,7 +126,6 @@ static void store_row_uint8_avx2(const float *in, uint8_t *out, Py_ssize_t count
         __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
         _mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(words, words));
     }
-    store_row_uint8_t(in + i, out + i, count - i);
 }
 
 /* ConvertSat to int32: roundf, then clamped in double (the clamp to hi + 1 above does not fit an int32); NaN
