@@ -2,7 +2,8 @@
 bit for bit, on random images, types, matrices and fill values of awkward sizes: DALI's WarpCPU (fn.warp_affine,
 fn.rotate) and OpenCV's float32 warpPerspective (fn.experimental.warp_perspective). The DALI comparisons
 (tests/compat/test_dali_geometry.py, test_dali_imageops.py, test_dali_remap.py) run through the native code
-where it is built."""
+where it is built. The AVX2 versions are held to the scalar code (``set_vector``); warp_perspective's prepared
+constant matrices and ``float32.libm_float`` of one value to the paths they skip."""
 
 from __future__ import annotations
 

@@ -28,6 +28,11 @@
  *     matrix: 9 float32, destination to source
  *     border: 0 constant, 1 replicate, 2 reflect, 3 reflect_101, 4 wrap
  *     fill: channels values of type
+ *
+ * Vector versions (AVX2 + FMA, chosen at load time where the CPU has both): the linear rows of a three-channel
+ * uint8 image, eight output pixels a step where their 2x2 blocks lie inside the image, and warp_affine's uint8
+ * store. Each lane takes the scalar code's float32 steps in the same order, so the results are the same bits;
+ * the rest runs the scalar code. set_vector(on) switches them (returns the previous setting), for the tests.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
