@@ -237,3 +237,36 @@ def _crop_float64(image, **arguments):
         return crops.crop(image, **arguments)
     finally:
         crops._EXACT_IN_DOUBLE = saved
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 11), st.sampled_from(_CROP_TYPES), st.lists(st.integers(-3, 12), min_size=4,
+       max_size=4), st.sampled_from([[0, 1], [1, 0], [1], [2], [0, 1, 2]]), st.sampled_from(["pad", "trim_to_shape",
+       "error"]), st.integers(0, 2 ** 32 - 1))
+def test_a_same_type_slice_equals_the_float64_slice(height, width, dtype, bounds, axes, policy, seed):
+    from fastload.compat.dali import geometry
+    rng = np.random.default_rng(seed)
+    if dtype.is_floating_point:
+        data = torch.from_numpy(rng.uniform(-1e4, 1e4, (height, width, 3)).astype(np.float32)).to(dtype)
+    elif dtype == torch.bool:
+        data = torch.from_numpy(rng.random((height, width, 3)) < 0.5)
+    else:
+        info = torch.iinfo(dtype)
+        data = torch.from_numpy(rng.integers(info.min, info.max, (height, width, 3), endpoint=True)).to(dtype)
+    window = [(bounds[2 * i % 4], bounds[(2 * i + 1) % 4]) for i in range(len(axes))]
+    fill = geometry._fill([5, 300, -1], dtype, 3)
+    arguments = (data.permute(1, 0, 2), axes, window, policy, fill, 2, dtype)  # strided: the copy comes out contiguous
+    saved, geometry._EXACT_IN_DOUBLE = geometry._EXACT_IN_DOUBLE, frozenset()
+    try:
+        expected = geometry.sliced(*arguments)
+    except ValueError:
+        with pytest.raises(ValueError):
+            geometry.sliced(*arguments)
+        return
+    except RuntimeError:  # the float64 path's "pad" cannot broadcast three fill values over a cut channel axis,
+        return  # even where nothing is filled; the copy of a window inside needs no fill
+    finally:
+        geometry._EXACT_IN_DOUBLE = saved
+    got = geometry.sliced(*arguments)
+    assert got.dtype == expected.dtype and got.shape == expected.shape and got.is_contiguous()
+    assert got.numpy().tobytes() == expected.numpy().tobytes()

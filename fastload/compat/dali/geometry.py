@@ -2,7 +2,7 @@
 ``fn.peek_image_shape`` and ``fn.color_space_conversion``, per sample, as DALI 2.4's CPU operators compute
 them (tests/compat/test_dali_geometry.py compares each with real DALI, output by output).
 
-They run per sample in the loader threads (``execution.GraphPath``); none is lowered to the fused plan.
+They run per sample in the loader threads (``engine.execution.GraphPath``); none is lowered to the fused plan.
 The fused kernel's warp (``kernels.augment.Warp``) is torchvision's: it follows a resize, reads zeros
 outside the image where DALI without ``fill_value`` clamps to the border, and rounds nearest-neighbour
 taps half to even where DALI floors; with a ``fill_value`` and bilinear taps it would agree with DALI's
@@ -20,6 +20,7 @@ import torch
 
 from ..float32 import round_c as _round_c
 from .colour import _rgb_to_ycbcr
+from .crops import _EXACT_IN_DOUBLE
 from ..engine.conversions import convert_sat
 from ..engine.graph import DataNode, Op
 from .operators import _device, _layout, _one, check_args
@@ -259,6 +260,31 @@ def slice_window(data: torch.Tensor, axes: list[int], window, policy: str, fill:
     return torch.where(inside, out, fill.view(view) if fill.numel() > 1 else fill.reshape(()))
 
 
+def sliced(data: torch.Tensor, axes: list[int], window, policy: str, fill: torch.Tensor, channel_axis: int | None,
+           target: torch.dtype) -> torch.Tensor:
+    """fn.slice of one sample: :func:`slice_window` converted to ``target`` as DALI's ConvertSat; a window
+    inside the data, to the data's own type, is a copy of the slice (the same values, without the float64 pass)."""
+    extents = [int(data.shape[a]) for a in axes]
+    if (target == data.dtype and target in _EXACT_IN_DOUBLE and _inside(window, extents)
+            and len(set(axes)) == len(axes)):
+        return _cut(data, axes, window)
+    return convert_sat(slice_window(data, axes, window, policy, fill, channel_axis), target)
+
+
+def _inside(window, extents) -> bool:
+    """Whether every (anchor, size) of ``window`` lies inside its axis: no policy applies, nothing is filled."""
+    return all(0 <= anchor and 0 <= size and anchor + size <= extent for (anchor, size), extent in zip(window, extents))
+
+
+def _cut(data: torch.Tensor, axes: list[int], window) -> torch.Tensor:
+    """:func:`slice_window` of a window inside ``data``, to its own type: a contiguous copy of the slice, which
+    the float64 values and their conversion back (``_EXACT_IN_DOUBLE``: no value changes) come to."""
+    index = [builtins.slice(None)] * data.dim()
+    for axis, (anchor, size) in zip(axes, window):
+        index[axis] = builtins.slice(anchor, anchor + size)  # (this module's `slice` is fn.slice)
+    return data[tuple(index)].clone(memory_format=torch.contiguous_format)
+
+
 def _cast_fill(values, dtype: torch.dtype) -> torch.Tensor:
     """Fill values in ``dtype``, as float64: DALI converts them with a plain C cast (measured: -1 pads
     uint8 with 255), truncated toward zero and wrapped into an integer type."""
@@ -319,7 +345,7 @@ def slice(data, anchor=None, shape=None, *, axes=None, axis_names=None, normaliz
         target = x.dtype if dtype is None else dtype
         channel_axis = layout.index("C") if "C" in layout and len(layout) == x.dim() else None
         values = _fill(fill, target, x.shape[channel_axis] if channel_axis is not None else None)
-        return convert_sat(slice_window(x, axis_list, window, policy, values, channel_axis), target)
+        return sliced(x, axis_list, window, policy, values, channel_axis, target)
     inputs = [data, anchor, shape] if positional else [data]
     return _one(Op("slice", run, inputs, settings, device=_device(inputs, device), layouts=(layout,),
                    fusable=False))
