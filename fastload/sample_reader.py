@@ -1,5 +1,5 @@
 """What every path that reads a dataset's samples itself does per sample, shared by the CPU fast path
-(``batch.py``), the device path (``device.py``) and DALI's graph path (``compat/dali/execution.py``): read
+(``batch.py``), the device path (``device.py``) and DALI's graph path (``compat/engine/execution.py``): read
 the file, parse its header, draw its augmentation, replace a sample that fails under
 ``on_error="skip"``, and finish a batch's tail. Its own module so that those paths import it and not
 each other.

@@ -196,7 +196,7 @@ class LoaderPath(Protocol):
     """The interface of a loader's path -- the object that turns an epoch's batches into ``Stages`` --, as
     the loader uses it. ``paths.choose_path`` picks one per loader; ``generic.MapPath`` and
     ``IterablePath``, ``batch.CpuPath``, ``device.DevicePath`` and DALI's ``GraphPath``
-    (``compat/dali/execution.py``) are the ones there are, and a front end's source can bring its own
+    (``compat/engine/execution.py``) are the ones there are, and a front end's source can bring its own
     (``fastload_path(loader)``). Written out so that a new path has one contract to meet, not prose.
 
     Attributes:

@@ -237,3 +237,12 @@ class ReaderOrder(IndexOrder):
             position, returned = position + 1, returned + 1
         self._buffer_state = (position, generator, ring, draws, epoch, returned, last)
         return out
+
+
+def reader_order(spec, batch_size: int, seed: int) -> ReaderOrder:
+    """DALI's order of a reader's samples, by its spec's shard, padding and shuffle settings (the order the
+    engine's ``ReaderSource`` runs a DALI pipeline's reader in)."""
+    return ReaderOrder(len(spec.samples), shard_id=spec.shard_id, num_shards=spec.num_shards, batch_size=batch_size,
+                       stick_to_shard=spec.stick_to_shard, pad_last_batch=spec.pad_last_batch,
+                       random_shuffle=spec.random_shuffle, initial_fill=spec.initial_fill,
+                       shuffle_after_epoch=spec.shuffle_after_epoch, seed=seed)

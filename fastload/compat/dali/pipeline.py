@@ -40,7 +40,9 @@ import torch
 
 from ...loader import DataLoader
 from ...paths import device_refusal
-from .execution import ReaderSource, TensorList, external_batch
+from ..engine.execution import ReaderSource, external_batch
+from .order import reader_order
+from .tensors import TensorList
 from .lowering import lower
 from ..engine.graph import DataNode, Graph, current_pipeline, pop_pipeline, push_pipeline
 from .operators import ExternalSourceOp
@@ -212,7 +214,8 @@ class Pipeline:
         if readers and self._sources:
             self._reading = Graph([out for op in readers for out in op.outputs])
             self.unfused = "the graph runs beside its external sources, one by one in torch"
-            source = ReaderSource(readers, self._reading, self._seed, gpu)
+            source = ReaderSource(readers, self._reading, self._seed, gpu, order=reader_order,
+                                  make_batch=TensorList)
             self._loader = DataLoader(source, batch_size=self._batch_size, num_workers=self._num_threads,
                                       prefetch_factor=self._cpu_queue_size)
             self._loader.stats.unfused = self.unfused
@@ -230,7 +233,8 @@ class Pipeline:
             else:
                 self._lowered, self.unfused = lowered, None
             plan = self._lowered.plan if self._lowered else None
-            source = ReaderSource(readers, graph, self._seed, gpu, plan)
+            source = ReaderSource(readers, graph, self._seed, gpu, plan, order=reader_order,
+                                  make_batch=TensorList)
             # a fused graph that asks for the GPU takes fastload's device path where the fused kernel runs
             # on ``gpu`` (a CUDA device; without one, gpu is the CPU and the path the CPU fast path)
             asks_gpu = any(op.device in ("gpu", "mixed") for op in graph.ops)
@@ -504,7 +508,7 @@ class Pipeline:
         if size > self._batch_size:
             raise RuntimeError(f"an external source gave {size} samples, more than batch_size={self._batch_size}")
         return external_batch(self._graph, inputs, given, size, self._seed, self._runs - 1, self._gpu,
-                              self._num_threads)
+                              self._num_threads, TensorList)
 
     # -- readers
     def _reader_spec(self, name):

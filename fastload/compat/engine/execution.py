@@ -1,26 +1,28 @@
-"""How a built DALI pipeline runs on fastload: its reader is a fastload source with DALI's order, and its
-graph runs per sample in the loader's threads (``GraphPath``, a fastload path), its batch operators (if
-any) once per batch in the job's finish; a batch comes back as DALI's outputs, one ``TensorList`` each.
+"""How a built pipeline runs on fastload (DALI's, and rocAL's built on it): its readers are a fastload source
+with the front end's order, and its graph runs per sample in the loader's threads (``GraphPath``, a fastload
+path), its batch operators (if any) once per batch in the job's finish; a batch comes back as one batch
+object per output, of the front end's kind (DALI's ``TensorList``). The front end hands over what is its own:
+the reader order (``order``: DALI's ``ReaderOrder``) and the batch type (``make_batch``).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
-from .order import ReaderOrder
 from ...thread_pool import Job, LoaderPath, Stages, ThreadPool, batches_ahead
 from ...read import read_file
 from ...sample_reader import SampleReader
 from ...sources import Source
-from ..engine.graph import SKIPPED, Graph, SampleContext
-from .tensors import TensorList
+from .graph import SKIPPED, Graph, SampleContext
 
 
 class ReaderSource(Source):
-    """A pipeline's ``fn.readers.file`` samples as a fastload source with DALI's order (``ReaderOrder``).
+    """A pipeline's reader samples as a fastload source with the front end's reader order (``order(spec,
+    batch_size, seed)``: DALI's ``ReaderOrder``, unless the reader's spec brings its own, as rocAL's do);
+    its batches are made by ``make_batch(tensors, layout, device)`` (DALI's ``TensorList``).
 
     Its transform is the graph's ``Plan`` when the graph lowers to one (the
     fast or device path), else None and the graph runs as its own path
@@ -30,11 +32,13 @@ class ReaderSource(Source):
     each advance by one batch per iteration.
     """
 
-    def __init__(self, readers: list, graph: Graph, seed: int, gpu: torch.device, plan=None):
+    def __init__(self, readers: list, graph: Graph, seed: int, gpu: torch.device, plan=None, *,
+                 order: Callable, make_batch: Callable):
         self.readers = readers  # the reader ops, the first one driving the order
         spec = readers[0].reader
         super().__init__(spec.samples, plan, seed=seed)
         self.spec, self.graph, self.gpu, self.base_seed = spec, graph, gpu, seed
+        self.order, self.make_batch = order, make_batch
 
     def read(self, index: int) -> bytes:
         """The sample's bytes: its file's, or, for a reader of records (rocAL's TFRecord reader), what its
@@ -43,17 +47,13 @@ class ReaderSource(Source):
         return read(index) if read is not None else super().read(index)
 
     def reader_order(self, spec, batch_size: int):
-        """The reader's order: DALI's ``ReaderOrder``, or the one a front end's reader spec makes (rocAL's)."""
+        """The reader's order: the one its spec makes where it has one (rocAL's readers), else the front
+        end's (``order``)."""
+        seed = spec.seed if spec.seed >= 0 else self.base_seed
         own = getattr(spec, "order", None)
-        if own is not None:
-            return own(batch_size, spec.seed if spec.seed >= 0 else self.base_seed)
-        return ReaderOrder(len(spec.samples), shard_id=spec.shard_id, num_shards=spec.num_shards,
-                           batch_size=batch_size, stick_to_shard=spec.stick_to_shard,
-                           pad_last_batch=spec.pad_last_batch, random_shuffle=spec.random_shuffle,
-                           initial_fill=spec.initial_fill, shuffle_after_epoch=spec.shuffle_after_epoch,
-                           seed=spec.seed if spec.seed >= 0 else self.base_seed)
+        return own(batch_size, seed) if own is not None else self.order(spec, batch_size, seed)
 
-    def make_order(self, batch_size: int, drop_last: bool, **ignored) -> ReaderOrder:
+    def make_order(self, batch_size: int, drop_last: bool, **ignored):
         return self.reader_order(self.spec, batch_size)
 
     def meta(self, spec=None) -> dict:
@@ -81,6 +81,7 @@ class GraphPath(SampleReader, LoaderPath):
     def __init__(self, loader, source: ReaderSource):
         super().__init__(loader, source.samples, None, None, source.read)
         self.graph, self.gpu, self.readers = source.graph, source.gpu, source.readers
+        self.make_batch = source.make_batch
         self.others = [(op, source.reader_order(op.reader, loader.batch_size)) for op in source.readers[1:]]
 
     def stages(self, batches: Iterator[list[tuple[int, int]]], epoch: int, order) -> Stages:
@@ -116,11 +117,11 @@ class GraphPath(SampleReader, LoaderPath):
 
     def _finish(self, results: list[tuple]) -> tuple:
         self.stats.count_batch(len(results))
-        return batch_outputs(self.graph, results)
+        return batch_outputs(self.graph, results, self.make_batch)
 
 
-def batch_outputs(graph: Graph, results: list) -> tuple:
-    """The samples' ``run_sample`` results -> one TensorList per pipeline output (without the samples an
+def batch_outputs(graph: Graph, results: list, make_batch: Callable) -> tuple:
+    """The samples' ``run_sample`` results -> one batch per pipeline output (``make_batch``) (without the samples an
     output does not have: those on the other side of a ``fn._conditional.split``), after the batch ops
     that the samples' runs stopped at (``Graph.finish_batch``). An output whose samples differ in
     type or number of dimensions is refused, as DALI refuses to make such a batch (a RuntimeError)."""
@@ -129,7 +130,7 @@ def batch_outputs(graph: Graph, results: list) -> tuple:
     for i, node in enumerate(graph.outputs):
         tensors = [sample[i] for sample in results if sample[i] is not SKIPPED]
         _check_uniform(tensors, i, node)
-        outputs.append(TensorList(tensors, node.layout(), node.device))
+        outputs.append(make_batch(tensors, node.layout(), node.device))
     return tuple(outputs)
 
 
@@ -140,11 +141,11 @@ def _check_uniform(tensors: list[torch.Tensor], at: int, node) -> None:
     first = tensors[0]
     for k, sample in enumerate(tensors):
         if sample.dtype != first.dtype:
-            raise RuntimeError(f"fastload.compat.dali: output {at} of the pipeline ({node.source.name}): sample {k} "
+            raise RuntimeError(f"fastload.compat: output {at} of the pipeline ({node.source.name}): sample {k} "
                                f"is {sample.dtype}, sample 0 {first.dtype}; the samples of a batch must have the "
                                f"same type (DALI refuses it too)")
         if sample.dim() != first.dim():
-            raise RuntimeError(f"fastload.compat.dali: output {at} of the pipeline ({node.source.name}): sample {k} "
+            raise RuntimeError(f"fastload.compat: output {at} of the pipeline ({node.source.name}): sample {k} "
                                f"has {sample.dim()} dimensions, sample 0 {first.dim()}; all tensors in a batch must "
                                f"have the same number of dimensions (DALI refuses it too)")
 
@@ -161,7 +162,7 @@ class _RunSample:
 
 
 def external_batch(graph: Graph, inputs: dict, given: list | None, size: int, seed: int, run: int,
-                   gpu: torch.device, threads: int) -> tuple:
+                   gpu: torch.device, threads: int, make_batch: Callable) -> tuple:
     """One batch of a pipeline whose graph runs when the batch is taken (it has external sources):
     ``size`` samples, each with its external sources' values (``inputs``: op id -> per-sample values) and,
     where the pipeline has readers, the values its readers' outputs took in the loader (``given``, one
@@ -175,7 +176,7 @@ def external_batch(graph: Graph, inputs: dict, given: list | None, size: int, se
                             external={key: value[i] for key, value in inputs.items()}, batch=shared)
         return lambda report: graph.run_sample(ctx, given[i] if given is not None else None)
 
-    job = Job([task(i) for i in range(size)], lambda results: batch_outputs(graph, results),
+    job = Job([task(i) for i in range(size)], lambda results: batch_outputs(graph, results, make_batch),
               what=[f"sample {i}" for i in range(size)])
     pool = ThreadPool(iter([job]), max(1, min(threads, size)), 1)
     try:
