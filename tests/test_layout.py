@@ -10,7 +10,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = {"fastload": ROOT / "fastload", "fastload.kernels": ROOT / "kernels"}
 MAX_LINES = 800
-# What issue 38 has not mended yet, each named so that nothing new joins it: a new cycle or a new long file
+# The known exceptions, each named so that nothing new joins it: a new cycle or a new long file
 # fails, and so does one of these once mended (then delete its line).
 KNOWN_CYCLES: list[list[str]] = []
 KNOWN_LONG: dict[str, int] = {}
