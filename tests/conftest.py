@@ -84,13 +84,16 @@ def kernel_on_cpu(monkeypatch):
     monkeypatch.setattr(device_stage, "KERNEL_DEVICE_TYPES", ("cuda", "cpu"))
 
 
-def run_dali_graph(mod, images, graph, layout="HWC", seed=1, conditionals=False, batch=None):
+def run_dali_graph(mod, images, graph, layout="HWC", seed=1, conditionals=False, batch=None, layouts=False,
+                   **pipeline):
     """Every output of ``graph(mod, x)`` over ``images`` fed as one batch by an external source, on DALI
-    (``mod`` = nvidia.dali) or fastload.compat.dali, per sample, as arrays."""
+    (``mod`` = nvidia.dali) or fastload.compat.dali, per sample, as arrays; with ``layouts``, each output as
+    (its layout, its arrays). ``pipeline``: more arguments of the Pipeline (exec_async, ...)."""
     import numpy as np
     batch = batch or len(images)
 
-    @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=seed, enable_conditionals=conditionals)
+    @mod.pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=seed, enable_conditionals=conditionals,
+                      **pipeline)
     def pipe():
         x = mod.fn.external_source(source=lambda: images, batch=True, layout=layout)
         return graph(mod, x)
@@ -98,7 +101,24 @@ def run_dali_graph(mod, images, graph, layout="HWC", seed=1, conditionals=False,
     p.build()
     outs = p.run()
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [[np.array(out.at(i)) for i in range(batch)] for out in outs]
+    arrays = [[np.array(out.at(i)) for i in range(batch)] for out in outs]
+    return [(out.layout(), samples) for out, samples in zip(outs, arrays)] if layouts else arrays
+
+
+def assert_same_as_dali(graph, images, layout="HWC", atol=0.0):
+    """``graph(mod, x)`` over ``images`` gives real DALI's outputs on fastload.compat.dali: the same dtypes
+    and shapes, values within ``atol`` (0: equal)."""
+    import numpy as np
+
+    import fastload.compat.dali as ours
+    theirs = run_dali_graph(import_dali(), images, graph, layout)
+    mine = run_dali_graph(ours, images, graph, layout)
+    assert len(theirs) == len(mine)
+    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
+        for i, (a, b) in enumerate(zip(a_out, b_out)):
+            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            assert diff.max(initial=0) <= atol, f"output {k} sample {i}: {int((diff > atol).sum())} values differ"
 
 
 def import_dali():

@@ -12,7 +12,7 @@ import pytest
 
 import fastload.compat.dali as ours
 
-from conftest import import_dali
+from conftest import import_dali, run_dali_graph
 
 rng = np.random.default_rng(2024)
 IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3)]]
@@ -21,15 +21,7 @@ IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (2
 def run(mod, inputs, graph, layout):
     """Every output of ``graph(mod.fn, mod.types, x)`` over ``inputs`` fed as one batch: (layout, per-sample
     arrays) per output."""
-    @mod.pipeline_def(batch_size=len(inputs), num_threads=1, device_id=None, seed=1)
-    def pipe():
-        x = mod.fn.external_source(source=lambda: inputs, batch=True, layout=layout)
-        return graph(mod.fn, mod.types, x)
-    p = pipe()
-    p.build()
-    outs = p.run()
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [(out.layout(), [np.array(out.at(i)) for i in range(len(inputs))]) for out in outs]
+    return run_dali_graph(mod, inputs, lambda mod, x: graph(mod.fn, mod.types, x), layout, layouts=True)
 
 
 def assert_same(graph, inputs=IMAGES, layout="HWC"):

@@ -14,7 +14,7 @@ import pytest
 
 import fastload.compat.dali as ours
 
-from conftest import import_dali, run_dali_graph
+from conftest import assert_same_as_dali, run_dali_graph
 
 
 rng = np.random.default_rng(39)
@@ -37,14 +37,7 @@ def run(mod, images, graph, layout="HWC"):
 
 
 def assert_same(graph, images=IMAGES, layout="HWC"):
-    dali = import_dali()
-    theirs, mine = run(dali, images, graph, layout), run(ours, images, graph, layout)
-    assert len(theirs) == len(mine)
-    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
-        for i, (a, b) in enumerate(zip(a_out, b_out)):
-            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
-            diff = np.abs(a.astype(np.int64) - b.astype(np.int64))
-            assert diff.max(initial=0) == 0, f"output {k} sample {i}: {int((diff > 0).sum())} values differ"
+    assert_same_as_dali(graph, images, layout)
 
 
 ANCHORS = [np.array(v, dtype=np.float32) for v in ([2.5, 3.7], [-1.2, 4.5], [10.6, 0.2])]

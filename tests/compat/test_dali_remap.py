@@ -13,22 +13,14 @@ import pytest
 import fastload.compat.dali as ours
 from fastload.compat.dali import remap
 
-from conftest import import_dali, run_dali_graph
+from conftest import assert_same_as_dali, import_dali
 
 rng = np.random.default_rng(77)
 IMAGES = [rng.integers(1, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 1)]]
 
 
 def assert_same(graph, images=IMAGES, layout="HWC", atol=0.0):
-    dali = import_dali()
-    theirs = run_dali_graph(dali, images, graph, layout)
-    mine = run_dali_graph(ours, images, graph, layout)
-    assert len(theirs) == len(mine)
-    for k, (a_out, b_out) in enumerate(zip(theirs, mine)):
-        for i, (a, b) in enumerate(zip(a_out, b_out)):
-            assert a.dtype == b.dtype and a.shape == b.shape, (k, i, a.dtype, b.dtype, a.shape, b.shape)
-            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            assert diff.max(initial=0) <= atol, f"output {k} sample {i}: {int((diff > atol).sum())} values differ"
+    assert_same_as_dali(graph, images, layout, atol)
 
 
 def test_grid_mask_matches_dali():

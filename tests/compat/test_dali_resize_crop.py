@@ -21,7 +21,7 @@ from PIL import Image
 
 import fastload.compat.dali as ours
 
-from conftest import import_dali
+from conftest import import_dali, run_dali_graph
 
 rng = np.random.default_rng(2024)
 IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (24, 9, 3), (31, 40, 3), (5, 33, 1)]]
@@ -29,14 +29,7 @@ IMAGES = [rng.integers(0, 256, size=s, dtype=np.uint8) for s in [(13, 17, 3), (2
 
 def outputs(mod, graph, images=IMAGES, layout="HWC"):
     """Each output of ``graph(mod, x)`` as its layout and per-sample arrays."""
-    @mod.pipeline_def(batch_size=len(images), num_threads=1, device_id=None, seed=1)
-    def pipe():
-        return graph(mod, mod.fn.external_source(source=lambda: images, batch=True, layout=layout))
-    p = pipe()
-    p.build()
-    outs = p.run()
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [(out.layout(), [np.array(out.at(i)) for i in range(len(images))]) for out in outs]
+    return run_dali_graph(mod, images, graph, layout, layouts=True)
 
 
 def assert_same(graph, images=IMAGES, layout="HWC"):
