@@ -52,9 +52,8 @@ import math
 import numpy as np
 import torch
 
-from ..engine.conversions import convert_sat
+from ..engine.conversions import convert_sat, static_cast
 from ..engine.graph import DataNode, Op, ReaderOp
-from .effects import _static_cast
 from .operators import _device, _one, check_args
 from .spec import operator
 from .types import torch_dtype
@@ -342,8 +341,8 @@ def one_hot(data, *, num_classes=0, axis=None, on_value=1.0, off_value=0.0, dtyp
         raise ValueError(f"{PREFIX}: fn.one_hot: argument num_classes must not be negative, got {classes}")
     if classes >= 1 << 31:  # DALI keeps the low 32 bits (2**40 classes give none)
         raise ValueError(f"{PREFIX}: fn.one_hot: argument num_classes {classes} does not fit DALI's int32")
-    on = _static_cast(float(np.float32(on_value)), target)
-    off = _static_cast(float(np.float32(off_value)), target)
+    on = static_cast(float(np.float32(on_value)), target)
+    off = static_cast(float(np.float32(off_value)), target)
     in_layout = data.layout()
     legacy = axis is None  # DALI's scalar-like inputs (one element) give [num_classes] only without axis
     axis = -1 if axis is None else int(axis)

@@ -33,7 +33,7 @@ import torch
 
 from ..float32 import libm_float
 from ..engine.graph import Op
-from ..engine.conversions import convert_sat
+from ..engine.conversions import convert_sat, static_cast
 from .operators import _device, _layout, _one, check_args
 from .spec import operator
 from .types import interp_name
@@ -45,14 +45,6 @@ except ImportError:  # pragma: no cover - the torch versions below are the fallb
 
 _F32 = np.float32
 _NATIVE_TYPES = {torch.uint8: "B", torch.float32: "f"}
-
-
-def _static_cast(value: float, dtype: torch.dtype):
-    """A float assigned to an element of ``dtype`` as C++ does (what DALI's kernels do with fill values):
-    integers truncate toward zero and wrap (two's complement); floats keep the value."""
-    if dtype.is_floating_point:
-        return float(value)
-    return torch.tensor(int(math.trunc(float(value))), dtype=torch.int64).to(dtype).item()
 
 
 def _floats(value) -> list[float]:
@@ -101,12 +93,12 @@ def erase_image(image: torch.Tensor, *, anchor=(), shape=(), axes_order=(), fill
         if channel_axis is None or image.shape[channel_axis] != len(fill):
             raise ValueError(f"fastload.compat.dali: fn.erase: {len(fill)} fill values need an input with "
                              f"that many channels (a 'C' in its layout)")
-        fill_tensor = torch.tensor([_static_cast(v, image.dtype) for v in fill], dtype=image.dtype)
+        fill_tensor = torch.tensor([static_cast(v, image.dtype) for v in fill], dtype=image.dtype)
         view = [1] * image.dim()
         view[channel_axis] = len(fill)
         fill_tensor = fill_tensor.reshape(view).to(image.device)
     else:
-        fill_tensor = torch.tensor(_static_cast(fill[0], image.dtype), dtype=image.dtype)
+        fill_tensor = torch.tensor(static_cast(fill[0], image.dtype), dtype=image.dtype)
     for region in range(len(shape) // naxes):
         window = [slice(None)] * image.dim()
         empty = False
@@ -165,7 +157,7 @@ def erase(data, *, anchor=None, shape=None, axis_names=None, axes=None, fill_val
 # ------------------------------------------------------------------------------------- water and sphere
 
 def _fill_of(fill_value: float, dtype: torch.dtype) -> float:
-    return float(_static_cast(fill_value, dtype))
+    return float(static_cast(fill_value, dtype))
 
 
 def sample_at(image: torch.Tensor, src_x: np.ndarray, src_y: np.ndarray, fill: float, interp: str) -> torch.Tensor:

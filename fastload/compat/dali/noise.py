@@ -35,9 +35,8 @@ import math
 import numpy as np
 import torch
 
-from ..engine.conversions import convert_sat
+from ..engine.conversions import convert_sat, static_cast
 from ..engine.graph import DataNode, Op, constant
-from .effects import _static_cast
 from .operators import _device, _one, _seeded, _shape, check_args
 from .spec import operator
 from .types import torch_dtype
@@ -237,9 +236,9 @@ def salt_and_pepper_noise(x: torch.Tensor, rng: np.random.Generator, layout: str
     if not 0 <= ratio <= 1:
         raise ValueError(f"fastload.compat.dali: {name}: salt_vs_pepper must be within [0, 1], got {ratio}")
     info = torch.finfo(x.dtype) if x.dtype.is_floating_point else torch.iinfo(x.dtype)
-    salt = _static_cast(salt_val, x.dtype) if salt_val is not None else (1.0 if x.dtype.is_floating_point
+    salt = static_cast(salt_val, x.dtype) if salt_val is not None else (1.0 if x.dtype.is_floating_point
                                                                           else info.max)
-    pepper = _static_cast(pepper_val, x.dtype) if pepper_val is not None else (-1.0 if x.dtype.is_floating_point
+    pepper = static_cast(pepper_val, x.dtype) if pepper_val is not None else (-1.0 if x.dtype.is_floating_point
                                                                                 else info.min)
     shape = list(x.shape)
     if not per_channel and x.dim():

@@ -9,6 +9,8 @@ type of ``a op b`` for DataNode arithmetic (``graph.py``), for both front ends.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -108,3 +110,11 @@ def true_divide_type(a: torch.dtype, b: torch.dtype) -> torch.dtype:
     (integer / integer gives float32, whatever the widths)."""
     promoted = promote(a, b)
     return promoted if promoted.is_floating_point else torch.float32
+
+
+def static_cast(value: float, dtype: torch.dtype):
+    """A float assigned to an element of ``dtype`` as C++ does (what DALI's kernels do with fill values):
+    integers truncate toward zero and wrap (two's complement); floats keep the value."""
+    if dtype.is_floating_point:
+        return float(value)
+    return torch.tensor(int(math.trunc(float(value))), dtype=torch.int64).to(dtype).item()
