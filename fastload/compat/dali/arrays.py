@@ -47,12 +47,12 @@ and output layouts exactly. The rules measured there:
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
 
 from ..engine.conversions import convert_sat, static_cast
+from ..float32 import round_c
 from ..engine.graph import DataNode, Op, ReaderOp
 from .operators import _device, _one, check_args
 from .spec import operator
@@ -80,10 +80,6 @@ def _floats(value) -> list[float] | None:
     if isinstance(value, (np.ndarray, torch.Tensor)):
         return [float(v) for v in np.asarray(value).reshape(-1).tolist()]
     return [float(value)]
-
-
-def _round_half_away(value: float) -> int:
-    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
 
 
 def _tensor(value) -> torch.Tensor:
@@ -123,7 +119,7 @@ def _relative_extents(operator: str, rel, in_shape, src_dims, per_sample: bool) 
         elif src < 0 and per_sample:
             out.append(1)
         else:
-            out.append(_round_half_away(float(np.float32(e) * np.float32(1 if src < 0 else in_shape[src]))))
+            out.append(int(round_c(np.float32(e) * np.float32(1 if src < 0 else in_shape[src]))))
     return out
 
 

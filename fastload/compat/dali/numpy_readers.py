@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -22,6 +21,7 @@ import torch
 
 from ...errors import DecodeError
 from ..engine.graph import Op, ReaderOp
+from ..float32 import round_c
 from .operators import check_args
 from .record_specs import cpu_only, order_args, record_spec
 from .spec import operator
@@ -54,12 +54,6 @@ def _list_npy(root: str, pattern: str) -> list[str]:
     return found
 
 
-def _round(value) -> int:
-    """std::llround of a float32: halves away from zero."""
-    value = float(np.float32(value))
-    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
-
-
 def _roi(shape: tuple, roi: dict, policy: str, name: str) -> tuple[list[int], list[int]]:
     """The region's (start, end) per dimension, as DALI's slice arguments give it: relative values are
     scaled by the extent in float32; start and end (start + shape) are each rounded halves away from zero."""
@@ -81,7 +75,7 @@ def _roi(shape: tuple, roi: dict, policy: str, name: str) -> tuple[list[int], li
             last = np.float32(first + scale(roi["shape"][k]))
         else:
             last = extent
-        start[axis], end[axis] = _round(first), _round(last)
+        start[axis], end[axis] = int(round_c(np.float32(first))), int(round_c(np.float32(last)))  # llround
     for axis, extent in enumerate(shape):
         if end[axis] < start[axis]:
             raise ValueError(f"fn.readers.numpy: {name}: the region's end {end} is before its start {start}")
