@@ -42,6 +42,7 @@ from ..engine.graph import DataNode, Op
 from ..float32 import fmaf, libm_float, round_c
 from .filters import cpu_only
 from .operators import _one, check_args
+from .gpu_only import REASON as GPU_ONLY_REASON
 from .spec import operator, refused
 from .types import interp_name
 
@@ -61,7 +62,6 @@ _F32 = np.float32
 GPU_ONLY = {"experimental.remap": "experimental.Remap", "experimental.median_blur": "experimental.MedianBlur",
             "experimental.erode": "experimental.Erode", "experimental.dilate": "experimental.Dilate",
             "jitter": "Jitter"}
-GPU_ONLY_REASON = "GPU-only in DALI 2.4; fastload runs the CPU operators"
 for _name, _ops in GPU_ONLY.items():
     refused(_name, _ops, GPU_ONLY_REASON)
 
