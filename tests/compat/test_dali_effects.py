@@ -1,4 +1,4 @@
-"""fastload.compat.dali.effects against real DALI's CPU operators (issue 39 item 3, image effects).
+"""fastload.compat.dali.effects against real DALI's CPU operators (the image effects).
 
 fn.erase (fractional, normalized, centered, multi-region anchors; axis_names and axes; per-channel and
 wrapping fill values; per-sample anchors), fn.water and fn.sphere (nearest and linear, fill, mask) and
