@@ -646,6 +646,9 @@ def test_taps_kernel_is_the_reference(seed, antialias):
     way, rows and columns outside the resized image (size 0, zero weights)."""
     generator = random.Random(seed)
     _, boxes, windows = random_geometry(generator, 6)
+    # and one that always has both: a 3x shrink, its window starting 2 lines before the resized image
+    boxes.append((0, 0, 3 * TILED[0], 3 * TILED[1]))
+    windows.append((TILED[0], TILED[1], -2, -2))
     params = AugmentParams.make(boxes, windows=windows)
     starts, sizes, weights = taps_torch(params, TILED, antialias)
     n, lines = len(boxes), sum(TILED)
