@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageOps
 
-from ...decode import MAX_SCANS, count_scans
+from ...decode import _REGION_COLOR_SPACES, MAX_SCANS, _jpeg, count_scans
 from .colour import _rgb_to_gray, _rgb_to_ycbcr
 
 
@@ -82,3 +82,82 @@ def _decode_webp(data: bytes) -> torch.Tensor:
     except RuntimeError as error:
         raise ValueError(f"cannot decode image: {error}") from None
     return decoded.permute(1, 2, 0).contiguous()
+
+
+def decode_window(data: bytes, output_type: str, window) -> torch.Tensor:
+    """fn.decoders.image_slice's pixels: the part of the decoded image that ``window(shape)`` names (it
+    returns the HWC start and size, or raises ValueError for one out of bounds).
+
+    A JPEG that libjpeg decodes directly (no orientation to apply, not progressive) has only that region
+    decoded: the rows below it are not decoded, nor the columns beside it colour-converted, as DALI's ROI
+    decoding skips them. The region decoder widens its columns by one each side for fancy upsampling, so
+    its pixels are a full decode's. Any other image is decoded whole and cut, and so is a JPEG whose
+    window libjpeg warns about (corrupt data: Pillow judges it, as ``decode`` does). Damage below the
+    window is not read, so a JPEG cut short or broken there gives the window's pixels where a whole decode
+    refuses it: DALI's ROI decoding does the same (measured on such files).
+    """
+    kind = {"RGB": "RGB", "BGR": "BGR", "GRAY": "GRAY", "YCBCR": "YCbCr"}.get(str(output_type).upper())
+    data = bytes(data)
+    size = _region_size(data) if kind in ("RGB", "BGR", "GRAY") else None
+    if size is not None:
+        start, extent = window((*size, 1 if kind == "GRAY" else 3))
+        if start[2] == 0 and extent[2] in (1, 3) and extent[0] > 0 and extent[1] > 0:
+            pixels = _decode_region(data, start[0], start[1], extent[0], extent[1], kind)
+            if pixels is not None:
+                return pixels
+    image = decode(data, output_type)
+    start, extent = window(tuple(image.shape))
+    cut = image.numpy()[start[0]:start[0] + extent[0], start[1]:start[1] + extent[1], start[2]:start[2] + extent[2]]
+    return torch.from_numpy(np.ascontiguousarray(cut))  # numpy's copy: torch's strided uint8 one is slow
+
+
+def _region_size(data: bytes) -> tuple[int, int] | None:
+    """(height, width) of a JPEG the region decoder takes as it is, else None."""
+    if _jpeg is None or data[:2] != b"\xff\xd8":
+        return None
+    try:
+        width, height, _, color_space, progressive = _jpeg.header(data)
+    except ValueError:
+        return None
+    if progressive or color_space not in _REGION_COLOR_SPACES or width * height > (Image.MAX_IMAGE_PIXELS or 0):
+        return None  # decode() applies the scan limit and the size limit, and words their errors
+    if _has_app1(data) and Image.open(io.BytesIO(data)).getexif().get(_ORIENTATION, 1) != 1:
+        return None
+    return height, width
+
+
+def _has_app1(data: bytes) -> bool:
+    """Whether the JPEG has an APP1 segment before its first scan: where Pillow reads an orientation from
+    (EXIF, or XMP's tiff:Orientation). True when the markers cannot be walked."""
+    at = 2
+    while at + 4 <= len(data):
+        if data[at] != 0xFF:
+            return True
+        marker = data[at + 1]
+        if marker == 0xFF:  # a fill byte
+            at += 1
+        elif marker == 0xDA:  # start of scan
+            return False
+        elif marker == 0xE1:
+            return True
+        elif 0xD0 <= marker <= 0xD8 or marker == 0x01:  # markers without a length
+            at += 2
+        else:
+            at += 2 + int.from_bytes(data[at + 2:at + 4], "big")
+    return True
+
+
+def _decode_region(data: bytes, top: int, left: int, height: int, width: int, kind: str) -> torch.Tensor | None:
+    """The region's pixels from the region decoder (HWC uint8 in ``kind``), or None for Pillow to judge."""
+    gray = kind == "GRAY"
+    out = np.empty((height, width, 1 if gray else 3), np.uint8)
+    try:
+        result = _jpeg.decode(data, out, 8, left, top, width, height, gray)
+    except (ValueError, NotImplementedError, MemoryError):
+        return None
+    if not isinstance(result, tuple) or result[3] or result[0] != width or result[1] != height:
+        return None  # corrupt data (libjpeg warned), or a region the image does not hold
+    if result[2] == 1 and not gray:  # a grayscale JPEG (its values packed first): RGB repeats the one channel
+        return torch.from_numpy(np.repeat(out.reshape(-1)[:height * width].reshape(height, width, 1), 3, axis=2))
+    pixels = torch.from_numpy(out)
+    return pixels.flip(-1).contiguous() if kind == "BGR" else pixels

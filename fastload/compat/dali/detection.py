@@ -26,7 +26,7 @@ import torch
 from ..engine.coco import category_numbers, load_instances
 from ..engine.graph import Op, ReaderOp
 from ..engine.readers import read_sample
-from .operators import ReaderSpec, _decode, _device, _fast_idct, _one, _seeded, check_args
+from .operators import ReaderSpec, _device, _fast_idct, _one, _seeded, check_args, decode_window
 from .spec import operator
 from .types import image_type_name, torch_dtype
 
@@ -631,21 +631,19 @@ def decoders_image_slice(data, anchor=None, shape=None, *, device="cpu", output_
         dims = [int(a) for a in (axes if isinstance(axes, (list, tuple)) else [axes])]
 
     def run(ctx, op, encoded, anchor_value, shape_value):
-        image = _decode(ctx, op, encoded, kind)
         where = [d % 3 for d in dims]
         starts, sizes = _values(anchor_value), _values(shape_value)
         if len(starts) != len(where) or len(sizes) != len(where):
             raise ValueError(f"fn.decoders.image_slice: anchor and shape need {len(where)} values "
                              f"({len(starts)} and {len(sizes)} given)")
-        start, size = slice_window(tuple(image.shape), starts, sizes, where, normalized_anchor, normalized_shape)
-        for dim in range(3):
-            if start[dim] < 0 or size[dim] < 0 or start[dim] + size[dim] > image.shape[dim]:
+
+        def window(shape):
+            start, size = slice_window(shape, starts, sizes, where, normalized_anchor, normalized_shape)
+            if any(start[d] < 0 or size[d] < 0 or start[d] + size[d] > shape[d] for d in range(3)):
                 raise ValueError(f"fn.decoders.image_slice: slice window (start {start}, shape {size}) is out "
-                                 f"of bounds of the image {list(image.shape)} (DALI's out_of_bounds_policy "
-                                 f"'error')")
-        window = image.cpu().numpy()[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
-                               start[2]:start[2] + size[2]]
-        return torch.from_numpy(np.ascontiguousarray(window))  # numpy's copy: torch's strided uint8 one is slow
+                                 f"of bounds of the image {list(shape)} (DALI's out_of_bounds_policy 'error')")
+            return start, size
+        return decode_window(ctx, op, encoded, kind, window)
 
     return _one(Op("decoders.image_slice", run, [data, anchor, shape], {}, device=device, layouts=("HWC",),
                    fusable=False))

@@ -184,6 +184,26 @@ def _decode(ctx, op, data, output_type="RGB"):
         raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
 
 
+def decode_window(ctx, op, data, output_type, window):
+    """``decoding.decode_window`` of the sample's bytes: an image that cannot be decoded is a DecodeError
+    naming the file; ``window``'s own error (a window out of bounds) is raised as it is."""
+    from ...errors import DecodeError
+    refused = []
+
+    def checked(shape):
+        try:
+            return window(shape)
+        except ValueError as error:
+            refused.append(error)
+            raise
+    try:
+        return decoding.decode_window(bytes(data.numpy()), output_type, checked)
+    except Exception as error:
+        if refused and error is refused[0]:
+            raise
+        raise DecodeError(ctx.index, ctx.name, f"cannot decode: {error}") from error
+
+
 def _fast_idct(operator: str, use_fast_idct) -> None:
     if use_fast_idct:  # DALI's CPU decoder then uses libjpeg's fast integer IDCT: other pixels (up to 5 levels)
         raise NotImplementedError(f"fastload.compat.dali: {operator}(use_fast_idct=True) is not supported "
