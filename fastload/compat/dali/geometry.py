@@ -257,6 +257,13 @@ def slice_window(data: torch.Tensor, axes: list[int], window, policy: str, fill:
     view = [1] * out.dim()
     if channel_axis is not None and fill.numel() > 1:
         view[channel_axis] = -1
+        cut = [w for a, w in zip(axes, window) if a == channel_axis]
+        if cut:  # the channel axis itself sliced: each kept channel keeps its own fill value
+            anchor, size = cut[-1]
+            if anchor < 0 or anchor + size > fill.numel():
+                raise NotImplementedError("fastload.compat.dali: fn.slice: a window past the channels with a "
+                                          "fill value per channel is not supported")
+            fill = fill[anchor:anchor + size]
     return torch.where(inside, out, fill.view(view) if fill.numel() > 1 else fill.reshape(()))
 
 
