@@ -274,7 +274,7 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
         raise RuntimeError(f"{PREFIX}: fn.random_bbox_crop of a sample without boxes, with allow_no_crop=False and "
                            f"no total_num_attempts: no window can keep a box, and DALI would loop forever")
     n = s.num_attempts
-    count, best = 0, F32(-1.0)
+    count, best = 0, -1.0  # a float32 metric, held as a float
     crop, kept, indices, success = np.array([0, 0, 1, 1], F32), boxes, np.arange(len(boxes)), False
     while not success and count < limit:
         no_crop, threshold = options[rng.randint(0, len(options))]
@@ -301,11 +301,12 @@ def find_crop(boxes: np.ndarray, s: BBoxCropSettings, rng) -> tuple[np.ndarray, 
         else:
             metrics = np.zeros(n, F32)
         candidate = None
-        for i in np.nonzero(shaped)[0]:
-            valid = metrics[i] >= threshold
-            if metrics[i] <= best and not valid:
+        values, least = metrics.tolist(), float(threshold)  # float32 values: compared exactly as floats
+        for i in np.flatnonzero(shaped).tolist():
+            valid = values[i] >= least
+            if values[i] <= best and not valid:
                 continue
-            best, candidate, candidate_valid = metrics[i], i, valid
+            best, candidate, candidate_valid = values[i], i, valid
         if candidate is None:
             continue
         crop = windows[candidate]
@@ -456,13 +457,15 @@ def _centre_wh(boxes: np.ndarray) -> np.ndarray:
 
 
 def encode_boxes(boxes: np.ndarray, labels: np.ndarray, anchors: np.ndarray, criteria: float, offset: bool,
-                 scale: float, means: np.ndarray, stds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 scale: float, means: np.ndarray, stds: np.ndarray,
+                 anchors_cwh: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """DALI's BoxEncoder for one sample: each box claims its best anchor (IoU set to 2, the last best on a
     tie); each anchor takes its best box (the last on a tie) when that IoU is above ``criteria``. Matched
     anchors carry the box (centre-wh, or SSD offsets from the anchor normalized by means/stds after
-    ``scale``) and its label; the rest the anchor (or zeros with ``offset``) and label 0."""
+    ``scale``) and its label; the rest the anchor (or zeros with ``offset``) and label 0. ``anchors_cwh``:
+    the anchors in centre-wh, when the caller keeps them between samples."""
     count = len(anchors)
-    anchors_cwh = _centre_wh(anchors)
+    anchors_cwh = _centre_wh(anchors) if anchors_cwh is None else anchors_cwh
     out_boxes = np.zeros((count, 4), F32) if offset else anchors_cwh.copy()
     out_labels = np.zeros(count, np.int32)
     if len(boxes):
@@ -500,6 +503,7 @@ def box_encoder(boxes, labels, *, anchors, criteria=0.5, offset=False, scale=1.0
     if not 0.0 <= float(criteria) <= 1.0:
         raise ValueError(f"fn.box_encoder: criteria must be in [0, 1], got {criteria}")
     anchor_boxes = flat.reshape(-1, 4)
+    anchor_centres = _centre_wh(anchor_boxes)
     mean_values, std_values = _floats(means, 4, "means"), _floats(stds, 4, "stds")
     if (std_values == 0).any():
         raise ValueError("fn.box_encoder: stds must not be 0")
@@ -510,7 +514,7 @@ def box_encoder(boxes, labels, *, anchors, criteria=0.5, offset=False, scale=1.0
         if len(labels_np) != len(values):
             raise ValueError(f"fn.box_encoder: {len(values)} boxes but {len(labels_np)} labels")
         encoded, encoded_labels = encode_boxes(values, labels_np, anchor_boxes, float(criteria), bool(offset),
-                                               float(scale), mean_values, std_values)
+                                               float(scale), mean_values, std_values, anchor_centres)
         return torch.from_numpy(encoded), torch.from_numpy(encoded_labels)
 
     return _one(Op("box_encoder", run, [boxes, labels], {}, num_outputs=2, device=_device([boxes], device),

@@ -473,33 +473,37 @@ def _simd_lanes(axis: int, first: np.ndarray, support: int, in_extent: int, shap
     flattened row (width x channels); the horizontal pass runs blocks of output columns within each
     of its border-clamping segments. Only exact .5 results depend on this.
     """
-    lanes = 16 // torch.empty((), dtype=dtype).element_size()
+    lanes = 16 // dtype.itemsize
     height, width, channels = shape
     if axis == 0:
-        lanes = max(lanes, 4)  # float32 input: at least 4 lanes per load
-        flat = width * channels
-        mask = torch.arange(flat) < (flat // lanes) * lanes
-        return mask.view(1, width, channels)
-    flipped = first[-1] < first[0]
+        return _row_lanes(width, channels, max(lanes, 4))  # float32 input: at least 4 lanes per load
     n = len(first)
+    starts = first.tolist()
     first_regular, last_regular = 0, n - 1
-    if flipped:
-        while first_regular < n and first[first_regular] + support > in_extent:
+    if starts[-1] < starts[0]:  # flipped
+        while first_regular < n and starts[first_regular] + support > in_extent:
             first_regular += 1
-        while last_regular >= 0 and first[last_regular] < 0:
+        while last_regular >= 0 and starts[last_regular] < 0:
             last_regular -= 1
     else:
-        while first_regular < n and first[first_regular] < 0:
+        while first_regular < n and starts[first_regular] < 0:
             first_regular += 1
-        while last_regular >= 0 and first[last_regular] + support > in_extent:
+        while last_regular >= 0 and starts[last_regular] + support > in_extent:
             last_regular -= 1
-    mask = torch.zeros(n, dtype=torch.bool)
+    mask = np.zeros(n, dtype=bool)
     start = 0
     for end in (min(first_regular, last_regular + 1), first_regular, last_regular + 1, n):
         if end > start:
             mask[start:start + (end - start) // lanes * lanes] = True
             start = end
-    return mask.view(1, n, 1)
+    return torch.from_numpy(mask).view(1, n, 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_lanes(width: int, channels: int, lanes: int) -> torch.Tensor:
+    """The vertical pass's SIMD lanes: 16-byte blocks along each flattened row (kept: one per row length)."""
+    flat = width * channels
+    return (torch.arange(flat) < (flat // lanes) * lanes).view(1, width, channels)
 
 
 def _processing_order(axes, sizes):
