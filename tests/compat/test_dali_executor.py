@@ -512,3 +512,52 @@ def test_a_reader_only_graph_that_does_not_fuse_warns_of_nothing(tmp_path):
         p.build()
     assert p.unfused.startswith("readers.file read in the loader's threads, not fused: ")
     assert samples(p.run()) == [[[97, 98, 99], [97, 98, 99]]]
+
+
+def test_a_graph_runs_straight_only_where_the_walk_would_run_every_op_in_the_same_order(dali, folder,
+                                                                                          monkeypatch):
+    """A graph without batch ops or conditionals runs its ops in one pass (``Graph.straight``); its values
+    and the order its ops run in are the demand-driven walk's. A graph with a conditional is walked, and
+    still equals real DALI."""
+    from fastload.compat.engine import graph as engine
+
+    def plain(mod):
+        fn = mod.fn
+        jpegs, labels = fn.readers.file(file_root=str(folder), name="Reader")
+        images = fn.decoders.image(jpegs)
+        flipped = fn.flip(images, horizontal=fn.random.coin_flip(seed=3))
+        return fn.cast(fn.reductions.sum(flipped, axes=[0, 1]), dtype=mod.types.INT64), labels
+
+    def conditional(mod):
+        fn = mod.fn
+        jpegs, labels = fn.readers.file(file_root=str(folder), name="Reader")
+        images = fn.decoders.image(jpegs)
+        if labels[0] > 0:
+            images = fn.flip(images, horizontal=1)
+        else:
+            images = fn.flip(images, vertical=1)
+        return fn.cast(fn.reductions.sum(images, axes=[0, 1]), dtype=mod.types.INT64), labels
+
+    def build(mod, graph, conditionals=False):
+        @mod.pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=5, enable_conditionals=conditionals)
+        def pipe():
+            return graph(mod)
+        built = pipe()
+        built.build()
+        return built
+
+    ran = []
+    original = engine.Op.run
+    monkeypatch.setattr(engine.Op, "run", lambda op, ctx, values: ran.append(op.name) or original(op, ctx, values))
+    straight = build(ours, plain)
+    assert straight._graph.straight
+    got = runs(straight, 3)
+    order, ran[:] = list(ran), []
+    walk = build(ours, plain)
+    walk._graph.straight = False  # the walk, on the same graph, before its first batch
+    assert runs(walk, 3) == got and ran == order
+    assert got == runs(build(dali, plain), 3)
+
+    walked = build(ours, conditional, conditionals=True)
+    assert not walked._graph.straight
+    assert runs(walked, 3) == runs(build(dali, conditional, conditionals=True), 3)

@@ -361,6 +361,10 @@ class Graph:
     def __init__(self, outputs: list[DataNode]):
         self.outputs = outputs
         self.ops = ops_for(outputs)
+        # no batch op and no op choosing its inputs: every op runs for every sample, in ``ops``' order (the
+        # order the demand-driven walk of ``_evaluate`` takes), without that walk's bookkeeping per op
+        self.straight = not any(isinstance(op, BatchOp) or type(op).wanted is not Op.wanted or op.sees_skipped
+                                for op in self.ops)
 
     def find(self, name: str) -> list[Op]:
         return [op for op in self.ops if op.name == name]
@@ -402,6 +406,15 @@ class Graph:
     def _evaluate(self, ctx: SampleContext, values: dict) -> list:
         """Run the ops the outputs want for one sample into ``values``, as far as batch ops let it: the
         batch ops reached (their inputs computed, their outputs not), in the order reached; none when done."""
+        if self.straight and not any(value is SKIPPED for value in values.values()):
+            for op in self.ops:
+                if op.outputs[0] not in values:
+                    outputs = op.run(ctx, values)
+                    values.update(zip(op.outputs, outputs))
+                    if any(value is SKIPPED for value in outputs):
+                        break  # (a split: the walk below goes on from here, leaving out the side not taken)
+            else:
+                return []
         stopped: set[int] = set()  # ops that wait for a batch op, and the batch ops reached
         waiting: list[BatchOp] = []
         for node in self.outputs:
