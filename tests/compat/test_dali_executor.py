@@ -561,3 +561,32 @@ def test_a_graph_runs_straight_only_where_the_walk_would_run_every_op_in_the_sam
     walked = build(ours, conditional, conditionals=True)
     assert not walked._graph.straight
     assert runs(walked, 3) == runs(build(dali, conditional, conditionals=True), 3)
+
+
+def test_a_batch_of_one_shape_comes_out_dense_and_a_ragged_one_as_samples(dali, folder):
+    """Samples of one shape and type are copied into one batch tensor as they end (``BatchBuffers``):
+    ``as_tensor()`` is that tensor, not a copy, and each sample a view of it; decoded images of awkward
+    sizes stay separate samples. Values as real DALI's either way."""
+    def graph(mod):
+        fn = mod.fn
+        jpegs, labels = fn.readers.file(file_root=str(folder), name="Reader")
+        images = fn.decoders.image(jpegs)
+        return images, fn.resize(images, resize_x=6, resize_y=5), labels
+
+    built = _built(ours, graph)
+    images, resized, labels = built.run()
+    assert not images.is_dense_tensor() and images._dense is None
+    for out in (resized, labels):
+        batch = out.as_tensor()
+        assert batch.data_ptr() == out.as_tensor().data_ptr()  # the batch itself, each time
+        assert all(out[i].data_ptr() == batch[i].data_ptr() for i in range(3))
+    assert runs(_built(ours, graph), 3) == runs(_built(dali, graph), 3)
+
+
+def _built(mod, graph):
+    @mod.pipeline_def(batch_size=3, num_threads=2, device_id=None, seed=5)
+    def pipe():
+        return graph(mod)
+    built = pipe()
+    built.build()
+    return built

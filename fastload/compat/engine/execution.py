@@ -7,6 +7,7 @@ the reader order (``order``: DALI's ``ReaderOrder``) and the batch type (``make_
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -93,9 +94,11 @@ class GraphPath(SampleReader, LoaderPath):
             start = ctx.epoch * ctx.order.num_samples() + batch[0][0]  # the batch's place in the stream
             others = [(op, order.stream(start, len(batch))) for op, order in self.others]  # in stream order
             shared: dict = {}  # what the batch reads once (SampleContext.batch)
-            tasks = [_RunSample(self, position, index, ctx, [(op, indices[i]) for op, indices in others], shared)
-                     for i, (position, index) in enumerate(batch)]
-            yield Job(tasks, self._finish, what=[self.samples[index][0] for _, index in batch])
+            gathered = BatchBuffers(len(batch), len(self.graph.outputs))
+            tasks = [_RunSample(self, position, index, ctx, [(op, indices[i]) for op, indices in others], shared,
+                                gathered, i) for i, (position, index) in enumerate(batch)]
+            yield Job(tasks, lambda results, gathered=gathered: self._finish(results, gathered),
+                      what=[self.samples[index][0] for _, index in batch])
 
     def run(self, index: int, repeat: int, ctx, report, others, shared: dict) -> tuple:
         file, label = self.samples[index]
@@ -115,22 +118,72 @@ class GraphPath(SampleReader, LoaderPath):
         self.stats.add("augment", time.perf_counter() - read)
         return outputs
 
-    def _finish(self, results: list[tuple]) -> tuple:
+    def _finish(self, results: list[tuple], gathered: "BatchBuffers") -> tuple:
         self.stats.count_batch(len(results))
-        return batch_outputs(self.graph, results, self.make_batch)
+        return batch_outputs(self.graph, results, self.make_batch, gathered)
 
 
-def batch_outputs(graph: Graph, results: list, make_batch: Callable) -> tuple:
+class BatchBuffers:
+    """A batch's outputs gathered as each sample ends, by the thread that ran it: an output's samples are
+    copied into one tensor (first dimension: the samples) while their shapes and types agree, so that the
+    batch comes out dense, as DALI's does (``as_tensor()`` without a copy), and no thread copies a whole
+    batch alone. An output whose samples differ (or are not CPU tensors) stays a list of samples."""
+
+    def __init__(self, size: int, outputs: int):
+        self.size, self.lock = size, threading.Lock()
+        self.buffers: list = [None] * outputs  # per output: the batch tensor, None before a sample, False: ragged
+        self.placed = [0] * outputs
+
+    def place(self, slot: int, outputs) -> tuple | object:
+        """Sample ``slot``'s finished outputs (a tuple), each copied into its batch tensor where it fits, as
+        views of it; anything else (a sample waiting for batch ops) as it is."""
+        if not isinstance(outputs, tuple) or len(outputs) != len(self.buffers):
+            return outputs
+        return tuple(self._place(i, slot, value) for i, value in enumerate(outputs))
+
+    def _place(self, i: int, slot: int, value):
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu":
+            with self.lock:
+                self.buffers[i] = False
+            return value
+        with self.lock:
+            buffer = self.buffers[i]
+            if buffer is None:
+                buffer = self.buffers[i] = torch.empty((self.size, *value.shape), dtype=value.dtype)
+            fits = buffer is not False and buffer.shape[1:] == value.shape and buffer.dtype == value.dtype
+            if not fits:
+                self.buffers[i] = False
+        if not fits:
+            return value
+        row = buffer[slot]
+        row.copy_(value)
+        with self.lock:
+            self.placed[i] += 1
+        return row
+
+    def dense(self, i: int) -> torch.Tensor | None:
+        """Output ``i``'s batch tensor when every sample of the batch was copied into it, else None."""
+        buffer = self.buffers[i]
+        return buffer if buffer is not None and buffer is not False and self.placed[i] == self.size else None
+
+
+def batch_outputs(graph: Graph, results: list, make_batch: Callable, gathered: BatchBuffers | None = None) -> tuple:
     """The samples' ``run_sample`` results -> one batch per pipeline output (``make_batch``) (without the samples an
     output does not have: those on the other side of a ``fn._conditional.split``), after the batch ops
     that the samples' runs stopped at (``Graph.finish_batch``). An output whose samples differ in
-    type or number of dimensions is refused, as DALI refuses to make such a batch (a RuntimeError)."""
+    type or number of dimensions is refused, as DALI refuses to make such a batch (a RuntimeError).
+    ``gathered``: the batch tensors the samples were copied into as they ended, given to ``make_batch``
+    as the dense batch (``dense=``) where every sample is in one."""
     results = graph.finish_batch(results)
     outputs = []
     for i, node in enumerate(graph.outputs):
         tensors = [sample[i] for sample in results if sample[i] is not SKIPPED]
         _check_uniform(tensors, i, node)
-        outputs.append(make_batch(tensors, node.layout(), node.device))
+        dense = gathered.dense(i) if gathered is not None and len(tensors) == gathered.size else None
+        if dense is None:
+            outputs.append(make_batch(tensors, node.layout(), node.device))
+        else:
+            outputs.append(make_batch(tensors, node.layout(), node.device, dense=dense))
     return tuple(outputs)
 
 
@@ -151,14 +204,15 @@ def _check_uniform(tensors: list[torch.Tensor], at: int, node) -> None:
 
 
 class _RunSample:
-    def __init__(self, path: GraphPath, position: int, index: int, ctx, others, shared: dict):
+    def __init__(self, path: GraphPath, position: int, index: int, ctx, others, shared: dict,
+                 gathered: BatchBuffers, slot: int):
         self.path, self.position, self.index, self.ctx, self.others = path, position, index, ctx, others
-        self.shared = shared
+        self.shared, self.gathered, self.slot = shared, gathered, slot
 
     def __call__(self, report) -> tuple:
         def run(index: int, repeat: int) -> tuple:
             return self.path.run(index, repeat, self.ctx, report, self.others, self.shared)
-        return self.path.load_or_replace(run, self.position, self.index, self.ctx)
+        return self.gathered.place(self.slot, self.path.load_or_replace(run, self.position, self.index, self.ctx))
 
 
 def external_batch(graph: Graph, inputs: dict, given: list | None, size: int, seed: int, run: int,
@@ -170,13 +224,14 @@ def external_batch(graph: Graph, inputs: dict, given: list | None, size: int, se
     The samples run on ``threads`` threads of fastload's pool, each op on one core (run here, torch would
     fan each op out over every core, which a loaded machine makes many times slower)."""
     shared: dict = {}  # what the batch reads once (SampleContext.batch)
+    gathered = BatchBuffers(size, len(graph.outputs))
 
     def task(i: int):
         ctx = SampleContext(seed, run, i, name=f"sample {i}", gpu=gpu,
                             external={key: value[i] for key, value in inputs.items()}, batch=shared)
-        return lambda report: graph.run_sample(ctx, given[i] if given is not None else None)
+        return lambda report: gathered.place(i, graph.run_sample(ctx, given[i] if given is not None else None))
 
-    job = Job([task(i) for i in range(size)], lambda results: batch_outputs(graph, results, make_batch),
+    job = Job([task(i) for i in range(size)], lambda results: batch_outputs(graph, results, make_batch, gathered),
               what=[f"sample {i}" for i in range(size)])
     pool = ThreadPool(iter([job]), max(1, min(threads, size)), 1)
     try:
