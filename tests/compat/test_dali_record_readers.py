@@ -461,6 +461,26 @@ def test_caffe_matches_dali(caffe_dbs, args):
     assert_same_stream(reader, batch_size=1, iterations=11)  # (DALI's batches cannot mix encoded and raw images)
 
 
+def test_two_live_pipelines_read_one_lmdb_as_dalis_do(caffe_dbs):
+    """LMDB opens an environment once per process: two pipelines over the same folders, both alive (a
+    training and a validation pipeline, or one rebuilt), share it, and each reads DALI's stream."""
+    dali = import_dali()
+
+    def pipeline(mod):
+        @mod.pipeline_def(batch_size=1, num_threads=2, device_id=None, seed=3)
+        def pipe():
+            return tuple(mod.fn.readers.caffe(path=caffe_dbs))
+        built = pipe()
+        built.build()
+        return built
+    first, second, theirs = pipeline(ours), pipeline(ours), pipeline(dali)
+    for _ in range(10):
+        want = [np.array(out.at(0)) for out in theirs.run()]
+        for got in (first.run(), second.run()):
+            for k, (x, out) in enumerate(zip(want, got)):
+                np.testing.assert_array_equal(np.array(out.at(0)), x, err_msg=f"output {k}")
+
+
 def tensor_proto(kind: int, values=None, dims=(), data: bytes | None = None) -> bytes:
     """A caffe2.TensorProto: dims 1, data_type 2, float_data 3 / int32_data 4 (packed), byte_data 5,
     string_data 6, int64_data 10."""
