@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import math
-import os
 import threading
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -25,6 +23,7 @@ import torch
 
 from ...errors import DecodeError
 from ..engine.graph import ReaderOp
+from ..engine.readers import open_lmdb
 from .operators import check_args
 from .record_specs import cpu_only, order_args, reader_paths, record_spec
 from .spec import operator
@@ -32,34 +31,10 @@ from .spec import operator
 
 # --------------------------------------------------------------------------------------- caffe, caffe2
 
-class _Environment:
-    """One LMDB environment open read-only in this process, and the lock its reads take."""
-
-    def __init__(self, env):
-        self.env, self.lock = env, threading.Lock()
-
-
-_OPEN: "weakref.WeakValueDictionary[str, _Environment]" = weakref.WeakValueDictionary()
-_OPENING = threading.Lock()
-
-
-def _environment(lmdb, path: str) -> _Environment:
-    """The folder's environment, shared by every reader of it in this process while one holds it: LMDB
-    refuses to open an environment twice in a process, and DALI lets two pipelines (or a rebuilt one) read
-    the same folder."""
-    key = os.path.realpath(path)
-    with _OPENING:
-        shared = _OPEN.get(key)
-        if shared is None:
-            shared = _OPEN[key] = _Environment(lmdb.open(path, readonly=True, lock=False, readahead=False,
-                                                         max_readers=1))
-        return shared
-
-
 class _LMDB:
     """The records of LMDB environments, as DALI's LMDBLoader reads them: each environment's entries in
     its key order, environment after environment; a record's value read when asked (one read-only
-    environment per folder in the process, ``_environment``)."""
+    environment per folder in the process, ``engine.readers.open_lmdb``)."""
 
     def __init__(self, operator: str, paths: list[str]):
         try:
@@ -67,15 +42,15 @@ class _LMDB:
         except ImportError:
             raise NotImplementedError(f"fastload.compat.dali: {operator} reads LMDB with the lmdb module, which is "
                                       f"not installed (pip install lmdb)") from None
-        self.paths, self.envs, self.keys = paths, [], []
+        self.paths, self.envs, self.keys, self.lock = paths, [], [], threading.Lock()
         for path in paths:
             try:
-                shared = _environment(lmdb, path)
+                env = open_lmdb(lmdb, path)
             except lmdb.Error as error:
                 raise ValueError(f"{operator}: LMDB Error: {error}, with file: {path}") from None
-            with shared.lock, shared.env.begin() as txn:
+            with env.begin() as txn:
                 self.keys += [(len(self.envs), bytes(key)) for key in txn.cursor().iternext(keys=True, values=False)]
-            self.envs.append(shared)
+            self.envs.append(env)
 
     def name(self, index: int) -> str:
         number, key = self.keys[index]
@@ -83,8 +58,7 @@ class _LMDB:
 
     def read(self, index: int) -> bytes:
         number, key = self.keys[index]
-        shared = self.envs[number]
-        with shared.lock, shared.env.begin() as txn:
+        with self.lock, self.envs[number].begin() as txn:
             value = txn.get(key)
         if value is None:
             raise DecodeError(index, self.name(index), "the record is gone from the LMDB")

@@ -32,12 +32,11 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-import threading
 import warnings
-import weakref
 from dataclasses import dataclass, replace
 
 from ...tfrecords import proto_fields, varints
+from ..engine.readers import open_lmdb as shared_lmdb
 from .reading import refuse, same_path
 
 PREFIX = "fastload.compat.rocal"
@@ -68,22 +67,10 @@ class CaffeReader:
         return records.samples, records.read
 
 
-_OPEN = weakref.WeakValueDictionary()  # real path -> its Environment, while some reader holds it
-_OPEN_LOCK = threading.Lock()
-
-
 def open_lmdb(reader: CaffeReader):
     """The LMDB environment at ``reader.path``, read-only (the ``lmdb`` package: ``pip install
-    torch-fastload[lmdb]``). One per folder in a process, shared by the pipelines that read it (py-lmdb refuses
-    to open one twice in a process); it closes when the last reader is gone."""
-    with _OPEN_LOCK:
-        env = _OPEN.get(os.path.realpath(reader.path))
-        if env is None:
-            env = _OPEN[os.path.realpath(reader.path)] = _open(reader)
-        return env
-
-
-def _open(reader: CaffeReader):
+    torch-fastload[lmdb]``). One per folder in a process, shared by the pipelines that read it, DALI's
+    included (``engine.readers.open_lmdb``); it closes when the last reader is gone."""
     try:
         import lmdb
     except ImportError as error:
@@ -92,7 +79,7 @@ def _open(reader: CaffeReader):
     if not os.path.isfile(os.path.join(reader.path, "data.mdb")):
         raise ValueError(f"{PREFIX}: {reader.name}: {reader.path!r} is not an LMDB folder (no data.mdb)")
     try:
-        return lmdb.open(reader.path, readonly=True, lock=False, readahead=False, max_readers=512)
+        return shared_lmdb(lmdb, reader.path)
     except lmdb.Error as error:
         raise ValueError(f"{PREFIX}: {reader.name}: cannot open the LMDB at {reader.path!r}: {error}") from error
 
