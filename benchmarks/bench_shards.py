@@ -17,15 +17,15 @@ subprocess for a warm-up epoch and ``--epochs`` timed ones:
 * webdataset:  webdataset 1.0.2's own loader on the same local shards, as its README builds one (below;
                ``pip install webdataset==1.0.2``, in fastload[test])
 
-webdataset is the loader issue 18 measures fastload against (target: fastload's local tar at least 1.8x its
-images/s), so it runs as a user of webdataset would run it, not as fastload does: ``wds.WebDataset(shards,
+webdataset is the loader fastload's shards are measured against (target: fastload's local tar at least 1.8x
+its images/s), so it runs as a user of webdataset would run it, not as fastload does: ``wds.WebDataset(shards,
 shardshuffle=100)`` with the single-rank splitters (whole shards dealt to workers round-robin),
 ``.shuffle(1000)`` (1000 samples per worker; fastload's streaming mode draws from 1000 per rank),
 ``.decode("pil")`` (Pillow, converted to RGB as torchvision's loader does), ``.to_tuple("jpg;jpeg;png;webp",
 "cls")``, ``.map_tuple`` with torchvision's v1 transform (RandomResizedCrop 224, flip, ToTensor, normalize:
 bench_loader.py's "torch + PIL/v1" and webdataset's README), ``.batched(batch)`` in the workers (its README:
 batch in the dataset, not in the DataLoader), then torch's DataLoader with ``batch_size=None`` and
-``--workers`` processes (default the number of cores: 2 on the 2-core machine, the issue's 2 workers; started
+``--workers`` processes (default the number of cores: 2 on a 2-core machine; started
 anew each epoch, torch's default, as in bench_loader.py's torch rows). Since whole shards go to workers, the
 benchmark needs at least as many shards as workers (the default, 2,000 images in shards of 256, makes 8), and
 refuses to run webdataset otherwise: a worker with no shard would deliver nothing. Each worker batches its own
@@ -273,12 +273,12 @@ def main(argv=None) -> int:
     if vs_webdataset:
         print(f"webdataset: webdataset {wds_version()} + torch DataLoader, {args.workers} worker processes")
     for name, ratio in vs_webdataset.items():
-        print(f"fastload {name} / webdataset: {ratio:.2f}x the images/s (issue 18's target: at least 1.8x)")
+        print(f"fastload {name} / webdataset: {ratio:.2f}x the images/s (target: at least 1.8x)")
     if "tar" in rates and "folder" in rates:
-        print(f"fastload tar / folder: {rates['tar'] / rates['folder']:.2f}x (issue 18's target: at least 0.95x)")
+        print(f"fastload tar / folder: {rates['tar'] / rates['folder']:.2f}x (target: at least 0.95x)")
     for name in ("tar-http", "tar-http-stream"):
         if name in rates and "tar" in rates:
-            print(f"fastload {name} / tar: {rates[name] / rates['tar']:.2f}x (issue 18's target, at "
+            print(f"fastload {name} / tar: {rates[name] / rates['tar']:.2f}x (target, at "
                   f"{args.latency_ms:g} ms: at least 0.90x)")
     if args.json:
         with open(args.json, "w") as out:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check and measurement of issue 35 in one prepared run that fits one call of the device tool
+# Every GPU check and measurement in one prepared run that fits one call of the device tool
 # (at most 9 minutes on the lent 16-core H200; its python3 holds torch, torchvision, triton, pillow and
 # tqdm; no package index is reachable: wheels it lacks -- nvidia-nvimgcodec-cu12/-cu13, nvidia-nvjpeg,
 # google-crc32c -- travel in $WHEELS, default .whl/, an ignored folder named in the tool's `carry`).

@@ -1,6 +1,6 @@
-"""The reliability check of issue 36: the probes that found silent wrong data and hangs, run again.
+"""The reliability check: the adversarial probes that once found silent wrong data and hangs, run again.
 
-Each probe is the adversarial case the issue lists (a 1,500-scan JPEG, a
+Each probe is an adversarial case (a 1,500-scan JPEG, a
 shard cut short without Content-Length, a shard replaced by one of the same
 size, a stuck worker at close(), ...), and the outcome that passes it:
 correct data, or a clear error naming the object, within a stated bound.
@@ -51,7 +51,7 @@ class Probe:
 
 
 def _many_scans(scans: int) -> bytes:
-    """A progressive JPEG of ``scans`` scans (its last scan repeated), as the issue's probe built it."""
+    """A progressive JPEG of ``scans`` scans (its last scan repeated)."""
     from PIL import Image
     out = io.BytesIO()
     Image.linear_gradient("L").resize((200, 150)).convert("RGB").save(out, "JPEG", progressive=True)

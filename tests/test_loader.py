@@ -301,7 +301,7 @@ def test_without_the_c_extensions_batches_are_identical(image_folder, monkeypatc
 
 
 def test_a_torch_script_runs_with_only_the_import_swapped(image_folder, tmp_path):
-    """The issue's drop-in promise, literally: replace torch.utils.data.DataLoader in a script's text."""
+    """The drop-in promise, literally: replace torch.utils.data.DataLoader in a script's text."""
     script = f'''
 import collections, torch, torchvision
 from torchvision import transforms

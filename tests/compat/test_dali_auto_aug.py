@@ -1,4 +1,4 @@
-"""fastload.compat.dali.auto_aug against real DALI 2.4's ``nvidia.dali.auto_aug`` on the CPU (issue 39).
+"""fastload.compat.dali.auto_aug against real DALI 2.4's ``nvidia.dali.auto_aug`` on the CPU.
 
 Per augmentation: every augmentation of DALI's suite -- with its default range and the ranges the
 AutoAugment, RandAugment and TrivialAugment suites give it -- called with per-sample magnitude bins and

@@ -1,5 +1,5 @@
-"""fastload.compat.dali.detection against real DALI 2.4's CPU operators (issue 39 items 3 and 6, the
-detection chain), on a tiny generated COCO set.
+"""fastload.compat.dali.detection against real DALI 2.4's CPU operators (the detection chain), on a tiny
+generated COCO set.
 
 Exact (same shape, dtype and values): fn.readers.coco's four outputs, sample for sample and in DALI's
 order, for ltrb / ratio / skip_empty / include_iscrowd / size_threshold / avoid_class_remapping / images,

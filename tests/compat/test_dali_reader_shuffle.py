@@ -1,4 +1,4 @@
-"""fastload's fn.readers.file shuffle against real DALI 2.4's (issue 39): its shuffle buffer (loader.h's
+"""fastload's fn.readers.file shuffle against real DALI 2.4's: its shuffle buffer (loader.h's
 ReadOne) keeps each reader epoch whole, so an epoch is a permutation of the shard it read whatever
 initial_fill, and only the iterator's cut of an unpadded last batch mixes epochs. The script runs on both
 (files whose label is their number; labels only, no decode) and the distinct samples of each iterator

@@ -945,7 +945,7 @@ def test_raw_uncompressed_pixels_of_another_type_are_never_wrapped():
 
 def test_a_malformed_cached_webdataset_index_is_rebuilt(photos, tmp_path):
     """An index file cut short or edited (here: of this version, without its samples) is built again, not a
-    KeyError (issue 36: the tar shards' rule, shared by rocAL's webdataset reader)."""
+    KeyError (the tar shards' rule, shared by rocAL's webdataset reader)."""
     import json
 
     from fastload.tarshards import INDEX_VERSION
