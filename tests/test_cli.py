@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 import warnings
 
 import pytest
@@ -145,13 +146,22 @@ def test_bench_compares_with_torch_and_plots(image_folder, tmp_path):
                              "--no-progress"], capture_output=True, text=True, timeout=230)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "loader" in out and "images/s" in out and "vs fastload" in out and "cores busy" in out
+    assert "loader" in out and "images/s" in out and "vs torch" in out and "cores busy" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("fastload ", "torch "))}
     assert float(rows["fastload"][2]) > 0 and float(rows["torch"][2]) > 0
     assert "ms per image" in out and "decode" in out and "fastload" in out.split("ms per image")[1]
-    assert "1 workers: fastload" in out
+    assert "1 worker: fastload" in out and "workers:" not in out
+    assert "warning: an epoch here is" in out and "under 10 batches of 4" in out  # a small folder's figures
     with Image.open(plot) as image:
         assert image.size[0] > 300
+
+
+def test_bench_plot_without_matplotlib_is_refused_before_measuring(image_folder, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # (an import of it raises ImportError)
+    started = time.monotonic()
+    with pytest.raises(SystemExit, match="needs matplotlib"):
+        main(["bench", str(image_folder), "--plot", str(tmp_path / "x.png"), "--no-progress"])
+    assert time.monotonic() - started < 5 and not (tmp_path / "x.png").exists()
 
 
 @needs_photos

@@ -265,12 +265,24 @@ def print_tables(results: list[dict], reference: str | None = None, out=sys.stdo
     print("peak mem: summed PSS of the loader's process and its workers, sampled every 0.5 s", file=out)
 
 
-def plot(results: list[dict], path: str, sweep: bool) -> None:
-    """images/s over time per loader (left) and, for a sweep, images/s against workers (right)."""
+def workers_text(count) -> str:
+    """"1 worker", "2 workers"."""
+    return f"{count} worker{'' if count == 1 else 's'}"
+
+
+def require_matplotlib() -> None:
+    """Refuse ``--plot`` before measuring anything when matplotlib is missing."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401
     except ImportError:
         raise SystemExit(f"fastload bench --plot needs matplotlib: {install_hint('plot')}") from None
+
+
+def plot(results: list[dict], path: str, sweep: bool) -> None:
+    """images/s over time per loader (left) and, for a sweep, images/s against workers (right)."""
+    require_matplotlib()
+    import matplotlib
+    from matplotlib.ticker import MaxNLocator
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, axes = plt.subplots(1, 2 if sweep else 1, figsize=(12 if sweep else 7, 4), squeeze=False)
@@ -286,7 +298,7 @@ def plot(results: list[dict], path: str, sweep: bool) -> None:
             bins[int(t / width)] += count - previous
             previous = count
         over_time.plot([(i + 0.5) * width for i in range(len(bins))], [b / width for b in bins],
-                       label=f"{r['name']} ({r.get('workers', '?')} workers)")
+                       label=f"{r['name']} ({workers_text(r.get('workers', '?'))})")
     over_time.set(xlabel="seconds since the warm-up epoch started", ylabel="images/s",
                   title="throughput over time")
     over_time.legend()
@@ -296,6 +308,7 @@ def plot(results: list[dict], path: str, sweep: bool) -> None:
             rows = sorted((r["workers"], r["images_per_s"]) for r in results if r["name"] == name)
             by_workers.plot(*zip(*rows), marker="o", label=name)
         by_workers.set(xlabel="num_workers", ylabel="images/s", title="worker sweep")
+        by_workers.xaxis.set_major_locator(MaxNLocator(integer=True))  # worker counts are whole
         by_workers.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -315,6 +328,8 @@ def run(args) -> int:
         loader = make_loader(args.run_one, args.data, args.transform, args.batch_size, args.workers, args.device)
         print(json.dumps(measure(args.run_one, loader, args.epochs, args.device, not args.no_progress)))
         return 0
+    if args.plot:
+        require_matplotlib()
     names = ["fastload"] + [n.strip() for n in args.compare.split(",") if n.strip()]
     unknown = [n for n in names if n not in LOADERS]
     if unknown:
@@ -329,13 +344,21 @@ def run(args) -> int:
     print(f"\nmachine: {machine()}")
     print(f"data: {args.data}; transform {args.transform}, batch {args.batch_size}, device {args.device}, "
           f"{args.epochs} timed epoch(s) after a warm-up\n")
-    print_tables(results, "fastload")
+    compared = [r for r in results if r["name"] != "fastload"]
+    # the ratio column against the best compared loader, as bench_loader.py's "vs best torch"
+    print_tables(results, max(compared, key=lambda r: r["images_per_s"])["name"] if compared else "fastload")
     for workers in worker_counts:
         rows = {r["name"]: r["images_per_s"] for r in results if r["workers"] == workers}
         others = {name: rate for name, rate in rows.items() if name != "fastload"}
         if others:
             best = max(others, key=others.get)
-            print(f"{workers} workers: fastload {rows['fastload'] / others[best]:.2f}x the images/s of {best}")
+            print(f"{workers_text(workers)}: fastload {rows['fastload'] / others[best]:.2f}x the images/s of "
+                  f"{best}")
+    short = [r for r in results if r.get("images", 0) < 10 * args.batch_size * args.epochs]
+    if short:
+        print(f"\nwarning: an epoch here is {short[0]['images'] // max(1, args.epochs)} images, under 10 batches "
+              f"of {args.batch_size}: start-up and the last batch weigh on these figures; measure on a larger "
+              f"folder (fastload.sample_data.make_sample_folder writes one of any size)")
     if args.plot:
         plot(results, args.plot, sweep=args.sweep_workers is not None)
         print(f"\nplot: {args.plot}")
