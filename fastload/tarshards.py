@@ -56,6 +56,7 @@ IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")  # the first one a sample has 
 LABEL_EXTENSIONS = ("cls", "txt", "json")  # likewise for its label; see parse_label
 INDEX_VERSION = 2
 MAX_TEXT = 4096  # members up to this size that are not images are kept in the index as text
+MAX_CLASSES = 1 << 20  # labels up to this are given a class name list (``TarShards.classes``)
 BLOCK = 512
 ZERO_BLOCK = bytes(BLOCK)
 MAX_SIZE = INT64[1]  # a member size past this (an off_t) is a corrupt header
@@ -378,6 +379,7 @@ class TarShards(ShardedSource):
         self.ranges: list[tuple[int, int, int]] = []  # per sample: (shard number, offset, size) of its image
         self.problems: dict[int, str] = {}  # per bad sample: why it cannot be read
         samples: list[tuple[str, int]] = []
+        names: dict[int, str] = {}  # label -> class name, from the samples' .class members (fastload pack's)
         for number, path in enumerate(self.shards):
             index = self.storage.index(number, "shard-index", ".idx.json", is_whole_index, build_index)
             found = dict(index["problems"])  # per sample of the shard: why its members cannot be read
@@ -389,6 +391,8 @@ class TarShards(ShardedSource):
                               f"among {sorted(members)}"
                 elif problem is None:  # labels checked here, per sample: a bad one is that sample's error
                     label, problem = self._label(members, texts, label_extensions)
+                    if problem is None and "class" in texts and 0 <= label < MAX_CLASSES:
+                        names.setdefault(label, texts["class"])
                 if problem is not None:  # (its label stays -1: _label gives -1 with a problem)
                     self.problems[len(samples)] = problem
                 offset, size = members[image] if image else (0, 0)
@@ -400,6 +404,9 @@ class TarShards(ShardedSource):
                     "the shard is cut short" not in self.problems[len(samples) - 1]:  # the sample it ends in
                 self.problems[len(samples) - 1] += f" (the shard is cut short: {index['error']})"
         super().__init__(samples, transform, target_transform, **order)
+        # torchvision's list of class names by label, where the samples carry them (a label none names: its
+        # number); None where none does
+        self.classes = [names.get(label, str(label)) for label in range(max(names) + 1)] if names else None
 
     def _repr_parts(self) -> list:
         return [("shards", self._paths(vars(self).get("shards"))), *super()._repr_parts(),

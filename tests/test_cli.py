@@ -222,12 +222,36 @@ def test_pack_writes_indexed_shards_that_read_as_the_folder(folder_with_bad_file
     assert len(shards) > 1 and all((out / (s.name + ".idx.json")).exists() for s in shards)
     kept = [(path, label) for path, label in fastload.ImageFolder(folder_with_bad_files).samples
             if not path.endswith("empty.jpg")]
+    assert "1 left out, each named on stderr (exit status 1)" in captured.out
     packed = fastload.TarShards(str(out / "train-*.tar"))
     assert packed.targets == [label for _, label in kept]
     assert [packed.read(i) for i in range(len(kept))] == [open(path, "rb").read() for path, _ in kept]
+    # each sample keyed by its file (class folder and name, no extension), its class name beside its label
+    keys = [name.rsplit(":", 1)[1] for name, _ in packed.samples]
+    assert keys == [os.path.splitext(os.path.relpath(path, folder_with_bad_files))[0].replace(".", "_")
+                    for path, _ in kept]
+    assert packed.classes == fastload.ImageFolder(folder_with_bad_files).classes
+    # re-encoding: an image Pillow cannot identify is named with the reason, not a Python object's repr
+    assert main(["pack", str(folder_with_bad_files), str(tmp_path / "small"), "--max-side", "8"]) == 1
+    assert "BytesIO" not in capsys.readouterr().err
     # inspect and preview read the shards' byte ranges: the two broken images packed as they were are found
     assert main(["inspect", str(out / "train-*.tar"), "--no-progress"]) == 1
     assert main(["preview", str(out / "train-*.tar"), "-o", str(tmp_path / "grid.png"), "--n", "4"]) == 0
+
+
+def test_pack_sizes_take_si_and_binary_units():
+    import argparse
+
+    from fastload.cli.pack import parse_size, sample_key
+    assert parse_size("1GiB") == 2 ** 30 and parse_size("512 MiB") == 512 << 20 and parse_size("1.5kib") == 1536
+    assert parse_size("500MB") == 500 * 10 ** 6 and parse_size("40KB") == 40_000 and parse_size("300000") == 300000
+    for bad in ("1XB", "GiB", "-1MB", "1 GiBB"):
+        with pytest.raises(argparse.ArgumentTypeError, match="a size such as"):
+            parse_size(bad)
+    taken: set = set()
+    assert [sample_key(name, "/d", taken, i) for i, name in enumerate(
+        ["/d/c/a.jpg", "/d/c/a.png", "/d/c/a_1.jpg", "/d/x y/b.c.JPEG", "rec.tfrecord:7"])] == \
+        ["c/a", "c/a_1", "c/a_1_2", "x_y/b_c", "rec_tfrecord_7"]
 
 
 def test_pack_reencodes_large_images_and_bench_runs_on_the_shards(image_folder, tmp_path, capsys):

@@ -1,11 +1,12 @@
 """Write WebDataset tar shards (and their indexes) from an image folder, a file list or TFRecords.
 
-``fastload pack /data/train /data/shards --shard-size 1GB`` writes
+``fastload pack /data/train /data/shards --shard-size 1GiB`` writes
 ``/data/shards/train-000000.tar``, ``train-000001.tar``, ... in the source's
-order (ImageFolder's: sorted classes, sorted files), each sample as
-``NNNNNNNNN.jpg`` (or its own image type) plus ``NNNNNNNNN.cls``, and indexes
+order (ImageFolder's: sorted classes, sorted files), each sample keyed by its
+source name (``n01440764/n01440764_10026.jpg`` plus ``.cls``, its label, and
+``.class``, its class name, where the source has class names), and indexes
 every shard, so ``fastload.TarShards("/data/shards/train-*.tar")`` reads the
-same dataset. ``--max-side N`` re-encodes images larger than N pixels on
+same dataset, class names included. ``--max-side N`` re-encodes images larger than N pixels on
 their longer side as JPEG at ``--quality`` (faster to decode); the table
 says bytes and decode time per image before and after. A sample that cannot
 be read is named and left out (exit status 1).
@@ -21,22 +22,43 @@ import sys
 import tarfile
 import time
 
-_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+_UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
+          "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
 
 def parse_size(text: str) -> int:
-    """``1GB``, ``512MB``, ``300000`` (bytes) -> bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?B?)\s*", text.upper())
+    """``1GiB``, ``512MiB`` (powers of 1024), ``1GB``, ``512MB`` (powers of 1000), ``300000`` (bytes) -> bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?I?B?)\s*", text.upper())
     if not match or match.group(2) not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r}: a size such as 1GB, 512MB or 300000")
+        raise argparse.ArgumentTypeError(f"{text!r}: a size such as 1GiB, 512MiB, 500MB or 300000 (bytes)")
     return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def sample_key(name: str, root: str | None, taken: set[str], index: int) -> str:
+    """The tar key of a sample named ``name`` (its file, relative to the source's folder ``root``): its path
+    without the extension, characters other than letters, digits, ``_``, ``-`` and ``/`` as ``_`` (a ``.``
+    would end the key, as webdataset splits names), unique in the pack (a second ``a.png`` beside ``a.jpg``
+    gets ``_`` and its index)."""
+    if root is not None and os.path.isabs(name):
+        name = os.path.relpath(name, root)
+    stem = os.path.splitext(name)[0] if os.path.splitext(name)[1].lower() in _IMAGE_SUFFIXES else name
+    key = re.sub(r"[^A-Za-z0-9_\-/]", "_", stem).strip("/")
+    key = re.sub(r"/+", "/", key) or f"{index:09d}"
+    unique, suffix = key, index
+    while unique in taken:
+        unique, suffix = f"{key}_{suffix}", suffix + 1
+    taken.add(unique)
+    return unique
+
+
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".pgm")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="an image folder, a file list, or TFRecord files (a pattern)")
     parser.add_argument("out", help="the folder for the shards")
-    parser.add_argument("--shard-size", type=parse_size, default=parse_size("1GB"),
-                        help="start a new shard past this many bytes (default 1GB)")
+    parser.add_argument("--shard-size", type=parse_size, default=parse_size("1GiB"),
+                        help="start a new shard past this many bytes: 1GiB (the default), 512MiB, 500MB, ...")
     parser.add_argument("--prefix", default="train", help="shard names: PREFIX-000000.tar, ... (default train)")
     parser.add_argument("--max-side", type=int, help="re-encode images longer than this on a side, as JPEG")
     parser.add_argument("--quality", type=int, default=90, help="JPEG quality when re-encoding (default 90)")
@@ -44,8 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _reencode(data: bytes, max_side: int, quality: int) -> tuple[bytes, str] | None:
     """The image shrunk to ``max_side`` on its longer side and saved as JPEG, or None if it is small enough."""
-    from PIL import Image
-    image = Image.open(io.BytesIO(data))
+    from PIL import Image, UnidentifiedImageError
+    try:
+        image = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise ValueError("not an image Pillow can identify") from None
     if max(image.size) <= max_side:
         return None
     image.draft("RGB", (max_side, max_side))  # DCT scaling first for JPEGs: fast, then an exact resize
@@ -90,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     from ..tarshards import TarShards, add_member
     from .common import open_source
     source = open_source(args.source)
+    root = args.source if os.path.isdir(args.source) else os.path.dirname(os.path.abspath(args.source))
+    classes = getattr(source, "classes", None)
+    keys: set[str] = set()
     os.makedirs(args.out, exist_ok=True)
     total = len(source.samples)
     shards: list[str] = []
@@ -113,9 +141,13 @@ def run(args: argparse.Namespace) -> int:
                     archive.close()
                 shards.append(os.path.join(args.out, f"{args.prefix}-{len(shards):06d}.tar"))
                 archive, written = tarfile.open(shards[-1], "w"), 0
-            add_member(archive, f"{index:09d}.{extension}", payload)
-            add_member(archive, f"{index:09d}.cls", str(int(label)).encode())
+            key = sample_key(name, root, keys, index)
+            add_member(archive, f"{key}.{extension}", payload)
+            add_member(archive, f"{key}.cls", str(int(label)).encode())
             written += len(payload) + 2048  # with the two tar headers
+            if classes and 0 <= int(label) < len(classes):
+                add_member(archive, f"{key}.class", str(classes[int(label)]).encode())
+                written += 1024
             bytes_before += len(data)
             bytes_after += len(payload)
             if len(sample_before) < 100:  # decode time measured on the first 100 images
@@ -128,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         TarShards(shards)  # indexes them (beside each shard)
     packed = total - len(failed)
     print(f"\n{packed} of {total} images -> {len(shards)} shards in {args.out} "
-          f"({args.prefix}-000000.tar ... {args.prefix}-{max(len(shards) - 1, 0):06d}.tar), indexed")
+          f"({args.prefix}-000000.tar ... {args.prefix}-{max(len(shards) - 1, 0):06d}.tar), indexed"
+          + (f"; {len(failed)} left out, each named on stderr (exit status 1)" if failed else ""))
     if packed:
         print(f"{'':<22} {'before':>10} {'after':>10}")
         print(f"{'KB per image':<22} {bytes_before / packed / 1024:>10.1f} {bytes_after / packed / 1024:>10.1f}")
