@@ -239,6 +239,19 @@ def test_pack_writes_indexed_shards_that_read_as_the_folder(folder_with_bad_file
     assert main(["preview", str(out / "train-*.tar"), "-o", str(tmp_path / "grid.png"), "--n", "4"]) == 0
 
 
+def test_doctor_says_what_the_install_runs_with(capsys, monkeypatch):
+    """`fastload doctor`: the extensions built, the decoders, torch and CUDA; exit 1, saying what to do, when
+    a core extension is missing (its import fails)."""
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "fastload._jpeg" in out and "built" in out and "libjpeg-turbo" in out and "torch " in out
+    assert "no CUDA device visible" in out or "cuda:0" in out
+    monkeypatch.setitem(sys.modules, "fastload._jpeg", None)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "fastload._jpeg" in out and "MISSING" in out and "the slower Pillow route" in out
+
+
 def test_pack_sizes_take_si_and_binary_units():
     import argparse
 

@@ -25,7 +25,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's parser, every subcommand's options with their defaults (nothing heavy is imported)."""
-    from . import bench, inspect_data, pack, preprocess, preview, serve
+    from . import bench, doctor, inspect_data, pack, preprocess, preview, serve
     parser = argparse.ArgumentParser(prog="fastload", description=" ".join(__doc__.split("\n\n")[0].split()),
                                      formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"fastload {__version__} ({DISTRIBUTION})")
@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   ("inspect", inspect_data, "what is in a dataset, what will fail"),
                                   ("preprocess", preprocess, "run a JSON pipeline on image files"),
                                   ("serve", serve, "an HTTP classifier behind a JSON pipeline"),
-                                  ("pack", pack, "write WebDataset tar shards from a dataset")):
+                                  ("pack", pack, "write WebDataset tar shards from a dataset"),
+                                  ("doctor", doctor, "what this install runs with: C extensions, decoders, "
+                                                     "torch, CUDA")):
         module.add_arguments(commands.add_parser(name, help=summary, description=module.__doc__.split("\n\n")[0]))
         commands.choices[name].set_defaults(run=module.run)
     return parser
