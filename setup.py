@@ -40,9 +40,10 @@ setup(
     packages=[*find_packages(include=["fastload", "fastload.*"]), "fastload.kernels"],
     package_dir={"fastload": "fastload", "fastload.kernels": "kernels"},
     package_data={"fastload": ["serve_openapi.json"]},  # (fastload serve's OpenAPI description, GET /v2/openapi.json)
-    ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"], depends=["fastload/_resample.h"],
-                           libraries=["jpeg"], extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
-                 Extension("fastload._normalize", ["fastload/_normalize.c"],
+    ext_modules=[Extension("fastload._jpeg", ["fastload/_jpeg.c"],
+                           depends=["fastload/_resample.h", "fastload/_lookup.h"], libraries=["jpeg"],
+                           extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
+                 Extension("fastload._normalize", ["fastload/_normalize.c"], depends=["fastload/_lookup.h"],
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  *[Extension(f"fastload.compat.dali.{name}", [f"fastload/compat/dali/{name}.c"],
                              extra_compile_args=["-O3", "-ffp-contract=off"], optional=True)

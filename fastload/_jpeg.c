@@ -122,19 +122,24 @@ enum { REGION_OK, REGION_FAILED, REGION_COLOR_SPACE, REGION_OUTSIDE, REGION_SMAL
 typedef struct {
     int width, height, channels; /* of the region decoded (clipped to the scaled image) */
     size_t needed;               /* bytes of `out` it needs */
+    size_t offset, stride;       /* where in `out` the region's first pixel lies, and its rows' pitch */
     error_manager err;           /* libjpeg's message, warnings counted */
 } region;
 
 /* Decode the region (left, top, width, height) of the image scaled by scale_num/8 into `out` as packed RGB
- * (gray for 1-channel JPEGs, or all of them with `gray`), the same pixels as a full decode. Runs without
- * the GIL. */
+ * (gray for 1-channel JPEGs, or all of them with `gray`), the same pixels as a full decode. With `in_rows`
+ * the rows libjpeg hands back (the region widened to whole iMCU columns) are written where they are
+ * decoded, when `out` holds them, instead of copied out of a scanline: the region then starts at
+ * result->offset, its rows result->stride apart (else at 0, packed). Runs without the GIL. */
 static int decode_region(const unsigned char *data, size_t length, int scale_num, int left, int top, int width,
-                         int height, int gray, unsigned char *out, size_t out_len, region *result) {
+                         int height, int gray, int in_rows, unsigned char *out, size_t out_len, region *result) {
     struct jpeg_decompress_struct cinfo;
     int status = REGION_OK;
     unsigned char *volatile scanline = NULL; /* volatile: read after a longjmp */
     result->channels = 0;
     result->needed = 0;
+    result->offset = 0;
+    result->stride = 0;
     setup_errors(&cinfo, &result->err);
     jpeg_create_decompress(&cinfo);
     if (setjmp(result->err.escape)) {
@@ -181,9 +186,12 @@ static int decode_region(const unsigned char *data, size_t length, int scale_num
             if (x > 0 || w < cinfo.output_width)
                 jpeg_crop_scanline(&cinfo, &x, &w);
             size_t offset = (size_t)(left - (int)x) * channels;
-            size_t row_bytes = (size_t)width * channels;
+            size_t row_bytes = (size_t)width * channels, pitch = (size_t)cinfo.output_width * channels;
             int direct = offset == 0 && cinfo.output_width == (JDIMENSION)width;
-            if (!direct) {
+            int in_place = !direct && in_rows && pitch * height <= out_len;
+            result->offset = in_place ? offset : 0;
+            result->stride = in_place ? pitch : row_bytes;
+            if (!direct && !in_place) {
                 scanline = (unsigned char *)malloc((size_t)cinfo.output_width * channels);
                 if (scanline == NULL)
                     status = REGION_NO_MEMORY;
@@ -193,15 +201,16 @@ static int decode_region(const unsigned char *data, size_t length, int scale_num
                     jpeg_skip_scanlines(&cinfo, (JDIMENSION)top);
                 int done = 0;
                 while (done < height) {
-                    JSAMPROW rows[1] = {direct ? out + row_bytes * done : scanline};
+                    JSAMPROW rows[1] = {direct ? out + row_bytes * done : in_place ? out + pitch * done : scanline};
                     if (jpeg_read_scanlines(&cinfo, rows, 1) != 1)
                         break;
-                    if (!direct)
+                    if (!direct && !in_place)
                         memcpy(out + row_bytes * done, scanline + offset, row_bytes);
                     done++;
                 }
                 if (done < height) { /* suspended: only possible with truncated data */
-                    memset(out + row_bytes * done, 128, row_bytes * (height - done));
+                    for (int y = done; y < height; y++)
+                        memset(out + result->offset + result->stride * y, 128, row_bytes);
                     if (result->err.pub.num_warnings == 0)
                         snprintf(result->err.first_warning, JMSG_LENGTH_MAX, "image data ended early");
                     result->err.pub.num_warnings++;
@@ -243,7 +252,7 @@ static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
     status = decode_region((const unsigned char *)data.buf, (size_t)data.len, scale_num, left, top, width, height,
-                           gray, (unsigned char *)out.buf, (size_t)out.len, &result);
+                           gray, 0, (unsigned char *)out.buf, (size_t)out.len, &result);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     PyBuffer_Release(&out);
@@ -256,6 +265,7 @@ static PyObject *jpeg_decode(PyObject *self, PyObject *args) {
 }
 
 #include "_resample.h"
+#include "_lookup.h"
 
 /* Bytes from `offset` rounded up so that what follows is aligned for any scalar type. */
 static size_t aligned(size_t offset) {
@@ -283,11 +293,13 @@ static int take_table(Py_buffer *table, sample_plan *plan) {
 }
 
 /* Write the window (rows of `values` bytes at `stride`, `channels` 1 or 3) into out: packed RGB uint8
- * (kind 0) or float32 planes table[c][value] (kind 1), flipped as asked. */
+ * (kind 0) or float32 planes table[c][value] (kind 1, RGB rows through _lookup.h's gathers), flipped as
+ * asked. `flipped`: scratch of a row's bytes. */
 static void write_output(const unsigned char *pixels, size_t stride, int channels, const sample_plan *plan,
-                         void *out) {
+                         void *out, unsigned char *flipped) {
     int width = plan->window[2], height = plan->window[3];
     size_t plane = (size_t)width * height;
+    lookup_fn convert = lookup_row_best();
     for (int y = 0; y < height; y++) {
         const unsigned char *row = pixels + (size_t)(plan->vflip ? height - 1 - y : y) * stride;
         if (plan->kind == 0) {
@@ -298,6 +310,14 @@ static void write_output(const unsigned char *pixels, size_t stride, int channel
                 dst[3 * x + 1] = p[channels == 3 ? 1 : 0];
                 dst[3 * x + 2] = p[channels == 3 ? 2 : 0];
             }
+        } else if (channels == 3) {
+            float *red = (float *)out + (size_t)y * width;
+            if (plan->hflip) {  /* the row's pixels reversed into `flipped`, then looked up */
+                for (int x = 0; x < width; x++)
+                    memcpy(flipped + 3 * x, row + (size_t)(width - 1 - x) * 3, 3);
+                row = flipped;
+            }
+            convert(row, red, red + plane, red + 2 * plane, width, plan->table);
         } else {
             float *red = (float *)out + (size_t)y * width, *green = red + plane, *blue = green + plane;
             const float *t0 = plan->table, *t1 = t0 + 256, *t2 = t1 + 256;
@@ -320,8 +340,8 @@ static void write_output(const unsigned char *pixels, size_t stride, int channel
  * horizontal pass takes off the width (measured on thousands of random sizes, boxes and filters: the
  * intermediate image is rounded to 8 bits, so the order shows in the pixels); otherwise horizontal first,
  * as Pillow always did before. */
-static size_t resample_region(const unsigned char *in, int in_w, int in_h, int channels, const sample_plan *plan,
-                              unsigned char *scratch, size_t scratch_len, void *out) {
+static size_t resample_region(const unsigned char *in, size_t in_stride, int in_w, int in_h, int channels,
+                              const sample_plan *plan, unsigned char *scratch, size_t scratch_len, void *out) {
     const float *box = plan->box;
     int wx = plan->window[0], wy = plan->window[1], ww = plan->window[2], wh = plan->window[3];
     int need_h = plan->resize_w != in_w || box[0] != 0.0f || box[2] != (float)plan->resize_w;
@@ -337,7 +357,8 @@ static size_t resample_region(const unsigned char *in, int in_w, int in_h, int c
     size_t mid_bytes = (size_t)channels * (vertical_first ? (size_t)wh * in_w : (size_t)in_h * ww);
     size_t at_sums = aligned(at_mid + (need_h && need_v ? mid_bytes + 4 : 0)); /* +4: read past (resample) */
     size_t at_final = aligned(at_sums + (size_t)channels * (in_w > ww ? in_w : ww) * sizeof(int32_t));
-    size_t needed = aligned(at_final + (size_t)wh * ww * channels);
+    size_t at_flip = aligned(at_final + (size_t)wh * ww * channels);
+    size_t needed = aligned(at_flip + (size_t)ww * 3); /* a flipped row for write_output */
     if (needed > scratch_len)
         return needed;
     int *start_v = (int *)scratch, *length_v = start_v + wh, *start_h = (int *)(scratch + at_h);
@@ -352,8 +373,8 @@ static size_t resample_region(const unsigned char *in, int in_w, int in_h, int c
     if (need_h)
         col_first = resample_axis(plan->filter, in_w, box[0], box[2], plan->resize_w, wx, ww, taps_h, start_h,
                                   length_h, weights_h, &cols);
-    const unsigned char *source = in + ((size_t)row_first * in_w + col_first) * channels;
-    size_t stride = (size_t)in_w * channels, done = (size_t)ww * channels;
+    const unsigned char *source = in + (size_t)row_first * in_stride + (size_t)col_first * channels;
+    size_t stride = in_stride, done = (size_t)ww * channels;
     unsigned char *mid = scratch + at_mid, *final = scratch + at_final;
     if (need_h && need_v && vertical_first) {
         size_t across = (size_t)cols * channels;
@@ -370,7 +391,7 @@ static size_t resample_region(const unsigned char *in, int in_w, int in_h, int c
         final = (unsigned char *)source; /* the window of the region itself */
         done = stride;
     }
-    write_output(final, done, channels, plan, out);
+    write_output(final, done, channels, plan, out, scratch + at_flip);
     return 0;
 }
 
@@ -411,22 +432,24 @@ static size_t run_sample(const unsigned char *data, size_t length, unsigned char
                          int scale_num, int left, int top, int width, int height, const sample_plan *plan,
                          unsigned char *out, int *status, region *result, double *decode_seconds) {
     struct timespec started, decoded_at;
-    size_t decoded = aligned((size_t)width * height * 3 + 4); /* at most 3 channels; +4: read past (resample) */
+    /* at most 3 channels, rows widened to whole iMCU columns (at most 16 pixels each side, one more for
+     * upsampling: decode_region copies rows out of a scanline where they do not fit); +4: read past (resample) */
+    size_t decoded = aligned((size_t)(width + 34) * height * 3 + 4);
     *status = REGION_OK;
     *decode_seconds = 0.0;
     result->err.pub.num_warnings = 0;
     if (decoded > scratch_len)
         return decoded + aligned((size_t)plan->window[2] * plan->window[3] * 3 * 2);
     clock_gettime(CLOCK_MONOTONIC, &started);
-    *status = decode_region(data, length, scale_num, left, top, width, height, 0, scratch, decoded, result);
+    *status = decode_region(data, length, scale_num, left, top, width, height, 0, 1, scratch, decoded - 4, result);
     clock_gettime(CLOCK_MONOTONIC, &decoded_at);
     *decode_seconds = seconds_between(started, decoded_at);
     if (*status == REGION_OK && (result->width != width || result->height != height))
         *status = REGION_OUTSIDE; /* the region must lie in the scaled image */
     if (*status != REGION_OK || result->err.pub.num_warnings != 0)
         return 0;
-    size_t needed = resample_region(scratch, width, height, result->channels, plan, scratch + decoded,
-                                    scratch_len - decoded, out);
+    size_t needed = resample_region(scratch + result->offset, result->stride, width, height, result->channels, plan,
+                                    scratch + decoded, scratch_len - decoded, out);
     return needed ? needed + decoded : 0;
 }
 

@@ -91,6 +91,7 @@ def test_float_output_is_torchvisions_normalize_of_the_pillow_route(seed, kind, 
         header = decode_stage.read_header(0, "x", data)
         geometry = plan.sample(header.width, header.height, SampleRandom(seed, 1, trial))
         decoded = decode_stage.decode(0, "x", data, decode_stage.Header(header.width, header.height), geometry, 1)
+        decoded.image = decoded.image.copy()  # (its pixels live in the thread's scratch, which sample() reuses)
         pixels = torch.from_numpy(np.asarray(transform_image(decoded, geometry, plan.resample)).copy())
         expected = torchvision_values(kind, torch.float32, mean, std, pixels[None])[0]
         got = np.zeros(3 * 56 * 48, np.float32)
