@@ -97,13 +97,16 @@ setup(
         # targets of the native and byte-level parsers (wheels for x86_64 Linux only; its tests skip elsewhere);
         # torchdata: its StatefulDataLoader is the reference the resume of stateful samplers and datasets is
         # compared with
+        # mkdocs, mkdocs-material, mkdocstrings[python]: tests/test_docs_site.py builds the documentation site
+        # (mkdocs.yml: the guides and the API reference from the docstrings) in strict mode
         # torchcodec is left out: each release needs its own torch, and its tests skip without it
         "test": ["ruff==0.17.6", "pytest", "pytest-timeout", "pytest-xdist>=3.6", "matplotlib",
                  "triton; platform_system == 'Linux'", "lightning>=2.5", "accelerate>=1.10",
                  "nvidia-dali-cuda130==2.4.0", "webdataset>=1.0.2",
                  "moto[server]==5.2.5", "s3fs==2026.9.0", "fsspec==2026.9.0", "av>=14", "lmdb>=1.4", "soundfile>=0.12",
                  "tritonclient[http,grpc]>=2.40", "hypothesis>=6.100", "schemathesis>=4.0", "torchdata>=0.8",
-                 "atheris>=2.3; platform_system == 'Linux' and platform_machine == 'x86_64'"],
+                 "atheris>=2.3; platform_system == 'Linux' and platform_machine == 'x86_64'",
+                 "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
     },
     entry_points={"console_scripts": ["fastload = fastload.cli:main"]},
 )

@@ -314,12 +314,11 @@ class TFRecords(ShardedSource):
         image_feature, label_feature, label_offset: see above.
         name_feature: a bytes feature naming each record (``"image/filename"``, which rocAL's TFRecord reader
             keys records by), kept in ``self.names`` (None for a record without it).
-        cache_dir, timeout, retries, backoff, mode, shuffle_buffer, read_ahead, cache_limit, storage_options,
-            lock_timeout: where
-            the files are and how they are read, as for ``TarShards``: local files indexed (a record one
-            ``pread``), remote ones streamed by default (whole files into a local cache, each rank a run
-            of them); fastload's own index (offsets and labels) goes beside a local file, else to
-            ``cache_dir``.
+        cache_dir, timeout, retries, backoff, mode: where the files are and how they are read, as for
+            ``TarShards`` (with ``shuffle_buffer``, ``read_ahead``, ``cache_limit``, ``storage_options`` and
+            ``lock_timeout``): local files indexed (a record one ``pread``), remote ones streamed by default
+            (whole files into a local cache, each rank a run of them); fastload's own index (offsets and
+            labels) goes beside a local file, else to ``cache_dir``.
         **order: ``shuffle``, ``seed``, ``drop_last``, ``even_shards``, ``rank``, ``world_size``: see
             ``fastload.Source``.
     """
