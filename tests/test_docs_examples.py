@@ -72,3 +72,26 @@ def test_the_block_runs_as_shown(name, code, small_folder, tmp_path, monkeypatch
     loader = namespace.get("loader")
     if loader is not None:
         loader.close()
+
+
+QUICK_COMMANDS = re.compile(r"^(?:\$ )?fastload (preview|inspect|pack|doctor)\b(.*)$", re.MULTILINE)
+
+
+def test_the_quick_commands_of_cli_md_run_as_shown(small_folder, tmp_path, monkeypatch):
+    """`fastload preview`, `inspect`, `pack` and `doctor` as docs/cli.md shows them (optional [...] parts left
+    out; the built-in sample is a small folder, /tmp a temporary one). `bench` is run by test_cli.py."""
+    import shlex
+
+    from fastload.cli import main
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    ran = set()
+    for match in QUICK_COMMANDS.finditer(text):
+        line = re.sub(r"\[[^\]]*\]", "", match.group(0).removeprefix("$ "))
+        if "DATA" in line:
+            continue  # the synopsis lines
+        line = line.replace("/tmp/", f"{tmp_path}/").replace("~/.cache/fastload/sample-imagenet", str(small_folder))
+        argv = shlex.split(line)[1:]
+        assert main(argv) == 0, line
+        ran.add(match.group(1))
+    assert ran == {"preview", "inspect", "pack", "doctor"}
