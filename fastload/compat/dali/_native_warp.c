@@ -275,6 +275,49 @@ AFFINE_ROW(int16_t)
 AFFINE_ROW(int32_t)
 AFFINE_ROW(float)
 
+/* Eight pixels' 2x2 taps in a three-channel uint8 image, read by 32-bit gathers: the top row's at the pixel (its
+ * channels the low three bytes), the bottom row's a byte before (its channels the high three), so that no read
+ * passes the image's last byte. Shared by affine_row_u8c3_avx2 and perspective_row_u8c3_avx2. */
+typedef struct {
+    __m256i g00, g01, g10, g11;
+} Taps8;
+
+/* Whether every lane's 2x2 block, its top-left tap at (x0, y0), lies inside the image. */
+__attribute__((target("avx2,fma")))
+static inline int taps_inside(__m256 x0, __m256 y0, __m256 x_end, __m256 y_end) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 inside = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x0, zero, _CMP_GE_OQ),
+                                                _mm256_cmp_ps(x0, x_end, _CMP_LT_OQ)),
+                                  _mm256_and_ps(_mm256_cmp_ps(y0, zero, _CMP_GE_OQ),
+                                                _mm256_cmp_ps(y0, y_end, _CMP_LT_OQ)));
+    return _mm256_movemask_ps(inside) == 0xff;
+}
+
+__attribute__((target("avx2,fma")))
+static inline Taps8 gather_taps(const uint8_t *src, __m256 x0, __m256 y0, __m256i stride) {
+    const __m256i three = _mm256_set1_epi32(3);
+    __m256i o00 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtps_epi32(y0), stride),
+                                   _mm256_mullo_epi32(_mm256_cvtps_epi32(x0), three));
+    __m256i o10 = _mm256_sub_epi32(_mm256_add_epi32(o00, stride), _mm256_set1_epi32(1));
+    Taps8 t;
+    t.g00 = _mm256_i32gather_epi32((const int *)src, o00, 1);
+    t.g01 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o00, three), 1);
+    t.g10 = _mm256_i32gather_epi32((const int *)src, o10, 1);
+    t.g11 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o10, three), 1);
+    return t;
+}
+
+/* Channel c of the four taps as float32: p[0] top-left, p[1] top-right, p[2] bottom-left, p[3] bottom-right. */
+__attribute__((target("avx2,fma")))
+static inline void tap_channel(const Taps8 *t, int c, __m256 p[4]) {
+    const __m256i low = _mm256_set1_epi32(0xff);
+    __m128i top_shift = _mm_cvtsi32_si128(8 * c), bottom_shift = _mm_cvtsi32_si128(8 * c + 8);
+    p[0] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(t->g00, top_shift), low));
+    p[1] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(t->g01, top_shift), low));
+    p[2] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(t->g10, bottom_shift), low));
+    p[3] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(t->g11, bottom_shift), low));
+}
+
 /* affine_row_uint8_t of a three-channel image, linear, eight output pixels a step where their 2x2 blocks all lie
  * inside the image: the same float32 products and sums in the same order, one pixel per lane, the taps read by
  * 32-bit gathers (the top row's at the pixel, its channels the low three bytes; the bottom row's a byte before,
@@ -283,40 +326,26 @@ AFFINE_ROW(float)
 __attribute__((target("avx2,fma")))
 static void affine_row_u8c3_avx2(const Source *s, const float *sx, const float *sy, Py_ssize_t out_w, float *row) {
     const uint8_t *src = s->src;
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     const __m256 x_end = _mm256_set1_ps((float)(s->width - 1)), y_end = _mm256_set1_ps((float)(s->height - 1));
-    const __m256i stride = _mm256_set1_epi32((int)(s->width * 3)), three = _mm256_set1_epi32(3);
-    const __m256i low = _mm256_set1_epi32(0xff);
+    const __m256i stride = _mm256_set1_epi32((int)(s->width * 3));
     float lanes[3][8] __attribute__((aligned(32)));
     Py_ssize_t x = 0;
     for (; x + 8 <= out_w; x += 8) {
         __m256 fx = _mm256_sub_ps(_mm256_loadu_ps(sx + x), half), fy = _mm256_sub_ps(_mm256_loadu_ps(sy + x), half);
         __m256 x0f = _mm256_floor_ps(fx), y0f = _mm256_floor_ps(fy);
-        __m256 inside = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x0f, zero, _CMP_GE_OQ),
-                                                    _mm256_cmp_ps(x0f, x_end, _CMP_LT_OQ)),
-                                      _mm256_and_ps(_mm256_cmp_ps(y0f, zero, _CMP_GE_OQ),
-                                                    _mm256_cmp_ps(y0f, y_end, _CMP_LT_OQ)));
-        if (_mm256_movemask_ps(inside) != 0xff) {
+        if (!taps_inside(x0f, y0f, x_end, y_end)) {
             affine_row_uint8_t(s, sx + x, sy + x, 8, 1, row + x * 3);
             continue;
         }
         __m256 qx = _mm256_sub_ps(fx, x0f), qy = _mm256_sub_ps(fy, y0f);
         __m256 px = _mm256_sub_ps(one, qx);
-        __m256i o00 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtps_epi32(y0f), stride),
-                                       _mm256_mullo_epi32(_mm256_cvtps_epi32(x0f), three));
-        __m256i o10 = _mm256_sub_epi32(_mm256_add_epi32(o00, stride), _mm256_set1_epi32(1));
-        __m256i g00 = _mm256_i32gather_epi32((const int *)src, o00, 1);
-        __m256i g01 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o00, three), 1);
-        __m256i g10 = _mm256_i32gather_epi32((const int *)src, o10, 1);
-        __m256i g11 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o10, three), 1);
+        Taps8 taps = gather_taps(src, x0f, y0f, stride);
         for (int c = 0; c < 3; c++) {
-            __m128i top_shift = _mm_cvtsi32_si128(8 * c), bottom_shift = _mm_cvtsi32_si128(8 * c + 8);
-            __m256 t00 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g00, top_shift), low));
-            __m256 t01 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g01, top_shift), low));
-            __m256 t10 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g10, bottom_shift), low));
-            __m256 t11 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g11, bottom_shift), low));
-            __m256 top = _mm256_add_ps(_mm256_mul_ps(t00, px), _mm256_mul_ps(t01, qx));
-            __m256 bottom = _mm256_add_ps(_mm256_mul_ps(t10, px), _mm256_mul_ps(t11, qx));
+            __m256 p[4];
+            tap_channel(&taps, c, p);
+            __m256 top = _mm256_add_ps(_mm256_mul_ps(p[0], px), _mm256_mul_ps(p[1], qx));
+            __m256 bottom = _mm256_add_ps(_mm256_mul_ps(p[2], px), _mm256_mul_ps(p[3], qx));
             _mm256_store_ps(lanes[c], _mm256_add_ps(top, _mm256_mul_ps(_mm256_sub_ps(bottom, top), qy)));
         }
         float *out = row + x * 3;
@@ -551,8 +580,8 @@ static void perspective_row_u8c3_avx2(const Image *s, uint8_t *dst, Py_ssize_t o
     const __m256 x_end = _mm256_set1_ps((float)(s->width - 1)), y_end = _mm256_set1_ps((float)(s->height - 1));
     const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]), m6 = _mm256_set1_ps(m[6]);
     const __m256 cx = _mm256_set1_ps(c[0]), cy = _mm256_set1_ps(c[1]), cw = _mm256_set1_ps(c[2]);
-    const __m256i stride = _mm256_set1_epi32((int)(s->width * 3)), three = _mm256_set1_epi32(3);
-    const __m256i low = _mm256_set1_epi32(0xff), iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i stride = _mm256_set1_epi32((int)(s->width * 3));
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     int32_t lanes[3][8] __attribute__((aligned(32)));
     Py_ssize_t x = 0;
     for (; x + 8 <= vector; x += 8) {
@@ -560,31 +589,18 @@ static void perspective_row_u8c3_avx2(const Image *s, uint8_t *dst, Py_ssize_t o
         __m256 W = _mm256_fmadd_ps(m6, xf, cw), X = _mm256_fmadd_ps(m0, xf, cx), Y = _mm256_fmadd_ps(m3, xf, cy);
         __m256 sx = _mm256_div_ps(X, W), sy = _mm256_div_ps(Y, W);
         __m256 fx = _mm256_floor_ps(sx), fy = _mm256_floor_ps(sy);
-        __m256 inside = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(fx, zero, _CMP_GE_OQ),
-                                                    _mm256_cmp_ps(fx, x_end, _CMP_LT_OQ)),
-                                      _mm256_and_ps(_mm256_cmp_ps(fy, zero, _CMP_GE_OQ),
-                                                    _mm256_cmp_ps(fy, y_end, _CMP_LT_OQ)));
-        if (_mm256_movemask_ps(inside) != 0xff) {
+        if (!taps_inside(fx, fy, x_end, y_end)) {
             for (Py_ssize_t i = x; i < x + 8; i++)
                 perspective_pixel(s, dst, out_w, m, 1, y, i, vector, r, c);
             continue;
         }
         __m256 ax = _mm256_sub_ps(sx, fx), ay = _mm256_sub_ps(sy, fy);
-        __m256i o00 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtps_epi32(fy), stride),
-                                       _mm256_mullo_epi32(_mm256_cvtps_epi32(fx), three));
-        __m256i o10 = _mm256_sub_epi32(_mm256_add_epi32(o00, stride), _mm256_set1_epi32(1));
-        __m256i g00 = _mm256_i32gather_epi32((const int *)src, o00, 1);
-        __m256i g01 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o00, three), 1);
-        __m256i g10 = _mm256_i32gather_epi32((const int *)src, o10, 1);
-        __m256i g11 = _mm256_i32gather_epi32((const int *)src, _mm256_add_epi32(o10, three), 1);
+        Taps8 taps = gather_taps(src, fx, fy, stride);
         for (int k = 0; k < 3; k++) {
-            __m128i top_shift = _mm_cvtsi32_si128(8 * k), bottom_shift = _mm_cvtsi32_si128(8 * k + 8);
-            __m256 p00 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g00, top_shift), low));
-            __m256 p01 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g01, top_shift), low));
-            __m256 p10 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g10, bottom_shift), low));
-            __m256 p11 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(g11, bottom_shift), low));
-            __m256 top = _mm256_fmadd_ps(ax, _mm256_sub_ps(p01, p00), p00);
-            __m256 bottom = _mm256_fmadd_ps(ax, _mm256_sub_ps(p11, p10), p10);
+            __m256 p[4];
+            tap_channel(&taps, k, p);
+            __m256 top = _mm256_fmadd_ps(ax, _mm256_sub_ps(p[1], p[0]), p[0]);
+            __m256 bottom = _mm256_fmadd_ps(ax, _mm256_sub_ps(p[3], p[2]), p[2]);
             __m256 v = _mm256_fmadd_ps(ay, _mm256_sub_ps(bottom, top), top);
             v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             v = _mm256_min_ps(_mm256_max_ps(v, zero), top_value);
