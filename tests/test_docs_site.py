@@ -30,7 +30,7 @@ def test_the_site_builds_strictly_with_its_api_reference(tmp_path):
     assert (site / "repo" / "benchmarks" / "RESULTS" / "index.html").exists()  # a linked repository page
 
 
-def test_a_link_to_a_missing_file_fails_the_build(tmp_path):
+def test_a_link_to_a_missing_file_fails_the_build(monkeypatch):
     """The hook that carries repository files refuses a link to one that does not exist."""
     pytest.importorskip("mkdocs")
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -50,10 +50,6 @@ def test_a_link_to_a_missing_file_fails_the_build(tmp_path):
 
     class Config:
         docs_dir = str(ROOT / "docs")
-    original = mkdocs_hooks._links
-    mkdocs_hooks._links = lambda path: iter(["../no/such/file.md"])
-    try:
-        with pytest.raises(PluginError, match="names no file"):
-            mkdocs_hooks.on_files(Files(), Config())
-    finally:
-        mkdocs_hooks._links = original
+    monkeypatch.setattr(mkdocs_hooks, "_links", lambda path: iter(["../no/such/file.md"]))
+    with pytest.raises(PluginError, match="names no file"):
+        mkdocs_hooks.on_files(Files(), Config())
