@@ -7,6 +7,8 @@ import time
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from fastload.cli import main
@@ -284,3 +286,17 @@ def test_pack_reencodes_large_images_and_bench_runs_on_the_shards(image_folder, 
     assert result.returncode == 0, result.stderr
     rows = {line.split()[0] for line in result.stdout.splitlines() if line.startswith(("fastload ", "torch "))}
     assert rows == {"fastload", "torch"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=12))
+def test_pack_keys_are_unique_and_split_back_as_webdataset_splits(names):
+    """Any source names give keys that are unique in the pack, and that a member ``key.jpg`` splits back into
+    (key, "jpg") as webdataset and TarShards split member names."""
+    from fastload.cli.pack import sample_key
+    from fastload.tarshards import split_key
+    taken: set = set()
+    keys = [sample_key(f"/d/{name}.jpg", "/d", taken, index) for index, name in enumerate(names)]
+    assert len(set(keys)) == len(keys)
+    for key in keys:
+        assert split_key(f"{key}.jpg") == (key, "jpg") and split_key(f"{key}.cls") == (key, "cls")
